@@ -1,0 +1,153 @@
+# ldpref — plain GNU make with pkg-config. Outputs go to $(BUILD).
+#
+#   make            build everything          make test     build and run all tests
+#   make run        install deps, build, serve on 127.0.0.1:8080
+#   make bench      all benchmarks            make install PREFIX=/usr/local
+#   make SAN=1 BUILD=build/asan test          sanitizer build of the tests
+#   make fuzz       libFuzzer binaries (clang)
+
+BUILD   ?= build
+PREFIX  ?= /usr/local
+CC      ?= cc
+SAN     ?=
+VERSION := 0.1.0
+
+PKGS    := libmicrohttpd jansson libsodium sqlite3 libcurl openblas
+PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
+PKG_LIBS   := $(shell pkg-config --libs $(PKGS) 2>/dev/null) -llbfgs -lm -lpthread
+
+CFLAGS  ?= -O2 -g
+CFLAGS  += -std=c11 -D_GNU_SOURCE -fPIC -Wall -Wextra -Wshadow -Wstrict-prototypes \
+           -Wno-unused-parameter -I. -Icommon -Iclient -Iserver -Iserver/learn \
+           -DLDPREF_VERSION='"$(VERSION)"' $(PKG_CFLAGS)
+LDFLAGS ?=
+ifeq ($(SAN),1)
+CFLAGS  += -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined
+LDFLAGS += -fsanitize=address,undefined
+endif
+
+COMMON_SRC  := $(wildcard common/*.c)
+CLIENT_SRC  := $(filter-out client/cli.c,$(wildcard client/*.c))
+SERVER_SRC  := $(filter-out server/main.c,$(wildcard server/*.c))
+LEARN_SRC   := $(filter-out server/learn/train_main.c,$(wildcard server/learn/*.c))
+SUPPORT_SRC := $(wildcard tests/support/*.c)
+
+obj = $(patsubst %.c,$(BUILD)/obj/%.o,$(1))
+
+LIB_COMMON  := $(BUILD)/libldpref-common.a
+LIB_CLIENT  := $(BUILD)/libldpref.a
+SO_CLIENT   := $(BUILD)/libldpref.so
+LIB_SERVER  := $(BUILD)/libldpref-server.a
+LIB_LEARN   := $(BUILD)/libldpref-learn.a
+LIB_SUPPORT := $(BUILD)/libldpref-testsupport.a
+BINS        := $(BUILD)/ldpref $(BUILD)/ldpref-server $(BUILD)/ldpref-train
+# Everything internal, in link order.
+ALL_LIBS    := $(LIB_SUPPORT) $(LIB_SERVER) $(LIB_LEARN) $(LIB_CLIENT)
+
+UNIT_TESTS  := $(patsubst tests/unit/%.c,$(BUILD)/tests/%,$(wildcard tests/unit/test_*.c))
+E2E_TESTS   := $(patsubst tests/e2e/%.c,$(BUILD)/tests/%,$(wildcard tests/e2e/e2e_*.c))
+FUZZ_SRC    := $(wildcard tests/fuzz/fuzz_*.c)
+FUZZ_REPLAY := $(patsubst tests/fuzz/%.c,$(BUILD)/tests/replay_%,$(FUZZ_SRC))
+BENCHES     := $(patsubst tests/bench/%.c,$(BUILD)/bench/%,$(wildcard tests/bench/bench_*.c))
+
+.PHONY: all test run install uninstall clean bench bench-ingest bench-train bench-score \
+        fuzz format check-format deps tests
+all: $(BINS) $(SO_CLIENT) $(BUILD)/ldpref.pc
+
+$(BUILD)/obj/%.o: %.c
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -MMD -MP -c $< -o $@
+
+$(LIB_COMMON): $(call obj,$(COMMON_SRC))
+$(LIB_CLIENT): $(call obj,$(CLIENT_SRC) $(COMMON_SRC))
+$(LIB_SERVER): $(call obj,$(SERVER_SRC))
+$(LIB_LEARN):  $(call obj,$(LEARN_SRC))
+$(LIB_SUPPORT): $(call obj,$(SUPPORT_SRC))
+$(BUILD)/%.a:
+	@mkdir -p $(dir $@)
+	rm -f $@ && ar rcs $@ $^
+
+$(SO_CLIENT): $(call obj,$(CLIENT_SRC) $(COMMON_SRC)) client/libldpref.map
+	$(CC) -shared -Wl,-soname,libldpref.so.0 -Wl,--version-script=client/libldpref.map \
+	    $(LDFLAGS) -o $@ $(filter %.o,$^) $(PKG_LIBS)
+
+$(BUILD)/ldpref: $(call obj,client/cli.c) $(LIB_CLIENT)
+	$(CC) $(LDFLAGS) -o $@ $^ $(PKG_LIBS)
+$(BUILD)/ldpref-server: $(call obj,server/main.c) $(LIB_SERVER) $(LIB_LEARN) $(LIB_COMMON)
+	$(CC) $(LDFLAGS) -o $@ $^ $(PKG_LIBS)
+$(BUILD)/ldpref-train: $(call obj,server/learn/train_main.c) $(LIB_LEARN) $(LIB_COMMON)
+	$(CC) $(LDFLAGS) -o $@ $^ $(PKG_LIBS)
+
+$(BUILD)/ldpref.pc: client/ldpref.pc.in
+	sed -e 's|@PREFIX@|$(PREFIX)|g' -e 's|@VERSION@|$(VERSION)|g' $< > $@
+
+# Tests link every internal library; each binary prints "N passed, N failed".
+$(BUILD)/tests/%: $(BUILD)/obj/tests/unit/%.o $(ALL_LIBS)
+	@mkdir -p $(dir $@)
+	$(CC) $(LDFLAGS) -o $@ $^ $(PKG_LIBS)
+$(BUILD)/tests/e2e_%: $(BUILD)/obj/tests/e2e/e2e_%.o $(ALL_LIBS)
+	@mkdir -p $(dir $@)
+	$(CC) $(LDFLAGS) -o $@ $^ $(PKG_LIBS)
+# Fuzz targets replayed over their corpora with the normal compiler.
+$(BUILD)/tests/replay_%: $(BUILD)/obj/tests/fuzz/%.o $(BUILD)/obj/tests/fuzz/replay_main.o $(ALL_LIBS)
+	@mkdir -p $(dir $@)
+	$(CC) $(LDFLAGS) -o $@ $^ $(PKG_LIBS)
+$(BUILD)/bench/%: $(BUILD)/obj/tests/bench/%.o $(ALL_LIBS)
+	@mkdir -p $(dir $@)
+	$(CC) $(LDFLAGS) -o $@ $^ $(PKG_LIBS)
+
+tests: all $(UNIT_TESTS) $(E2E_TESTS) $(FUZZ_REPLAY)
+
+test: tests
+	BUILD=$(BUILD) tests/run.sh
+
+deps:
+	deploy/install-deps.sh
+
+# OPENBLAS_CORETYPE: Debian's OpenBLAS does not recognise this CPU and falls
+# back to generic kernels; deploy/openblas-env.sh picks the fastest it can.
+run: deps
+	$(MAKE) all
+	@mkdir -p var
+	. deploy/openblas-env.sh && exec $(BUILD)/ldpref-server --db var/ldpref.db
+
+bench: bench-ingest bench-train bench-score
+bench-ingest: all $(BENCHES)
+	BUILD=$(BUILD) tests/bench/run.sh ingest
+bench-train: all $(BENCHES)
+	BUILD=$(BUILD) tests/bench/run.sh train
+bench-score: all $(BENCHES)
+	BUILD=$(BUILD) tests/bench/run.sh score
+
+FUZZ_CFLAGS := $(filter-out -fsanitize=%,$(CFLAGS)) -fsanitize=fuzzer,address,undefined
+fuzz: $(ALL_LIBS)
+	@mkdir -p $(BUILD)/fuzz
+	for f in $(FUZZ_SRC); do n=$$(basename $$f .c); \
+	  clang $(FUZZ_CFLAGS) -o $(BUILD)/fuzz/$$n $$f $(filter-out %.o,$(ALL_LIBS)) $(PKG_LIBS) || exit 1; done
+
+install: all
+	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/lib/pkgconfig $(DESTDIR)$(PREFIX)/include
+	install -m 755 $(BINS) $(DESTDIR)$(PREFIX)/bin/
+	install -m 644 $(LIB_CLIENT) $(DESTDIR)$(PREFIX)/lib/
+	install -m 755 $(SO_CLIENT) $(DESTDIR)$(PREFIX)/lib/libldpref.so.$(VERSION)
+	ln -sf libldpref.so.$(VERSION) $(DESTDIR)$(PREFIX)/lib/libldpref.so.0
+	ln -sf libldpref.so.0 $(DESTDIR)$(PREFIX)/lib/libldpref.so
+	install -m 644 client/ldpref.h $(DESTDIR)$(PREFIX)/include/
+	install -m 644 $(BUILD)/ldpref.pc $(DESTDIR)$(PREFIX)/lib/pkgconfig/
+
+uninstall:
+	rm -f $(addprefix $(DESTDIR)$(PREFIX)/bin/,ldpref ldpref-server ldpref-train) \
+	      $(DESTDIR)$(PREFIX)/lib/libldpref.* $(DESTDIR)$(PREFIX)/include/ldpref.h \
+	      $(DESTDIR)$(PREFIX)/lib/pkgconfig/ldpref.pc
+
+FORMAT_FILES = $(shell git ls-files '*.c' '*.h')
+format:
+	clang-format -i $(FORMAT_FILES)
+check-format:
+	clang-format --dry-run --Werror $(FORMAT_FILES)
+
+clean:
+	rm -rf $(BUILD)
+
+.SECONDARY:
+-include $(shell find $(BUILD)/obj -name '*.d' 2>/dev/null)

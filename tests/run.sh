@@ -1,0 +1,40 @@
+#!/usr/bin/env bash
+# Runs every test binary under $BUILD (unit, end-to-end, fuzz-corpus replay),
+# prints each binary's own summary, and closes with the total
+# "N passed, N failed" line. Exit status is non-zero if anything failed.
+set -u
+BUILD=${BUILD:-build}
+cd "$(dirname "$0")/.."
+export LDPREF_BUILD="$BUILD"
+total_pass=0 total_fail=0
+run_one() {
+  local name=$1; shift
+  local out rc
+  out=$("$@" 2>&1); rc=$?
+  local line
+  line=$(printf '%s\n' "$out" | grep -E '^[0-9]+ passed, [0-9]+ failed' | tail -n 1)
+  if [ -z "$line" ]; then
+    printf '%s\n' "$out" | tail -n 30
+    echo "[$name] no summary line (exit $rc): counted as 1 failure"
+    total_fail=$((total_fail + 1)); return
+  fi
+  local p f
+  p=$(echo "$line" | awk '{print $1}'); f=$(echo "$line" | awk '{print $3}')
+  if [ "$rc" -ne 0 ] && [ "$f" -eq 0 ]; then f=1; fi
+  [ "$f" -ne 0 ] && printf '%s\n' "$out" | grep -v '^[0-9]* passed' | tail -n 40
+  echo "[$name] $p passed, $f failed"
+  total_pass=$((total_pass + p)); total_fail=$((total_fail + f))
+}
+for t in "$BUILD"/tests/test_*; do
+  [ -x "$t" ] && run_one "$(basename "$t")" "$t"
+done
+for t in "$BUILD"/tests/replay_fuzz_*; do
+  [ -x "$t" ] || continue
+  n=$(basename "$t"); n=${n#replay_fuzz_}
+  run_one "replay $n" "$t" "tests/fuzz/corpus/$n"
+done
+for t in "$BUILD"/tests/e2e_*; do
+  [ -x "$t" ] && run_one "$(basename "$t")" "$t"
+done
+echo "$total_pass passed, $total_fail failed"
+[ "$total_fail" -eq 0 ]
