@@ -112,12 +112,9 @@ run: deps
 	. deploy/openblas-env.sh && exec $(BUILD)/ldpref-server --db var/ldpref.db
 
 bench: bench-ingest bench-train bench-score
-bench-ingest: all $(BENCHES)
-	BUILD=$(BUILD) tests/bench/run.sh ingest
-bench-train: all $(BENCHES)
-	BUILD=$(BUILD) tests/bench/run.sh train
-bench-score: all $(BENCHES)
-	BUILD=$(BUILD) tests/bench/run.sh score
+# Each benchmark is a script tests/bench/<name>.sh printing "BENCH <name> <value> <unit>".
+bench-%: all $(BENCHES)
+	BUILD=$(BUILD) tests/bench/$*.sh
 
 FUZZ_CFLAGS := $(filter-out -fsanitize=%,$(CFLAGS)) -fsanitize=fuzzer,address,undefined
 fuzz: $(ALL_LIBS)
