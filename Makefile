@@ -18,7 +18,7 @@ PKG_LIBS   := $(shell pkg-config --libs $(PKGS) 2>/dev/null) -llbfgs -lm -lpthre
 
 CFLAGS  ?= -O2 -g
 CFLAGS  += -std=c11 -D_GNU_SOURCE -fPIC -Wall -Wextra -Wshadow -Wstrict-prototypes \
-           -Wno-unused-parameter -I. -Icommon -Iclient -Iserver -Iserver/learn \
+           -Wno-unused-parameter -I. -Icommon -Iclient -Iserver -Iserver/learn -Itests/support \
            -DLDPREF_VERSION='"$(VERSION)"' $(PKG_CFLAGS)
 LDFLAGS ?=
 ifeq ($(SAN),1)

@@ -1,0 +1,31 @@
+/* test_error.c — the error table: unique names, round trips, statuses. */
+#include "check.h"
+#include "error.h"
+
+#include <string.h>
+
+int main(void)
+{
+    CHECK_STR(lp_error_name(LP_OK), "ok");
+    CHECK_STR(lp_error_name(-1), "unknown_error");
+    CHECK_STR(lp_error_name(LP_ERROR_COUNT), "unknown_error");
+    CHECK_INT(lp_error_http_status(9999), 500);
+    CHECK_INT(lp_error_from_name("no_such_error"), -1);
+    CHECK_INT(lp_error_from_name(NULL), -1);
+    for (int code = 0; code < LP_ERROR_COUNT; code++) {
+        const char *name = lp_error_name(code);
+        check_record(lp_error_from_name(name) == code, __FILE__, __LINE__,
+                     "name %s maps back to %d", name, code);
+        int status = lp_error_http_status(code);
+        check_record(code == 0 ? status == 200 : (status >= 400 && status <= 599), __FILE__,
+                     __LINE__, "status of %s is %d", name, status);
+        check_record(strlen(lp_error_message(code)) > 0, __FILE__, __LINE__, "message of %s",
+                     name);
+        for (const char *p = name; *p; p++)
+            check_record((*p >= 'a' && *p <= 'z') || *p == '_', __FILE__, __LINE__,
+                         "name %s is snake_case", name);
+    }
+    CHECK_INT(lp_error_http_status(LP_EBAD_SIGNATURE), 401);
+    CHECK_INT(lp_error_http_status(LP_EBODY_TOO_LARGE), 413);
+    return check_summary();
+}

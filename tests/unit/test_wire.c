@@ -1,0 +1,185 @@
+/*
+ * test_wire.c — the JSON wire codecs, data-driven: every file in
+ * tests/wire/label/valid must decode and round-trip; every file in
+ * tests/wire/label/invalid is named "<error_name>--<case>.json" and must fail
+ * with exactly that error. Every error the label decoder can return is
+ * covered by at least one invalid case.
+ */
+#include "check.h"
+#include "error.h"
+#include "rr.h"
+#include "wire.h"
+
+#include <dirent.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define CASES "tests/wire/label"
+
+static char *read_file(const char *path, size_t *len)
+{
+    FILE *f = fopen(path, "rb");
+    if (f == NULL)
+        return NULL;
+    fseek(f, 0, SEEK_END);
+    long n = ftell(f);
+    rewind(f);
+    char *buf = malloc((size_t)n + 1);
+    *len = fread(buf, 1, (size_t)n, f);
+    buf[*len] = 0;
+    fclose(f);
+    return buf;
+}
+
+/* Parses and decodes a label: the whole path a server runs on a body. */
+static int decode_text(const char *text, size_t len, lp_label_msg *out, char *msg)
+{
+    json_t *root;
+    int rc = lp_json_parse(text, len, LP_JSON_DEPTH_MAX, &root, msg, LP_MSG_MAX);
+    if (rc != LP_OK)
+        return rc;
+    rc = lp_wire_label_decode(root, out, msg, LP_MSG_MAX);
+    json_decref(root);
+    return rc;
+}
+
+static int same_label(const lp_label_msg *a, const lp_label_msg *b)
+{
+    return memcmp(a->key, b->key, LP_KEY_BYTES) == 0 && a->task_id == b->task_id &&
+           a->z == b->z && (a->epsilon == b->epsilon) &&
+           memcmp(a->nonce, b->nonce, LP_NONCE_BYTES) == 0 &&
+           a->timestamp_ms == b->timestamp_ms && memcmp(a->sig, b->sig, LP_SIG_BYTES) == 0;
+}
+
+static void run_valid(void)
+{
+    DIR *d = opendir(CASES "/valid");
+    CHECK(d != NULL);
+    if (d == NULL)
+        return;
+    int seen = 0;
+    struct dirent *e;
+    while ((e = readdir(d)) != NULL) {
+        if (e->d_name[0] == '.')
+            continue;
+        char path[512], msg[LP_MSG_MAX] = "";
+        snprintf(path, sizeof path, CASES "/valid/%s", e->d_name);
+        size_t len;
+        char *text = read_file(path, &len);
+        lp_label_msg m, back;
+        int rc = decode_text(text, len, &m, msg);
+        check_record(rc == LP_OK, __FILE__, __LINE__, "valid case %s: %s (%s)", e->d_name,
+                     lp_error_name(rc), msg);
+        json_t *enc = lp_wire_label_encode(&m);
+        char *out = json_dumps(enc, JSON_COMPACT);
+        check_record(decode_text(out, strlen(out), &back, msg) == LP_OK && same_label(&m, &back),
+                     __FILE__, __LINE__, "round trip of %s", e->d_name);
+        free(out);
+        json_decref(enc);
+        free(text);
+        seen++;
+    }
+    closedir(d);
+    CHECK(seen >= 5);
+}
+
+static void run_invalid(void)
+{
+    static const char *const must_cover[] = {"malformed_json", "json_too_deep", "wrong_type",
+                                              "missing_field",  "unknown_field", "bad_label",
+                                              "bad_epsilon",    "field_too_long"};
+    int covered[8] = {0};
+    DIR *d = opendir(CASES "/invalid");
+    CHECK(d != NULL);
+    if (d == NULL)
+        return;
+    struct dirent *e;
+    while ((e = readdir(d)) != NULL) {
+        if (e->d_name[0] == '.')
+            continue;
+        char want[64] = "";
+        const char *sep = strstr(e->d_name, "--");
+        if (sep == NULL || (size_t)(sep - e->d_name) >= sizeof want) {
+            check_record(0, __FILE__, __LINE__, "badly named case %s", e->d_name);
+            continue;
+        }
+        memcpy(want, e->d_name, (size_t)(sep - e->d_name));
+        int want_code = lp_error_from_name(want);
+        check_record(want_code > 0, __FILE__, __LINE__, "case %s names no error", e->d_name);
+        char path[512], msg[LP_MSG_MAX] = "";
+        snprintf(path, sizeof path, CASES "/invalid/%s", e->d_name);
+        size_t len;
+        char *text = read_file(path, &len);
+        lp_label_msg m;
+        int rc = decode_text(text, len, &m, msg);
+        check_record(rc == want_code, __FILE__, __LINE__, "invalid case %s: got %s (%s)",
+                     e->d_name, lp_error_name(rc), msg);
+        check_record(rc == LP_OK || msg[0] != 0, __FILE__, __LINE__, "case %s has a message",
+                     e->d_name);
+        for (int i = 0; i < 8; i++)
+            covered[i] |= strcmp(want, must_cover[i]) == 0;
+        free(text);
+    }
+    closedir(d);
+    for (int i = 0; i < 8; i++)
+        check_record(covered[i], __FILE__, __LINE__, "error %s covered by a case",
+                     must_cover[i]);
+}
+
+static void test_epsilon_wire(void)
+{
+    json_t *inf = lp_json_epsilon(INFINITY), *one = lp_json_epsilon(1.5);
+    CHECK(json_is_null(inf));
+    CHECK(json_is_real(one) && json_real_value(one) == 1.5);
+    json_decref(inf);
+    json_decref(one);
+}
+
+static void test_enroll_next_codecs(void)
+{
+    lp_enroll_msg e = {0}, e2;
+    memset(e.key, 5, sizeof e.key);
+    strcpy(e.token, "et_abc");
+    memset(e.sig, 6, sizeof e.sig);
+    json_t *j = lp_wire_enroll_encode(&e);
+    char msg[LP_MSG_MAX];
+    CHECK_ERR(lp_wire_enroll_decode(j, &e2, msg, sizeof msg), LP_OK);
+    CHECK(memcmp(&e, &e2, sizeof e) == 0);
+    json_object_set_new(j, "token", json_string_nocheck("xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx"
+                                                        "xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx"
+                                                        "xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx"
+                                                        "xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx"));
+    CHECK_ERR(lp_wire_enroll_decode(j, &e2, msg, sizeof msg), LP_ETOO_LONG);
+    json_decref(j);
+
+    lp_next_msg n = {0}, n2;
+    memset(n.key, 1, sizeof n.key);
+    n.count = 10;
+    n.timestamp_ms = 99;
+    j = lp_wire_next_encode(&n);
+    CHECK_ERR(lp_wire_next_decode(j, &n2, msg, sizeof msg), LP_OK);
+    CHECK(memcmp(&n, &n2, sizeof n) == 0);
+    json_object_set_new(j, "count", json_integer(1001));
+    CHECK_ERR(lp_wire_next_decode(j, &n2, msg, sizeof msg), LP_EWRONG_TYPE);
+    json_decref(j);
+}
+
+static void test_depth(void)
+{
+    CHECK_INT(lp_json_depth("{\"a\":[1,{\"b\":2}]}", 17), 3);
+    CHECK_INT(lp_json_depth("\"[[[[\"", 6), 0); /* brackets inside strings */
+    CHECK_INT(lp_json_depth("\"\\\"[[\"", 6), 0);
+}
+
+int main(void)
+{
+    lp_rng_init();
+    run_valid();
+    run_invalid();
+    test_epsilon_wire();
+    test_enroll_next_codecs();
+    test_depth();
+    return check_summary();
+}
