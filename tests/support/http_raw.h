@@ -1,0 +1,24 @@
+/*
+ * http_raw.h — raw HTTP requests for tests that must send what no well-
+ * behaved client would (malformed JSON, oversize bodies, forged fields).
+ * Uses libcurl; bodies are sent exactly as given.
+ */
+#ifndef LP_HTTP_RAW_H
+#define LP_HTTP_RAW_H
+
+#include <stddef.h>
+
+typedef struct http_reply {
+    long status;   /* HTTP status, 0 if the request failed */
+    char *body;    /* NUL-terminated, malloc'd; free with http_reply_free */
+    size_t len;
+} http_reply;
+
+/* method "GET"/"POST"; body may be NULL; bearer may be NULL. */
+int http_raw(const char *method, const char *url, const char *body, size_t body_len,
+             const char *bearer, http_reply *out);
+void http_reply_free(http_reply *r);
+/* The "error" name of a JSON error body, into out ("" if none). */
+void http_error_name(const http_reply *r, char *out, size_t outlen);
+
+#endif

@@ -1,0 +1,163 @@
+/* server_proc.c — child-process control for end-to-end tests. */
+#include "server_proc.h"
+
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+extern char **environ;
+
+void server_bin_path(const char *name, char *out, size_t outlen)
+{
+    const char *build = getenv("LDPREF_BUILD");
+    snprintf(out, outlen, "%s/%s", build && *build ? build : "build", name);
+}
+
+static int spawn(server_proc *s, const char *const *extra_args)
+{
+    char bin[512];
+    server_bin_path("ldpref-server", bin, sizeof bin);
+    const char *argv[32] = {bin, "--port", "0", "--db", s->db, "--threads", "4"};
+    int argc = 7;
+    for (int i = 0; extra_args && extra_args[i] && argc < 30; i++)
+        argv[argc++] = extra_args[i];
+    argv[argc] = NULL;
+
+    int out_pipe[2];
+    if (pipe(out_pipe) != 0)
+        return -1;
+    pid_t pid = fork();
+    if (pid < 0)
+        return -1;
+    if (pid == 0) {
+        dup2(out_pipe[1], 1);
+        close(out_pipe[0]);
+        close(out_pipe[1]);
+        execv(bin, (char *const *)argv);
+        _exit(127);
+    }
+    close(out_pipe[1]);
+    s->pid = pid;
+    s->port = 0;
+    FILE *f = fdopen(out_pipe[0], "r");
+    char line[512];
+    while (s->port == 0 && fgets(line, sizeof line, f) != NULL) {
+        char tok[160];
+        if (sscanf(line, "operator token: %159s", tok) == 1)
+            snprintf(s->token, sizeof s->token, "%s", tok);
+        const char *p = strstr(line, "listening on http://");
+        if (p != NULL) {
+            const char *colon = strrchr(p, ':');
+            s->port = colon ? atoi(colon + 1) : 0;
+        }
+    }
+    /* Keep draining stdout so the server never blocks on a full pipe. */
+    if (fork() == 0) {
+        while (fgets(line, sizeof line, f) != NULL) {
+        }
+        _exit(0);
+    }
+    fclose(f);
+    if (s->port == 0) {
+        server_kill(s);
+        return -1;
+    }
+    snprintf(s->url, sizeof s->url, "http://127.0.0.1:%d", s->port);
+    return 0;
+}
+
+int server_start(server_proc *s, const char *const *extra_args)
+{
+    memset(s, 0, sizeof *s);
+    snprintf(s->dir, sizeof s->dir, "/tmp/ldpref-e2e-XXXXXX");
+    if (mkdtemp(s->dir) == NULL)
+        return -1;
+    snprintf(s->db, sizeof s->db, "%s/ldpref.db", s->dir);
+    return spawn(s, extra_args);
+}
+
+int server_restart(server_proc *s, const char *const *extra_args)
+{
+    s->token[0] = 0;
+    return spawn(s, extra_args);
+}
+
+int server_stop(server_proc *s)
+{
+    if (s->pid <= 0)
+        return -1;
+    int status;
+    kill(s->pid, SIGTERM);
+    while (waitpid(s->pid, &status, 0) < 0 && errno == EINTR) {
+    }
+    s->pid = 0;
+    return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+void server_kill(server_proc *s)
+{
+    if (s->pid <= 0)
+        return;
+    kill(s->pid, SIGKILL);
+    while (waitpid(s->pid, NULL, 0) < 0 && errno == EINTR) {
+    }
+    s->pid = 0;
+}
+
+void server_cleanup(server_proc *s)
+{
+    if (s->pid > 0)
+        server_stop(s);
+    if (s->dir[0] != 0 && getenv("LDPREF_KEEP_TMP") == NULL) {
+        char cmd[400];
+        snprintf(cmd, sizeof cmd, "rm -rf '%s'", s->dir);
+        if (system(cmd) != 0)
+            fprintf(stderr, "could not remove %s\n", s->dir);
+    }
+}
+
+int run_tool(const char *const *argv, const char *const *env, char **out)
+{
+    char bin[512];
+    server_bin_path(argv[0], bin, sizeof bin);
+    int out_pipe[2];
+    if (pipe(out_pipe) != 0)
+        return -1;
+    pid_t pid = fork();
+    if (pid < 0)
+        return -1;
+    if (pid == 0) {
+        dup2(out_pipe[1], 1);
+        close(out_pipe[0]);
+        close(out_pipe[1]);
+        for (int i = 0; env && env[i]; i++)
+            putenv((char *)env[i]);
+        execv(bin, (char *const *)argv);
+        _exit(127);
+    }
+    close(out_pipe[1]);
+    size_t len = 0, cap = 4096;
+    char *buf = malloc(cap);
+    ssize_t n;
+    while ((n = read(out_pipe[0], buf + len, cap - len - 1)) > 0) {
+        len += (size_t)n;
+        if (cap - len < 2) {
+            cap *= 2;
+            buf = realloc(buf, cap);
+        }
+    }
+    buf[len] = 0;
+    close(out_pipe[0]);
+    int status;
+    while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+    }
+    if (out)
+        *out = buf;
+    else
+        free(buf);
+    return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}

@@ -1,0 +1,47 @@
+/*
+ * server_proc.h — start the real ldpref-server for end-to-end tests.
+ *
+ * The server runs as a child process on 127.0.0.1 with --port 0 and a
+ * database in a fresh temporary directory; the harness reads the bound port
+ * and the first operator token from its stdout. Binaries are found under
+ * $LDPREF_BUILD (default "build").
+ */
+#ifndef LP_SERVER_PROC_H
+#define LP_SERVER_PROC_H
+
+#include <stddef.h>
+#include <sys/types.h>
+
+typedef struct server_proc {
+    pid_t pid;
+    int port;
+    char url[64];
+    char dir[256];      /* temporary directory (database, keys, ledgers) */
+    char db[300];       /* database path inside dir */
+    char token[160];    /* first operator token ("" after a restart) */
+} server_proc;
+
+/* Path of a built binary ("ldpref", "ldpref-server", ...) into out. */
+void server_bin_path(const char *name, char *out, size_t outlen);
+
+/* Creates a temp dir and starts a server on it. Extra flags may be NULL-
+ * terminated argv-style (or NULL). Returns 0 or -1. */
+int server_start(server_proc *s, const char *const *extra_args);
+/* Starts again on the same directory/database (after server_stop/kill). */
+int server_restart(server_proc *s, const char *const *extra_args);
+/* SIGTERM and wait; returns the exit status (or -1). */
+int server_stop(server_proc *s);
+/* SIGKILL and wait. */
+void server_kill(server_proc *s);
+/* Stops the server if running and removes the temporary directory. */
+void server_cleanup(server_proc *s);
+
+/*
+ * Runs a command (argv[0] a built binary name, resolved by server_bin_path),
+ * with the given environment additions (NULL-terminated "K=V" list or NULL),
+ * capturing stdout into *out (malloc'd, caller frees; may be NULL).
+ * Returns the exit code, or -1 if it did not exit normally.
+ */
+int run_tool(const char *const *argv, const char *const *env, char **out);
+
+#endif
