@@ -1,0 +1,402 @@
+/*
+ * bench_ingest.c — load generator for label ingest (make bench-ingest).
+ *
+ * Starts the real ldpref-server on 127.0.0.1 with a durable database, enrolls
+ * annotators, loads tasks and fetches assignments, then signs every label
+ * BEFORE the timed part. The timed part drives the server over many keep-
+ * alive connections from one epoll loop (raw HTTP/1.1, so the generator costs
+ * as little CPU as possible on the shared machine), once with single-label
+ * requests and once with batches. In the same run it measures the machine's
+ * raw Ed25519 verification rate on all cores. Prints "BENCH <name> <value>
+ * <unit>" lines; decides nothing.
+ */
+#include "canon.h"
+#include "clock.h"
+#include "http_raw.h"
+#include "rr.h"
+#include "server_proc.h"
+#include "wire.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <jansson.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <pthread.h>
+#include <sodium.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#define TASKS_PER_ANNOTATOR 1000
+
+struct request {
+    char *bytes; /* full HTTP request */
+    size_t len;
+    int labels;
+};
+
+struct bench_cfg {
+    int annotators_single, annotators_batch, batch_size, conns;
+};
+
+static server_proc srv;
+
+static void die(const char *what)
+{
+    fprintf(stderr, "bench_ingest: %s\n", what);
+    server_cleanup(&srv);
+    exit(1);
+}
+
+static json_t *post_json(const char *path, json_t *body, const char *bearer, long want)
+{
+    char url[256];
+    snprintf(url, sizeof url, "%s%s", srv.url, path);
+    char *text = json_dumps(body, JSON_COMPACT);
+    http_reply r;
+    if (http_raw("POST", url, text, strlen(text), bearer, &r) != 0 || r.status != want) {
+        fprintf(stderr, "POST %s -> %ld %s\n", path, r.status, r.body);
+        die("setup request failed");
+    }
+    free(text);
+    json_t *j = json_loads(r.body, 0, NULL);
+    http_reply_free(&r);
+    json_decref(body);
+    return j;
+}
+
+struct annotator {
+    uint8_t pk[LP_KEY_BYTES], sk[LP_SECRET_BYTES];
+    int64_t tasks[TASKS_PER_ANNOTATOR];
+    int ntasks;
+};
+
+static void enroll(struct annotator *a, const char *token)
+{
+    crypto_sign_keypair(a->pk, a->sk);
+    lp_enroll_msg m = {0};
+    memcpy(m.key, a->pk, LP_KEY_BYTES);
+    snprintf(m.token, sizeof m.token, "%s", token);
+    lp_sign_enroll(&m, a->sk);
+    json_decref(post_json("/v1/annotators", lp_wire_enroll_encode(&m), NULL, 201));
+    lp_next_msg n = {0};
+    memcpy(n.key, a->pk, LP_KEY_BYTES);
+    n.count = TASKS_PER_ANNOTATOR;
+    n.timestamp_ms = lp_now_ms();
+    lp_sign_next(&n, a->sk);
+    json_t *got = post_json("/v1/tasks/next", lp_wire_next_encode(&n), NULL, 200);
+    json_t *tasks = json_object_get(got, "tasks");
+    a->ntasks = (int)json_array_size(tasks);
+    for (int i = 0; i < a->ntasks; i++)
+        a->tasks[i] = json_integer_value(json_object_get(json_array_get(tasks, i), "task_id"));
+    json_decref(got);
+}
+
+static json_t *signed_label(struct annotator *a, int i)
+{
+    lp_label_msg m = {0};
+    memcpy(m.key, a->pk, LP_KEY_BYTES);
+    m.task_id = a->tasks[i];
+    lp_rr_privatize(i & 1, 1.0, &m.z);
+    m.epsilon = 1.0;
+    randombytes_buf(m.nonce, sizeof m.nonce);
+    m.timestamp_ms = lp_now_ms();
+    lp_sign_label(&m, a->sk);
+    return lp_wire_label_encode(&m);
+}
+
+static struct request make_request(const char *path, json_t *body, int labels)
+{
+    char *text = json_dumps(body, JSON_COMPACT);
+    size_t blen = strlen(text);
+    struct request r;
+    r.bytes = malloc(blen + 256);
+    r.len = (size_t)sprintf(r.bytes,
+                            "POST %s HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: "
+                            "application/json\r\nContent-Length: %zu\r\n\r\n",
+                            path, blen);
+    memcpy(r.bytes + r.len, text, blen);
+    r.len += blen;
+    r.labels = labels;
+    free(text);
+    json_decref(body);
+    return r;
+}
+
+/* ---- timed driver: one epoll loop, one outstanding request per connection */
+
+struct conn {
+    int fd;
+    struct request *req;
+    size_t sent;
+    char buf[1 << 16];
+    size_t got;
+    int64_t started;
+};
+
+static int connect_server(void)
+{
+    int fd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK, 0);
+    int one = 1;
+    setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+    struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons((uint16_t)srv.port)};
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    if (connect(fd, (struct sockaddr *)&a, sizeof a) != 0 && errno != EINPROGRESS)
+        die("connect");
+    return fd;
+}
+
+/* Complete response in c->buf? Returns its status, 0 if incomplete. */
+static int response_done(struct conn *c)
+{
+    c->buf[c->got < sizeof c->buf ? c->got : sizeof c->buf - 1] = 0;
+    char *end = strstr(c->buf, "\r\n\r\n");
+    if (end == NULL)
+        return 0;
+    const char *cl = strcasestr(c->buf, "content-length:");
+    size_t body = cl ? strtoul(cl + 15, NULL, 10) : 0;
+    if (c->got < (size_t)(end + 4 - c->buf) + body)
+        return 0;
+    return atoi(c->buf + 9);
+}
+
+static int cmp_i64(const void *a, const void *b)
+{
+    int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+    return (x > y) - (x < y);
+}
+
+struct run_result {
+    double labels_per_s, p50_ms, p99_ms;
+    int errors;
+};
+
+static struct run_result drive(struct request *reqs, int nreq, int nconns)
+{
+    int ep = epoll_create1(0);
+    struct conn *conns = calloc((size_t)nconns, sizeof *conns);
+    int64_t *lat = malloc(sizeof *lat * (size_t)nreq);
+    int next = 0, done = 0, errors = 0, labels = 0;
+    int64_t t0 = lp_mono_ns();
+    for (int i = 0; i < nconns && next < nreq; i++) {
+        conns[i].fd = connect_server();
+        conns[i].req = &reqs[next++];
+        conns[i].started = lp_mono_ns();
+        struct epoll_event ev = {.events = EPOLLIN | EPOLLOUT, .data.ptr = &conns[i]};
+        epoll_ctl(ep, EPOLL_CTL_ADD, conns[i].fd, &ev);
+    }
+    struct epoll_event evs[256];
+    while (done < nreq) {
+        int n = epoll_wait(ep, evs, 256, 10000);
+        if (n <= 0)
+            die("timed out waiting for the server");
+        for (int i = 0; i < n; i++) {
+            struct conn *c = evs[i].data.ptr;
+            if ((evs[i].events & EPOLLOUT) && c->req && c->sent < c->req->len) {
+                ssize_t w = write(c->fd, c->req->bytes + c->sent, c->req->len - c->sent);
+                if (w > 0)
+                    c->sent += (size_t)w;
+                if (c->sent == c->req->len) {
+                    struct epoll_event ev = {.events = EPOLLIN, .data.ptr = c};
+                    epoll_ctl(ep, EPOLL_CTL_MOD, c->fd, &ev);
+                }
+            }
+            if (evs[i].events & EPOLLIN) {
+                ssize_t r = read(c->fd, c->buf + c->got, sizeof c->buf - 1 - c->got);
+                if (r <= 0)
+                    die("server closed a connection");
+                c->got += (size_t)r;
+                int status = response_done(c);
+                if (status == 0)
+                    continue;
+                if (status != 200 && status != 201) {
+                    if (errors++ < 3)
+                        fprintf(stderr, "status %d: %.300s\n", status, c->buf);
+                }
+                lat[done++] = lp_mono_ns() - c->started;
+                labels += c->req->labels;
+                c->got = 0;
+                c->sent = 0;
+                c->req = next < nreq ? &reqs[next++] : NULL;
+                if (c->req) {
+                    c->started = lp_mono_ns();
+                    struct epoll_event ev = {.events = EPOLLIN | EPOLLOUT, .data.ptr = c};
+                    epoll_ctl(ep, EPOLL_CTL_MOD, c->fd, &ev);
+                }
+            }
+        }
+    }
+    double secs = (lp_mono_ns() - t0) / 1e9;
+    qsort(lat, (size_t)nreq, sizeof *lat, cmp_i64);
+    struct run_result res = {labels / secs, lat[nreq / 2] / 1e6,
+                             lat[(int)(nreq * 0.99)] / 1e6, errors};
+    for (int i = 0; i < nconns; i++)
+        if (conns[i].fd > 0)
+            close(conns[i].fd);
+    close(ep);
+    free(conns);
+    free(lat);
+    return res;
+}
+
+/* ---- raw verification rate on all cores */
+
+struct verify_job {
+    lp_label_msg msgs[64];
+    double seconds;
+    long count;
+};
+
+static void *verify_worker(void *arg)
+{
+    struct verify_job *j = arg;
+    int64_t stop = lp_mono_ns() + (int64_t)(j->seconds * 1e9);
+    long n = 0;
+    while (lp_mono_ns() < stop)
+        for (int i = 0; i < 64; i++)
+            n += lp_verify_label(&j->msgs[i]) == 0;
+    j->count = n;
+    return NULL;
+}
+
+static double raw_verify_rate(int threads, double seconds)
+{
+    struct verify_job *jobs = calloc((size_t)threads, sizeof *jobs);
+    pthread_t *tids = calloc((size_t)threads, sizeof *tids);
+    uint8_t pk[LP_KEY_BYTES], sk[LP_SECRET_BYTES];
+    crypto_sign_keypair(pk, sk);
+    for (int t = 0; t < threads; t++) {
+        jobs[t].seconds = seconds;
+        for (int i = 0; i < 64; i++) {
+            lp_label_msg *m = &jobs[t].msgs[i];
+            memcpy(m->key, pk, LP_KEY_BYTES);
+            m->task_id = i + 1;
+            m->epsilon = 1.0;
+            randombytes_buf(m->nonce, sizeof m->nonce);
+            lp_sign_label(m, sk);
+        }
+        pthread_create(&tids[t], NULL, verify_worker, &jobs[t]);
+    }
+    long total = 0;
+    for (int t = 0; t < threads; t++) {
+        pthread_join(tids[t], NULL);
+        total += jobs[t].count;
+    }
+    free(jobs);
+    free(tids);
+    return total / seconds;
+}
+
+int main(int argc, char **argv)
+{
+    struct bench_cfg cfg = {.annotators_single = 64, .annotators_batch = 96,
+                            .batch_size = 100, .conns = 32};
+    const char *threads = "2";
+    for (int i = 1; i + 1 < argc; i += 2) {
+        if (strcmp(argv[i], "--single-annotators") == 0)
+            cfg.annotators_single = atoi(argv[i + 1]);
+        else if (strcmp(argv[i], "--batch-annotators") == 0)
+            cfg.annotators_batch = atoi(argv[i + 1]);
+        else if (strcmp(argv[i], "--batch-size") == 0)
+            cfg.batch_size = atoi(argv[i + 1]);
+        else if (strcmp(argv[i], "--conns") == 0)
+            cfg.conns = atoi(argv[i + 1]);
+        else if (strcmp(argv[i], "--server-threads") == 0)
+            threads = argv[i + 1];
+    }
+    if (lp_rng_init() != 0)
+        die("libsodium");
+    int cores = (int)sysconf(_SC_NPROCESSORS_ONLN);
+
+    double verify_rate = raw_verify_rate(cores, 3.0);
+
+    const char *args[] = {"--sync", "full", "--threads", threads, NULL};
+    if (server_start(&srv, args) != 0)
+        die("could not start ldpref-server");
+    int total_ann = cfg.annotators_single + cfg.annotators_batch;
+    json_decref(post_json("/v1/campaigns",
+                          json_pack("{s:s, s:f, s:f, s:b, s:f, s:f}", "name", "bench",
+                                    "epsilon_min", 0.01, "epsilon_max", 10.0, "allow_infinite",
+                                    0, "epsilon_budget", 1e9, "epsilon_default", 1.0),
+                          srv.token, 201));
+    json_t *toks = post_json("/v1/enrollment-tokens",
+                             json_pack("{s:s, s:i}", "campaign", "bench", "count", total_ann),
+                             srv.token, 201);
+
+    /* Tasks: enough for every annotator's share. */
+    size_t ntasks = (size_t)total_ann * TASKS_PER_ANNOTATOR;
+    size_t cap = ntasks * 80 + 64, len = 0;
+    char *jsonl = malloc(cap);
+    for (size_t i = 0; i < ntasks; i++)
+        len += (size_t)snprintf(jsonl + len, cap - len,
+                                "{\"id\":\"b%zu\",\"prompt\":\"p%zu\",\"responses\":[\"a%zu\",\"b%zu\"]}\n",
+                                i, i, i, i);
+    char url[256];
+    snprintf(url, sizeof url, "%s/v1/tasks?campaign=bench", srv.url);
+    http_reply r;
+    if (http_raw("POST", url, jsonl, len, srv.token, &r) != 0 || r.status != 200) {
+        fprintf(stderr, "%ld %s\n", r.status, r.body);
+        die("task upload failed");
+    }
+    http_reply_free(&r);
+    free(jsonl);
+
+    struct annotator *ann = calloc((size_t)total_ann, sizeof *ann);
+    for (int a = 0; a < total_ann; a++)
+        enroll(&ann[a], json_string_value(json_array_get(json_object_get(toks, "tokens"),
+                                                         (size_t)a)));
+    json_decref(toks);
+
+    /* Sign everything before the clock starts. */
+    int nsingle = 0;
+    for (int a = 0; a < cfg.annotators_single; a++)
+        nsingle += ann[a].ntasks;
+    struct request *single = malloc(sizeof *single * (size_t)nsingle);
+    int k = 0;
+    /* Interleave annotators so concurrent requests come from many keys. */
+    for (int i = 0; i < TASKS_PER_ANNOTATOR; i++)
+        for (int a = 0; a < cfg.annotators_single; a++)
+            if (i < ann[a].ntasks)
+                single[k++] = make_request("/v1/labels", signed_label(&ann[a], i), 1);
+    int nbatch = 0;
+    struct request *batch = malloc(sizeof *batch * (size_t)(cfg.annotators_batch *
+                                                           TASKS_PER_ANNOTATOR / cfg.batch_size + 1));
+    for (int a = cfg.annotators_single; a < total_ann; a++)
+        for (int i = 0; i + cfg.batch_size <= ann[a].ntasks; i += cfg.batch_size) {
+            json_t *labels = json_array();
+            for (int j = 0; j < cfg.batch_size; j++)
+                json_array_append_new(labels, signed_label(&ann[a], i + j));
+            batch[nbatch++] = make_request("/v1/labels/batch",
+                                           json_pack("{s:o}", "labels", labels), cfg.batch_size);
+        }
+
+    struct run_result rs = drive(single, nsingle, cfg.conns);
+    struct run_result rb = drive(batch, nbatch, cfg.conns < 8 ? cfg.conns : 8);
+    server_cleanup(&srv);
+
+    printf("BENCH ed25519_verify_all_cores %.0f verifies/s\n", verify_rate);
+    printf("BENCH ingest_single %.0f labels/s\n", rs.labels_per_s);
+    printf("BENCH ingest_single_p50 %.3f ms\n", rs.p50_ms);
+    printf("BENCH ingest_single_p99 %.3f ms\n", rs.p99_ms);
+    printf("BENCH ingest_single_vs_verify %.3f ratio\n", rs.labels_per_s / verify_rate);
+    printf("BENCH ingest_batch%d %.0f labels/s\n", cfg.batch_size, rb.labels_per_s);
+    printf("BENCH ingest_batch%d_p50 %.3f ms\n", cfg.batch_size, rb.p50_ms);
+    printf("BENCH ingest_batch%d_p99 %.3f ms\n", cfg.batch_size, rb.p99_ms);
+    printf("BENCH ingest_batch%d_vs_verify %.3f ratio\n", cfg.batch_size,
+           rb.labels_per_s / verify_rate);
+    printf("BENCH ingest_errors %d requests\n", rs.errors + rb.errors);
+    for (int i = 0; i < nsingle; i++)
+        free(single[i].bytes);
+    for (int i = 0; i < nbatch; i++)
+        free(batch[i].bytes);
+    free(single);
+    free(batch);
+    for (int a = 0; a < total_ann; a++)
+        sodium_memzero(ann[a].sk, sizeof ann[a].sk);
+    free(ann);
+    return 0;
+}
