@@ -1,0 +1,478 @@
+/*
+ * e2e_collect.c — the collection service end to end: the real ldpref-server
+ * on 127.0.0.1 (port 0, temporary SQLite database), driven through the real
+ * ldpref CLI, the real libldpref, and a raw protocol annotator for the
+ * inputs a well-behaved client never sends. Every rejected request must get
+ * its exact error name and store nothing (row counts read from the database
+ * file itself).
+ */
+#include "check.h"
+#include "error.h"
+#include "ldpref.h"
+#include "raw_annotator.h"
+#include "rr.h"
+#include "server_proc.h"
+#include "wire.h"
+
+#include <math.h>
+#include <sqlite3.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#define OASST "../shared/data/oasst-en100/en_100.pairs.jsonl"
+
+static server_proc srv;
+static char env_server[128], env_token[256];
+
+static long long count_rows(const char *table)
+{
+    sqlite3 *db;
+    long long n = -1;
+    if (sqlite3_open_v2(srv.db, &db, SQLITE_OPEN_READONLY, NULL) == SQLITE_OK) {
+        char sql[128];
+        snprintf(sql, sizeof sql, "SELECT count(*) FROM %s", table);
+        sqlite3_stmt *st;
+        if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) == SQLITE_OK &&
+            sqlite3_step(st) == SQLITE_ROW)
+            n = sqlite3_column_int64(st, 0);
+        sqlite3_finalize(st);
+    }
+    sqlite3_close(db);
+    return n;
+}
+
+/* Runs the CLI with the server and operator token in its environment. */
+static int cli(char **out, const char *const *argv)
+{
+    const char *env[] = {env_server, env_token, NULL};
+    return run_tool(argv, env, out);
+}
+
+/* Checks that a reply is the JSON error `want` with its table status. */
+static void check_error_reply(const char *what, const http_reply *r, int want)
+{
+    char name[64];
+    http_error_name(r, name, sizeof name);
+    check_record(strcmp(name, lp_error_name(want)) == 0 && r->status == lp_error_http_status(want),
+                 __FILE__, __LINE__, "%s: want %s/%d, got %ld %s", what, lp_error_name(want),
+                 lp_error_http_status(want), r->status, r->body ? r->body : "");
+}
+
+static char *first_token(const char *json_text)
+{
+    json_t *j = json_loads(json_text, 0, NULL);
+    const char *t = json_string_value(json_array_get(json_object_get(j, "tokens"), 0));
+    char *copy = t ? strdup(t) : NULL;
+    json_decref(j);
+    return copy;
+}
+
+static ldpref_client *operator_client(void)
+{
+    ldpref_options o;
+    ldpref_options_init(&o);
+    o.server_url = srv.url;
+    o.operator_token = srv.token;
+    ldpref_client *c = NULL;
+    CHECK_ERR(ldpref_client_open(&o, &c), LP_OK);
+    return c;
+}
+
+static char *new_token(ldpref_client *op, const char *campaign)
+{
+    char *json = NULL;
+    CHECK_ERR(ldpref_admin_enrollment_tokens(op, campaign, 1, &json), LP_OK);
+    char *tok = json ? first_token(json) : NULL;
+    ldpref_free(json);
+    return tok;
+}
+
+/* Operator loads OASST tasks with the CLI; annotator keygen/enroll/answer
+ * with the CLI; the library sees the same ledger. */
+static void test_cli_flow(void)
+{
+    char *out = NULL;
+    const char *load[] = {"ldpref", "admin", "tasks-load", OASST, NULL};
+    CHECK_INT(cli(&out, load), 0);
+    json_t *j = out ? json_loads(out, 0, NULL) : NULL;
+    CHECK_INT(json_integer_value(json_object_get(j, "loaded")), 732);
+    json_decref(j);
+    free(out);
+    CHECK_INT(count_rows("tasks"), 732);
+
+    /* Same file again: duplicates skipped, nothing new. */
+    CHECK_INT(cli(&out, load), 0);
+    j = out ? json_loads(out, 0, NULL) : NULL;
+    CHECK_INT(json_integer_value(json_object_get(j, "loaded")), 0);
+    CHECK_INT(json_integer_value(json_object_get(j, "skipped_duplicates")), 732);
+    json_decref(j);
+    free(out);
+    CHECK_INT(count_rows("tasks"), 732);
+
+    const char *tok_cmd[] = {"ldpref", "admin", "enroll-token", NULL};
+    CHECK_INT(cli(&out, tok_cmd), 0);
+    char *token = out ? first_token(out) : NULL;
+    CHECK(token != NULL);
+    free(out);
+
+    char key[400], keyarg[420];
+    snprintf(key, sizeof key, "%s/cli.key", srv.dir);
+    snprintf(keyarg, sizeof keyarg, "--key=%s", key);
+    const char *keygen[] = {"ldpref", keyarg, "keygen", NULL};
+    CHECK_INT(cli(NULL, keygen), 0);
+    struct stat st;
+    CHECK(stat(key, &st) == 0 && (st.st_mode & 0777) == 0600);
+    CHECK_INT(cli(NULL, keygen), LP_EKEY_FILE); /* never overwrites */
+
+    const char *enroll[] = {"ldpref", keyarg, "enroll", token ? token : "x", NULL};
+    CHECK_INT(cli(NULL, enroll), 0);
+    CHECK_INT(cli(NULL, enroll), LP_EALREADY_ENROLLED);
+    free(token);
+
+    const char *next[] = {"ldpref", keyarg, "next", "--count", "3", NULL};
+    CHECK_INT(cli(&out, next), 0);
+    long long first_id = 0;
+    if (out) {
+        json_t *t = json_loads(out, JSON_DISABLE_EOF_CHECK, NULL);
+        first_id = json_integer_value(json_object_get(t, "task_id"));
+        json_decref(t);
+    }
+    free(out);
+    CHECK(first_id > 0);
+    char id[32];
+    snprintf(id, sizeof id, "%lld", first_id);
+    const char *answer[] = {"ldpref", keyarg, "answer", id, "b", NULL};
+    CHECK_INT(cli(&out, answer), 0);
+    free(out);
+    CHECK_INT(count_rows("labels"), 1);
+    /* Answering again resends the identical message: still one label. */
+    CHECK_INT(cli(&out, answer), 0);
+    free(out);
+    const char *answer_a[] = {"ldpref", keyarg, "answer", id, "a", NULL};
+    CHECK_INT(cli(&out, answer_a), 0); /* memo: the same randomized answer */
+    free(out);
+    CHECK_INT(count_rows("labels"), 1);
+
+    const char *help[] = {"ldpref", "answer", "--help", NULL};
+    CHECK_INT(cli(&out, help), 0);
+    CHECK(out && strstr(out, "answer") != NULL);
+    free(out);
+}
+
+/* Library flow: enroll, next, answer, resend returns the original receipt. */
+static void test_library_flow(ldpref_client *op)
+{
+    char *token = new_token(op, NULL);
+    char key[400];
+    snprintf(key, sizeof key, "%s/lib.key", srv.dir);
+    CHECK_ERR(ldpref_keygen(key, NULL), LP_OK);
+    ldpref_options o;
+    ldpref_options_init(&o);
+    o.server_url = srv.url;
+    o.key_path = key;
+    ldpref_client *c = NULL;
+    CHECK_ERR(ldpref_client_open(&o, &c), LP_OK);
+    ldpref_enrollment en;
+    CHECK_ERR(ldpref_enroll(c, token, &en), LP_OK);
+    CHECK(strncmp(en.pseudonym, "ann-", 4) == 0);
+    free(token);
+
+    ldpref_task *tasks = NULL;
+    size_t n = 0;
+    CHECK_ERR(ldpref_next_tasks(c, 5, &tasks, &n), LP_OK);
+    CHECK_INT(n, 5);
+    long long before = count_rows("labels");
+    ldpref_receipt r1, r2;
+    CHECK_ERR(ldpref_answer(c, &tasks[0], 1, &r1), LP_OK);
+    CHECK_INT(r1.resent, 0);
+    CHECK_ERR(ldpref_answer(c, &tasks[0], 1, &r2), LP_OK);
+    CHECK_INT(r2.resent, 1);
+    CHECK_INT(r2.label_id, r1.label_id);
+    CHECK_INT(r2.received_at, r1.received_at);
+    CHECK_INT(r2.z, r1.z);
+    CHECK_INT(count_rows("labels"), before + 1);
+
+    /* Batch through the library. */
+    ldpref_batch_item items[4];
+    memset(items, 0, sizeof items);
+    for (int i = 0; i < 4; i++) {
+        items[i].task = &tasks[i + 1];
+        items[i].prefer_b = i & 1;
+    }
+    CHECK_ERR(ldpref_answer_batch(c, items, 4), LP_OK);
+    for (int i = 0; i < 4; i++)
+        CHECK_ERR(items[i].error, LP_OK);
+    CHECK_INT(count_rows("labels"), before + 5);
+
+    /* Asking again returns no new task for labeled ones. */
+    ldpref_tasks_free(tasks, n);
+    ldpref_client_close(c);
+}
+
+/* Every bad label gets its exact error and stores nothing. */
+static void test_bad_labels(ldpref_client *op)
+{
+    /* A campaign with a small budget and a narrow epsilon range. */
+    ldpref_campaign spec;
+    ldpref_campaign_init(&spec);
+    spec.name = "tight";
+    spec.epsilon_min = 0.5;
+    spec.epsilon_max = 2;
+    spec.epsilon_budget = 2.5;
+    CHECK_ERR(ldpref_admin_campaign_create(op, &spec, NULL), LP_OK);
+    CHECK_ERR(ldpref_admin_campaign_create(op, &spec, NULL), LP_ECAMPAIGN_EXISTS);
+    char path[400];
+    snprintf(path, sizeof path, "%s/tight.jsonl", srv.dir);
+    FILE *f = fopen(path, "w");
+    for (int i = 0; i < 6; i++)
+        fprintf(f, "{\"id\":\"t%d\",\"prompt\":\"p%d\",\"responses\":[\"x%d\",\"y%d\"]}\n", i, i,
+                i, i);
+    fclose(f);
+    CHECK_ERR(ldpref_admin_tasks_load(op, path, "tight", NULL), LP_OK);
+
+    char *token = new_token(op, "tight");
+    raw_annotator a;
+    CHECK_INT(raw_enroll(&a, srv.url, token ? token : ""), 201);
+    CHECK_INT(raw_enroll(&a, srv.url, token ? token : ""), 403); /* token is one-time */
+    free(token);
+    json_t *tasks;
+    CHECK_INT(raw_next(&a, 6, &tasks), 200);
+    CHECK_INT(json_array_size(tasks), 6);
+    int64_t t[6];
+    for (int i = 0; i < 6; i++)
+        t[i] = json_integer_value(json_object_get(json_array_get(tasks, (size_t)i), "task_id"));
+    json_decref(tasks);
+
+    http_reply r;
+    long long labels = count_rows("labels");
+
+    lp_label_msg good = raw_label(&a, t[0], 1, 1.0);
+    CHECK_INT(raw_post_label(srv.url, &good, &r), 201);
+    http_reply_free(&r);
+    labels++;
+    /* Identical resend: original receipt. */
+    CHECK_INT(raw_post_label(srv.url, &good, &r), 200);
+    http_reply_free(&r);
+    CHECK_INT(count_rows("labels"), labels);
+
+    struct {
+        const char *what;
+        lp_label_msg m;
+        int want;
+    } cases[12];
+    int nc = 0;
+    lp_label_msg m;
+
+    m = raw_label(&a, t[0], 0, 1.0);
+    cases[nc++] = (typeof(cases[0])){"different second label", m, LP_ECONFLICTING_LABEL};
+    m = raw_label(&a, t[1], 1, 1.0);
+    m.sig[5] ^= 1;
+    cases[nc++] = (typeof(cases[0])){"bad signature", m, LP_EBAD_SIGNATURE};
+    m = raw_label(&a, t[1], 1, 1.0);
+    memcpy(m.nonce, good.nonce, LP_NONCE_BYTES);
+    raw_resign(&a, &m);
+    cases[nc++] = (typeof(cases[0])){"replayed nonce", m, LP_EREPLAYED_NONCE};
+    m = raw_label(&a, t[1], 1, 1.0);
+    m.timestamp_ms -= 3600 * 1000;
+    raw_resign(&a, &m);
+    cases[nc++] = (typeof(cases[0])){"stale timestamp", m, LP_ESTALE_TIMESTAMP};
+    m = raw_label(&a, t[1], 1, 1.0);
+    m.timestamp_ms += 3600 * 1000;
+    raw_resign(&a, &m);
+    cases[nc++] = (typeof(cases[0])){"future timestamp", m, LP_ESTALE_TIMESTAMP};
+    m = raw_label(&a, 999999, 1, 1.0);
+    cases[nc++] = (typeof(cases[0])){"unknown task", m, LP_EUNKNOWN_TASK};
+    m = raw_label(&a, 1, 1, 1.0); /* an OASST task never assigned to a */
+    cases[nc++] = (typeof(cases[0])){"unassigned task", m, LP_ENOT_ASSIGNED};
+    m = raw_label(&a, t[1], 1, 5.0);
+    cases[nc++] = (typeof(cases[0])){"epsilon above campaign max", m, LP_EEPSILON_OUT_OF_RANGE};
+    m = raw_label(&a, t[1], 1, INFINITY);
+    cases[nc++] = (typeof(cases[0])){"infinite epsilon not allowed", m, LP_EBAD_EPSILON};
+    raw_annotator stranger;
+    stranger.url = srv.url;
+    crypto_sign_keypair(stranger.pk, stranger.sk);
+    m = raw_label(&stranger, t[1], 1, 1.0);
+    cases[nc++] = (typeof(cases[0])){"unenrolled key", m, LP_EUNKNOWN_KEY};
+
+    for (int i = 0; i < nc; i++) {
+        raw_post_label(srv.url, &cases[i].m, &r);
+        check_error_reply(cases[i].what, &r, cases[i].want);
+        http_reply_free(&r);
+        check_record(count_rows("labels") == labels, __FILE__, __LINE__,
+                     "%s stored nothing", cases[i].what);
+    }
+
+    /* Budget 2.5: labels of 1.0 on t1, then 1.0 on t2 would reach 3.0. */
+    m = raw_label(&a, t[1], 1, 1.0);
+    CHECK_INT(raw_post_label(srv.url, &m, &r), 201);
+    http_reply_free(&r);
+    labels++;
+    m = raw_label(&a, t[2], 1, 1.0);
+    raw_post_label(srv.url, &m, &r);
+    check_error_reply("over budget", &r, LP_EBUDGET_EXCEEDED);
+    http_reply_free(&r);
+    m = raw_label(&a, t[2], 1, 0.5); /* 2.5 fits exactly */
+    CHECK_INT(raw_post_label(srv.url, &m, &r), 201);
+    http_reply_free(&r);
+    labels++;
+    CHECK_INT(count_rows("labels"), labels);
+
+    /* Revoked keys are refused. */
+    char keyb64[LP_B64_MAX];
+    lp_b64_encode(a.pk, LP_KEY_BYTES, keyb64);
+    CHECK_ERR(ldpref_admin_revoke(op, keyb64), LP_OK);
+    m = raw_label(&a, t[3], 1, 0.5);
+    raw_post_label(srv.url, &m, &r);
+    check_error_reply("revoked key", &r, LP_EREVOKED_KEY);
+    http_reply_free(&r);
+    CHECK_INT(count_rows("labels"), labels);
+}
+
+/* Malformed bodies, wrong types, oversize bodies, missing operator token. */
+static void test_bad_requests(void)
+{
+    long long labels = count_rows("labels"), tasks = count_rows("tasks");
+    char url[256];
+    snprintf(url, sizeof url, "%s/v1/labels", srv.url);
+    http_reply r;
+    const struct {
+        const char *what, *body;
+        int want;
+    } cases[] = {
+        {"malformed JSON", "{\"key\": ", LP_EMALFORMED_JSON},
+        {"not an object", "[1,2,3]", LP_EWRONG_TYPE},
+        {"wrong type", "{\"key\":1,\"task_id\":1,\"z\":1,\"epsilon\":1,\"nonce\":\"a\","
+                       "\"timestamp\":1,\"signature\":\"b\"}",
+         LP_EWRONG_TYPE},
+        {"missing fields", "{}", LP_EMISSING_FIELD},
+        {"too deep", "[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[]]]]]"
+                     "]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]",
+         LP_ETOO_DEEP},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        http_raw("POST", url, cases[i].body, strlen(cases[i].body), NULL, &r);
+        check_error_reply(cases[i].what, &r, cases[i].want);
+        http_reply_free(&r);
+    }
+    /* Data-driven wire cases, sent over HTTP: same names as the decoder. */
+    const char *files[] = {"bad_epsilon--negative", "bad_epsilon--zero",
+                           "bad_epsilon--string-inf", "bad_label--two",
+                           "unknown_field--true-label", "malformed_json--overflow"};
+    for (size_t i = 0; i < sizeof files / sizeof files[0]; i++) {
+        char path[256], body[4096];
+        snprintf(path, sizeof path, "tests/wire/label/invalid/%s.json", files[i]);
+        FILE *f = fopen(path, "r");
+        size_t n = f ? fread(body, 1, sizeof body - 1, f) : 0;
+        if (f)
+            fclose(f);
+        body[n] = 0;
+        http_raw("POST", url, body, n, NULL, &r);
+        char want[64];
+        snprintf(want, sizeof want, "%.*s", (int)(strstr(files[i], "--") - files[i]), files[i]);
+        check_error_reply(files[i], &r, lp_error_from_name(want));
+        http_reply_free(&r);
+    }
+
+    size_t big = 8 << 20;
+    char *huge = malloc(big);
+    memset(huge, ' ', big);
+    huge[0] = '{';
+    huge[big - 1] = '}';
+    http_raw("POST", url, huge, big, NULL, &r);
+    check_error_reply("oversize body", &r, LP_EBODY_TOO_LARGE);
+    http_reply_free(&r);
+    free(huge);
+
+    /* Operator endpoints need the token. */
+    const char *op_paths[] = {"/v1/stats", "/v1/export"};
+    for (int i = 0; i < 2; i++) {
+        raw_get(srv.url, op_paths[i], NULL, &r);
+        check_error_reply("missing operator token", &r, LP_EUNAUTHORIZED);
+        http_reply_free(&r);
+        raw_get(srv.url, op_paths[i], "op_wrong", &r);
+        check_error_reply("wrong operator token", &r, LP_EUNAUTHORIZED);
+        http_reply_free(&r);
+    }
+    snprintf(url, sizeof url, "%s/v1/tasks", srv.url);
+    const char *line = "{\"prompt\":\"p\",\"responses\":[\"a\",\"b\"]}\n";
+    http_raw("POST", url, line, strlen(line), NULL, &r);
+    check_error_reply("task upload without token", &r, LP_EUNAUTHORIZED);
+    http_reply_free(&r);
+    /* A malformed line rejects the whole upload. */
+    const char *mixed = "{\"prompt\":\"p1\",\"responses\":[\"a\",\"b\"]}\n{\"prompt\":\"p2\"}\n";
+    http_raw("POST", url, mixed, strlen(mixed), srv.token, &r);
+    check_error_reply("task upload with a bad line", &r, LP_EBAD_TASK);
+    CHECK(r.body && strstr(r.body, "line 2") != NULL);
+    http_reply_free(&r);
+    raw_get(srv.url, "/v1/nowhere", NULL, &r);
+    check_error_reply("unknown route", &r, LP_ENOT_FOUND);
+    http_reply_free(&r);
+
+    CHECK_INT(count_rows("labels"), labels);
+    CHECK_INT(count_rows("tasks"), tasks);
+}
+
+/* Export: one line per stored label, oriented by the privatized label. */
+static void test_export(void)
+{
+    char path[400], arg[420];
+    snprintf(path, sizeof path, "%s/export.jsonl", srv.dir);
+    snprintf(arg, sizeof arg, "--out=%s", path);
+    const char *cmd[] = {"ldpref", "admin", "export", arg, NULL};
+    CHECK_INT(cli(NULL, cmd), 0);
+    FILE *f = fopen(path, "r");
+    CHECK(f != NULL);
+    if (f == NULL)
+        return;
+    char *line = NULL;
+    size_t cap = 0;
+    long long n = 0, well_formed = 0;
+    while (getline(&line, &cap, f) > 0) {
+        n++;
+        json_t *j = json_loads(line, 0, NULL);
+        const char *chosen = json_string_value(json_object_get(j, "chosen"));
+        const char *rejected = json_string_value(json_object_get(j, "rejected"));
+        json_t *eps = json_object_get(j, "epsilon");
+        well_formed += chosen && rejected && json_is_string(json_object_get(j, "prompt")) &&
+                       json_is_integer(json_object_get(j, "label_id")) &&
+                       (json_is_number(eps) || json_is_null(eps)) &&
+                       strncmp(json_string_value(json_object_get(j, "annotator")) ?: "", "ann-",
+                               4) == 0 &&
+                       json_is_integer(json_object_get(j, "received_at"));
+        json_decref(j);
+    }
+    free(line);
+    fclose(f);
+    CHECK_INT(n, count_rows("labels"));
+    CHECK_INT(well_formed, n);
+}
+
+int main(void)
+{
+    lp_rng_init();
+    if (server_start(&srv, NULL) != 0) {
+        check_record(0, __FILE__, __LINE__, "server starts");
+        return check_summary();
+    }
+    CHECK(srv.token[0] != 0);
+    snprintf(env_server, sizeof env_server, "LDPREF_SERVER=%s", srv.url);
+    snprintf(env_token, sizeof env_token, "LDPREF_OPERATOR_TOKEN=%s", srv.token);
+
+    http_reply r;
+    CHECK_INT(raw_get(srv.url, "/v1/healthz", NULL, &r), 200);
+    http_reply_free(&r);
+
+    ldpref_client *op = operator_client();
+    test_cli_flow();
+    test_library_flow(op);
+    test_bad_labels(op);
+    test_bad_requests();
+    test_export();
+    ldpref_client_close(op);
+
+    CHECK_INT(server_stop(&srv), 0); /* graceful SIGTERM exit */
+    server_cleanup(&srv);
+    return check_summary();
+}
