@@ -1,0 +1,190 @@
+/*
+ * http.c — libcurl transport for the client. See http.h.
+ *
+ * One easy handle per client handle (connection reuse across calls). The
+ * response body is collected into a growing buffer with a cap, or streamed
+ * into a FILE* for large 2xx answers (export); error bodies of a streamed
+ * request are still collected so the caller can parse {"error","message"}.
+ */
+#include "http.h"
+
+#include "error.h"
+#include "wire.h"
+
+#include <curl/curl.h>
+#include <pthread.h>
+#include <sodium.h>
+#include <stdlib.h>
+#include <string.h>
+
+struct lpc_http {
+    CURL *curl;
+    long timeout_ms, connect_timeout_ms;
+    char *ca_file;
+};
+
+static pthread_once_t global_once = PTHREAD_ONCE_INIT;
+static int global_ok;
+
+static void global_init(void)
+{
+    global_ok = curl_global_init(CURL_GLOBAL_DEFAULT) == CURLE_OK;
+}
+
+int lpc_http_new(long timeout_ms, long connect_timeout_ms, const char *ca_file, lpc_http **out)
+{
+    *out = NULL;
+    pthread_once(&global_once, global_init);
+    if (!global_ok)
+        return LP_EINTERNAL;
+    lpc_http *h = calloc(1, sizeof *h);
+    if (h == NULL)
+        return LP_ENO_MEMORY;
+    h->curl = curl_easy_init();
+    h->timeout_ms = timeout_ms;
+    h->connect_timeout_ms = connect_timeout_ms;
+    if (h->curl == NULL || (ca_file && (h->ca_file = strdup(ca_file)) == NULL)) {
+        lpc_http_free(h);
+        return LP_ENO_MEMORY;
+    }
+    *out = h;
+    return LP_OK;
+}
+
+void lpc_http_free(lpc_http *h)
+{
+    if (h == NULL)
+        return;
+    if (h->curl)
+        curl_easy_cleanup(h->curl);
+    free(h->ca_file);
+    free(h);
+}
+
+struct sink {
+    char *buf;
+    size_t len, cap, limit;
+    int over;
+    FILE *file;   /* 2xx bodies go here when set */
+    CURL *curl;
+    int file_failed;
+};
+
+static size_t on_data(char *data, size_t size, size_t nmemb, void *user)
+{
+    struct sink *s = user;
+    size_t n = size * nmemb;
+    if (s->file) {
+        long status = 0;
+        curl_easy_getinfo(s->curl, CURLINFO_RESPONSE_CODE, &status);
+        if (status >= 200 && status < 300) {
+            if (fwrite(data, 1, n, s->file) != n) {
+                s->file_failed = 1;
+                return 0;
+            }
+            return n;
+        }
+    }
+    if (n > s->limit - s->len) {
+        s->over = 1;
+        return 0;
+    }
+    if (s->len + n + 1 > s->cap) {
+        size_t ncap = s->cap ? s->cap : 4096;
+        while (ncap < s->len + n + 1)
+            ncap *= 2;
+        char *grown = realloc(s->buf, ncap);
+        if (grown == NULL)
+            return 0;
+        s->buf = grown;
+        s->cap = ncap;
+    }
+    memcpy(s->buf + s->len, data, n);
+    s->len += n;
+    s->buf[s->len] = '\0';
+    return n;
+}
+
+int lpc_http_do(lpc_http *h, const lpc_http_req *req, long *status, char **body, size_t *len,
+                char *msg, size_t msglen)
+{
+    *status = 0;
+    *body = NULL;
+    *len = 0;
+    CURL *c = h->curl;
+    struct sink s = {.limit = req->resp_cap, .file = req->sink, .curl = c};
+    struct curl_slist *headers = NULL;
+    char auth[LP_TOKEN_MAX + 64];
+    char errbuf[CURL_ERROR_SIZE] = "";
+    int rc = LP_OK;
+
+    curl_easy_reset(c);
+    curl_easy_setopt(c, CURLOPT_URL, req->url);
+    curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
+    curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, h->timeout_ms);
+    curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT_MS, h->connect_timeout_ms);
+    curl_easy_setopt(c, CURLOPT_PROTOCOLS_STR, "http,https");
+    curl_easy_setopt(c, CURLOPT_SSL_VERIFYPEER, 1L);
+    curl_easy_setopt(c, CURLOPT_SSL_VERIFYHOST, 2L);
+    if (h->ca_file)
+        curl_easy_setopt(c, CURLOPT_CAINFO, h->ca_file);
+    curl_easy_setopt(c, CURLOPT_ERRORBUFFER, errbuf);
+    curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, on_data);
+    curl_easy_setopt(c, CURLOPT_WRITEDATA, &s);
+    curl_easy_setopt(c, CURLOPT_USERAGENT, "libldpref/" LDPREF_VERSION);
+    headers = curl_slist_append(headers, "Accept: application/json");
+    /* No "Expect: 100-continue" round trip for uploads. */
+    headers = curl_slist_append(headers, "Expect:");
+    if (req->content_type) {
+        char ct[128];
+        snprintf(ct, sizeof ct, "Content-Type: %s", req->content_type);
+        headers = curl_slist_append(headers, ct);
+    }
+    if (req->bearer) {
+        snprintf(auth, sizeof auth, "Authorization: Bearer %s", req->bearer);
+        headers = curl_slist_append(headers, auth);
+        sodium_memzero(auth, sizeof auth);
+    }
+    curl_easy_setopt(c, CURLOPT_HTTPHEADER, headers);
+    if (strcmp(req->method, "POST") == 0) {
+        curl_easy_setopt(c, CURLOPT_POST, 1L);
+        if (req->body_file) {
+            curl_easy_setopt(c, CURLOPT_READDATA, req->body_file);
+            curl_easy_setopt(c, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)req->body_file_len);
+        } else {
+            curl_easy_setopt(c, CURLOPT_POSTFIELDS, req->body ? req->body : "");
+            curl_easy_setopt(c, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)req->body_len);
+        }
+    } else {
+        curl_easy_setopt(c, CURLOPT_HTTPGET, 1L);
+    }
+
+    CURLcode cr = curl_easy_perform(c);
+    curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, status);
+    if (s.over) {
+        rc = lp_fail(LP_EPROTOCOL, msg, msglen, "the server's answer exceeds %zu bytes",
+                     req->resp_cap);
+    } else if (s.file_failed) {
+        rc = lp_fail(LP_EIO, msg, msglen, "writing the server's answer failed");
+    } else if (cr != CURLE_OK) {
+        rc = lp_fail(LP_ENETWORK, msg, msglen, "%s: %s", req->url,
+                     errbuf[0] ? errbuf : curl_easy_strerror(cr));
+    } else if (*status == 0) {
+        rc = lp_fail(LP_ENETWORK, msg, msglen, "%s: no HTTP answer", req->url);
+    }
+    /* The header list held the bearer token: wipe it before freeing. */
+    for (struct curl_slist *p = headers; p; p = p->next)
+        sodium_memzero(p->data, strlen(p->data));
+    curl_slist_free_all(headers);
+    curl_easy_setopt(c, CURLOPT_HTTPHEADER, NULL);
+    curl_easy_setopt(c, CURLOPT_ERRORBUFFER, NULL);
+    if (rc != LP_OK) {
+        free(s.buf);
+        return rc;
+    }
+    if (s.buf == NULL && (s.buf = strdup("")) == NULL)
+        return LP_ENO_MEMORY;
+    *body = s.buf;
+    *len = s.len;
+    return LP_OK;
+}

@@ -1,0 +1,95 @@
+/*
+ * internal.h — the client library's private shared state: the definition of
+ * the opaque ldpref_client handle and a few helpers the client modules
+ * (client.c, admin.c, keys.c) share. Not installed; not part of the ABI
+ * (the version script exports only ldpref_*). Tests include it for the
+ * hooks at the bottom.
+ */
+#ifndef LPC_INTERNAL_H
+#define LPC_INTERNAL_H
+
+#include "ldpref.h"
+
+#include "canon.h"
+#include "http.h"
+#include "ledger.h"
+
+#include <jansson.h>
+#include <stdint.h>
+
+#define LPC_ERRMSG_MAX 512
+#define LPC_SERVER_MAX 1024
+
+struct ldpref_client {
+    char server[LPC_SERVER_MAX];     /* server URL without trailing '/' */
+    char *key_path;                  /* owned; NULL when there is no key */
+    char *ledger_path;               /* owned; NULL when there is no key and none given */
+    char *ca_file;                   /* owned or NULL */
+    char operator_token[LP_TOKEN_MAX + 1]; /* secret; wiped on close; "" if none */
+    double cap_label, cap_total;
+    long timeout_ms, connect_timeout_ms;
+    int have_key;
+    uint8_t pk[LP_KEY_BYTES];
+    uint8_t sk[LP_SECRET_BYTES];     /* secret; wiped on close */
+    lpc_http *http;                  /* owned */
+    lpc_ledger *ledger;              /* owned; opened on first use */
+    char errmsg[LPC_ERRMSG_MAX];
+};
+
+/* Records a printf-style detail message on c and returns code. */
+int lpc_fail(ldpref_client *c, int code, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+/* Opens the ledger on first use. */
+int lpc_use_ledger(ldpref_client *c, lpc_ledger **out);
+
+/*
+ * One JSON request/response exchange with the server. req (borrowed, may be
+ * NULL) is sent as the body; bearer adds the operator token. On a 2xx answer
+ * *resp gets a new reference (json_decref) and *status the HTTP status. A
+ * server error {"error","message"} becomes its code with errmsg
+ * "server: <name>: <message>"; transport failures LDPREF_ENETWORK;
+ * unparseable answers LDPREF_EPROTOCOL.
+ */
+int lpc_call_json(ldpref_client *c, const char *method, const char *path, const json_t *req,
+                  int bearer, size_t resp_cap, json_t **resp, long *status);
+
+/* As lpc_call_json() with the request body given as JSON text (borrowed),
+ * sent byte for byte: how stored label messages are (re)sent. */
+int lpc_call_text(ldpref_client *c, const char *method, const char *path, const char *body,
+                  int bearer, size_t resp_cap, json_t **resp, long *status);
+
+/* Response caps (bytes). */
+#define LPC_RESP_CAP_SMALL (1u << 20)
+#define LPC_RESP_CAP_LARGE (256u << 20)
+
+/* Maps a non-2xx answer body to an error code (see lpc_call_json). */
+int lpc_server_error(ldpref_client *c, long status, const char *body, size_t len);
+
+/* Key file handling (keys.c). Loads and checks the secret key at path into
+ * sk/pk. LDPREF_EKEY_FILE for a missing, malformed or non-private file. */
+int lpc_key_load(const char *path, uint8_t sk[LP_SECRET_BYTES], uint8_t pk[LP_KEY_BYTES],
+                 char *msg, size_t msglen);
+
+/* ---------------------------------------------------------------------------
+ * Test hooks (not exported from the shared library).
+ */
+
+/*
+ * The memo key and orientation of a comparison: key = keyed BLAKE2b under
+ * the device secret over the prompt and the two responses in canonical
+ * order (sorted by their BLAKE2b hash), each length-prefixed. *swapped is 1
+ * when the canonical order is (b, a).
+ */
+void lpc_memo_key(const uint8_t secret[LPC_DEVICE_SECRET_BYTES], const char *prompt,
+                  const char *a, const char *b, uint8_t key[LPC_MEMO_KEY_BYTES], int *swapped);
+
+/*
+ * Does everything ldpref_answer() does before the network: outbox lookup,
+ * memo, budget, randomization, signing, ledger writes. *msg gets the signed
+ * message that would be (re)sent; *existed is 1 if it came from the outbox.
+ */
+int lpc_answer_prepare(ldpref_client *c, const ldpref_task *t, int prefer_b, lp_label_msg *msg,
+                       int *existed);
+
+#endif
