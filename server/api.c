@@ -1,0 +1,275 @@
+/*
+ * api.c — routing, response helpers, healthz, and the synchronous wrapper.
+ * See api.h. Handlers live in api_labels.c (annotator endpoints) and
+ * api_admin.c (operator endpoints).
+ */
+#include "api_internal.h"
+
+#include "auth.h"
+#include "error.h"
+#include "wire.h"
+
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "clock.h"
+
+/* ---- responses ---- */
+
+void lp_response_clear(lp_response *r)
+{
+    if (r == NULL)
+        return;
+    free(r->body);
+    if (r->stream.free)
+        r->stream.free(r->stream.ctx);
+    memset(r, 0, sizeof *r);
+}
+
+int lp_api_error(lp_response *resp, int code, const char *msg)
+{
+    lp_response_clear(resp);
+    lp_metrics_reject(code);
+    json_t *o = json_pack("{s:s, s:s}", "error", lp_error_name(code), "message",
+                          msg && *msg ? msg : lp_error_message(code));
+    char *text = o ? json_dumps(o, JSON_COMPACT) : NULL;
+    json_decref(o);
+    resp->error = code;
+    resp->content_type = LP_CT_JSON;
+    if (text == NULL) { /* a message that is not valid UTF-8, or no memory */
+        lp_buf b = {0};
+        lp_buf_printf(&b, "{\"error\":\"%s\",\"message\":\"%s\"}", lp_error_name(code),
+                      lp_error_message(code));
+        text = lp_buf_take(&b, NULL);
+    }
+    resp->body = text;
+    resp->body_len = text ? strlen(text) : 0;
+    return LP_API_DONE;
+}
+
+int lp_api_json(lp_response *resp, int status, json_t *obj)
+{
+    char *text = obj ? json_dumps(obj, JSON_COMPACT) : NULL;
+    json_decref(obj);
+    if (text == NULL)
+        return lp_api_error(resp, LP_ENO_MEMORY, NULL);
+    lp_response_clear(resp);
+    resp->status = status;
+    resp->content_type = LP_CT_JSON;
+    resp->body = text;
+    resp->body_len = strlen(text);
+    return LP_API_DONE;
+}
+
+int lp_api_buf(lp_response *resp, int status, const char *content_type, lp_buf *b)
+{
+    size_t len = 0;
+    char *text = lp_buf_take(b, &len);
+    if (text == NULL)
+        return lp_api_error(resp, LP_ENO_MEMORY, NULL);
+    lp_response_clear(resp);
+    resp->status = status;
+    resp->content_type = content_type;
+    resp->body = text;
+    resp->body_len = len;
+    return LP_API_DONE;
+}
+
+int lp_api_parse_body(lp_api *api, const lp_request *req, json_t **out, lp_response *resp)
+{
+    char msg[LP_MSG_MAX];
+    *out = NULL;
+    if (req->body == NULL || req->body_len == 0)
+        return lp_api_error(resp, LP_EMALFORMED_JSON, "the request body is empty");
+    int rc = lp_json_parse(req->body, req->body_len, api->opts.json_depth, out, msg, sizeof msg);
+    if (rc != LP_OK) {
+        lp_api_error(resp, rc, msg);
+        return rc;
+    }
+    return LP_OK;
+}
+
+const char *lp_api_param(const lp_request *req, const char *key)
+{
+    for (size_t i = 0; i < req->n_params; i++)
+        if (req->params[i].key && strcmp(req->params[i].key, key) == 0)
+            return req->params[i].value;
+    return NULL;
+}
+
+void lp_api_receipt(lp_buf *b, const lp_receipt *r, int with_status, int status)
+{
+    lp_buf_printf(b, "{\"label_id\":%lld,\"task_id\":%lld,\"z\":%d,\"epsilon\":",
+                  (long long)r->label_id, (long long)r->task_id, r->z);
+    lp_buf_double(b, r->epsilon);
+    lp_buf_printf(b, ",\"received_at\":%lld", (long long)r->received_ms);
+    if (with_status)
+        lp_buf_printf(b, ",\"status\":%d", status);
+    lp_buf_puts(b, "}");
+}
+
+/* ---- routing ---- */
+
+typedef int (*handler_fn)(lp_api *, const lp_request *, lp_response *);
+
+enum cap_kind { CAP_BODY, CAP_BATCH, CAP_UPLOAD };
+
+typedef struct route {
+    const char *method, *path;
+    lp_route id;
+    handler_fn fn; /* NULL for the asynchronous label routes */
+    int operator_only;
+    enum cap_kind cap;
+} route;
+
+static int healthz(lp_api *api, const lp_request *req, lp_response *resp)
+{
+    if (atomic_load(&api->draining))
+        return lp_api_error(resp, LP_EUNAVAILABLE, NULL);
+    return lp_api_json(resp, 200,
+                       json_pack("{s:s, s:s}", "status", "ok", "version", LDPREF_VERSION));
+}
+
+static const route ROUTES[] = {
+    {"GET", "/v1/healthz", LP_ROUTE_HEALTHZ, healthz, 0, CAP_BODY},
+    {"POST", "/v1/campaigns", LP_ROUTE_CAMPAIGNS, lp_api_campaign_create, 1, CAP_BODY},
+    {"GET", "/v1/campaigns", LP_ROUTE_CAMPAIGNS, lp_api_campaign_list, 1, CAP_BODY},
+    {"POST", "/v1/enrollment-tokens", LP_ROUTE_ENROLL_TOKENS, lp_api_enroll_tokens, 1, CAP_BODY},
+    {"POST", "/v1/annotators", LP_ROUTE_ANNOTATORS, lp_api_enroll, 0, CAP_BODY},
+    {"POST", "/v1/annotators/revoke", LP_ROUTE_REVOKE, lp_api_revoke, 1, CAP_BODY},
+    {"POST", "/v1/tasks", LP_ROUTE_TASKS, lp_api_tasks_load, 1, CAP_UPLOAD},
+    {"POST", "/v1/tasks/next", LP_ROUTE_TASKS_NEXT, lp_api_next, 0, CAP_BODY},
+    {"POST", "/v1/labels", LP_ROUTE_LABELS, NULL, 0, CAP_BODY},
+    {"POST", "/v1/labels/batch", LP_ROUTE_LABELS_BATCH, NULL, 0, CAP_BATCH},
+    {"GET", "/v1/stats", LP_ROUTE_STATS, lp_api_stats, 1, CAP_BODY},
+    {"GET", "/v1/export", LP_ROUTE_EXPORT, lp_api_export, 1, CAP_BODY},
+    {"GET", "/metrics", LP_ROUTE_METRICS, lp_api_metrics, 0, CAP_BODY},
+};
+#define N_ROUTES (sizeof ROUTES / sizeof ROUTES[0])
+
+/* The route for (method, path); *path_known tells 404 from 405. */
+static const route *find_route(const char *method, const char *path, int *path_known)
+{
+    *path_known = 0;
+    if (method == NULL || path == NULL)
+        return NULL;
+    for (size_t i = 0; i < N_ROUTES; i++) {
+        if (strcmp(ROUTES[i].path, path) != 0)
+            continue;
+        *path_known = 1;
+        if (strcmp(ROUTES[i].method, method) == 0 ||
+            (strcmp(method, "HEAD") == 0 && strcmp(ROUTES[i].method, "GET") == 0))
+            return &ROUTES[i];
+    }
+    return NULL;
+}
+
+size_t lp_api_body_cap(const lp_api *api, const char *method, const char *path)
+{
+    int known;
+    const route *r = find_route(method, path, &known);
+    if (r == NULL)
+        return api->opts.body_max;
+    return r->cap == CAP_UPLOAD  ? api->opts.upload_max
+           : r->cap == CAP_BATCH ? api->opts.batch_body_max
+                                 : api->opts.body_max;
+}
+
+lp_api *lp_api_new(lp_store *store, const lp_api_opts *opts)
+{
+    lp_api *api = calloc(1, sizeof *api);
+    if (api == NULL)
+        return NULL;
+    api->store = store;
+    api->opts = *opts;
+    if (api->opts.json_depth <= 0)
+        api->opts.json_depth = LP_JSON_DEPTH_MAX;
+    atomic_init(&api->draining, 0);
+    api->started_ms = lp_now_ms();
+    return api;
+}
+
+void lp_api_free(lp_api *api)
+{
+    free(api);
+}
+
+void lp_api_set_draining(lp_api *api)
+{
+    atomic_store(&api->draining, 1);
+}
+
+int lp_api_begin(lp_api *api, const lp_request *req, const lp_async *async, lp_response *resp,
+                 lp_pending **pending)
+{
+    memset(resp, 0, sizeof *resp);
+    *pending = NULL;
+    int known;
+    const route *r = find_route(req->method, req->path, &known);
+    lp_metrics_request(r ? r->id : LP_ROUTE_OTHER);
+    if (r == NULL)
+        return lp_api_error(resp, known ? LP_EMETHOD_NOT_ALLOWED : LP_ENOT_FOUND, NULL);
+    size_t cap = lp_api_body_cap(api, req->method, req->path);
+    if (req->body_len > cap)
+        return lp_api_error(resp, LP_EBODY_TOO_LARGE, NULL);
+    if (r->operator_only) {
+        int rc = lp_auth_operator_check(api->store, req->bearer);
+        if (rc != LP_OK)
+            return lp_api_error(resp, rc == LP_EUNAUTHORIZED ? rc : LP_ESTORAGE, NULL);
+    }
+    if (r->fn != NULL)
+        return r->fn(api, req, resp);
+    return lp_api_labels_begin(api, req, async, resp, pending, r->id == LP_ROUTE_LABELS_BATCH);
+}
+
+void lp_api_finish(lp_api *api, lp_pending *pending, lp_response *resp)
+{
+    memset(resp, 0, sizeof *resp);
+    lp_api_labels_finish(api, pending, resp);
+}
+
+void lp_api_pending_free(lp_pending *pending)
+{
+    lp_api_labels_pending_free(pending);
+}
+
+/* ---- the synchronous wrapper ---- */
+
+struct sync_wait {
+    pthread_mutex_t m;
+    pthread_cond_t c;
+    int done;
+};
+
+static void sync_suspend(void *ctx)
+{
+    (void)ctx;
+}
+
+static void sync_resume(void *ctx)
+{
+    struct sync_wait *w = ctx;
+    pthread_mutex_lock(&w->m);
+    w->done = 1;
+    pthread_cond_signal(&w->c);
+    pthread_mutex_unlock(&w->m);
+}
+
+void lp_api_handle(lp_api *api, const lp_request *req, lp_response *resp)
+{
+    struct sync_wait w = {.done = 0};
+    pthread_mutex_init(&w.m, NULL);
+    pthread_cond_init(&w.c, NULL);
+    lp_async async = {sync_suspend, sync_resume, &w};
+    lp_pending *p = NULL;
+    if (lp_api_begin(api, req, &async, resp, &p) == LP_API_PENDING) {
+        pthread_mutex_lock(&w.m);
+        while (!w.done)
+            pthread_cond_wait(&w.c, &w.m);
+        pthread_mutex_unlock(&w.m);
+        lp_api_finish(api, p, resp);
+    }
+    pthread_cond_destroy(&w.c);
+    pthread_mutex_destroy(&w.m);
+}

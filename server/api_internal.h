@@ -1,0 +1,59 @@
+/*
+ * api_internal.h — what the api_*.c files share: the api struct, response
+ * helpers and the handler signatures. Not part of the server's public API.
+ */
+#ifndef LP_API_INTERNAL_H
+#define LP_API_INTERNAL_H
+
+#include "api.h"
+#include "buf.h"
+#include "metrics.h"
+
+#include <jansson.h>
+#include <stdatomic.h>
+
+struct lp_api {
+    lp_store *store;
+    lp_api_opts opts;
+    atomic_int draining;
+    int64_t started_ms;
+};
+
+#define LP_CT_JSON "application/json"
+#define LP_CT_JSONL "application/x-ndjson"
+#define LP_CT_TEXT "text/plain; version=0.0.4"
+
+/* Sets an error response {"error": name, "message": msg}; counts the reject.
+ * Returns LP_API_DONE. msg may be NULL (the table's message is used). */
+int lp_api_error(lp_response *resp, int code, const char *msg);
+/* Sets a JSON response from obj (stolen reference). */
+int lp_api_json(lp_response *resp, int status, json_t *obj);
+/* Sets a response from a finished buffer (taken). */
+int lp_api_buf(lp_response *resp, int status, const char *content_type, lp_buf *b);
+/* Parses the body as JSON with the configured depth; on error fills resp. */
+int lp_api_parse_body(lp_api *api, const lp_request *req, json_t **out, lp_response *resp);
+/* The value of a query parameter, or NULL. */
+const char *lp_api_param(const lp_request *req, const char *key);
+
+/* Appends a receipt object (without braces' closing when extra is set). */
+void lp_api_receipt(lp_buf *b, const lp_receipt *r, int with_status, int status);
+
+/* handlers (api_labels.c) */
+int lp_api_labels_begin(lp_api *api, const lp_request *req, const lp_async *async,
+                        lp_response *resp, lp_pending **pending, int batch);
+void lp_api_labels_finish(lp_api *api, lp_pending *p, lp_response *resp);
+void lp_api_labels_pending_free(lp_pending *p);
+int lp_api_next(lp_api *api, const lp_request *req, lp_response *resp);
+int lp_api_enroll(lp_api *api, const lp_request *req, lp_response *resp);
+
+/* handlers (api_admin.c) */
+int lp_api_campaign_create(lp_api *api, const lp_request *req, lp_response *resp);
+int lp_api_campaign_list(lp_api *api, const lp_request *req, lp_response *resp);
+int lp_api_enroll_tokens(lp_api *api, const lp_request *req, lp_response *resp);
+int lp_api_revoke(lp_api *api, const lp_request *req, lp_response *resp);
+int lp_api_tasks_load(lp_api *api, const lp_request *req, lp_response *resp);
+int lp_api_stats(lp_api *api, const lp_request *req, lp_response *resp);
+int lp_api_export(lp_api *api, const lp_request *req, lp_response *resp);
+int lp_api_metrics(lp_api *api, const lp_request *req, lp_response *resp);
+
+#endif

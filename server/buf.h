@@ -1,0 +1,28 @@
+/*
+ * buf.h — a growable byte buffer for building response bodies.
+ *
+ * An allocation failure is sticky: the buffer remembers it (oom = 1) and
+ * further appends do nothing, so callers check once at the end.
+ */
+#ifndef LP_BUF_H
+#define LP_BUF_H
+
+#include <stddef.h>
+
+typedef struct lp_buf {
+    char *data; /* NUL-terminated when non-NULL; owned */
+    size_t len, cap;
+    int oom;
+} lp_buf;
+
+void lp_buf_append(lp_buf *b, const char *s, size_t n);
+void lp_buf_puts(lp_buf *b, const char *s);
+void lp_buf_printf(lp_buf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* Appends a double as a JSON number that reads back to the same value
+ * ("null" for +inf; integral values keep a ".0"). */
+void lp_buf_double(lp_buf *b, double v);
+/* Hands the bytes to the caller (free()) and resets b; NULL if b->oom. */
+char *lp_buf_take(lp_buf *b, size_t *len);
+void lp_buf_free(lp_buf *b);
+
+#endif
