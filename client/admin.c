@@ -124,8 +124,8 @@ int ldpref_admin_enrollment_tokens(ldpref_client *c, const char *campaign, int c
     if (campaign && (campaign[0] == '\0' || strlen(campaign) > LPC_NAME_MAX))
         return lpc_fail(c, LDPREF_EINVALID_ARGUMENT, "campaign name must be 1..%d bytes",
                         LPC_NAME_MAX);
-    json_t *req = json_pack("{s:s, s:i}", "campaign", campaign ? campaign : "default", "count",
-                            count),
+    json_t *req =
+               json_pack("{s:s, s:i}", "campaign", campaign ? campaign : "default", "count", count),
            *resp = NULL;
     if (req == NULL)
         return lpc_fail(c, LDPREF_ENO_MEMORY, "out of memory");
@@ -165,8 +165,7 @@ int ldpref_admin_campaign_create(ldpref_client *c, const ldpref_campaign *s, cha
     if (req == NULL)
         return lpc_fail(c, LDPREF_ENO_MEMORY, "out of memory");
     long status = 0;
-    int rc =
-        lpc_call_json(c, "POST", "/v1/campaigns", req, 1, LPC_RESP_CAP_SMALL, &resp, &status);
+    int rc = lpc_call_json(c, "POST", "/v1/campaigns", req, 1, LPC_RESP_CAP_SMALL, &resp, &status);
     json_decref(req);
     return rc != LDPREF_OK ? rc : give_json(c, resp, json_out);
 }

@@ -43,8 +43,8 @@ static void hash_update_lp(crypto_generichash_state *st, const void *data, size_
     crypto_generichash_update(st, data, len);
 }
 
-void lpc_memo_key(const uint8_t secret[LPC_DEVICE_SECRET_BYTES], const char *prompt,
-                  const char *a, const char *b, uint8_t key[LPC_MEMO_KEY_BYTES], int *swapped)
+void lpc_memo_key(const uint8_t secret[LPC_DEVICE_SECRET_BYTES], const char *prompt, const char *a,
+                  const char *b, uint8_t key[LPC_MEMO_KEY_BYTES], int *swapped)
 {
     uint8_t ha[32], hb[32];
     size_t la = strlen(a), lb = strlen(b);
@@ -148,8 +148,8 @@ static int prepare(ldpref_client *c, int64_t task_id, const lpc_task_meta *meta,
         /* A relative slack of 1e-12 keeps sums like 10 x 0.1 within a cap of 1. */
         if (!(spent + eps <= c->cap_total * (1.0 + 1e-12))) {
             rc = lpc_fail(c, LDPREF_ELOCAL_BUDGET_EXCEEDED,
-                          "spending %g would bring the local total to %g, above the cap %g",
-                          eps, spent + eps, c->cap_total);
+                          "spending %g would bring the local total to %g, above the cap %g", eps,
+                          spent + eps, c->cap_total);
             goto refuse;
         }
         int y_canon = (prefer_b != 0) ^ meta->swapped;
@@ -167,7 +167,8 @@ static int prepare(ldpref_client *c, int64_t task_id, const lpc_task_meta *meta,
     }
     if ((rc = sign_label(c, task_id, z_canon ^ meta->swapped, eps, msg, text)) != LDPREF_OK)
         goto refuse;
-    if (lpc_ledger_outbox_put(l, c->server, task_id, *text) != LP_OK || lpc_ledger_commit(l) != LP_OK)
+    if (lpc_ledger_outbox_put(l, c->server, task_id, *text) != LP_OK ||
+        lpc_ledger_commit(l) != LP_OK)
         goto storage;
     rc = LDPREF_OK;
     goto done;
@@ -201,8 +202,8 @@ static int meta_from_id(ldpref_client *c, int64_t task_id, lpc_task_meta *m)
     int rc = lpc_ledger_task_get(c->ledger, c->server, task_id, m);
     if (rc == LP_ENOT_FOUND)
         return lpc_fail(c, LDPREF_EUNKNOWN_TASK,
-                        "task %lld was not fetched through this ledger from %s",
-                        (long long)task_id, c->server);
+                        "task %lld was not fetched through this ledger from %s", (long long)task_id,
+                        c->server);
     return rc == LP_OK ? LDPREF_OK : lpc_fail(c, LDPREF_ESTORAGE, "ledger read failed");
 }
 
@@ -267,12 +268,13 @@ static int stored_receipt(ldpref_client *c, const char *text, const lp_label_msg
 static int record_receipt(ldpref_client *c, int64_t task_id, const json_t *obj)
 {
     char *text = json_dumps(obj, JSON_COMPACT);
-    int rc = text ? lpc_ledger_outbox_set_receipt(c->ledger, c->server, task_id, text)
-                  : LP_ENO_MEMORY;
+    int rc =
+        text ? lpc_ledger_outbox_set_receipt(c->ledger, c->server, task_id, text) : LP_ENO_MEMORY;
     free(text);
     return rc == LP_OK ? LDPREF_OK
-                       : lpc_fail(c, LDPREF_ESTORAGE, "label accepted, but storing its receipt "
-                                                      "failed (a resend will fetch it again)");
+                       : lpc_fail(c, LDPREF_ESTORAGE,
+                                  "label accepted, but storing its receipt "
+                                  "failed (a resend will fetch it again)");
 }
 
 static void record_error(ldpref_client *c, int64_t task_id, int code)
@@ -309,8 +311,8 @@ static int send_one(ldpref_client *c, lp_label_msg *msg, char **text, ldpref_rec
     for (int attempt = 0;; attempt++) {
         json_t *resp = NULL;
         long status = 0;
-        int rc = lpc_call_text(c, "POST", "/v1/labels", *text, 0, LPC_RESP_CAP_SMALL, &resp,
-                               &status);
+        int rc =
+            lpc_call_text(c, "POST", "/v1/labels", *text, 0, LPC_RESP_CAP_SMALL, &resp, &status);
         if (rc == LDPREF_ESTALE_TIMESTAMP && attempt == 0) {
             char saved[LPC_ERRMSG_MAX];
             memcpy(saved, c->errmsg, sizeof saved);
@@ -397,8 +399,7 @@ static void item_fail(ldpref_batch_item *it, int code, const char *message)
 }
 
 /* Sends one chunk of prepared messages and fills the items' results. */
-static int send_chunk(ldpref_client *c, ldpref_batch_item *items, struct pending_item *p,
-                      size_t n)
+static int send_chunk(ldpref_client *c, ldpref_batch_item *items, struct pending_item *p, size_t n)
 {
     size_t len = 16;
     for (size_t i = 0; i < n; i++)
@@ -418,8 +419,8 @@ static int send_chunk(ldpref_client *c, ldpref_batch_item *items, struct pending
     memcpy(body + off, "]}", 3);
     json_t *resp = NULL;
     long status = 0;
-    int rc = lpc_call_text(c, "POST", "/v1/labels/batch", body, 0, LPC_RESP_CAP_LARGE, &resp,
-                           &status);
+    int rc =
+        lpc_call_text(c, "POST", "/v1/labels/batch", body, 0, LPC_RESP_CAP_LARGE, &resp, &status);
     free(body);
     if (rc != LDPREF_OK)
         return rc;
@@ -490,8 +491,8 @@ int ldpref_answer_batch(ldpref_client *c, ldpref_batch_item *items, size_t n)
         char *receipt = NULL;
         int existed = 0;
         if (irc == LDPREF_OK)
-            irc = prepare(c, task_id, &m, it->prefer_b, &p[np].msg, &p[np].text, &receipt,
-                          &existed);
+            irc =
+                prepare(c, task_id, &m, it->prefer_b, &p[np].msg, &p[np].text, &receipt, &existed);
         if (irc == LDPREF_OK && receipt != NULL) {
             irc = stored_receipt(c, receipt, &p[np].msg, &it->receipt);
             free(p[np].text);

@@ -189,10 +189,10 @@ static int cmd_next(const struct cmd *cmd, ldpref_client *c, char **pos, int npo
     for (size_t i = 0; i < n; i++) {
         const ldpref_task *t = &tasks[i];
         print_json(json_pack("{s:I, s:s, s:s, s:s, s:s, s:o, s:o, s:o}", "task_id",
-                             (json_int_t)t->task_id, "campaign", t->campaign, "prompt",
-                             t->prompt, "a", t->a, "b", t->b, "epsilon",
-                             eps_json(t->epsilon_proposed), "epsilon_min",
-                             eps_json(t->epsilon_min), "epsilon_max", eps_json(t->epsilon_max)));
+                             (json_int_t)t->task_id, "campaign", t->campaign, "prompt", t->prompt,
+                             "a", t->a, "b", t->b, "epsilon", eps_json(t->epsilon_proposed),
+                             "epsilon_min", eps_json(t->epsilon_min), "epsilon_max",
+                             eps_json(t->epsilon_max)));
     }
     ldpref_tasks_free(tasks, n);
     return 0;
@@ -201,9 +201,8 @@ static int cmd_next(const struct cmd *cmd, ldpref_client *c, char **pos, int npo
 static json_t *receipt_json(const ldpref_receipt *r)
 {
     return json_pack("{s:I, s:I, s:i, s:o, s:I, s:b}", "label_id", (json_int_t)r->label_id,
-                     "task_id", (json_int_t)r->task_id, "z", r->z, "epsilon",
-                     eps_json(r->epsilon), "received_at", (json_int_t)r->received_at, "resent",
-                     r->resent);
+                     "task_id", (json_int_t)r->task_id, "z", r->z, "epsilon", eps_json(r->epsilon),
+                     "received_at", (json_int_t)r->received_at, "resent", r->resent);
 }
 
 static int parse_choice(const char *s)
@@ -256,7 +255,8 @@ static int cmd_answer_batch(const struct cmd *cmd, ldpref_client *c, char **pos,
         int prefer_b = choice ? parse_choice(choice) : -1;
         if (!json_is_integer(id) || json_integer_value(id) < 1 || prefer_b < 0 ||
             json_object_size(j) != 2) {
-            fprintf(stderr, "ldpref: %s line %zu: expected {\"task_id\": N, \"choice\": \"a\"|\"b\"}\n",
+            fprintf(stderr,
+                    "ldpref: %s line %zu: expected {\"task_id\": N, \"choice\": \"a\"|\"b\"}\n",
                     pos[0], lineno);
             json_decref(j);
             rc = LDPREF_EINVALID_ARGUMENT;
@@ -326,9 +326,9 @@ static int cmd_budget(const struct cmd *cmd, ldpref_client *c, char **pos, int n
     double left = b.max_epsilon_total - b.spent;
     print_json(json_pack("{s:o, s:o, s:o, s:o, s:I, s:I}", "spent", eps_json(b.spent),
                          "max_epsilon_total", eps_json(b.max_epsilon_total),
-                         "max_epsilon_per_label", eps_json(b.max_epsilon_per_label),
-                         "remaining", isnan(left) ? json_null() : eps_json(left > 0 ? left : 0),
-                         "labels", (json_int_t)b.labels, "pending", (json_int_t)b.pending));
+                         "max_epsilon_per_label", eps_json(b.max_epsilon_per_label), "remaining",
+                         isnan(left) ? json_null() : eps_json(left > 0 ? left : 0), "labels",
+                         (json_int_t)b.labels, "pending", (json_int_t)b.pending));
     return 0;
 }
 
@@ -425,13 +425,14 @@ static const struct cflag F_CAMPAIGN_CREATE[] = {
     {"--budget", "X", "total epsilon one annotator may spend (default 1000)"},
     {"--epsilon-default", "X", "epsilon proposed to clients (default 1)"},
     {NULL, NULL, NULL}};
-static const struct cflag F_EXPORT[] = {{"--out", "FILE", "write here (mode 0600) instead of stdout"},
-                                        {"--campaign", "NAME", "only this campaign"},
-                                        {NULL, NULL, NULL}};
+static const struct cflag F_EXPORT[] = {
+    {"--out", "FILE", "write here (mode 0600) instead of stdout"},
+    {"--campaign", "NAME", "only this campaign"},
+    {NULL, NULL, NULL}};
 
 static const struct cmd CMDS[] = {
-    {"keygen", "keygen", "create a key pair at --key (mode 0600; never overwrites)", 0, 0, 0,
-     NULL, cmd_keygen},
+    {"keygen", "keygen", "create a key pair at --key (mode 0600; never overwrites)", 0, 0, 0, NULL,
+     cmd_keygen},
     {"pubkey", "pubkey", "print this device's public key (base64url)", 0, 0, 1, NULL, cmd_pubkey},
     {"enroll", "enroll TOKEN", "enroll the key with a one-time token from an operator", 1, 1, 1,
      NULL, cmd_enroll},
@@ -441,8 +442,8 @@ static const struct cmd CMDS[] = {
      "answer a fetched task with your TRUE preference; only a randomized answer is sent", 2, 2, 1,
      NULL, cmd_answer},
     {"answer-batch", "answer-batch FILE.jsonl",
-     "answer many: lines {\"task_id\": N, \"choice\": \"a\"|\"b\"}; prints one result per line",
-     1, 1, 1, NULL, cmd_answer_batch},
+     "answer many: lines {\"task_id\": N, \"choice\": \"a\"|\"b\"}; prints one result per line", 1,
+     1, 1, NULL, cmd_answer_batch},
     {"resend", "resend", "resend signed labels that have no receipt yet", 0, 0, 1, NULL,
      cmd_resend},
     {"budget", "budget", "show the epsilon spent on this device and the caps", 0, 0, 1, NULL,
@@ -506,8 +507,8 @@ static void cmd_help(const struct cmd *cmd)
 
 /* Matches "--flag=value" or "--flag value"; returns the value or NULL.
  * *consumed is the number of argv entries used. */
-static int match_flag(const char *flag, int has_arg, char **argv, int i, int argc,
-                      const char **val, int *consumed)
+static int match_flag(const char *flag, int has_arg, char **argv, int i, int argc, const char **val,
+                      int *consumed)
 {
     size_t fl = strlen(flag);
     if (strncmp(argv[i], flag, fl) != 0)
@@ -613,8 +614,8 @@ int main(int argc, char **argv)
         int matched = 0, used = 0;
         for (int f = 0; cmd->flags && cmd->flags[f].flag && !matched; f++) {
             const char *v;
-            int m = match_flag(cmd->flags[f].flag, cmd->flags[f].arg != NULL, pos, i, rest, &v,
-                               &used);
+            int m =
+                match_flag(cmd->flags[f].flag, cmd->flags[f].arg != NULL, pos, i, rest, &v, &used);
             if (m < 0) {
                 free(words);
                 return usage_error("%s needs a value", cmd->flags[f].flag);
@@ -680,8 +681,9 @@ int main(int argc, char **argv)
         if (rc != LDPREF_OK) {
             free(words);
             if (rc == LDPREF_EKEY_FILE)
-                fprintf(stderr, "ldpref: key_file: cannot use the key %s (missing, malformed, or "
-                                "readable by others; create one with `ldpref keygen`)\n",
+                fprintf(stderr,
+                        "ldpref: key_file: cannot use the key %s (missing, malformed, or "
+                        "readable by others; create one with `ldpref keygen`)\n",
                         o.key_path);
             else
                 fprintf(stderr, "ldpref: %s: %s\n", ldpref_error_name(rc), ldpref_strerror(rc));

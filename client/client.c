@@ -17,9 +17,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-
 #define LPC_RESP_CAP_TASKS LPC_RESP_CAP_LARGE /* 1000 tasks x 3 x 64 KiB, with room */
-#define LPC_TEXT_MAX 65536                 /* prompt / response, bytes (protocol cap) */
+#define LPC_TEXT_MAX 65536                    /* prompt / response, bytes (protocol cap) */
 #define LPC_CAMPAIGN_MAX 128
 
 void ldpref_options_init(ldpref_options *o)
@@ -161,8 +160,7 @@ int lpc_use_ledger(ldpref_client *c, lpc_ledger **out)
 {
     if (c->ledger == NULL) {
         if (c->ledger_path == NULL)
-            return lpc_fail(c, LDPREF_EINVALID_ARGUMENT,
-                            "no ledger: set key_path or ledger_path");
+            return lpc_fail(c, LDPREF_EINVALID_ARGUMENT, "no ledger: set key_path or ledger_path");
         int rc = lpc_ledger_open(c->ledger_path, &c->ledger, c->errmsg, sizeof c->errmsg);
         if (rc != LP_OK)
             return rc;
@@ -291,8 +289,7 @@ int ldpref_enroll(ldpref_client *c, const char *token, ldpref_enrollment *out)
         return rc;
     size_t tlen = strlen(token);
     if (tlen == 0 || tlen > LP_TOKEN_MAX)
-        return lpc_fail(c, LDPREF_ETOO_LONG, "enrollment token must be 1..%d bytes",
-                        LP_TOKEN_MAX);
+        return lpc_fail(c, LDPREF_ETOO_LONG, "enrollment token must be 1..%d bytes", LP_TOKEN_MAX);
     lp_enroll_msg m;
     memset(&m, 0, sizeof m);
     memcpy(m.key, c->pk, LP_KEY_BYTES);
@@ -313,8 +310,7 @@ int ldpref_enroll(ldpref_client *c, const char *token, ldpref_enrollment *out)
     if (lp_json_get_int(resp, "annotator_id", 0, INT64_MAX, &e.annotator_id, NULL, 0) != LP_OK ||
         lp_json_get_string(resp, "pseudonym", sizeof e.pseudonym - 1, &pseudonym, NULL, 0) !=
             LP_OK ||
-        lp_json_get_string(resp, "campaign", sizeof e.campaign - 1, &campaign, NULL, 0) !=
-            LP_OK ||
+        lp_json_get_string(resp, "campaign", sizeof e.campaign - 1, &campaign, NULL, 0) != LP_OK ||
         lp_json_get_epsilon(resp, "epsilon_budget", &e.epsilon_budget, NULL, 0) != LP_OK) {
         json_decref(resp);
         return lpc_fail(c, LDPREF_EPROTOCOL, "unexpected enrollment answer");
@@ -353,8 +349,7 @@ static int parse_task(const json_t *obj, ldpref_task *t, char *msg, size_t msgle
         (rc = lp_json_get_string(obj, "prompt", LPC_TEXT_MAX, &prompt, msg, msglen)) != LP_OK ||
         (rc = lp_json_get_string(obj, "a", LPC_TEXT_MAX, &a, msg, msglen)) != LP_OK ||
         (rc = lp_json_get_string(obj, "b", LPC_TEXT_MAX, &b, msg, msglen)) != LP_OK ||
-        (rc = lp_json_get_epsilon(obj, "epsilon", &t->epsilon_proposed, msg, msglen)) !=
-            LP_OK ||
+        (rc = lp_json_get_epsilon(obj, "epsilon", &t->epsilon_proposed, msg, msglen)) != LP_OK ||
         (rc = lp_json_get_epsilon(obj, "epsilon_min", &t->epsilon_min, msg, msglen)) != LP_OK ||
         (rc = lp_json_get_epsilon(obj, "epsilon_max", &t->epsilon_max, msg, msglen)) != LP_OK)
         return LP_EPROTOCOL;

@@ -9,8 +9,8 @@
 #include "error.h"
 
 #define LDPREF_EOK LDPREF_OK
-#define LPC_CHECK_CODE(num, sym, name, status, msg)                                              \
-    _Static_assert(LDPREF_E##sym == (num) && LP_E##sym == (num),                                 \
+#define LPC_CHECK_CODE(num, sym, name, status, msg)                                                \
+    _Static_assert(LDPREF_E##sym == (num) && LP_E##sym == (num),                                   \
                    "ldpref.h: LDPREF_E" #sym " must be " #num);
 LP_ERROR_MAP(LPC_CHECK_CODE)
 #undef LPC_CHECK_CODE

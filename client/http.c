@@ -65,7 +65,7 @@ struct sink {
     char *buf;
     size_t len, cap, limit;
     int over;
-    FILE *file;   /* 2xx bodies go here when set */
+    FILE *file; /* 2xx bodies go here when set */
     CURL *curl;
     int file_failed;
 };

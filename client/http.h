@@ -13,8 +13,7 @@
 typedef struct lpc_http lpc_http;
 
 /* A new transport; freed with lpc_http_free(). Returns LP_OK or LP_ENO_MEMORY. */
-int lpc_http_new(long timeout_ms, long connect_timeout_ms, const char *ca_file,
-                 lpc_http **out);
+int lpc_http_new(long timeout_ms, long connect_timeout_ms, const char *ca_file, lpc_http **out);
 void lpc_http_free(lpc_http *h);
 
 typedef struct lpc_http_req {
@@ -23,11 +22,11 @@ typedef struct lpc_http_req {
     const char *content_type; /* for a body; NULL for none */
     const char *body;         /* borrowed; may be NULL */
     size_t body_len;
-    FILE *body_file;          /* alternative to body: streamed upload (borrowed) */
+    FILE *body_file; /* alternative to body: streamed upload (borrowed) */
     long body_file_len;
-    const char *bearer;       /* operator token or NULL (the header is wiped after use) */
-    FILE *sink;               /* when set, a 2xx body is written here instead of returned */
-    size_t resp_cap;          /* largest body accepted in memory */
+    const char *bearer; /* operator token or NULL (the header is wiped after use) */
+    FILE *sink;         /* when set, a 2xx body is written here instead of returned */
+    size_t resp_cap;    /* largest body accepted in memory */
 } lpc_http_req;
 
 /*

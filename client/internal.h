@@ -21,18 +21,18 @@
 #define LPC_SERVER_MAX 1024
 
 struct ldpref_client {
-    char server[LPC_SERVER_MAX];     /* server URL without trailing '/' */
-    char *key_path;                  /* owned; NULL when there is no key */
-    char *ledger_path;               /* owned; NULL when there is no key and none given */
-    char *ca_file;                   /* owned or NULL */
+    char server[LPC_SERVER_MAX];           /* server URL without trailing '/' */
+    char *key_path;                        /* owned; NULL when there is no key */
+    char *ledger_path;                     /* owned; NULL when there is no key and none given */
+    char *ca_file;                         /* owned or NULL */
     char operator_token[LP_TOKEN_MAX + 1]; /* secret; wiped on close; "" if none */
     double cap_label, cap_total;
     long timeout_ms, connect_timeout_ms;
     int have_key;
     uint8_t pk[LP_KEY_BYTES];
-    uint8_t sk[LP_SECRET_BYTES];     /* secret; wiped on close */
-    lpc_http *http;                  /* owned */
-    lpc_ledger *ledger;              /* owned; opened on first use */
+    uint8_t sk[LP_SECRET_BYTES]; /* secret; wiped on close */
+    lpc_http *http;              /* owned */
+    lpc_ledger *ledger;          /* owned; opened on first use */
     char errmsg[LPC_ERRMSG_MAX];
 };
 
@@ -68,8 +68,8 @@ int lpc_server_error(ldpref_client *c, long status, const char *body, size_t len
 
 /* Key file handling (keys.c). Loads and checks the secret key at path into
  * sk/pk. LDPREF_EKEY_FILE for a missing, malformed or non-private file. */
-int lpc_key_load(const char *path, uint8_t sk[LP_SECRET_BYTES], uint8_t pk[LP_KEY_BYTES],
-                 char *msg, size_t msglen);
+int lpc_key_load(const char *path, uint8_t sk[LP_SECRET_BYTES], uint8_t pk[LP_KEY_BYTES], char *msg,
+                 size_t msglen);
 
 /* ---------------------------------------------------------------------------
  * Test hooks (not exported from the shared library).
@@ -81,8 +81,8 @@ int lpc_key_load(const char *path, uint8_t sk[LP_SECRET_BYTES], uint8_t pk[LP_KE
  * order (sorted by their BLAKE2b hash), each length-prefixed. *swapped is 1
  * when the canonical order is (b, a).
  */
-void lpc_memo_key(const uint8_t secret[LPC_DEVICE_SECRET_BYTES], const char *prompt,
-                  const char *a, const char *b, uint8_t key[LPC_MEMO_KEY_BYTES], int *swapped);
+void lpc_memo_key(const uint8_t secret[LPC_DEVICE_SECRET_BYTES], const char *prompt, const char *a,
+                  const char *b, uint8_t key[LPC_MEMO_KEY_BYTES], int *swapped);
 
 /*
  * Does everything ldpref_answer() does before the network: outbox lookup,

@@ -92,8 +92,8 @@ int ldpref_keygen(const char *key_path, char pub_b64[LDPREF_KEY_B64_SIZE])
     return rc;
 }
 
-int lpc_key_load(const char *path, uint8_t sk[LP_SECRET_BYTES], uint8_t pk[LP_KEY_BYTES],
-                 char *msg, size_t msglen)
+int lpc_key_load(const char *path, uint8_t sk[LP_SECRET_BYTES], uint8_t pk[LP_KEY_BYTES], char *msg,
+                 size_t msglen)
 {
     int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
     if (fd < 0)

@@ -230,13 +230,13 @@ typedef struct ldpref_receipt {
  * (LDPREF_ENETWORK, ...) the message stays in the outbox for
  * ldpref_resend_pending(). out may be NULL. Check the result.
  */
-int ldpref_answer(ldpref_client *c, const ldpref_task *t, int prefer_b, ldpref_receipt *out)
-    LDPREF_WUR;
+int ldpref_answer(ldpref_client *c, const ldpref_task *t, int prefer_b,
+                  ldpref_receipt *out) LDPREF_WUR;
 
 /* As ldpref_answer() for a task fetched earlier with ldpref_next_tasks() on
  * this ledger and server (LDPREF_EUNKNOWN_TASK if it is not remembered). */
-int ldpref_answer_id(ldpref_client *c, int64_t task_id, int prefer_b, ldpref_receipt *out)
-    LDPREF_WUR;
+int ldpref_answer_id(ldpref_client *c, int64_t task_id, int prefer_b,
+                     ldpref_receipt *out) LDPREF_WUR;
 
 /* One item of a batch answer. */
 typedef struct ldpref_batch_item {
@@ -266,11 +266,11 @@ int ldpref_resend_pending(ldpref_client *c, size_t *sent, size_t *pending);
 
 /* Local privacy accounting from the ledger. */
 typedef struct ldpref_budget {
-    double spent;                 /* sum of epsilons spent on this device */
-    double max_epsilon_total;     /* the handle's caps */
+    double spent;             /* sum of epsilons spent on this device */
+    double max_epsilon_total; /* the handle's caps */
     double max_epsilon_per_label;
-    int64_t labels;               /* distinct comparisons answered (memo entries) */
-    int64_t pending;              /* outbox messages without a receipt */
+    int64_t labels;  /* distinct comparisons answered (memo entries) */
+    int64_t pending; /* outbox messages without a receipt */
 } ldpref_budget;
 
 int ldpref_budget_get(ldpref_client *c, ldpref_budget *out);
@@ -306,8 +306,7 @@ typedef struct ldpref_campaign {
 void ldpref_campaign_init(ldpref_campaign *spec);
 
 /* Creates a campaign. *json_out (may be NULL) gets the server's campaign. */
-int ldpref_admin_campaign_create(ldpref_client *c, const ldpref_campaign *spec,
-                                 char **json_out);
+int ldpref_admin_campaign_create(ldpref_client *c, const ldpref_campaign *spec, char **json_out);
 
 /* Revokes an annotator key (base64url). */
 int ldpref_admin_revoke(ldpref_client *c, const char *key_b64);

@@ -325,11 +325,10 @@ int lpc_ledger_outbox_get(lpc_ledger *l, const char *server, int64_t task_id, ch
     return rc;
 }
 
-int lpc_ledger_outbox_put(lpc_ledger *l, const char *server, int64_t task_id,
-                          const char *message)
+int lpc_ledger_outbox_put(lpc_ledger *l, const char *server, int64_t task_id, const char *message)
 {
-    sqlite3_stmt *st = prep(
-        l, "INSERT INTO outbox(server, task_id, message, created) VALUES (?, ?, ?, ?)");
+    sqlite3_stmt *st =
+        prep(l, "INSERT INTO outbox(server, task_id, message, created) VALUES (?, ?, ?, ?)");
     if (st == NULL)
         return LP_ESTORAGE;
     sqlite3_bind_text(st, 1, server, -1, SQLITE_STATIC);
@@ -414,8 +413,7 @@ int lpc_ledger_outbox_pending(lpc_ledger *l, const char *server, int64_t **ids, 
     return rc;
 }
 
-int lpc_ledger_task_put(lpc_ledger *l, const char *server, int64_t task_id,
-                        const lpc_task_meta *m)
+int lpc_ledger_task_put(lpc_ledger *l, const char *server, int64_t task_id, const lpc_task_meta *m)
 {
     sqlite3_stmt *st =
         prep(l, "INSERT OR REPLACE INTO task(server, task_id, memo_key, swapped, epsilon_proposed,"

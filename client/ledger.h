@@ -55,8 +55,7 @@ int lpc_ledger_spent(lpc_ledger *l, double *sum);
  * receipt may be a NULL pointer when not wanted. */
 int lpc_ledger_outbox_get(lpc_ledger *l, const char *server, int64_t task_id, char **message,
                           char **receipt);
-int lpc_ledger_outbox_put(lpc_ledger *l, const char *server, int64_t task_id,
-                          const char *message);
+int lpc_ledger_outbox_put(lpc_ledger *l, const char *server, int64_t task_id, const char *message);
 /* Replaces the message of a row that has no receipt (after the server said
  * stale_timestamp, proving it holds no label for the task). */
 int lpc_ledger_outbox_replace(lpc_ledger *l, const char *server, int64_t task_id,
