@@ -1,0 +1,217 @@
+/*
+ * test_store.c — the SQLite store on a real file: migrations, the embedded
+ * schema matching schema/001_init.sql, group commit under many threads,
+ * budget checks that concurrent submissions cannot both pass, append-only
+ * labels, and integrity after all of it.
+ */
+#include "check.h"
+#include "clock.h"
+#include "error.h"
+#include "schema_sql.h"
+#include "store.h"
+
+#include <pthread.h>
+#include <sodium.h>
+#include <sqlite3.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#define THREADS 8
+#define PER_THREAD 150
+
+static char dir[] = "/tmp/ldpref-test-store-XXXXXX";
+static char path[256];
+static lp_store *s;
+
+static int64_t enroll_new(int64_t campaign, uint8_t key[32])
+{
+    uint8_t h[LP_HASH_BYTES];
+    randombytes_buf(h, sizeof h);
+    randombytes_buf(key, 32);
+    CHECK_INT(lp_store_enroll_tokens_add(s, campaign, h, 1), LP_OK);
+    lp_annotator a;
+    CHECK_INT(lp_store_enroll(s, key, h, &a), LP_OK);
+    return a.id;
+}
+
+static void make_item(lp_label_item *it, int64_t annot, int64_t task, double eps)
+{
+    memset(it, 0, sizeof *it);
+    it->annotator = annot;
+    it->msg.task_id = task;
+    it->msg.z = 1;
+    it->msg.epsilon = eps;
+    randombytes_buf(it->msg.nonce, 16);
+    randombytes_buf(it->msg.sig, 64);
+    it->msg.timestamp_ms = lp_now_ms();
+    it->window_ms = 300000;
+}
+
+struct worker {
+    int64_t annot;
+    lp_assignment as[PER_THREAD];
+    int ok;
+};
+
+static void *worker_main(void *arg)
+{
+    struct worker *w = arg;
+    for (int i = 0; i < PER_THREAD; i++) {
+        lp_label_item it;
+        make_item(&it, w->annot, w->as[i].task_id, 0.5);
+        if (lp_store_labels_submit(s, &it, 1) == LP_OK && it.rc == LP_OK)
+            w->ok++;
+    }
+    return NULL;
+}
+
+static void test_schema_file(void)
+{
+    FILE *f = fopen("schema/001_init.sql", "rb");
+    CHECK(f != NULL);
+    if (!f)
+        return;
+    static char buf[1 << 16];
+    size_t n = fread(buf, 1, sizeof buf - 1, f);
+    buf[n] = 0;
+    fclose(f);
+    CHECK_INT(LP_MIGRATION_COUNT, 1);
+    CHECK(strcmp(buf, LP_MIGRATIONS[0]) == 0); /* embedded copy is in sync */
+}
+
+int main(void)
+{
+    char err[256];
+    if (sodium_init() < 0 || mkdtemp(dir) == NULL)
+        return 1;
+    snprintf(path, sizeof path, "%s/s.db", dir);
+    test_schema_file();
+    lp_store_opts o = {.path = path, .sync_full = 1, .read_conns = 3};
+    CHECK_INT(lp_store_open(&o, &s, err, sizeof err), LP_OK);
+    lp_store_close(s);
+    CHECK_INT(lp_store_open(&o, &s, err, sizeof err), LP_OK); /* reopen: no re-migration */
+    lp_campaign c;
+    CHECK_INT(lp_store_campaign_by_name(s, "default", &c), LP_OK);
+    CHECK_INT(c.allow_infinite, 0);
+    CHECK_INT(lp_store_campaign_by_name(s, "nope", &c), LP_EUNKNOWN_CAMPAIGN);
+
+    /* tasks */
+    static lp_task_in tasks[PER_THREAD];
+    static char ids[PER_THREAD][16];
+    for (int i = 0; i < PER_THREAD; i++) {
+        snprintf(ids[i], sizeof ids[i], "t%d", i);
+        tasks[i] = (lp_task_in){ids[i], "prompt", "r0", "r1", 0, NULL, NULL, 0};
+    }
+    size_t loaded, skipped;
+    int64_t first, last;
+    CHECK_INT(lp_store_tasks_load(s, 1, tasks, PER_THREAD, &loaded, &skipped, &first, &last),
+              LP_OK);
+    CHECK_INT(loaded, PER_THREAD);
+    CHECK_INT(last - first + 1, PER_THREAD);
+    CHECK_INT(lp_store_tasks_load(s, 99, tasks, 1, &loaded, &skipped, &first, &last),
+              LP_EUNKNOWN_CAMPAIGN);
+
+    /* group commit: THREADS annotators submitting concurrently */
+    struct worker w[THREADS];
+    pthread_t th[THREADS];
+    lp_store_writer_stats before, after;
+    for (int t = 0; t < THREADS; t++) {
+        uint8_t key[32];
+        memset(&w[t], 0, sizeof w[t]);
+        w[t].annot = enroll_new(1, key);
+        size_t n;
+        CHECK_INT(lp_store_assign(s, w[t].annot, PER_THREAD, w[t].as, &n), LP_OK);
+        CHECK_INT(n, PER_THREAD);
+        lp_annotator a;
+        CHECK_INT(lp_store_annotator_by_key(s, key, &a), LP_OK);
+        CHECK_INT(a.id, w[t].annot);
+    }
+    lp_store_writer_stats_get(s, &before);
+    for (int t = 0; t < THREADS; t++)
+        pthread_create(&th[t], NULL, worker_main, &w[t]);
+    for (int t = 0; t < THREADS; t++)
+        pthread_join(th[t], NULL);
+    lp_store_writer_stats_get(s, &after);
+    int total = 0;
+    for (int t = 0; t < THREADS; t++)
+        total += w[t].ok;
+    CHECK_INT(total, THREADS * PER_THREAD);
+    CHECK(after.commits - before.commits < (uint64_t)(THREADS * PER_THREAD)); /* grouped */
+    fprintf(stderr, "group commit: %d labels in %llu commits\n", total,
+            (unsigned long long)(after.commits - before.commits));
+
+    /* budget: 10 concurrent labels of 1.0 against a budget of 3.0 in one batch
+     * and across batches: exactly 3 pass */
+    lp_campaign small = {.epsilon_min = 0.1, .epsilon_max = 5, .epsilon_budget = 3,
+                         .epsilon_default = 1};
+    snprintf(small.name, sizeof small.name, "small");
+    CHECK_INT(lp_store_campaign_create(s, &small), LP_OK);
+    CHECK_INT(lp_store_campaign_create(s, &small), LP_ECAMPAIGN_EXISTS);
+    CHECK_INT(lp_store_tasks_load(s, small.id, tasks, 10, &loaded, &skipped, &first, &last),
+              LP_OK);
+    uint8_t key[32];
+    int64_t annot = enroll_new(small.id, key);
+    lp_assignment as[10];
+    size_t n;
+    CHECK_INT(lp_store_assign(s, annot, 10, as, &n), LP_OK);
+    CHECK_INT(n, 10);
+    lp_assignment as2[10];
+    CHECK_INT(lp_store_assign(s, annot, 10, as2, &n), LP_OK); /* same, pending */
+    CHECK_INT(as2[9].task_id, as[9].task_id);
+    CHECK_INT(as2[9].swapped, as[9].swapped);
+    lp_label_item items[10];
+    for (int i = 0; i < 10; i++)
+        make_item(&items[i], annot, as[i].task_id, 1.0);
+    CHECK_INT(lp_store_labels_submit(s, items, 10), LP_OK);
+    int passed = 0, over = 0;
+    for (int i = 0; i < 10; i++) {
+        passed += items[i].rc == LP_OK;
+        over += items[i].rc == LP_EBUDGET_EXCEEDED;
+    }
+    CHECK_INT(passed, 3);
+    CHECK_INT(over, 7);
+    CHECK_INT(items[0].receipt.label_id + 1, items[1].receipt.label_id); /* ids increase */
+    CHECK_INT(lp_store_revoke(s, key), LP_OK);
+    CHECK_INT(lp_store_revoke(s, (uint8_t[32]){0}), LP_EUNKNOWN_KEY);
+    lp_annotator a;
+    CHECK_INT(lp_store_annotator_by_key(s, key, &a), LP_OK);
+    CHECK_INT(a.revoked, 1);
+    make_item(&items[0], annot, as[5].task_id, 1.0);
+    CHECK_INT(lp_store_labels_submit(s, items, 1), LP_OK);
+    CHECK_INT(items[0].rc, LP_EREVOKED_KEY);
+    CHECK_INT(lp_store_assign(s, annot, 1, as, &n), LP_EREVOKED_KEY);
+
+    lp_stats st;
+    CHECK_INT(lp_store_stats(s, &st), LP_OK);
+    CHECK_INT(st.labels, THREADS * PER_THREAD + 3);
+    CHECK_INT(st.n_campaigns, 2);
+    lp_stats_clear(&st);
+    lp_store_close(s);
+
+    /* append-only and integrity, through a separate connection */
+    sqlite3 *db;
+    CHECK_INT(sqlite3_open(path, &db), SQLITE_OK);
+    CHECK(sqlite3_exec(db, "UPDATE labels SET z = 1 - z", NULL, NULL, NULL) != SQLITE_OK);
+    CHECK(sqlite3_exec(db, "DELETE FROM labels", NULL, NULL, NULL) != SQLITE_OK);
+    sqlite3_stmt *q;
+    sqlite3_prepare_v2(db, "PRAGMA integrity_check", -1, &q, NULL);
+    CHECK(sqlite3_step(q) == SQLITE_ROW &&
+          strcmp((const char *)sqlite3_column_text(q, 0), "ok") == 0);
+    sqlite3_finalize(q);
+    sqlite3_prepare_v2(db, "PRAGMA user_version", -1, &q, NULL);
+    CHECK(sqlite3_step(q) == SQLITE_ROW && sqlite3_column_int(q, 0) == 1);
+    sqlite3_finalize(q);
+    sqlite3_prepare_v2(db, "SELECT count(*) FROM labels", -1, &q, NULL);
+    CHECK(sqlite3_step(q) == SQLITE_ROW &&
+          sqlite3_column_int(q, 0) == THREADS * PER_THREAD + 3);
+    sqlite3_finalize(q);
+    sqlite3_close(db);
+
+    char cmd[512];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+    if (system(cmd) != 0)
+        fprintf(stderr, "could not remove %s\n", dir);
+    return check_summary();
+}
