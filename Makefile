@@ -15,6 +15,8 @@ VERSION := 0.1.0
 PKGS    := libmicrohttpd jansson libsodium sqlite3 libcurl openblas
 PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
 PKG_LIBS   := $(shell pkg-config --libs $(PKGS) 2>/dev/null) -llbfgs -lm -lpthread
+CLIENT_PKGS := libcurl libsodium jansson sqlite3
+CLIENT_LIBS := $(shell pkg-config --libs $(CLIENT_PKGS) 2>/dev/null) -lm -lpthread
 
 CFLAGS  ?= -O2 -g
 CFLAGS  += -std=c11 -D_GNU_SOURCE -fPIC -Wall -Wextra -Wshadow -Wstrict-prototypes \
@@ -69,7 +71,7 @@ $(BUILD)/%.a:
 
 $(SO_CLIENT): $(call obj,$(CLIENT_SRC) $(COMMON_SRC)) client/libldpref.map
 	$(CC) -shared -Wl,-soname,libldpref.so.0 -Wl,--version-script=client/libldpref.map \
-	    $(LDFLAGS) -o $@ $(filter %.o,$^) $(PKG_LIBS)
+	    $(LDFLAGS) -o $@ $(filter %.o,$^) $(CLIENT_LIBS)
 
 $(BUILD)/ldpref: $(call obj,client/cli.c) $(LIB_CLIENT)
 	$(CC) $(LDFLAGS) -o $@ $^ $(PKG_LIBS)
@@ -80,6 +82,7 @@ $(BUILD)/ldpref-train: $(call obj,server/learn/train_main.c) $(LIB_LEARN) $(LIB_
 
 $(BUILD)/ldpref.pc: client/ldpref.pc.in
 	sed -e 's|@PREFIX@|$(PREFIX)|g' -e 's|@VERSION@|$(VERSION)|g' $< > $@
+.PHONY: $(BUILD)/ldpref.pc
 
 # Tests link every internal library; each binary prints "N passed, N failed".
 $(BUILD)/tests/%: $(BUILD)/obj/tests/unit/%.o $(ALL_LIBS)

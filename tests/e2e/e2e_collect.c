@@ -15,6 +15,7 @@
 #include "wire.h"
 
 #include <math.h>
+#include <sodium.h>
 #include <sqlite3.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -233,9 +234,9 @@ static void test_bad_labels(ldpref_client *op)
     CHECK_ERR(ldpref_admin_tasks_load(op, path, "tight", NULL), LP_OK);
 
     char *token = new_token(op, "tight");
-    raw_annotator a;
+    raw_annotator a, other;
     CHECK_INT(raw_enroll(&a, srv.url, token ? token : ""), 201);
-    CHECK_INT(raw_enroll(&a, srv.url, token ? token : ""), 403); /* token is one-time */
+    CHECK_INT(raw_enroll(&other, srv.url, token ? token : ""), 403); /* token is one-time */
     free(token);
     json_t *tasks;
     CHECK_INT(raw_next(&a, 6, &tasks), 200);
@@ -257,7 +258,7 @@ static void test_bad_labels(ldpref_client *op)
     http_reply_free(&r);
     CHECK_INT(count_rows("labels"), labels);
 
-    struct {
+    struct bad_case {
         const char *what;
         lp_label_msg m;
         int want;
@@ -266,35 +267,35 @@ static void test_bad_labels(ldpref_client *op)
     lp_label_msg m;
 
     m = raw_label(&a, t[0], 0, 1.0);
-    cases[nc++] = (typeof(cases[0])){"different second label", m, LP_ECONFLICTING_LABEL};
+    cases[nc++] = (struct bad_case){"different second label", m, LP_ECONFLICTING_LABEL};
     m = raw_label(&a, t[1], 1, 1.0);
     m.sig[5] ^= 1;
-    cases[nc++] = (typeof(cases[0])){"bad signature", m, LP_EBAD_SIGNATURE};
+    cases[nc++] = (struct bad_case){"bad signature", m, LP_EBAD_SIGNATURE};
     m = raw_label(&a, t[1], 1, 1.0);
     memcpy(m.nonce, good.nonce, LP_NONCE_BYTES);
     raw_resign(&a, &m);
-    cases[nc++] = (typeof(cases[0])){"replayed nonce", m, LP_EREPLAYED_NONCE};
+    cases[nc++] = (struct bad_case){"replayed nonce", m, LP_EREPLAYED_NONCE};
     m = raw_label(&a, t[1], 1, 1.0);
     m.timestamp_ms -= 3600 * 1000;
     raw_resign(&a, &m);
-    cases[nc++] = (typeof(cases[0])){"stale timestamp", m, LP_ESTALE_TIMESTAMP};
+    cases[nc++] = (struct bad_case){"stale timestamp", m, LP_ESTALE_TIMESTAMP};
     m = raw_label(&a, t[1], 1, 1.0);
     m.timestamp_ms += 3600 * 1000;
     raw_resign(&a, &m);
-    cases[nc++] = (typeof(cases[0])){"future timestamp", m, LP_ESTALE_TIMESTAMP};
+    cases[nc++] = (struct bad_case){"future timestamp", m, LP_ESTALE_TIMESTAMP};
     m = raw_label(&a, 999999, 1, 1.0);
-    cases[nc++] = (typeof(cases[0])){"unknown task", m, LP_EUNKNOWN_TASK};
+    cases[nc++] = (struct bad_case){"unknown task", m, LP_EUNKNOWN_TASK};
     m = raw_label(&a, 1, 1, 1.0); /* an OASST task never assigned to a */
-    cases[nc++] = (typeof(cases[0])){"unassigned task", m, LP_ENOT_ASSIGNED};
+    cases[nc++] = (struct bad_case){"unassigned task", m, LP_ENOT_ASSIGNED};
     m = raw_label(&a, t[1], 1, 5.0);
-    cases[nc++] = (typeof(cases[0])){"epsilon above campaign max", m, LP_EEPSILON_OUT_OF_RANGE};
+    cases[nc++] = (struct bad_case){"epsilon above campaign max", m, LP_EEPSILON_OUT_OF_RANGE};
     m = raw_label(&a, t[1], 1, INFINITY);
-    cases[nc++] = (typeof(cases[0])){"infinite epsilon not allowed", m, LP_EBAD_EPSILON};
+    cases[nc++] = (struct bad_case){"infinite epsilon not allowed", m, LP_EBAD_EPSILON};
     raw_annotator stranger;
     stranger.url = srv.url;
     crypto_sign_keypair(stranger.pk, stranger.sk);
     m = raw_label(&stranger, t[1], 1, 1.0);
-    cases[nc++] = (typeof(cases[0])){"unenrolled key", m, LP_EUNKNOWN_KEY};
+    cases[nc++] = (struct bad_case){"unenrolled key", m, LP_EUNKNOWN_KEY};
 
     for (int i = 0; i < nc; i++) {
         raw_post_label(srv.url, &cases[i].m, &r);

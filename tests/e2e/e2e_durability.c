@@ -21,9 +21,11 @@
 #include <unistd.h>
 
 #define WRITERS 4
-#define PER_WRITER 600
+#define PER_WRITER 1000
+#define KILL_AFTER 300 /* acknowledged labels before the kill */
 
 static server_proc srv;
+static int acked_so_far; /* atomic */
 
 struct writer {
     raw_annotator ann;
@@ -43,6 +45,7 @@ static void *stream(void *arg)
         if (status == 201) {
             json_t *j = json_loads(r.body, 0, NULL);
             w->acked[w->nacked++] = json_integer_value(json_object_get(j, "label_id"));
+            __atomic_add_fetch(&acked_so_far, 1, __ATOMIC_SEQ_CST);
             json_decref(j);
         }
         http_reply_free(&r);
@@ -112,7 +115,10 @@ int main(void)
     pthread_t tid[WRITERS];
     for (int i = 0; i < WRITERS; i++)
         pthread_create(&tid[i], NULL, stream, &w[i]);
-    usleep(800 * 1000);
+    for (int waited = 0; waited < 60000 &&
+                         __atomic_load_n(&acked_so_far, __ATOMIC_SEQ_CST) < KILL_AFTER;
+         waited++)
+        usleep(1000);
     server_kill(&srv); /* SIGKILL mid-stream */
     int acked = 0;
     for (int i = 0; i < WRITERS; i++) {
