@@ -1,0 +1,78 @@
+/*
+ * model.h — the model file: one JSON document describing a fit completely.
+ *
+ *   {"format": "ldpref-model", "format_version": 1,
+ *    "loss": "square-chipo", "link": "chimix", "beta": 1,
+ *    "hyper": {"rmax", "tau", "l2", "norm_bound" (null: none), "optimizer",
+ *              "max_iter", "gtol", "memory", "lr", "batch", "epochs",
+ *              "seed", "threads", "kernel", "precision"},
+ *    "features": {"kind": "dense", "dim": d} |
+ *                {"kind": "text", "dim", "hash": "fnv1a64-v1", "hash_dim",
+ *                 "bigrams", "cross_prompt", "cross_max", "length"},
+ *    "data": {"source", "n", "n_z1", "epsilon_histogram": [{"epsilon": 1|null,
+ *             "count"}], "epsilon_other"},
+ *    "metrics": {"rewards/chosen", "rewards/rejected", "rewards/margins",
+ *                "rewards/accuracies", "objective", "grad_norm", "theta_norm",
+ *                "iterations", "evaluations", "status", "converged",
+ *                "norm_bound_active"},
+ *    "theta": [d numbers, in feature order]}
+ *
+ * Rewards are the linear implicit rewards r = theta^T f (for the chi-mix
+ * class r = beta phi(pi/pi_ref) + lambda(x); lambda cancels in margins);
+ * "chosen" is the response the observed label z prefers. Numbers are
+ * written with 17 significant digits and keys in a fixed order, so equal
+ * fits give byte-identical files (no timestamps are written).
+ *
+ * Ownership: lp_model_read returns a caller-owned model freed with
+ * lp_model_free (NULL ok); theta is owned by the model.
+ */
+#ifndef LP_MODEL_H
+#define LP_MODEL_H
+
+#include "dataset.h"
+#include "featurize.h"
+#include "losses.h"
+#include "objective.h"
+#include "optimize.h"
+
+#define LP_MODEL_FORMAT_VERSION 1
+#define LP_MODEL_EPS_BINS 16
+
+typedef struct lp_model {
+    lp_loss_spec loss;
+    lp_link_kind link;
+    double beta;
+    double l2;
+    lp_fit_opts fit;
+    int threads;
+    lp_kernel kernel;
+    const char *precision; /* "float32" / "float64" / "csr"; static string */
+    int text;              /* features: 0 dense, 1 text */
+    lp_feat_spec feat;
+    size_t d;
+    /* data summary */
+    char source[256];
+    size_t n, n_z1, n_eps_other, n_bins;
+    lp_eps_bin bins[LP_MODEL_EPS_BINS];
+    /* metrics */
+    lp_fit_result res;
+    int have_rewards; /* rewards/chosen and /rejected known */
+    double rw_chosen, rw_rejected, rw_margins, rw_accuracy;
+    double *theta; /* d values, owned */
+} lp_model;
+
+/* Fills the data summary and the TRL metrics of m (theta set) from ds. */
+void lp_model_summarize(lp_model *m, const lp_dataset *ds);
+
+/* Writes the model as JSON to path ("-" = stdout). Returns 0, LP_EIO or
+ * LP_ENO_MEMORY. */
+int lp_model_write(const lp_model *m, const char *path);
+
+/* Reads a model file (or any JSON with a top-level "theta" array, e.g. the
+ * simulator's theta* file: other fields then take defaults). Returns 0,
+ * LP_EIO, LP_EMALFORMED_JSON, LP_EWRONG_TYPE or LP_EMISSING_FIELD. */
+int lp_model_read(const char *path, lp_model **out, char *msg, size_t msglen);
+
+void lp_model_free(lp_model *m);
+
+#endif
