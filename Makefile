@@ -27,6 +27,10 @@ ifeq ($(SAN),1)
 CFLAGS  += -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined
 LDFLAGS += -fsanitize=address,undefined
 endif
+ifeq ($(SAN),fuzz)
+CFLAGS  += -fsanitize=fuzzer-no-link,address,undefined -fno-omit-frame-pointer
+LDFLAGS += -fsanitize=address,undefined
+endif
 
 COMMON_SRC  := $(wildcard common/*.c)
 CLIENT_SRC  := $(filter-out client/cli.c,$(wildcard client/*.c))
@@ -53,7 +57,7 @@ FUZZ_REPLAY := $(patsubst tests/fuzz/%.c,$(BUILD)/tests/replay_%,$(FUZZ_SRC))
 BENCHES     := $(patsubst tests/bench/%.c,$(BUILD)/bench/%,$(wildcard tests/bench/bench_*.c))
 
 .PHONY: all test run install uninstall clean bench bench-ingest bench-train bench-score \
-        fuzz format check-format deps tests
+        fuzz fuzz-bins format check-format deps tests
 all: $(BINS) $(SO_CLIENT) $(BUILD)/ldpref.pc
 
 $(BUILD)/obj/%.o: %.c
@@ -119,11 +123,15 @@ bench: bench-ingest bench-train bench-score
 bench-%: all $(BENCHES)
 	BUILD=$(BUILD) tests/bench/$*.sh
 
-FUZZ_CFLAGS := $(filter-out -fsanitize=%,$(CFLAGS)) -fsanitize=fuzzer,address,undefined
-fuzz: $(ALL_LIBS)
-	@mkdir -p $(BUILD)/fuzz
-	for f in $(FUZZ_SRC); do n=$$(basename $$f .c); \
-	  clang $(FUZZ_CFLAGS) -o $(BUILD)/fuzz/$$n $$f $(filter-out %.o,$(ALL_LIBS)) $(PKG_LIBS) || exit 1; done
+# libFuzzer: every library is built with coverage (fuzzer-no-link) in its own
+# build directory, so the fuzzers see into the code they exercise.
+FUZZ_BINS := $(patsubst tests/fuzz/%.c,$(BUILD)/fuzz/%,$(FUZZ_SRC))
+fuzz:
+	$(MAKE) CC=clang SAN=fuzz BUILD=build/fuzz fuzz-bins
+fuzz-bins: $(FUZZ_BINS)
+$(BUILD)/fuzz/%: $(BUILD)/obj/tests/fuzz/%.o $(ALL_LIBS)
+	@mkdir -p $(dir $@)
+	$(CC) $(LDFLAGS) -fsanitize=fuzzer -o $@ $^ $(PKG_LIBS)
 
 install: all
 	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/lib/pkgconfig $(DESTDIR)$(PREFIX)/include
