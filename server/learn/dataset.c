@@ -91,6 +91,7 @@ void lp_dataset_free(lp_dataset *ds)
     free(ds->z);
     free(ds->eps);
     free(ds->y);
+    free(ds->group);
     free(ds->sum_chosen);
     free(ds->sum_rejected);
     free(ds);
@@ -129,6 +130,10 @@ static int reserve_row(lp_dataset *ds, size_t extra_nnz)
         if (y == NULL)
             return LP_ENO_MEMORY;
         ds->y = y;
+        uint64_t *gk = realloc(ds->group, nc * sizeof *gk);
+        if (gk == NULL)
+            return LP_ENO_MEMORY;
+        ds->group = gk;
         ds->cap = nc;
     }
     if (ds->storage == LP_STORE_CSR && ds->nnz + extra_nnz > ds->nnz_cap) {
@@ -193,6 +198,7 @@ int lp_dataset_add_dense(lp_dataset *ds, const double *x0, const double *x1, int
     ds->z[i] = (uint8_t)z;
     ds->eps[i] = eps;
     ds->y[i] = (int8_t)y;
+    ds->group[i] = 0;
     ds->n++;
     return LP_OK;
 }
@@ -224,6 +230,7 @@ int lp_dataset_add_sparse(lp_dataset *ds, const lp_sparse *f0, const lp_sparse *
     ds->z[ds->n] = (uint8_t)z;
     ds->eps[ds->n] = eps;
     ds->y[ds->n] = (int8_t)y;
+    ds->group[ds->n] = 0;
     ds->n++;
     lp_sparse_free(&df);
     return LP_OK;
@@ -410,8 +417,15 @@ static int load_record(loader *L, const json_t *o, size_t lineno, char *msg, siz
         }
         rc = lp_dataset_add_sparse(L->ds, &L->f0, &L->f1, r.z, r.eps, r.y, m, sizeof m);
     }
-    if (rc == LP_OK)
+    if (rc == LP_OK) {
+        if (r.prompt != NULL) { /* FNV-1a of the prompt: the grouping key */
+            uint64_t h = 0xcbf29ce484222325ULL;
+            for (const char *p = r.prompt; *p; p++)
+                h = (h ^ (uint8_t)*p) * 0x100000001b3ULL;
+            L->ds->group[L->ds->n - 1] = h;
+        }
         return LP_OK;
+    }
 fail:
     return lp_fail(rc, msg, msglen, "line %zu: %s", lineno, m);
 }
@@ -526,6 +540,7 @@ lp_dataset *lp_dataset_subset(const lp_dataset *ds, const size_t *idx, size_t k)
             s->z[s->n] = ds->z[i];
             s->eps[s->n] = ds->eps[i];
             s->y[s->n] = ds->y ? ds->y[i] : -1;
+            s->group[s->n] = ds->group ? ds->group[i] : 0;
             s->n++;
         }
         free(s->sum_chosen); /* not tracked for subsets */

@@ -54,6 +54,9 @@ typedef struct lp_dataset {
     uint8_t *z;      /* n observed labels */
     double *eps;     /* n budgets */
     int8_t *y;       /* n clean labels (simulation) or NULL; -1 = unknown */
+    uint64_t *group; /* n group keys (hash of the prompt text; 0 for dense
+                        records) so that evaluation can split by prompt;
+                        NULL for datasets built with lp_dataset_new_dense */
     /* Sums over labels of f(chosen) and f(rejected), chosen per z (for the
      * TRL reward metrics, which are linear in theta); NULL if unknown. */
     double *sum_chosen, *sum_rejected;

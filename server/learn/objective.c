@@ -112,6 +112,7 @@ typedef struct slice {
     double loss;
     double *grad; /* d, zeroed by the caller */
     float *mbuf;  /* BLAS kernel scratch: BLAS_BLOCK margins */
+    double *xbuf; /* fused float32 kernel scratch: 4 rows widened to double */
 } slice;
 
 static inline double label_grad(const lp_objective *ob, size_t i, double m, double *g)
@@ -158,52 +159,64 @@ __attribute__((target("avx2,fma"))) static inline double hsum256(__m256d v)
     return _mm_cvtsd_f64(lo) + _mm_cvtsd_f64(_mm_unpackhi_pd(lo, lo));
 }
 
-/* AVX2 fused rows, float32 storage: 16 floats per step widened to double. */
+/* AVX2 fused rows, float32 storage. Rows go in blocks of 4: each row is
+ * widened to double once (into s->xbuf, L1-resident) while its margin is
+ * accumulated, then the block's four g_i x_i are added to the gradient in
+ * one sweep, so the gradient is loaded and stored once per 4 rows and no
+ * float is converted twice. */
 __attribute__((target("avx2,fma"))) static void fused_f32_avx2(slice *s)
 {
     const lp_objective *ob = s->ob;
-    size_t d = ob->ds->d, d16 = d & ~(size_t)15;
+    size_t d = ob->ds->d, d8 = d & ~(size_t)7;
     const double *th = s->theta;
     double *gr = s->grad, loss = 0.0;
-    for (size_t i = s->r0; i < s->r1; i++) {
-        const float *x = ob->ds->xf + i * d;
-        __m256d a0 = _mm256_setzero_pd(), a1 = a0, a2 = a0, a3 = a0;
-        for (size_t j = 0; j < d16; j += 16) {
-            __m256 f0 = _mm256_loadu_ps(x + j), f1 = _mm256_loadu_ps(x + j + 8);
-            a0 = _mm256_fmadd_pd(_mm256_cvtps_pd(_mm256_castps256_ps128(f0)),
-                                 _mm256_loadu_pd(th + j), a0);
-            a1 = _mm256_fmadd_pd(_mm256_cvtps_pd(_mm256_extractf128_ps(f0, 1)),
-                                 _mm256_loadu_pd(th + j + 4), a1);
-            a2 = _mm256_fmadd_pd(_mm256_cvtps_pd(_mm256_castps256_ps128(f1)),
-                                 _mm256_loadu_pd(th + j + 8), a2);
-            a3 = _mm256_fmadd_pd(_mm256_cvtps_pd(_mm256_extractf128_ps(f1, 1)),
-                                 _mm256_loadu_pd(th + j + 12), a3);
+    double *xb = s->xbuf; /* 4 * d doubles */
+    for (size_t i0 = s->r0; i0 < s->r1; i0 += 4) {
+        size_t nb = s->r1 - i0 < 4 ? s->r1 - i0 : 4;
+        double g[4] = {0, 0, 0, 0};
+        int any = 0;
+        for (size_t b = 0; b < nb; b++) {
+            const float *x = ob->ds->xf + (i0 + b) * d;
+            double *w = xb + b * d;
+            __m256d a0 = _mm256_setzero_pd(), a1 = a0;
+            for (size_t j = 0; j < d8; j += 8) {
+                __m256 f = _mm256_loadu_ps(x + j);
+                __m256d lo = _mm256_cvtps_pd(_mm256_castps256_ps128(f));
+                __m256d hi = _mm256_cvtps_pd(_mm256_extractf128_ps(f, 1));
+                _mm256_storeu_pd(w + j, lo);
+                _mm256_storeu_pd(w + j + 4, hi);
+                a0 = _mm256_fmadd_pd(lo, _mm256_loadu_pd(th + j), a0);
+                a1 = _mm256_fmadd_pd(hi, _mm256_loadu_pd(th + j + 4), a1);
+            }
+            double m = hsum256(_mm256_add_pd(a0, a1));
+            for (size_t j = d8; j < d; j++) {
+                w[j] = (double)x[j];
+                m += w[j] * th[j];
+            }
+            loss += label_grad(ob, i0 + b, m, &g[b]);
+            any |= g[b] != 0.0;
         }
-        double m = hsum256(_mm256_add_pd(_mm256_add_pd(a0, a1), _mm256_add_pd(a2, a3)));
-        for (size_t j = d16; j < d; j++)
-            m += (double)x[j] * th[j];
-        double g;
-        loss += label_grad(ob, i, m, &g);
-        if (g == 0.0)
+        if (!any)
             continue;
-        __m256d gv = _mm256_set1_pd(g);
-        for (size_t j = 0; j < d16; j += 16) {
-            __m256 f0 = _mm256_loadu_ps(x + j), f1 = _mm256_loadu_ps(x + j + 8);
-            _mm256_storeu_pd(gr + j,
-                             _mm256_fmadd_pd(_mm256_cvtps_pd(_mm256_castps256_ps128(f0)), gv,
-                                             _mm256_loadu_pd(gr + j)));
-            _mm256_storeu_pd(gr + j + 4,
-                             _mm256_fmadd_pd(_mm256_cvtps_pd(_mm256_extractf128_ps(f0, 1)), gv,
-                                             _mm256_loadu_pd(gr + j + 4)));
-            _mm256_storeu_pd(gr + j + 8,
-                             _mm256_fmadd_pd(_mm256_cvtps_pd(_mm256_castps256_ps128(f1)), gv,
-                                             _mm256_loadu_pd(gr + j + 8)));
-            _mm256_storeu_pd(gr + j + 12,
-                             _mm256_fmadd_pd(_mm256_cvtps_pd(_mm256_extractf128_ps(f1, 1)), gv,
-                                             _mm256_loadu_pd(gr + j + 12)));
+        const double *w0 = xb, *w1 = xb + d, *w2 = xb + 2 * d, *w3 = xb + 3 * d;
+        if (nb < 4) { /* tail block: unused rows contribute g = 0 x (stale) = 0 */
+            for (size_t b = nb; b < 4; b++)
+                for (size_t j = 0; j < d; j++)
+                    xb[b * d + j] = 0.0;
         }
-        for (size_t j = d16; j < d; j++)
-            gr[j] += g * (double)x[j];
+        __m256d g0 = _mm256_set1_pd(g[0]), g1 = _mm256_set1_pd(g[1]);
+        __m256d g2 = _mm256_set1_pd(g[2]), g3 = _mm256_set1_pd(g[3]);
+        size_t d4 = d & ~(size_t)3;
+        for (size_t j = 0; j < d4; j += 4) {
+            __m256d acc = _mm256_loadu_pd(gr + j);
+            acc = _mm256_fmadd_pd(_mm256_loadu_pd(w0 + j), g0, acc);
+            acc = _mm256_fmadd_pd(_mm256_loadu_pd(w1 + j), g1, acc);
+            acc = _mm256_fmadd_pd(_mm256_loadu_pd(w2 + j), g2, acc);
+            acc = _mm256_fmadd_pd(_mm256_loadu_pd(w3 + j), g3, acc);
+            _mm256_storeu_pd(gr + j, acc);
+        }
+        for (size_t j = d4; j < d; j++)
+            gr[j] += w0[j] * g[0] + w1[j] * g[1] + w2[j] * g[2] + w3[j] * g[3];
     }
     s->loss = loss;
 }
@@ -313,8 +326,13 @@ static void *run_slice(void *arg)
     else if (ob->o.kernel == LP_KERNEL_BLAS && ds->d <= 4096)
         blas_rows(s);
 #if LP_HAVE_X86
-    else if (lp_objective_simd())
-        (ds->storage == LP_STORE_F32 ? fused_f32_avx2 : fused_f64_avx2)(s);
+    else if (lp_objective_simd() && ds->storage == LP_STORE_F64)
+        fused_f64_avx2(s);
+    else if (lp_objective_simd() && (s->xbuf = malloc(4 * ds->d * sizeof(double))) != NULL) {
+        fused_f32_avx2(s);
+        free(s->xbuf);
+        s->xbuf = NULL;
+    }
 #endif
     else
         (ds->storage == LP_STORE_F32 ? fused_f32_portable : fused_f64_portable)(s);

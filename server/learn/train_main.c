@@ -780,6 +780,7 @@ static int cmd_cv(int argc, char **argv)
     /* Orientation: y_i = 1 means a1 is the human-chosen response. */
     lp_prng g;
     lp_prng_seed(&g, seed0 ^ 0x6f7269656e74ULL);
+    int *fold_of = NULL;
     int8_t *human = malloc(n);
     size_t *perm = malloc(n * sizeof *perm), *tr = malloc(n * sizeof *tr),
            *te = malloc(n * sizeof *te);
@@ -802,10 +803,33 @@ static int cmd_cv(int argc, char **argv)
         human[i] = (int8_t)h;
         perm[i] = i;
     }
+    /* Folds split by prompt (group key), never inside a prompt's ranking:
+     * pairs of one prompt share responses, which would leak across folds.
+     * Each group goes to fold (position of its first pair in a seeded
+     * shuffle) mod k. */
     for (size_t i = n; i > 1; i--) {
         size_t j = (size_t)lp_prng_below(&g, i), tmp = perm[i - 1];
         perm[i - 1] = perm[j];
         perm[j] = tmp;
+    }
+    fold_of = malloc(n * sizeof *fold_of);
+    if (fold_of == NULL) {
+        rc = LP_ENO_MEMORY;
+        goto out;
+    }
+    {
+        size_t ngroups = 0;
+        for (size_t r = 0; r < n; r++) {
+            size_t i = perm[r];
+            fold_of[i] = -1;
+            for (size_t q = 0; q < r && all->group; q++) /* n is small (cv is for small sets) */
+                if (all->group[perm[q]] == all->group[i] && all->group[i] != 0) {
+                    fold_of[i] = fold_of[perm[q]];
+                    break;
+                }
+            if (fold_of[i] < 0)
+                fold_of[i] = (int)(ngroups++ % (size_t)folds);
+        }
     }
     printf("| loss | eps | alpha | order | held-out accuracy (mean ± sd over %d folds × %d seeds) |\n"
            "|---|---|---|---|---|\n",
@@ -827,7 +851,7 @@ static int cmd_cv(int argc, char **argv)
                         size_t ntr = 0, nte = 0;
                         for (size_t r = 0; r < n; r++) {
                             size_t i = perm[r];
-                            if ((int)(r % (size_t)folds) == f)
+                            if (fold_of[i] == f)
                                 te[nte++] = i;
                             else
                                 tr[ntr++] = i;
@@ -877,6 +901,7 @@ static int cmd_cv(int argc, char **argv)
                     fflush(stdout);
                 }
 out:
+    free(fold_of);
     free(human);
     free(perm);
     free(tr);

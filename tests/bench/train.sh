@@ -1,0 +1,35 @@
+#!/usr/bin/env bash
+# tests/bench/train.sh — `make bench-train`: the training benchmark.
+# n = 10^6 labels x d = 256 dense float32 features, square-chipo, 2 threads.
+# The C side (bench_train) generates the data in memory, measures the read
+# bandwidth, one loss+gradient evaluation (fused and BLAS kernels), 100
+# L-BFGS iterations and peak memory; the NumPy/SciPy peer (Debian's
+# /usr/bin/python3) runs the same objective on the same data, with and
+# without deploy/openblas-env.sh's OPENBLAS_CORETYPE so its effect is
+# measured. Prints "BENCH <name> <value> <unit>" lines. Not a test.
+set -eu
+BUILD=${BUILD:-build}
+cd "$(dirname "$0")/../.."
+N=${BENCH_TRAIN_N:-1000000}
+D=${BENCH_TRAIN_D:-256}
+DIR=$(mktemp -d /dev/shm/ldpref-bench.XXXXXX 2>/dev/null || mktemp -d)
+trap 'rm -rf "$DIR"' EXIT
+export OPENBLAS_NUM_THREADS=2
+echo "# n=$N d=$D threads=2 data in $DIR"
+# Without the OpenBLAS core type override first (the BLAS kernel only).
+env -u OPENBLAS_CORETYPE "$BUILD/bench/bench_train" "$N" "$D" "$DIR" 2 \
+  | sed -n 's/^BENCH train_eval_blas /BENCH train_eval_blas_no_coretype /p'
+. deploy/openblas-env.sh
+echo "# OPENBLAS_CORETYPE=${OPENBLAS_CORETYPE:-unset} (from deploy/openblas-env.sh)"
+"$BUILD/bench/bench_train" "$N" "$D" "$DIR" 2
+if /usr/bin/python3 -c 'import numpy, scipy' 2>/dev/null; then
+  /usr/bin/python3 tests/bench/peer_train.py "$DIR" numpy_coretype
+  env -u OPENBLAS_CORETYPE /usr/bin/python3 tests/bench/peer_train.py "$DIR" numpy_no_coretype
+else
+  echo "# numpy/scipy not installed for /usr/bin/python3: peer skipped"
+fi
+if /usr/bin/python3 -c 'import torch' 2>/dev/null; then
+  echo "# torch is installed but no torch peer is implemented"
+else
+  echo "# python3-torch not installed: no PyTorch peer"
+fi
