@@ -56,7 +56,7 @@ FUZZ_SRC    := $(wildcard tests/fuzz/fuzz_*.c)
 FUZZ_REPLAY := $(patsubst tests/fuzz/%.c,$(BUILD)/tests/replay_%,$(FUZZ_SRC))
 BENCHES     := $(patsubst tests/bench/%.c,$(BUILD)/bench/%,$(wildcard tests/bench/bench_*.c))
 
-.PHONY: all test run install uninstall clean bench bench-ingest bench-train bench-score \
+.PHONY: all test run install uninstall clean bench \
         fuzz fuzz-bins format check-format deps tests
 all: $(BINS) $(SO_CLIENT) $(BUILD)/ldpref.pc
 
