@@ -243,12 +243,73 @@ static struct run_result drive(struct request *reqs, int nreq, int nconns)
     return res;
 }
 
+/* ---- commit groups: jobs per group commit, from /metrics */
+
+struct commit_stats {
+    double sum, count;
+};
+
+static struct commit_stats commit_stats(void)
+{
+    struct commit_stats cs = {0, 0};
+    char url[256];
+    snprintf(url, sizeof url, "%s/metrics", srv.url);
+    http_reply r;
+    if (http_raw("GET", url, NULL, 0, NULL, &r) != 0 || r.status != 200)
+        die("GET /metrics failed");
+    const char *p = strstr(r.body, "ldpref_commit_batch_size_sum ");
+    const char *q = strstr(r.body, "ldpref_commit_batch_size_count ");
+    if (p != NULL && q != NULL) {
+        cs.sum = strtod(p + strlen("ldpref_commit_batch_size_sum "), NULL);
+        cs.count = strtod(q + strlen("ldpref_commit_batch_size_count "), NULL);
+    }
+    http_reply_free(&r);
+    return cs;
+}
+
+/* Mean jobs per commit between two snapshots. */
+static double mean_group(struct commit_stats a, struct commit_stats b)
+{
+    return b.count > a.count ? (b.sum - a.sum) / (b.count - a.count) : 0;
+}
+
+/* ---- CPU time: robust to other load on the machine, unlike throughput */
+
+static double clock_ticks;
+
+/* user+system CPU seconds of the server process (all its threads). */
+static double server_cpu_s(void)
+{
+    char path[64], buf[1024];
+    snprintf(path, sizeof path, "/proc/%d/stat", (int)srv.pid);
+    FILE *f = fopen(path, "r");
+    if (f == NULL)
+        return 0;
+    size_t n = fread(buf, 1, sizeof buf - 1, f);
+    fclose(f);
+    buf[n] = 0;
+    const char *p = strrchr(buf, ')'); /* fields after the command name */
+    unsigned long long ut = 0, st = 0;
+    if (p == NULL || sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %llu %llu", &ut,
+                            &st) != 2)
+        return 0;
+    return (double)(ut + st) / clock_ticks;
+}
+
+static double self_cpu_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+    return (double)ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
 /* ---- raw verification rate on all cores */
 
 struct verify_job {
     lp_label_msg msgs[64];
     double seconds;
     long count;
+    double cpu_s; /* thread CPU time spent verifying */
 };
 
 static void *verify_worker(void *arg)
@@ -260,10 +321,14 @@ static void *verify_worker(void *arg)
         for (int i = 0; i < 64; i++)
             n += lp_verify_label(&j->msgs[i]) == 0;
     j->count = n;
+    struct timespec ts;
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+    j->cpu_s = (double)ts.tv_sec + ts.tv_nsec / 1e9;
     return NULL;
 }
 
-static double raw_verify_rate(int threads, double seconds)
+/* Verifies per second on `threads` threads; *cpu_us gets CPU µs per verify. */
+static double raw_verify_rate(int threads, double seconds, double *cpu_us)
 {
     struct verify_job *jobs = calloc((size_t)threads, sizeof *jobs);
     pthread_t *tids = calloc((size_t)threads, sizeof *tids);
@@ -282,10 +347,13 @@ static double raw_verify_rate(int threads, double seconds)
         pthread_create(&tids[t], NULL, verify_worker, &jobs[t]);
     }
     long total = 0;
+    double cpu = 0;
     for (int t = 0; t < threads; t++) {
         pthread_join(tids[t], NULL);
         total += jobs[t].count;
+        cpu += jobs[t].cpu_s;
     }
+    *cpu_us = total ? cpu * 1e6 / (double)total : 0;
     free(jobs);
     free(tids);
     return total / seconds;
@@ -312,7 +380,9 @@ int main(int argc, char **argv)
         die("libsodium");
     int cores = (int)sysconf(_SC_NPROCESSORS_ONLN);
 
-    double verify_rate = raw_verify_rate(cores, 3.0);
+    clock_ticks = (double)sysconf(_SC_CLK_TCK);
+    double verify_cpu_us;
+    double verify_rate = raw_verify_rate(cores, 3.0, &verify_cpu_us);
 
     const char *args[] = {"--sync", "full", "--threads", threads, NULL};
     if (server_start(&srv, args) != 0)
@@ -374,20 +444,36 @@ int main(int argc, char **argv)
                                            json_pack("{s:o}", "labels", labels), cfg.batch_size);
         }
 
+    struct commit_stats c0 = commit_stats();
+    double s0 = server_cpu_s(), g0 = self_cpu_s();
     struct run_result rs = drive(single, nsingle, cfg.conns);
+    double s1 = server_cpu_s(), g1 = self_cpu_s();
+    struct commit_stats c1 = commit_stats();
     struct run_result rb = drive(batch, nbatch, cfg.conns < 8 ? cfg.conns : 8);
+    double s2 = server_cpu_s(), g2 = self_cpu_s();
+    struct commit_stats c2 = commit_stats();
+    int nbatch_labels = nbatch * cfg.batch_size;
     server_cleanup(&srv);
 
     printf("BENCH ed25519_verify_all_cores %.0f verifies/s\n", verify_rate);
+    printf("BENCH ed25519_verify_cpu %.1f us/verify\n", verify_cpu_us);
     printf("BENCH ingest_single %.0f labels/s\n", rs.labels_per_s);
     printf("BENCH ingest_single_p50 %.3f ms\n", rs.p50_ms);
     printf("BENCH ingest_single_p99 %.3f ms\n", rs.p99_ms);
     printf("BENCH ingest_single_vs_verify %.3f ratio\n", rs.labels_per_s / verify_rate);
+    printf("BENCH ingest_single_server_cpu %.1f us/label\n", (s1 - s0) * 1e6 / nsingle);
+    printf("BENCH ingest_single_loadgen_cpu %.1f us/label\n", (g1 - g0) * 1e6 / nsingle);
+    printf("BENCH ingest_single_commit_group %.1f labels_per_commit\n", mean_group(c0, c1));
     printf("BENCH ingest_batch%d %.0f labels/s\n", cfg.batch_size, rb.labels_per_s);
     printf("BENCH ingest_batch%d_p50 %.3f ms\n", cfg.batch_size, rb.p50_ms);
     printf("BENCH ingest_batch%d_p99 %.3f ms\n", cfg.batch_size, rb.p99_ms);
     printf("BENCH ingest_batch%d_vs_verify %.3f ratio\n", cfg.batch_size,
            rb.labels_per_s / verify_rate);
+    printf("BENCH ingest_batch%d_server_cpu %.1f us/label\n", cfg.batch_size,
+           (s2 - s1) * 1e6 / nbatch_labels);
+    printf("BENCH ingest_batch%d_loadgen_cpu %.1f us/label\n", cfg.batch_size,
+           (g2 - g1) * 1e6 / nbatch_labels);
+    printf("BENCH ingest_batch%d_commit_group %.1f labels_per_commit\n", cfg.batch_size, mean_group(c1, c2));
     printf("BENCH ingest_errors %d requests\n", rs.errors + rb.errors);
     for (int i = 0; i < nsingle; i++)
         free(single[i].bytes);
