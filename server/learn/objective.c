@@ -89,21 +89,6 @@ const lp_objective_opts *lp_objective_options(const lp_objective *ob)
     return &ob->o;
 }
 
-/* Whether the AVX-512 float32-lane kernel is in use on this CPU. */
-static int simd512(void)
-{
-#if LP_HAVE_X86
-    static int cached = -1;
-    if (cached < 0) {
-        __builtin_cpu_init();
-        cached = __builtin_cpu_supports("avx512f");
-    }
-    return cached;
-#else
-    return 0;
-#endif
-}
-
 int lp_objective_simd(void)
 {
 #if LP_HAVE_X86
@@ -127,7 +112,7 @@ typedef struct slice {
     double loss;
     double *grad; /* d, zeroed by the caller */
     float *mbuf;  /* BLAS kernel scratch: BLAS_BLOCK margins */
-    double *xbuf; /* fused float32 AVX2 kernel scratch: 4 rows widened to double */
+    double *xbuf; /* fused float32 kernel scratch: 4 rows widened to double */
 } slice;
 
 static inline double label_grad(const lp_objective *ob, size_t i, double m, double *g)
@@ -232,91 +217,6 @@ __attribute__((target("avx2,fma"))) static void fused_f32_avx2(slice *s)
         }
         for (size_t j = d4; j < d; j++)
             gr[j] += w0[j] * g[0] + w1[j] * g[1] + w2[j] * g[2] + w3[j] * g[3];
-    }
-    s->loss = loss;
-}
-
-/* AVX-512 fused rows, float32 storage.
- *
- * Contract: rows [s->r0, s->r1) of ds->xf, theta in double (d values);
- * adds sum_i g_i x_i into the double gradient s->grad and sets s->loss.
- * Any d (8-column chunks, then a scalar tail). Rows go in blocks of
- * FUSED_BLOCK:
- *   1. each row's margin in double: 8 floats widened per vcvtps2pd, FMA
- *      with theta into two 8-lane double accumulators, reduced in double;
- *   2. g_i = loss'(m_i) in double (lp_loss_point, unchanged);
- *   3. for each 16-column chunk, sum_b g_b x_b over the block in float
- *      (rows still in L1: 16 rows x 1 KiB at d = 256), widened and added to
- *      the double gradient. The gradient is read and written once per
- *      block; each matrix value is loaded from memory once.
- *
- * Precision. Margins stay in double: the objective must be a smooth
- * function of theta to 1e-15 or L-BFGS's line search fails on noise near
- * the optimum (a float32-lane margin, tried first, stopped the benchmark
- * fit after 23 of 100 iterations, F off by 4e-11 relative). The gradient
- * block sum is float: g_b rounded to float (2^-24) and 16 float FMAs per
- * element, relative error <= 18 * 2^-24 ~ 1.1e-6 of sum_b |g_b x_bj|,
- * then double from there on, so the error does not grow with n and is
- * random across blocks. That is the same order as the BLAS float32
- * kernel and far below any fit's statistical error; the tests compare
- * float32 storage to float64 at 1e-5 relative. It halves the gradient
- * work (16 float FMAs per row at d = 256 instead of 32 double ones plus
- * the widening). Deterministic: fixed block boundaries and reduction
- * order. */
-#define FUSED_BLOCK 16
-__attribute__((target("avx512f"))) static void fused_f32_avx512(slice *s)
-{
-    const lp_objective *ob = s->ob;
-    size_t d = ob->ds->d, d16 = d & ~(size_t)15;
-    const double *th = s->theta;
-    const float *X = ob->ds->xf;
-    __mmask16 tail = (__mmask16)((1u << (d - d16)) - 1u);
-    double *gr = s->grad, loss = 0.0;
-    float gf[FUSED_BLOCK];
-    for (size_t i0 = s->r0; i0 < s->r1; i0 += FUSED_BLOCK) {
-        size_t nb = s->r1 - i0 < FUSED_BLOCK ? s->r1 - i0 : FUSED_BLOCK;
-        int any = 0;
-        for (size_t b = 0; b < nb; b++) {
-            const float *x = X + (i0 + b) * d;
-            __m512d a0 = _mm512_setzero_pd(), a1 = a0;
-            size_t j = 0;
-            for (; j < d16; j += 16) {
-                a0 = _mm512_fmadd_pd(_mm512_cvtps_pd(_mm256_loadu_ps(x + j)),
-                                     _mm512_loadu_pd(th + j), a0);
-                a1 = _mm512_fmadd_pd(_mm512_cvtps_pd(_mm256_loadu_ps(x + j + 8)),
-                                     _mm512_loadu_pd(th + j + 8), a1);
-            }
-            if (j + 8 <= d) {
-                a0 = _mm512_fmadd_pd(_mm512_cvtps_pd(_mm256_loadu_ps(x + j)),
-                                     _mm512_loadu_pd(th + j), a0);
-                j += 8;
-            }
-            double m = _mm512_reduce_add_pd(_mm512_add_pd(a0, a1));
-            for (; j < d; j++)
-                m += (double)x[j] * th[j];
-            double g;
-            loss += label_grad(ob, i0 + b, m, &g);
-            gf[b] = (float)g;
-            any |= g != 0.0;
-        }
-        if (!any)
-            continue;
-        const float *xb = X + i0 * d;
-        for (size_t j = 0; j < d; j += 16) {
-            __mmask16 k = j < d16 ? (__mmask16)0xFFFF : tail;
-            __m512 acc = _mm512_setzero_ps();
-            for (size_t b = 0; b < nb; b++)
-                acc = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(k, xb + b * d + j),
-                                      _mm512_set1_ps(gf[b]), acc);
-            __m512d lo = _mm512_cvtps_pd(_mm512_castps512_ps256(acc));
-            __m512d hi = _mm512_cvtps_pd(
-                _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(acc), 1)));
-            __mmask8 klo = (__mmask8)(k & 0xFF), khi = (__mmask8)(k >> 8);
-            _mm512_mask_storeu_pd(gr + j, klo,
-                                  _mm512_add_pd(_mm512_maskz_loadu_pd(klo, gr + j), lo));
-            _mm512_mask_storeu_pd(gr + j + 8, khi,
-                                  _mm512_add_pd(_mm512_maskz_loadu_pd(khi, gr + j + 8), hi));
-        }
     }
     s->loss = loss;
 }
@@ -426,8 +326,6 @@ static void *run_slice(void *arg)
     else if (ob->o.kernel == LP_KERNEL_BLAS && ds->d <= 4096)
         blas_rows(s);
 #if LP_HAVE_X86
-    else if (ds->storage == LP_STORE_F32 && simd512())
-        fused_f32_avx512(s);
     else if (lp_objective_simd() && ds->storage == LP_STORE_F64)
         fused_f64_avx2(s);
     else if (lp_objective_simd() && (s->xbuf = malloc(4 * ds->d * sizeof(double))) != NULL) {

@@ -12,9 +12,7 @@
  * Rows are split into `threads` contiguous slices with private
  * accumulators, reduced in slice order: for a fixed thread count the
  * result is bit-for-bit reproducible. Two dense kernels exist: hand-fused
- * loops (AVX-512 for float32 data when the CPU has it: double margins,
- * float gradient sums over 16-row blocks flushed to double; AVX2+FMA;
- * portable C otherwise; chosen at run time) and a
+ * loops (AVX2+FMA when the CPU has them, portable C otherwise) and a
  * blocked variant through OpenBLAS (cblas_?gemv per block of rows, float
  * accumulation inside a block for float32 data). CSR data uses loops.
  *
