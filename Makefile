@@ -85,6 +85,7 @@ $(BUILD)/ldpref-train: $(call obj,server/learn/train_main.c) $(LIB_LEARN) $(LIB_
 	$(CC) $(LDFLAGS) -o $@ $^ $(PKG_LIBS)
 
 $(BUILD)/ldpref.pc: client/ldpref.pc.in
+	@mkdir -p $(dir $@)
 	sed -e 's|@PREFIX@|$(PREFIX)|g' -e 's|@VERSION@|$(VERSION)|g' $< > $@
 .PHONY: $(BUILD)/ldpref.pc
 
