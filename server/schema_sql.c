@@ -1,5 +1,5 @@
 /*
- * schema_sql.c — the SQL of schema/*.sql embedded in the server binary.
+ * schema_sql.c — the SQL of the schema/ files embedded in the server binary.
  *
  * Kept byte-identical to schema/001_init.sql (tests/unit/test_store.c checks it).
  * To add a migration: add schema/00N_*.sql, append its text here as another
