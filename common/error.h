@@ -54,7 +54,22 @@
     X(39, UNAVAILABLE, "unavailable", 503, "the server is shutting down")                       \
     X(40, INTERNAL, "internal", 500, "internal error")                                          \
     X(41, NOT_ENROLLED, "not_enrolled", 400, "this client has not enrolled its key")            \
-    X(42, BAD_REQUEST, "bad_request", 400, "the request is malformed")
+    X(42, BAD_REQUEST, "bad_request", 400, "the request is malformed")                          \
+    X(43, UNKNOWN_LOSS, "unknown_loss", 400, "no such loss")                                    \
+    X(44, BAD_HYPERPARAMETER, "bad_hyperparameter", 400, "a hyper-parameter is out of range")    \
+    X(45, UNKNOWN_MODEL, "unknown_model", 404, "no such model version")                        \
+    X(46, UNKNOWN_RUN, "unknown_run", 404, "no such training run")                              \
+    X(47, NO_ACTIVE_MODEL, "no_active_model", 409, "no model is being served yet")              \
+    X(48, RETRAIN_IN_PROGRESS, "retrain_in_progress", 409, "a training run is already in progress") \
+    X(49, RUN_FINISHED, "run_finished", 409, "the training run has already finished")          \
+    X(50, DIMENSION_MISMATCH, "feature_dimension_mismatch", 422, "the features do not have the model's dimension") \
+    X(51, TOO_MANY_CANDIDATES, "too_many_candidates", 413, "too many candidates or tasks")      \
+    X(52, EMPTY_TEXT, "empty_text", 422, "a candidate's text is empty")                        \
+    X(53, BAD_CORRUPTION, "bad_corruption", 400, "the corruption settings are invalid")        \
+    X(54, NO_LABELS, "no_labels", 422, "there are no labels to train on")                      \
+    X(55, CANCELLED, "cancelled", 409, "the operation was cancelled")                          \
+    X(56, FEATURES_REQUIRED, "features_required", 422, "the model needs dense features for every candidate") \
+    X(57, TRAINING_FAILED, "training_failed", 500, "training failed")
 
 /* Codes as an enum: LP_OK, LP_EINVALID_ARGUMENT, ... */
 typedef enum lp_error {
