@@ -656,3 +656,61 @@ int lp_registry_schedule_get(lp_store *s, lp_schedule *out)
         lp_schedule_clear(out);
     return rc;
 }
+
+/* ---- tasks ---- */
+
+struct task_features {
+    int64_t task;
+    double *f0, *f1;
+    size_t dim;
+};
+
+static double *blob_values(sqlite3_stmt *st, int col, size_t dim)
+{
+    double *v = malloc(dim * sizeof *v);
+    if (v != NULL)
+        memcpy(v, sqlite3_column_blob(st, col), dim * sizeof *v); /* may be unaligned */
+    return v;
+}
+
+static int task_features_fn(sqlite3 *db, void *ctx)
+{
+    struct task_features *q = ctx;
+    sqlite3_stmt *st;
+    if (prep(db, "SELECT features0, features1 FROM tasks WHERE id = ?1", &st) != LP_OK)
+        return LP_ESTORAGE;
+    sqlite3_bind_int64(st, 1, q->task);
+    int rc = sqlite3_step(st), out = LP_OK;
+    if (rc == SQLITE_DONE)
+        out = LP_EUNKNOWN_TASK;
+    else if (rc != SQLITE_ROW)
+        out = LP_ESTORAGE;
+    else {
+        size_t n0 = (size_t)sqlite3_column_bytes(st, 0), n1 = (size_t)sqlite3_column_bytes(st, 1);
+        if (sqlite3_column_type(st, 0) == SQLITE_BLOB && n0 == n1 && n0 >= sizeof(double)) {
+            q->dim = n0 / sizeof(double);
+            q->f0 = blob_values(st, 0, q->dim);
+            q->f1 = blob_values(st, 1, q->dim);
+            if (q->f0 == NULL || q->f1 == NULL)
+                out = LP_ENO_MEMORY;
+        }
+    }
+    sqlite3_finalize(st);
+    return out;
+}
+
+int lp_registry_task_features(lp_store *s, int64_t task, double **f0, double **f1, size_t *dim)
+{
+    struct task_features q = {.task = task};
+    int rc = lp_store_read_call(s, task_features_fn, &q);
+    if (rc != LP_OK) {
+        free(q.f0);
+        free(q.f1);
+        q.f0 = q.f1 = NULL;
+        q.dim = 0;
+    }
+    *f0 = q.f0;
+    *f1 = q.f1;
+    *dim = q.dim;
+    return rc;
+}

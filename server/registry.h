@@ -115,6 +115,12 @@ int lp_registry_schedule_set(lp_store *s, const lp_schedule *sc);
 /* The newest schedule; both triggers 0 and request "{}" if none. */
 int lp_registry_schedule_get(lp_store *s, lp_schedule *out);
 
+/* ---- tasks ---- */
+
+/* A task's stored feature vectors: *f0, *f1 new arrays of *dim values
+ * (free()), or NULL and 0 when the task has none. LP_EUNKNOWN_TASK. */
+int lp_registry_task_features(lp_store *s, int64_t task, double **f0, double **f1, size_t *dim);
+
 /* ---- label counters for the scheduler ---- */
 
 /* The newest label id (0 if none), optionally of one campaign (0: all). */
