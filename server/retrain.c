@@ -515,20 +515,25 @@ static void *worker_main(void *arg)
         char msg[256] = "";
         int rc = atomic_load(&l->cancel) ? lp_fail(LP_ECANCELLED, msg, sizeof msg, "cancelled")
                                          : execute(l, msg, sizeof msg);
+        /* The final state is stored first and published second: once a
+         * reader sees the run final, the next run may start. */
         pthread_mutex_lock(&l->lock);
-        l->run.finished_ms = lp_now_ms();
-        l->run.status = rc == LP_OK             ? LP_RUN_SUCCEEDED
-                        : rc == LP_ECANCELLED   ? LP_RUN_CANCELLED
-                                                : LP_RUN_FAILED;
-        l->run.error = rc;
-        snprintf(l->run.message, sizeof l->run.message, "%s", rc ? msg : "");
-        l->stats.runs[l->run.status]++;
-        l->stats.train_seconds_total += (double)(l->run.finished_ms - l->run.started_ms) / 1e3;
+        lp_run fin = l->run;
+        fin.request = NULL;
         pthread_mutex_unlock(&l->lock);
-        persist_run(l);
+        fin.finished_ms = lp_now_ms();
+        fin.status = rc == LP_OK ? LP_RUN_SUCCEEDED
+                     : rc == LP_ECANCELLED ? LP_RUN_CANCELLED
+                                           : LP_RUN_FAILED;
+        fin.error = rc;
+        snprintf(fin.message, sizeof fin.message, "%s", rc ? msg : "");
+        if (lp_registry_run_update(l->s, &fin) != LP_OK)
+            fprintf(stderr, "learner: cannot record run %lld\n", (long long)fin.id);
         if (rc != LP_OK && rc != LP_ECANCELLED)
-            fprintf(stderr, "learner: run %lld failed: %s\n", (long long)l->run.id, msg);
+            fprintf(stderr, "learner: run %lld failed: %s\n", (long long)fin.id, msg);
         pthread_mutex_lock(&l->lock);
+        l->stats.runs[fin.status]++;
+        l->stats.train_seconds_total += (double)(fin.finished_ms - fin.started_ms) / 1e3;
         lp_run_clear(&l->run);
         l->has_run = 0;
         atomic_store(&l->cancel, 0);
