@@ -55,6 +55,16 @@ void lp_metrics_label(double epsilon)
                                   memory_order_relaxed);
 }
 
+uint64_t lp_metrics_activity(void)
+{
+    static const lp_route busy[] = {LP_ROUTE_LABELS, LP_ROUTE_LABELS_BATCH, LP_ROUTE_TASKS_NEXT,
+                                    LP_ROUTE_SCORE};
+    uint64_t n = 0;
+    for (size_t k = 0; k < sizeof busy / sizeof busy[0]; k++)
+        n += atomic_load_explicit(&requests[busy[k]], memory_order_relaxed);
+    return n;
+}
+
 void lp_metrics_score(double seconds)
 {
     int i = 0;

@@ -30,6 +30,10 @@ void lp_metrics_reject(int code);
 void lp_metrics_label(double epsilon); /* a newly stored label (+inf adds no epsilon) */
 uint64_t lp_metrics_rejects(int code);
 
+/* Requests so far on the latency-sensitive routes (labels, next tasks,
+ * score): background work compares two readings to see whether users are
+ * waiting. */
+uint64_t lp_metrics_activity(void);
 /* A successful score request took this long. */
 void lp_metrics_score(double seconds);
 #define LP_SCORE_BUCKETS 13

@@ -4,6 +4,7 @@
 
 #include "clock.h"
 #include "error.h"
+#include "metrics.h"
 #include "model.h"
 #include "objective.h"
 #include "wire.h"
@@ -292,10 +293,37 @@ static void persist_run(lp_learner *l)
         fprintf(stderr, "learner: cannot record run %lld\n", (long long)copy.id);
 }
 
+/*
+ * Training yields to users. SCHED_IDLE alone is not enough: on machines
+ * whose vCPUs share a physical core, a training thread on the idle vCPU
+ * still halves the speed of request handling on the other. So between
+ * steps (every L-BFGS iteration, every 4096 SGD steps, every 1024 snapshot
+ * rows) the worker waits while requests keep arriving on the latency-
+ * sensitive routes: it proceeds after a quiet PAUSE_QUIET_MS window, or
+ * after PAUSE_MAX_MS of waiting so that a run still finishes (slowly) under
+ * sustained load.
+ */
+#define PAUSE_QUIET_MS 5
+#define PAUSE_MAX_MS 1000
+
+static void yield_to_requests(void *ctx)
+{
+    lp_learner *l = ctx;
+    for (int waited = 0; waited < PAUSE_MAX_MS && !atomic_load(&l->cancel);
+         waited += PAUSE_QUIET_MS) {
+        uint64_t before = lp_metrics_activity();
+        struct timespec ts = {0, PAUSE_QUIET_MS * 1000000L};
+        nanosleep(&ts, NULL);
+        if (lp_metrics_activity() == before)
+            return;
+    }
+}
+
 static int on_progress(void *ctx, int iteration, int evaluations, double objective,
                        double grad_norm)
 {
     lp_learner *l = ctx;
+    yield_to_requests(l);
     pthread_mutex_lock(&l->lock);
     l->run.iterations = iteration;
     l->run.evaluations = evaluations;
@@ -412,7 +440,8 @@ static int execute(lp_learner *l, char *msg, size_t msglen)
             anti = lp_learner_served(l);
     lp_view_spec vs = {.campaign = req.campaign, .cutoff = req.cutoff, .features = req.features,
                        .text = req.text, .settings = cs, .n_settings = ncs,
-                       .anti_model = anti, .cancel = &l->cancel};
+                       .anti_model = anti, .cancel = &l->cancel,
+                       .pause = yield_to_requests, .pause_ctx = l};
     lp_snapshot sn;
     rc = lp_snapshot_build(l->s, &vs, &sn, msg, msglen);
     int64_t anti_version = anti ? lp_served_version(anti) : 0;

@@ -208,6 +208,8 @@ static int anti_margin(lp_view *v, const lp_view_row *row, double *margin, char 
 
 int lp_view_next(lp_view *v, lp_view_row *row, char *msg, size_t msglen)
 {
+    if ((v->rows & 1023) == 0 && v->rows > 0 && v->spec.pause != NULL)
+        v->spec.pause(v->spec.pause_ctx);
     if (v->spec.cancel != NULL && (v->rows & 1023) == 0 && atomic_load(v->spec.cancel))
         return -LP_ECANCELLED;
     int step = sqlite3_step(v->st);

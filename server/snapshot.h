@@ -41,6 +41,8 @@ typedef struct lp_view_spec {
     size_t n_settings;
     lp_served *anti_model;    /* for strategy anti; borrowed; NULL if unused */
     const atomic_int *cancel; /* optional: nonzero stops reading (LP_ECANCELLED) */
+    void (*pause)(void *ctx); /* optional: called every 1024 rows (may sleep) */
+    void *pause_ctx;
 } lp_view_spec;
 
 typedef struct lp_view_row {
