@@ -1,6 +1,7 @@
 /*
  * admin.c — operator calls of libldpref (bearer token from the options):
- * campaigns, enrollment tokens, task upload, key revocation, stats, export.
+ * campaigns, enrollment tokens, task upload, key revocation, stats, export
+ * (the clean view or the server-side corruption view).
  * JSON results are returned as text the caller frees with ldpref_free();
  * export streams the server's JSONL into a FILE* without holding it in
  * memory.
@@ -23,8 +24,7 @@
 #define LPC_UPLOAD_MAX (64L << 20) /* the server's task-upload cap */
 #define LPC_NAME_MAX 128
 
-/* Hands a JSON answer to the caller as text (or drops it). */
-static int give_json(ldpref_client *c, json_t *resp, char **json_out)
+int lpc_give_json(ldpref_client *c, json_t *resp, char **json_out)
 {
     int rc = LDPREF_OK;
     if (json_out) {
@@ -42,8 +42,7 @@ static void clear_out(char **json_out)
         *json_out = NULL;
 }
 
-/* Checks a campaign name and appends "?campaign=<escaped>" to path. */
-static int campaign_query(ldpref_client *c, const char *base, const char *campaign, char *path,
+int lpc_campaign_query(ldpref_client *c, const char *base, const char *campaign, char *path,
                           size_t cap)
 {
     if (campaign == NULL) {
@@ -68,7 +67,7 @@ int ldpref_admin_tasks_load(ldpref_client *c, const char *jsonl_path, const char
     if (c == NULL || jsonl_path == NULL)
         return LDPREF_EINVALID_ARGUMENT;
     char path[512];
-    int rc = campaign_query(c, "/v1/tasks", campaign, path, sizeof path);
+    int rc = lpc_campaign_query(c, "/v1/tasks", campaign, path, sizeof path);
     if (rc != LDPREF_OK)
         return rc;
     if (c->operator_token[0] == '\0')
@@ -110,7 +109,7 @@ int ldpref_admin_tasks_load(ldpref_client *c, const char *jsonl_path, const char
     free(body);
     if (rc != LDPREF_OK)
         return rc;
-    return give_json(c, resp, json_out);
+    return lpc_give_json(c, resp, json_out);
 }
 
 int ldpref_admin_enrollment_tokens(ldpref_client *c, const char *campaign, int count,
@@ -133,7 +132,7 @@ int ldpref_admin_enrollment_tokens(ldpref_client *c, const char *campaign, int c
     int rc = lpc_call_json(c, "POST", "/v1/enrollment-tokens", req, 1, LPC_RESP_CAP_SMALL, &resp,
                            &status);
     json_decref(req);
-    return rc != LDPREF_OK ? rc : give_json(c, resp, json_out);
+    return rc != LDPREF_OK ? rc : lpc_give_json(c, resp, json_out);
 }
 
 void ldpref_campaign_init(ldpref_campaign *s)
@@ -167,7 +166,7 @@ int ldpref_admin_campaign_create(ldpref_client *c, const ldpref_campaign *s, cha
     long status = 0;
     int rc = lpc_call_json(c, "POST", "/v1/campaigns", req, 1, LPC_RESP_CAP_SMALL, &resp, &status);
     json_decref(req);
-    return rc != LDPREF_OK ? rc : give_json(c, resp, json_out);
+    return rc != LDPREF_OK ? rc : lpc_give_json(c, resp, json_out);
 }
 
 int ldpref_admin_revoke(ldpref_client *c, const char *key_b64)
@@ -197,17 +196,25 @@ int ldpref_admin_stats(ldpref_client *c, char **json_out)
     json_t *resp = NULL;
     long status = 0;
     int rc = lpc_call_json(c, "GET", "/v1/stats", NULL, 1, LPC_RESP_CAP_SMALL, &resp, &status);
-    return rc != LDPREF_OK ? rc : give_json(c, resp, json_out);
+    return rc != LDPREF_OK ? rc : lpc_give_json(c, resp, json_out);
 }
 
-int ldpref_admin_export(ldpref_client *c, const char *campaign, FILE *out)
+int ldpref_admin_export_view(ldpref_client *c, const char *campaign, const char *view, FILE *out)
 {
     if (c == NULL || out == NULL)
         return LDPREF_EINVALID_ARGUMENT;
+    int corrupted = 0;
+    if (view != NULL && strcmp(view, "corrupted") == 0)
+        corrupted = 1;
+    else if (view != NULL && strcmp(view, "clean") != 0)
+        return lpc_fail(c, LDPREF_EINVALID_ARGUMENT,
+                        "export view must be \"clean\" or \"corrupted\", not \"%.40s\"", view);
     char path[512];
-    int rc = campaign_query(c, "/v1/export", campaign, path, sizeof path);
+    int rc = lpc_campaign_query(c, "/v1/export", campaign, path, sizeof path);
     if (rc != LDPREF_OK)
         return rc;
+    if (corrupted) /* "clean" is the server's default: sent as no parameter */
+        strcat(path, campaign ? "&view=corrupted" : "?view=corrupted");
     if (c->operator_token[0] == '\0')
         return lpc_fail(c, LDPREF_EUNAUTHORIZED, "this call needs an operator token");
     char url[LPC_SERVER_MAX + 512];
@@ -229,10 +236,19 @@ int ldpref_admin_export(ldpref_client *c, const char *campaign, FILE *out)
     return rc;
 }
 
-int ldpref_admin_export_path(ldpref_client *c, const char *campaign, const char *path)
+int ldpref_admin_export(ldpref_client *c, const char *campaign, FILE *out)
+{
+    return ldpref_admin_export_view(c, campaign, NULL, out);
+}
+
+int ldpref_admin_export_view_path(ldpref_client *c, const char *campaign, const char *view,
+                                  const char *path)
 {
     if (c == NULL || path == NULL)
         return LDPREF_EINVALID_ARGUMENT;
+    if (view != NULL && strcmp(view, "clean") != 0 && strcmp(view, "corrupted") != 0)
+        return lpc_fail(c, LDPREF_EINVALID_ARGUMENT,
+                        "export view must be \"clean\" or \"corrupted\", not \"%.40s\"", view);
     int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
     if (fd < 0)
         return lpc_fail(c, LDPREF_EIO, "%s: %s", path, strerror(errno));
@@ -241,8 +257,13 @@ int ldpref_admin_export_path(ldpref_client *c, const char *campaign, const char 
         close(fd);
         return lpc_fail(c, LDPREF_EIO, "%s: %s", path, strerror(errno));
     }
-    int rc = ldpref_admin_export(c, campaign, f);
+    int rc = ldpref_admin_export_view(c, campaign, view, f);
     if (fclose(f) != 0 && rc == LDPREF_OK)
         rc = lpc_fail(c, LDPREF_EIO, "%s: %s", path, strerror(errno));
     return rc;
+}
+
+int ldpref_admin_export_path(ldpref_client *c, const char *campaign, const char *path)
+{
+    return ldpref_admin_export_view_path(c, campaign, NULL, path);
 }
