@@ -340,8 +340,10 @@ static int score_request(ldpref_client *c, const char *prompt, const char *const
     *out = NULL;
     if (prompt == NULL || texts == NULL)
         return lpc_fail(c, LDPREF_EINVALID_ARGUMENT, "prompt and texts are required");
-    if (k < 1 || k > LDPREF_SCORE_CANDIDATES_MAX)
-        return lpc_fail(c, LDPREF_ETOO_MANY_CANDIDATES, "k must be 1..%d, not %zu",
+    if (k < 1)
+        return lpc_fail(c, LDPREF_EINVALID_ARGUMENT, "at least one candidate is needed");
+    if (k > LDPREF_SCORE_CANDIDATES_MAX)
+        return lpc_fail(c, LDPREF_ETOO_MANY_CANDIDATES, "at most %d candidates, not %zu",
                         LDPREF_SCORE_CANDIDATES_MAX, k);
     if (version < 0)
         return lpc_fail(c, LDPREF_EINVALID_ARGUMENT, "version must be >= 1 (0: the active model)");
