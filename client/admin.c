@@ -154,12 +154,14 @@ int ldpref_admin_campaign_create(ldpref_client *c, const ldpref_campaign *s, cha
         return lpc_fail(c, LDPREF_EINVALID_ARGUMENT, "campaign name must be 1..%d bytes",
                         LPC_NAME_MAX);
     if (!isfinite(s->epsilon_min) || !isfinite(s->epsilon_budget) ||
-        !isfinite(s->epsilon_default) || isnan(s->epsilon_max))
+        isnan(s->epsilon_default) || isnan(s->epsilon_max))
         return lpc_fail(c, LDPREF_EBAD_EPSILON, "campaign epsilons must be numbers");
-    json_t *req = json_pack("{s:s, s:f, s:o, s:b, s:f, s:f}", "name", s->name, "epsilon_min",
+    /* an infinite proposal (no privatization) travels as null */
+    json_t *req = json_pack("{s:s, s:f, s:o, s:b, s:f, s:o}", "name", s->name, "epsilon_min",
                             s->epsilon_min, "epsilon_max", lp_json_epsilon(s->epsilon_max),
                             "allow_infinite", s->allow_infinite != 0, "epsilon_budget",
-                            s->epsilon_budget, "epsilon_default", s->epsilon_default),
+                            s->epsilon_budget, "epsilon_default",
+                            lp_json_epsilon(s->epsilon_default)),
            *resp = NULL;
     if (req == NULL)
         return lpc_fail(c, LDPREF_ENO_MEMORY, "out of memory");

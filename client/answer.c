@@ -68,11 +68,15 @@ void lpc_memo_key(const uint8_t secret[LPC_DEVICE_SECRET_BYTES], const char *pro
 }
 
 /* The epsilon for a new label: never above the own cap, the proposal or
- * the campaign's max; LDPREF_EEPSILON_OUT_OF_RANGE below the campaign's min. */
+ * the campaign's max; LDPREF_EEPSILON_OUT_OF_RANGE below the campaign's min.
+ * Infinity (no privatization) only when both the own cap and the campaign's
+ * proposal are infinite: the server proposes it only for campaigns that
+ * allow it, and the annotator must have opted in. */
 static int choose_epsilon(ldpref_client *c, const lpc_task_meta *m, double *eps)
 {
     double e = fmin(c->cap_label, m->epsilon_proposed);
-    e = fmin(e, m->epsilon_max);
+    if (!isinf(e))
+        e = fmin(e, m->epsilon_max);
     if (isnan(e) || !(e >= m->epsilon_min) || lp_epsilon_check(e, 1) != LP_OK)
         return lpc_fail(c, LDPREF_EEPSILON_OUT_OF_RANGE,
                         "own per-label cap %g is below the campaign's minimum epsilon %g",

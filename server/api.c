@@ -145,6 +145,16 @@ static const route ROUTES[] = {
     {"GET", "/v1/stats", LP_ROUTE_STATS, lp_api_stats, 1, CAP_BODY},
     {"GET", "/v1/export", LP_ROUTE_EXPORT, lp_api_export, 1, CAP_BODY},
     {"GET", "/metrics", LP_ROUTE_METRICS, lp_api_metrics, 0, CAP_BODY},
+    {"POST", "/v1/retrain", LP_ROUTE_RETRAIN, lp_api_retrain_start, 1, CAP_BODY},
+    {"GET", "/v1/retrain", LP_ROUTE_RETRAIN, lp_api_retrain_get, 1, CAP_BODY},
+    {"POST", "/v1/retrain/cancel", LP_ROUTE_RETRAIN, lp_api_retrain_cancel, 1, CAP_BODY},
+    {"GET", "/v1/retrain/schedule", LP_ROUTE_RETRAIN, lp_api_schedule_get, 1, CAP_BODY},
+    {"PUT", "/v1/retrain/schedule", LP_ROUTE_RETRAIN, lp_api_schedule_put, 1, CAP_BODY},
+    {"GET", "/v1/models", LP_ROUTE_MODELS, lp_api_models_get, 1, CAP_BODY},
+    {"POST", "/v1/models/activate", LP_ROUTE_MODELS, lp_api_models_activate, 1, CAP_BODY},
+    {"POST", "/v1/score", LP_ROUTE_SCORE, lp_api_score, 0, CAP_BATCH},
+    {"GET", "/v1/corruption", LP_ROUTE_CORRUPTION, lp_api_corruption_get, 1, CAP_BODY},
+    {"PUT", "/v1/corruption", LP_ROUTE_CORRUPTION, lp_api_corruption_put, 1, CAP_BODY},
 };
 #define N_ROUTES (sizeof ROUTES / sizeof ROUTES[0])
 
@@ -193,6 +203,11 @@ lp_api *lp_api_new(lp_store *store, const lp_api_opts *opts)
 void lp_api_free(lp_api *api)
 {
     free(api);
+}
+
+void lp_api_set_learner(lp_api *api, struct lp_learner *learner)
+{
+    api->learner = learner;
 }
 
 void lp_api_set_draining(lp_api *api)

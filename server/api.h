@@ -27,6 +27,7 @@ typedef struct lp_api lp_api;
 
 typedef struct lp_api_opts {
     size_t body_max, batch_body_max, upload_max;
+    int train_threads; /* default threads of a training run (>= 1) */
     int json_depth;
     size_t batch_max;
     int64_t timestamp_window_ms;
@@ -80,6 +81,11 @@ typedef struct lp_pending lp_pending;
 /* Creates the handler set over a store (borrowed; must outlive the api). */
 lp_api *lp_api_new(lp_store *store, const lp_api_opts *opts);
 void lp_api_free(lp_api *api);
+/* Attaches the learner (borrowed; must outlive the api) that serves the
+ * learning endpoints; without one they answer 503 unavailable. */
+struct lp_learner;
+void lp_api_set_learner(lp_api *api, struct lp_learner *learner);
+
 /* From now on /v1/healthz answers 503 unavailable. */
 void lp_api_set_draining(lp_api *api);
 

@@ -6,6 +6,8 @@
 #include "api_internal.h"
 
 #include "auth.h"
+#include "retrain.h"
+#include "snapshot.h"
 #include "clock.h"
 #include "error.h"
 #include "taskfile.h"
@@ -14,6 +16,7 @@
 #include <ctype.h>
 #include <math.h>
 #include <sodium.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -23,10 +26,10 @@
 
 static json_t *campaign_json(const lp_campaign *c)
 {
-    return json_pack("{s:I, s:s, s:f, s:f, s:b, s:f, s:f}", "id", (json_int_t)c->id, "name",
+    return json_pack("{s:I, s:s, s:f, s:f, s:b, s:f, s:o}", "id", (json_int_t)c->id, "name",
                      c->name, "epsilon_min", c->epsilon_min, "epsilon_max", c->epsilon_max,
                      "allow_infinite", c->allow_infinite, "epsilon_budget", c->epsilon_budget,
-                     "epsilon_default", c->epsilon_default);
+                     "epsilon_default", lp_json_epsilon(c->epsilon_default));
 }
 
 /* An optional positive finite number field; LP_EBAD_EPSILON otherwise. */
@@ -40,6 +43,18 @@ static int opt_positive(const json_t *o, const char *key, double *v, char *msg, 
                        key);
     *v = json_number_value(x);
     return LP_OK;
+}
+
+/* epsilon_default: a positive finite number, or null (+inf: propose no
+ * privatization; valid only with allow_infinite, checked by the caller). */
+static int opt_default(const json_t *o, double *v, char *msg, size_t ml)
+{
+    const json_t *x = json_object_get(o, "epsilon_default");
+    if (x != NULL && json_is_null(x)) {
+        *v = INFINITY;
+        return LP_OK;
+    }
+    return opt_positive(o, "epsilon_default", v, msg, ml);
 }
 
 int lp_api_campaign_create(lp_api *api, const lp_request *req, lp_response *resp)
@@ -75,15 +90,18 @@ int lp_api_campaign_create(lp_api *api, const lp_request *req, lp_response *resp
         (rc = opt_positive(root, "epsilon_max", &c.epsilon_max, msg, sizeof msg)) == LP_OK &&
         (rc = opt_positive(root, "epsilon_budget", &c.epsilon_budget, msg, sizeof msg)) ==
             LP_OK &&
-        (rc = opt_positive(root, "epsilon_default", &c.epsilon_default, msg, sizeof msg)) ==
-            LP_OK) {
+        (rc = opt_default(root, &c.epsilon_default, msg, sizeof msg)) == LP_OK) {
         const json_t *ai = json_object_get(root, "allow_infinite");
         if (ai != NULL && !json_is_boolean(ai))
             rc = lp_fail(LP_EWRONG_TYPE, msg, sizeof msg,
                          "field \"allow_infinite\" must be a boolean");
         c.allow_infinite = ai != NULL && json_is_true(ai);
+        if (rc == LP_OK && isinf(c.epsilon_default) && !c.allow_infinite)
+            rc = lp_fail(LP_EBAD_EPSILON, msg, sizeof msg,
+                         "epsilon_default may be null (no privatization) only when "
+                         "allow_infinite is true");
         if (rc == LP_OK && (c.epsilon_min > c.epsilon_max || c.epsilon_default < c.epsilon_min ||
-                            c.epsilon_default > c.epsilon_max))
+                            (c.epsilon_default > c.epsilon_max && !isinf(c.epsilon_default))))
             rc = lp_fail(LP_EBAD_EPSILON, msg, sizeof msg,
                          "need epsilon_min <= epsilon_default <= epsilon_max");
     }
@@ -216,6 +234,33 @@ int lp_api_tasks_load(lp_api *api, const lp_request *req, lp_response *resp)
 
 /* ---- stats and metrics ---- */
 
+/* Retrain counts and durations, the served version, score latency. */
+static json_t *learning_json(lp_api *api)
+{
+    lp_score_latency sl;
+    lp_metrics_score_get(&sl);
+    double p50 = lp_score_latency_quantile(&sl, 0.5), p99 = lp_score_latency_quantile(&sl, 0.99);
+    json_t *score = json_pack("{s:I, s:o, s:o, s:o}", "requests", (json_int_t)sl.count,
+                              "mean_s", sl.count ? json_real(sl.sum_s / (double)sl.count)
+                                                 : json_null(),
+                              "p50_le_s", isfinite(p50) ? json_real(p50) : json_null(),
+                              "p99_le_s", isfinite(p99) ? json_real(p99) : json_null());
+    if (api->learner == NULL)
+        return json_pack("{s:b, s:o}", "enabled", 0, "score", score);
+    lp_learner_stats ls;
+    lp_learner_stats_get(api->learner, &ls);
+    return json_pack("{s:b, s:{s:I, s:I, s:I}, s:f, s:o, s:o, s:o, s:o}", "enabled", 1,
+                     "retrains", "succeeded", (json_int_t)ls.runs[LP_RUN_SUCCEEDED], "failed",
+                     (json_int_t)ls.runs[LP_RUN_FAILED], "cancelled",
+                     (json_int_t)ls.runs[LP_RUN_CANCELLED], "retrain_seconds_total",
+                     ls.train_seconds_total, "last_retrain_seconds",
+                     isfinite(ls.last_duration_s) ? json_real(ls.last_duration_s) : json_null(),
+                     "active_model_version",
+                     ls.active_version ? json_integer(ls.active_version) : json_null(),
+                     "running_run", ls.running ? json_integer(ls.running) : json_null(), "score",
+                     score);
+}
+
 int lp_api_stats(lp_api *api, const lp_request *req, lp_response *resp)
 {
     lp_stats st;
@@ -243,6 +288,8 @@ int lp_api_stats(lp_api *api, const lp_request *req, lp_response *resp)
                           "campaigns", per, "rejects", rej, "uptime_s",
                           (double)(lp_now_ms() - api->started_ms) / 1000.0);
     lp_stats_clear(&st);
+    if (o != NULL)
+        json_object_set_new(o, "learning", learning_json(api));
     return lp_api_json(resp, 200, o);
 }
 
@@ -252,13 +299,24 @@ int lp_api_metrics(lp_api *api, const lp_request *req, lp_response *resp)
     lp_store_writer_stats_get(api->store, &ws);
     lp_buf b = {0};
     lp_metrics_render(&b, &ws, (double)(lp_now_ms() - api->started_ms) / 1000.0);
+    lp_stats st;
+    int have_stats = lp_store_stats(api->store, &st) == LP_OK;
+    lp_learner_stats ls;
+    if (api->learner != NULL)
+        lp_learner_stats_get(api->learner, &ls);
+    lp_metrics_render_learning(&b, have_stats ? &st : NULL, api->learner ? &ls : NULL);
+    if (have_stats)
+        lp_stats_clear(&st);
     return lp_api_buf(resp, 200, LP_CT_TEXT, &b);
 }
 
 /* ---- export (streamed) ---- */
 
 struct export_stream {
-    lp_export *cur;
+    lp_export *cur;          /* the received labels, or */
+    lp_view *view;           /* a model's training view (view=corrupted) */
+    lp_corruption *settings; /* the view's, owned */
+    lp_served *anti;         /* the view's anti model, owned */
     lp_buf line;
     size_t off; /* bytes of line already handed out */
     int done;
@@ -276,10 +334,31 @@ static json_t *features_json(const void *blob, size_t dim)
 }
 
 /* Formats the next row into es->line; 0 at the end, -1 on error. */
+/* The next row of the model view as an export row (oriented by the view's
+ * label); *vr keeps the view's own fields. */
+static int view_row(struct export_stream *es, lp_export_row *r, lp_view_row *vr)
+{
+    char msg[LP_MSG_MAX];
+    int got = lp_view_next(es->view, vr, msg, sizeof msg);
+    if (got < 0)
+        fprintf(stderr, "export: %s\n", msg);
+    if (got <= 0)
+        return got < 0 ? -1 : 0;
+    *r = (lp_export_row){.label_id = vr->label_id, .task_id = vr->task_id,
+                         .timestamp_ms = vr->timestamp_ms, .received_ms = vr->received_ms,
+                         .campaign = vr->campaign_name, .pseudonym = vr->pseudonym,
+                         .prompt = vr->prompt, .response0 = vr->response0,
+                         .response1 = vr->response1, .z_task = vr->z_view,
+                         .epsilon = vr->epsilon, .features0 = vr->blob0,
+                         .features1 = vr->blob1, .dim = vr->blob_dim};
+    return 1;
+}
+
 static int export_fill(struct export_stream *es)
 {
     lp_export_row r;
-    int got = lp_store_export_next(es->cur, &r);
+    lp_view_row vr;
+    int got = es->view ? view_row(es, &r, &vr) : lp_store_export_next(es->cur, &r);
     if (got <= 0)
         return got;
     /* chosen/rejected follow the privatized label: z_task = 1 means
@@ -299,6 +378,12 @@ static int export_fill(struct export_stream *es)
                             features_json(r.z_task ? r.features1 : r.features0, r.dim));
         json_object_set_new(o, "rejected_features",
                             features_json(r.z_task ? r.features0 : r.features1, r.dim));
+    }
+    if (o != NULL && es->view != NULL) {
+        json_object_set_new(o, "corrupted", json_boolean(vr.corrupted));
+        json_object_set_new(o, "z_received", json_integer(vr.z));
+        json_object_set_new(o, "corruption_id",
+                            vr.corruption_id ? json_integer(vr.corruption_id) : json_null());
     }
     char *text = o ? json_dumps(o, JSON_COMPACT) : NULL;
     json_decref(o);
@@ -344,19 +429,43 @@ static void export_free(void *ctx)
     if (es == NULL)
         return;
     lp_store_export_close(es->cur);
+    lp_view_close(es->view);
+    free(es->settings);
+    lp_served_unref(es->anti);
     lp_buf_free(&es->line);
     free(es);
 }
 
 int lp_api_export(lp_api *api, const lp_request *req, lp_response *resp)
 {
+    const char *view = lp_api_param(req, "view"), *version = lp_api_param(req, "version");
+    int corrupted = view != NULL && strcmp(view, "corrupted") == 0;
+    if (view != NULL && !corrupted && strcmp(view, "clean") != 0)
+        return lp_api_error(resp, LP_EBAD_REQUEST, "view must be clean or corrupted");
+    char *end = NULL;
+    long long v = version ? strtoll(version, &end, 10) : 0;
+    if (corrupted && (version == NULL || *end != '\0' || v < 1))
+        return lp_api_error(resp, LP_EBAD_REQUEST,
+                            "view=corrupted needs version=V: the model whose training view to "
+                            "export");
+    if (corrupted && lp_api_param(req, "campaign") != NULL)
+        return lp_api_error(resp, LP_EBAD_REQUEST,
+                            "view=corrupted exports the model's own campaign selection");
     struct export_stream *es = calloc(1, sizeof *es);
     if (es == NULL)
         return lp_api_error(resp, LP_ENO_MEMORY, NULL);
-    int rc = lp_store_export_open(api->store, lp_api_param(req, "campaign"), &es->cur);
+    int rc;
+    char msg[LP_MSG_MAX] = "";
+    if (corrupted) {
+        lp_view_spec spec;
+        rc = lp_api_model_view(api, v, &spec, &es->settings, &es->anti, msg, sizeof msg);
+        if (rc == LP_OK)
+            rc = lp_view_open(api->store, &spec, &es->view, NULL, NULL, msg, sizeof msg);
+    } else
+        rc = lp_store_export_open(api->store, lp_api_param(req, "campaign"), &es->cur);
     if (rc != LP_OK) {
-        free(es);
-        return lp_api_error(resp, rc, NULL);
+        export_free(es);
+        return lp_api_error(resp, rc, msg[0] ? msg : NULL);
     }
     lp_response_clear(resp);
     resp->status = 200;

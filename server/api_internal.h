@@ -14,6 +14,7 @@
 
 struct lp_api {
     lp_store *store;
+    struct lp_learner *learner; /* NULL: the learning endpoints are unavailable */
     lp_api_opts opts;
     atomic_int draining;
     int64_t started_ms;
@@ -55,5 +56,26 @@ int lp_api_tasks_load(lp_api *api, const lp_request *req, lp_response *resp);
 int lp_api_stats(lp_api *api, const lp_request *req, lp_response *resp);
 int lp_api_export(lp_api *api, const lp_request *req, lp_response *resp);
 int lp_api_metrics(lp_api *api, const lp_request *req, lp_response *resp);
+
+/* handlers (api_learn.c) */
+int lp_api_retrain_start(lp_api *api, const lp_request *req, lp_response *resp);
+int lp_api_retrain_get(lp_api *api, const lp_request *req, lp_response *resp);
+int lp_api_retrain_cancel(lp_api *api, const lp_request *req, lp_response *resp);
+int lp_api_schedule_get(lp_api *api, const lp_request *req, lp_response *resp);
+int lp_api_schedule_put(lp_api *api, const lp_request *req, lp_response *resp);
+int lp_api_models_get(lp_api *api, const lp_request *req, lp_response *resp);
+int lp_api_models_activate(lp_api *api, const lp_request *req, lp_response *resp);
+int lp_api_score(lp_api *api, const lp_request *req, lp_response *resp);
+int lp_api_corruption_get(lp_api *api, const lp_request *req, lp_response *resp);
+int lp_api_corruption_put(lp_api *api, const lp_request *req, lp_response *resp);
+/* The label view model `version` was trained on (for the corrupted export):
+ * spec's settings and anti model are returned for the caller to free
+ * (free(), lp_served_unref). */
+struct lp_view_spec;
+struct lp_corruption;
+struct lp_served;
+int lp_api_model_view(lp_api *api, int64_t version, struct lp_view_spec *spec,
+                      struct lp_corruption **settings, struct lp_served **anti, char *msg,
+                      size_t msglen);
 
 #endif

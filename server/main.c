@@ -1,7 +1,8 @@
 /*
- * main.c — ldpref-server: options, store, first operator token, HTTP, and a
- * graceful shutdown on SIGTERM/SIGINT (stop accepting, finish in-flight
- * requests, drain the writer, close the database).
+ * main.c — ldpref-server: options, store, first operator token, learner,
+ * HTTP, and a graceful shutdown on SIGTERM/SIGINT (stop accepting, finish
+ * in-flight requests, cancel a training run, drain the writer, close the
+ * database).
  *
  * stdout carries exactly two kinds of lines that tools parse:
  *   "operator token: <token>"   (only when a new database got its first token,
@@ -14,6 +15,7 @@
 #include "config.h"
 #include "error.h"
 #include "http.h"
+#include "retrain.h"
 #include "rr.h"
 #include "store.h"
 
@@ -89,7 +91,19 @@ int main(int argc, char **argv)
                       .json_depth = (int)cfg.json_depth,
                       .batch_max = (size_t)cfg.batch_max,
                       .timestamp_window_ms = cfg.timestamp_window * 1000};
+    ao.train_threads = (int)cfg.train_threads;
+    lp_learner *learner = NULL;
+    if (cfg.learner) {
+        lp_learner_opts lo = {.threads = (int)cfg.train_threads, .scheduler = 1};
+        if (lp_learner_new(store, &lo, &learner, err, sizeof err) != LP_OK) {
+            fprintf(stderr, "ldpref-server: %s\n", err);
+            lp_store_close(store);
+            return 1;
+        }
+    }
     lp_api *api = lp_api_new(store, &ao);
+    if (api != NULL)
+        lp_api_set_learner(api, learner);
     lp_http_opts ho = {.host = cfg.host, .port = (int)cfg.port, .threads = (int)cfg.threads,
                        .connection_timeout = (int)cfg.connection_timeout};
     lp_http *http = NULL;
@@ -97,6 +111,7 @@ int main(int argc, char **argv)
     if (api == NULL || lp_http_start(api, &ho, &http, &port, err, sizeof err) != 0) {
         fprintf(stderr, "ldpref-server: %s\n", api ? err : "out of memory");
         lp_api_free(api);
+        lp_learner_free(learner);
         lp_store_close(store);
         return 1;
     }
@@ -113,6 +128,7 @@ int main(int argc, char **argv)
     fprintf(stderr, "ldpref-server: signal %d, shutting down\n", sig);
     lp_http_stop(http, SHUTDOWN_GRACE_MS);
     lp_api_free(api);
+    lp_learner_free(learner); /* cancels a running training run */
     lp_store_close(store); /* drains the writer, checkpoints, closes */
     fprintf(stderr, "ldpref-server: stopped\n");
     return 0;

@@ -118,7 +118,9 @@ struct kc_entry {
     struct kc_entry *next;
 };
 
-enum job_kind { J_LABELS, J_ENROLL, J_REVOKE, J_CAMPAIGN, J_OPTOKEN, J_ETOKENS, J_TASKS, J_ASSIGN };
+enum job_kind {
+    J_LABELS, J_ENROLL, J_REVOKE, J_CAMPAIGN, J_OPTOKEN, J_ETOKENS, J_TASKS, J_ASSIGN, J_CALL
+};
 
 struct job {
     enum job_kind kind;
@@ -798,6 +800,19 @@ static int run_assign(lp_store *s, void *argp)
     return a->n == 0 ? LP_ENO_TASK : LP_OK;
 }
 
+/* ---- a sibling module's write ---- */
+
+struct call_arg {
+    int (*fn)(sqlite3 *db, void *ctx);
+    void *ctx;
+};
+
+static int run_call(lp_store *s, void *argp)
+{
+    struct call_arg *a = argp;
+    return a->fn(s->wdb, a->ctx);
+}
+
 /* ------------------------------------------------------------------ */
 /* the writer loop                                                     */
 
@@ -812,6 +827,7 @@ static void run_job(lp_store *s, struct job *j)
     case J_ETOKENS: j->rc = with_savepoint(s, run_etokens, j->arg); break;
     case J_TASKS: j->rc = with_savepoint(s, run_tasks, j->arg); break;
     case J_ASSIGN: j->rc = with_savepoint(s, run_assign, j->arg); break;
+    case J_CALL: j->rc = with_savepoint(s, run_call, j->arg); break;
     }
 }
 
@@ -1441,6 +1457,33 @@ void lp_stats_clear(lp_stats *st)
     free(st->campaigns);
     st->campaigns = NULL;
     st->n_campaigns = 0;
+}
+
+int lp_store_write_call(lp_store *s, int (*fn)(sqlite3 *db, void *ctx), void *ctx)
+{
+    struct call_arg a = {.fn = fn, .ctx = ctx};
+    return run_sync(s, J_CALL, &a, 1);
+}
+
+int lp_store_read_call(lp_store *s, int (*fn)(sqlite3 *db, void *ctx), void *ctx)
+{
+    struct rconn *c = r_acquire(s);
+    int rc = fn(c->db, ctx);
+    r_release(s, c);
+    return rc;
+}
+
+int lp_store_reader_open(lp_store *s, sqlite3 **out)
+{
+    char err[256];
+    *out = NULL;
+    if (open_conn(s->path, 0, 1, out, err, sizeof err) != LP_OK) {
+        fprintf(stderr, "store: reader: %s\n", err);
+        sqlite3_close(*out);
+        *out = NULL;
+        return LP_ESTORAGE;
+    }
+    return LP_OK;
 }
 
 struct lp_export {

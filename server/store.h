@@ -165,6 +165,22 @@ int lp_store_labels_submit(lp_store *s, lp_label_item *items, size_t n);
 int lp_store_labels_submit_async(lp_store *s, lp_label_item *items, size_t n,
                                  void (*done)(void *ctx), void *ctx);
 
+/* ---- access for the server's other SQL modules (registry.c, snapshot.c) ---- */
+
+struct sqlite3;
+
+/* Runs fn(db, ctx) on the writer connection inside the group transaction, in
+ * its own savepoint (rolled back when fn returns nonzero), and returns fn's
+ * code once the transaction has committed (LP_ESTORAGE if the commit
+ * failed). fn must only use db, and must not block. */
+int lp_store_write_call(lp_store *s, int (*fn)(struct sqlite3 *db, void *ctx), void *ctx);
+/* Runs fn(db, ctx) on a pooled read-only connection; returns fn's code.
+ * Keep it short: the pool is shared with request handlers. */
+int lp_store_read_call(lp_store *s, int (*fn)(struct sqlite3 *db, void *ctx), void *ctx);
+/* A new read-only connection of its own (for long reads such as training
+ * snapshots); close it with sqlite3_close. LP_ESTORAGE on failure. */
+int lp_store_reader_open(lp_store *s, struct sqlite3 **out);
+
 /* ---- statistics and export ---- */
 
 typedef struct lp_campaign_count {

@@ -43,7 +43,7 @@ static json_t *num_or_null(double v)
     return isfinite(v) ? json_real(v) : json_null();
 }
 
-int lp_model_write(const lp_model *m, const char *path)
+json_t *lp_model_to_json(const lp_model *m)
 {
     json_t *root = json_object();
     json_object_set_new(root, "format", json_string("ldpref-model"));
@@ -114,8 +114,16 @@ int lp_model_write(const lp_model *m, const char *path)
     for (size_t j = 0; j < m->d; j++)
         json_array_append_new(th, json_real(m->theta[j]));
     json_object_set_new(root, "theta", th);
+    return root;
+}
+
+int lp_model_write(const lp_model *m, const char *path)
+{
+    json_t *root = lp_model_to_json(m);
+    if (root == NULL)
+        return LP_ENO_MEMORY;
     int rc = LP_OK;
-    size_t flags = JSON_INDENT(1) | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(17);
+    size_t flags = LP_MODEL_JSON_FLAGS;
     if (strcmp(path, "-") == 0) {
         if (json_dumpf(root, stdout, flags) != 0 || fputc('\n', stdout) == EOF)
             rc = LP_EIO;
@@ -158,6 +166,15 @@ int lp_model_read(const char *path, lp_model **out, char *msg, size_t msglen)
     if (root == NULL)
         return lp_fail(err.line <= 0 ? LP_EIO : LP_EMALFORMED_JSON, msg, msglen, "%s: %s", path,
                        err.text);
+    int rc = lp_model_from_json(root, path, out, msg, msglen);
+    json_decref(root);
+    return rc;
+}
+
+int lp_model_from_json(const json_t *root, const char *path, lp_model **out, char *msg,
+                       size_t msglen)
+{
+    *out = NULL;
     int rc = LP_OK;
     lp_model *m = calloc(1, sizeof *m);
     const json_t *th = json_object_get(root, "theta");
@@ -224,7 +241,6 @@ int lp_model_read(const char *path, lp_model **out, char *msg, size_t msglen)
         }
     }
 done:
-    json_decref(root);
     if (rc != LP_OK) {
         lp_model_free(m);
         return rc;

@@ -35,6 +35,8 @@
 #include "objective.h"
 #include "optimize.h"
 
+#include <jansson.h>
+
 #define LP_MODEL_FORMAT_VERSION 1
 #define LP_MODEL_EPS_BINS 16
 
@@ -64,6 +66,10 @@ typedef struct lp_model {
 /* Fills the data summary and the TRL metrics of m (theta set) from ds. */
 void lp_model_summarize(lp_model *m, const lp_dataset *ds);
 
+/* The model as a JSON object (new reference), or NULL on no memory. */
+json_t *lp_model_to_json(const lp_model *m);
+/* Dump flags that give byte-identical text for equal models. */
+#define LP_MODEL_JSON_FLAGS (JSON_INDENT(1) | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(17))
 /* Writes the model as JSON to path ("-" = stdout). Returns 0, LP_EIO or
  * LP_ENO_MEMORY. */
 int lp_model_write(const lp_model *m, const char *path);
@@ -73,6 +79,10 @@ int lp_model_write(const lp_model *m, const char *path);
  * LP_EIO, LP_EMALFORMED_JSON, LP_EWRONG_TYPE or LP_EMISSING_FIELD. */
 int lp_model_read(const char *path, lp_model **out, char *msg, size_t msglen);
 
+/* As lp_model_read, from a parsed document (borrowed); what names it in
+ * messages. */
+int lp_model_from_json(const json_t *root, const char *what, lp_model **out, char *msg,
+                       size_t msglen);
 void lp_model_free(lp_model *m);
 
 #endif

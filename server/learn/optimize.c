@@ -62,6 +62,8 @@ typedef struct lb_ctx {
     int evals;
     double last_f, last_gnorm;
     int last_k;
+    int iters_before; /* iterations of earlier restarts */
+    int cancelled;
 } lb_ctx;
 
 /* theta = B u / sqrt(1 + |u|^2) (identity when B is infinite). */
@@ -112,6 +114,11 @@ static int lb_progress(void *inst, const lbfgsfloatval_t *x, const lbfgsfloatval
     if (c->o->progress)
         fprintf(stderr, "\riter %5d  objective %.12g  |grad| %.3e  evals %d   ", k, fx, gnorm,
                 c->evals);
+    if (c->o->on_progress != NULL &&
+        c->o->on_progress(c->o->progress_ctx, c->iters_before + k, c->evals, fx, gnorm) != 0) {
+        c->cancelled = 1;
+        return 1; /* liblbfgs stops and returns this value */
+    }
     return 0;
 }
 
@@ -176,8 +183,11 @@ static int fit_lbfgs(lp_objective *ob, const lp_fit_opts *o, double *theta, lp_f
             break;
         }
         c.last_k = 0;
+        c.iters_before = iters;
         rc = lbfgs((int)d, u, &fx, lb_evaluate, lb_progress, &c, &p);
         iters += c.last_k;
+        if (c.cancelled)
+            break;
         int linesearch_failure = rc == LBFGSERR_ROUNDING_ERROR || rc == LBFGSERR_MINIMUMSTEP ||
                                  rc == LBFGSERR_MAXIMUMSTEP || rc == LBFGSERR_MAXIMUMLINESEARCH ||
                                  rc == LBFGSERR_INCREASEGRADIENT;
@@ -200,6 +210,8 @@ static int fit_lbfgs(lp_objective *ob, const lp_fit_opts *o, double *theta, lp_f
     lbfgs_free(u);
     free(c.theta);
     free(c.gtheta);
+    if (c.cancelled)
+        return LP_ECANCELLED;
     return rc == LBFGSERR_OUTOFMEMORY ? LP_ENO_MEMORY : LP_OK;
 }
 
@@ -259,15 +271,16 @@ static int fit_stochastic(lp_objective *ob, const lp_fit_opts *o, double *theta,
         perm[i] = i;
     memset(theta, 0, d * sizeof *theta);
     long t = 0;
+    int cancelled = 0;
     const double b1 = 0.9, b2 = 0.999, ae = 1e-8;
-    for (int ep = 0; ep < o->epochs; ep++) {
+    for (int ep = 0; ep < o->epochs && !cancelled; ep++) {
         for (size_t i = n; i > 1; i--) { /* Fisher-Yates */
             size_t j = (size_t)lp_prng_below(&rng, i);
             size_t tmp = perm[i - 1];
             perm[i - 1] = perm[j];
             perm[j] = tmp;
         }
-        for (size_t b0 = 0; b0 < n; b0 += batch) {
+        for (size_t b0 = 0; b0 < n && !cancelled; b0 += batch) {
             size_t b1i = b0 + batch < n ? b0 + batch : n;
             memset(g, 0, d * sizeof *g);
             for (size_t r = b0; r < b1i; r++) {
@@ -297,12 +310,25 @@ static int fit_stochastic(lp_objective *ob, const lp_fit_opts *o, double *theta,
                 }
                 project(theta, d, o->norm_bound);
             }
+            if (o->on_progress != NULL && t % 4096 == 0)
+                cancelled = o->on_progress(o->progress_ctx, (int)(t & 0x7fffffff), 0, NAN,
+                                           NAN) != 0;
         }
         if (o->progress)
             fprintf(stderr, "\repoch %d/%d  steps %ld   ", ep + 1, o->epochs, t);
+        if (!cancelled && o->on_progress != NULL)
+            cancelled = o->on_progress(o->progress_ctx, (int)(t & 0x7fffffff), 0, NAN, NAN) != 0;
     }
     if (o->progress)
         fputc('\n', stderr);
+    if (cancelled) {
+        free(perm);
+        free(g);
+        free(avg);
+        free(m1);
+        free(m2);
+        return LP_ECANCELLED;
+    }
     if (o->method == LP_OPT_SGD)
         memcpy(theta, avg, d * sizeof *theta);
     res->objective = lp_objective_eval(ob, theta, g);

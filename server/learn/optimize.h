@@ -38,6 +38,13 @@ typedef struct lp_fit_opts {
     int epochs;        /* passes over the data (default 1: one pass) */
     uint64_t seed;     /* shuffling seed (default 0) */
     int progress;      /* print progress lines on stderr */
+    /* Optional observer (NULL: none), called after every L-BFGS iteration and,
+     * for SGD/Adam, every 4096 steps (objective NAN) and after each epoch.
+     * A nonzero return cancels the fit: lp_fit then returns LP_ECANCELLED
+     * and theta is unspecified. Called on the fitting thread. */
+    int (*on_progress)(void *ctx, int iteration, int evaluations, double objective,
+                       double grad_norm);
+    void *progress_ctx;
 } lp_fit_opts;
 
 /* Defaults for a method. */
@@ -59,7 +66,8 @@ typedef struct lp_fit_result {
 
 /*
  * Minimises the objective. theta (d values, caller-owned) receives the
- * estimate. Returns 0, LP_EINVALID_ARGUMENT (bad options) or LP_ENO_MEMORY;
+ * estimate. Returns 0, LP_EINVALID_ARGUMENT (bad options), LP_ECANCELLED
+ * (on_progress asked to stop) or LP_ENO_MEMORY;
  * a non-finite objective (e.g. rdpo diverging without a bound) is reported
  * through res->status = "non_finite" with the last finite theta.
  */

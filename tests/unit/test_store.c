@@ -1,6 +1,6 @@
 /*
  * test_store.c — the SQLite store on a real file: migrations, the embedded
- * schema matching schema/001_init.sql, group commit under many threads,
+ * schema matching schema/00N_*.sql, group commit under many threads,
  * budget checks that concurrent submissions cannot both pass, append-only
  * labels, and integrity after all of it.
  */
@@ -67,18 +67,22 @@ static void *worker_main(void *arg)
     return NULL;
 }
 
-static void test_schema_file(void)
+/* Every schema/00N_*.sql file is embedded byte for byte, in order. */
+static void test_schema_files(void)
 {
-    FILE *f = fopen("schema/001_init.sql", "rb");
-    CHECK(f != NULL);
-    if (!f)
-        return;
-    static char buf[1 << 16];
-    size_t n = fread(buf, 1, sizeof buf - 1, f);
-    buf[n] = 0;
-    fclose(f);
-    CHECK_INT(LP_MIGRATION_COUNT, 1);
-    CHECK(strcmp(buf, LP_MIGRATIONS[0]) == 0); /* embedded copy is in sync */
+    static const char *const files[] = {"schema/001_init.sql", "schema/002_learn.sql"};
+    CHECK_INT(LP_MIGRATION_COUNT, (int)(sizeof files / sizeof files[0]));
+    for (size_t i = 0; i < sizeof files / sizeof files[0]; i++) {
+        FILE *f = fopen(files[i], "rb");
+        CHECK(f != NULL);
+        if (!f)
+            continue;
+        static char buf[1 << 16];
+        size_t n = fread(buf, 1, sizeof buf - 1, f);
+        buf[n] = 0;
+        fclose(f);
+        CHECK(strcmp(buf, LP_MIGRATIONS[i]) == 0); /* embedded copy is in sync */
+    }
 }
 
 int main(void)
@@ -87,7 +91,7 @@ int main(void)
     if (sodium_init() < 0 || mkdtemp(dir) == NULL)
         return 1;
     snprintf(path, sizeof path, "%s/s.db", dir);
-    test_schema_file();
+    test_schema_files();
     lp_store_opts o = {.path = path, .sync_full = 1, .read_conns = 3};
     CHECK_INT(lp_store_open(&o, &s, err, sizeof err), LP_OK);
     lp_store_close(s);
@@ -201,7 +205,7 @@ int main(void)
           strcmp((const char *)sqlite3_column_text(q, 0), "ok") == 0);
     sqlite3_finalize(q);
     sqlite3_prepare_v2(db, "PRAGMA user_version", -1, &q, NULL);
-    CHECK(sqlite3_step(q) == SQLITE_ROW && sqlite3_column_int(q, 0) == 1);
+    CHECK(sqlite3_step(q) == SQLITE_ROW && sqlite3_column_int(q, 0) == LP_MIGRATION_COUNT);
     sqlite3_finalize(q);
     sqlite3_prepare_v2(db, "SELECT count(*) FROM labels", -1, &q, NULL);
     CHECK(sqlite3_step(q) == SQLITE_ROW &&
