@@ -201,24 +201,66 @@ int ldpref_admin_stats(ldpref_client *c, char **json_out)
     return rc != LDPREF_OK ? rc : lpc_give_json(c, resp, json_out);
 }
 
-int ldpref_admin_export_view(ldpref_client *c, const char *campaign, const char *view, FILE *out)
+/* The active model's version: LDPREF_ENO_ACTIVE_MODEL when none is served. */
+static int active_version(ldpref_client *c, int64_t *version)
+{
+    json_t *resp = NULL;
+    long status = 0;
+    int rc = lpc_call_json(c, "GET", "/v1/models", NULL, 1, LPC_RESP_CAP_LARGE, &resp, &status);
+    if (rc != LDPREF_OK)
+        return rc;
+    json_t *v = json_object_get(resp, "active_version");
+    if (json_is_null(v))
+        rc = lpc_fail(c, LDPREF_ENO_ACTIVE_MODEL, "no model is being served: give a version");
+    else if (lp_json_get_int(resp, "active_version", 1, INT64_MAX, version, NULL, 0) != LP_OK)
+        rc = lpc_fail(c, LDPREF_EPROTOCOL, "the models answer has no valid active_version");
+    json_decref(resp);
+    return rc;
+}
+
+/* Checks a view name: 0 clean (or NULL), 1 corrupted, -1 invalid. */
+static int view_kind(const char *view)
+{
+    if (view == NULL || strcmp(view, "clean") == 0)
+        return 0;
+    return strcmp(view, "corrupted") == 0 ? 1 : -1;
+}
+
+static int check_view(ldpref_client *c, const char *campaign, const char *view, int64_t version)
+{
+    int kind = view_kind(view);
+    if (kind < 0)
+        return lpc_fail(c, LDPREF_EINVALID_ARGUMENT,
+                        "export view must be \"clean\" or \"corrupted\", not \"%.40s\"", view);
+    if (version < 0 || (kind == 0 && version != 0))
+        return lpc_fail(c, LDPREF_EINVALID_ARGUMENT,
+                        "version must be 0 (active) or a model version, and only with the "
+                        "corrupted view");
+    if (kind == 1 && campaign != NULL)
+        return lpc_fail(c, LDPREF_EINVALID_ARGUMENT,
+                        "the corrupted view is a model's training view, with the model's own "
+                        "campaign selection: pass campaign NULL");
+    return LDPREF_OK;
+}
+
+int ldpref_admin_export_view(ldpref_client *c, const char *campaign, const char *view,
+                             int64_t version, FILE *out)
 {
     if (c == NULL || out == NULL)
         return LDPREF_EINVALID_ARGUMENT;
-    int corrupted = 0;
-    if (view != NULL && strcmp(view, "corrupted") == 0)
-        corrupted = 1;
-    else if (view != NULL && strcmp(view, "clean") != 0)
-        return lpc_fail(c, LDPREF_EINVALID_ARGUMENT,
-                        "export view must be \"clean\" or \"corrupted\", not \"%.40s\"", view);
-    char path[512];
-    int rc = lpc_campaign_query(c, "/v1/export", campaign, path, sizeof path);
+    int rc = check_view(c, campaign, view, version);
     if (rc != LDPREF_OK)
         return rc;
-    if (corrupted) /* "clean" is the server's default: sent as no parameter */
-        strcat(path, campaign ? "&view=corrupted" : "?view=corrupted");
+    char path[512];
+    if ((rc = lpc_campaign_query(c, "/v1/export", campaign, path, sizeof path)) != LDPREF_OK)
+        return rc;
     if (c->operator_token[0] == '\0')
         return lpc_fail(c, LDPREF_EUNAUTHORIZED, "this call needs an operator token");
+    if (view_kind(view) == 1) { /* "clean" is the server's default: sent as no parameter */
+        if (version == 0 && (rc = active_version(c, &version)) != LDPREF_OK)
+            return rc;
+        snprintf(path, sizeof path, "/v1/export?view=corrupted&version=%lld", (long long)version);
+    }
     char url[LPC_SERVER_MAX + 512];
     snprintf(url, sizeof url, "%s%s", c->server, path);
     lpc_http_req req = {.method = "GET",
@@ -240,17 +282,17 @@ int ldpref_admin_export_view(ldpref_client *c, const char *campaign, const char 
 
 int ldpref_admin_export(ldpref_client *c, const char *campaign, FILE *out)
 {
-    return ldpref_admin_export_view(c, campaign, NULL, out);
+    return ldpref_admin_export_view(c, campaign, NULL, 0, out);
 }
 
 int ldpref_admin_export_view_path(ldpref_client *c, const char *campaign, const char *view,
-                                  const char *path)
+                                  int64_t version, const char *path)
 {
     if (c == NULL || path == NULL)
         return LDPREF_EINVALID_ARGUMENT;
-    if (view != NULL && strcmp(view, "clean") != 0 && strcmp(view, "corrupted") != 0)
-        return lpc_fail(c, LDPREF_EINVALID_ARGUMENT,
-                        "export view must be \"clean\" or \"corrupted\", not \"%.40s\"", view);
+    int rc = check_view(c, campaign, view, version);
+    if (rc != LDPREF_OK)
+        return rc;
     int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
     if (fd < 0)
         return lpc_fail(c, LDPREF_EIO, "%s: %s", path, strerror(errno));
@@ -259,7 +301,7 @@ int ldpref_admin_export_view_path(ldpref_client *c, const char *campaign, const 
         close(fd);
         return lpc_fail(c, LDPREF_EIO, "%s: %s", path, strerror(errno));
     }
-    int rc = ldpref_admin_export_view(c, campaign, view, f);
+    rc = ldpref_admin_export_view(c, campaign, view, version, f);
     if (fclose(f) != 0 && rc == LDPREF_OK)
         rc = lpc_fail(c, LDPREF_EIO, "%s: %s", path, strerror(errno));
     return rc;
@@ -267,5 +309,5 @@ int ldpref_admin_export_view_path(ldpref_client *c, const char *campaign, const 
 
 int ldpref_admin_export_path(ldpref_client *c, const char *campaign, const char *path)
 {
-    return ldpref_admin_export_view_path(c, campaign, NULL, path);
+    return ldpref_admin_export_view_path(c, campaign, NULL, 0, path);
 }

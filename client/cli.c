@@ -487,14 +487,26 @@ static int cmd_stats(const struct cmd *cmd, ldpref_client *c, char **pos, int np
     return print_text(rc, c, json, "admin stats");
 }
 
+static int parse_id(const char *s, const char *what, int64_t *out);
+
 static int cmd_export(const struct cmd *cmd, ldpref_client *c, char **pos, int npos)
 {
     const char *out = cflag_value(cmd, "--out"), *campaign = cflag_value(cmd, "--campaign");
-    const char *view = cflag_value(cmd, "--view");
+    const char *view = cflag_value(cmd, "--view"), *v = cflag_value(cmd, "--version");
     if (view && strcmp(view, "clean") != 0 && strcmp(view, "corrupted") != 0)
         return usage_error("--view must be clean or corrupted, not %s", view);
-    int rc = out && strcmp(out, "-") != 0 ? ldpref_admin_export_view_path(c, campaign, view, out)
-                                          : ldpref_admin_export_view(c, campaign, view, stdout);
+    int64_t version = 0;
+    if (v && (view == NULL || strcmp(view, "corrupted") != 0))
+        return usage_error("--version %s needs --view corrupted", v);
+    if (v && parse_id(v, "--version", &version) != 0)
+        return LDPREF_EINVALID_ARGUMENT;
+    if (view && strcmp(view, "corrupted") == 0 && campaign)
+        return usage_error("--view corrupted exports the model's own campaign selection: drop "
+                           "--campaign %s",
+                           campaign);
+    int rc = out && strcmp(out, "-") != 0
+                 ? ldpref_admin_export_view_path(c, campaign, view, version, out)
+                 : ldpref_admin_export_view(c, campaign, view, version, stdout);
     return rc == LDPREF_OK ? 0 : fail(rc, c, "admin export");
 }
 
@@ -891,7 +903,8 @@ static const struct cflag F_CAMPAIGN_CREATE[] = {
 static const struct cflag F_EXPORT[] = {
     {"--out", "FILE", "write here (mode 0600) instead of stdout"},
     {"--campaign", "NAME", "only this campaign"},
-    {"--view", "VIEW", "clean (default: labels as received) or corrupted (server-side corruption)"},
+    {"--view", "VIEW", "clean (default: labels as received) or corrupted (a model's training view)"},
+    {"--version", "V", "with --view corrupted: the model (default: the active one)"},
     {NULL, NULL, NULL}};
 static const struct cflag F_SIM[] = {
     {"--simulate-ctl-alpha", "A",
@@ -973,7 +986,7 @@ static const struct cmd CMDS[] = {
     {"admin revoke", "admin revoke KEY", "revoke an annotator key (operator)", 1, 1, 2, NULL,
      cmd_revoke},
     {"admin stats", "admin stats", "server statistics (operator)", 0, 0, 2, NULL, cmd_stats},
-    {"admin export", "admin export [--out FILE] [--campaign C] [--view clean|corrupted]",
+    {"admin export", "admin export [--out FILE] [--campaign C | --view corrupted [--version V]]",
      "export labels as JSONL (operator)", 0, 0, 2, F_EXPORT, cmd_export},
     {"admin retrain", "admin retrain [options] [--wait]",
      "start a training run; prints the run (with --wait: the final run) (operator)", 0, 0, 2,

@@ -356,14 +356,20 @@ int ldpref_admin_export(ldpref_client *c, const char *campaign, FILE *out);
 /* As ldpref_admin_export() into a file created (mode 0600) at path. */
 int ldpref_admin_export_path(ldpref_client *c, const char *campaign, const char *path);
 
-/* As ldpref_admin_export() for a view: NULL or "clean" (the labels as
- * received) or "corrupted" (the server-side corruption view: chosen/rejected
- * oriented by the corrupted label, plus "corrupted" and "corruption_id"). */
-int ldpref_admin_export_view(ldpref_client *c, const char *campaign, const char *view, FILE *out);
+/*
+ * As ldpref_admin_export() for a view: NULL or "clean" (the labels as
+ * received; version must be 0) or "corrupted": the training view of model
+ * version (0: the active one, LDPREF_ENO_ACTIVE_MODEL if none), with
+ * chosen/rejected oriented by the corrupted label plus "corrupted" and
+ * "corruption_id" per line. The corrupted view has the model's own campaign
+ * selection: campaign must be NULL.
+ */
+int ldpref_admin_export_view(ldpref_client *c, const char *campaign, const char *view,
+                             int64_t version, FILE *out);
 
 /* As ldpref_admin_export_view() into a file created (mode 0600) at path. */
 int ldpref_admin_export_view_path(ldpref_client *c, const char *campaign, const char *view,
-                                  const char *path);
+                                  int64_t version, const char *path);
 
 /* ---------------------------------------------------------------------------
  * Learning (docs/protocol.md "Learning endpoints"). All but ldpref_score*

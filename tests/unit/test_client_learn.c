@@ -221,16 +221,25 @@ static void test_corruption(ldpref_client *c)
     /* Export views; the path variant creates no file for a bad view. */
     char path[128];
     snprintf(path, sizeof path, "%s/export.jsonl", dir);
-    CHECK_ERR(ldpref_admin_export_view(c, NULL, "dirty", stdout), LP_EINVALID_ARGUMENT);
-    CHECK_ERR(ldpref_admin_export_view(c, NULL, "corrupted", NULL), LP_EINVALID_ARGUMENT);
-    CHECK_ERR(ldpref_admin_export_view(NULL, NULL, "corrupted", stdout), LP_EINVALID_ARGUMENT);
-    CHECK_ERR(ldpref_admin_export_view_path(c, NULL, "Corrupted", path), LP_EINVALID_ARGUMENT);
+    CHECK_ERR(ldpref_admin_export_view(c, NULL, "dirty", 0, stdout), LP_EINVALID_ARGUMENT);
+    CHECK_ERR(ldpref_admin_export_view(c, NULL, "corrupted", 0, NULL), LP_EINVALID_ARGUMENT);
+    CHECK_ERR(ldpref_admin_export_view(NULL, NULL, "corrupted", 0, stdout), LP_EINVALID_ARGUMENT);
+    /* The corrupted view is a model's: no campaign; a version only with it. */
+    CHECK_ERR(ldpref_admin_export_view(c, "default", "corrupted", 1, stdout),
+              LP_EINVALID_ARGUMENT);
+    CHECK_ERR(ldpref_admin_export_view(c, NULL, "corrupted", -1, stdout), LP_EINVALID_ARGUMENT);
+    CHECK_ERR(ldpref_admin_export_view(c, NULL, "clean", 2, stdout), LP_EINVALID_ARGUMENT);
+    CHECK_ERR(ldpref_admin_export_view(c, NULL, NULL, 2, stdout), LP_EINVALID_ARGUMENT);
+    CHECK_ERR(ldpref_admin_export_view_path(c, NULL, "Corrupted", 0, path), LP_EINVALID_ARGUMENT);
+    CHECK_ERR(ldpref_admin_export_view_path(c, "default", "corrupted", 0, path),
+              LP_EINVALID_ARGUMENT);
     CHECK(access(path, F_OK) != 0);
-    CHECK_ERR(ldpref_admin_export_view_path(c, "default", "corrupted", path), LP_ENETWORK);
+    CHECK_ERR(ldpref_admin_export_view_path(c, NULL, "corrupted", 3, path), LP_ENETWORK);
     struct stat st;
     CHECK(stat(path, &st) == 0 && (st.st_mode & 0777) == 0600);
-    CHECK_ERR(ldpref_admin_export_view(c, "default", "clean", stdout), LP_ENETWORK);
-    CHECK_ERR(ldpref_admin_export_view(c, NULL, NULL, stdout), LP_ENETWORK);
+    CHECK_ERR(ldpref_admin_export_view(c, NULL, "corrupted", 0, stdout), LP_ENETWORK);
+    CHECK_ERR(ldpref_admin_export_view(c, "default", "clean", 0, stdout), LP_ENETWORK);
+    CHECK_ERR(ldpref_admin_export_view(c, NULL, NULL, 0, stdout), LP_ENETWORK);
 }
 
 static void test_score(ldpref_client *c, ldpref_client *anon)
@@ -368,6 +377,9 @@ static void test_cli(void)
     CLI_EXPECT("--token t admin corruption default --alpha 0.1 --strategy bogus",
                LDPREF_EBAD_CORRUPTION, "strategy");
     CLI_EXPECT("--token t admin export --view dirty", LDPREF_EINVALID_ARGUMENT, "--view");
+    CLI_EXPECT("--token t admin export --version 2", LDPREF_EINVALID_ARGUMENT, "--view corrupted");
+    CLI_EXPECT("--token t admin export --view corrupted --campaign default",
+               LDPREF_EINVALID_ARGUMENT, "--campaign");
     CLI_EXPECT("score", LDPREF_EINVALID_ARGUMENT, "exactly one");
     CLI_EXPECT("score --prompt p", LDPREF_EINVALID_ARGUMENT, "--candidate");
     CLI_EXPECT("score --candidate x", LDPREF_EINVALID_ARGUMENT, "--prompt");
