@@ -1,6 +1,7 @@
 /*
  * admin.c — operator calls of libldpref (bearer token from the options):
- * campaigns, enrollment tokens, task upload, key revocation, stats, export.
+ * campaigns, enrollment tokens, task upload, key revocation, stats, export
+ * (the clean view or the server-side corruption view).
  * JSON results are returned as text the caller frees with ldpref_free();
  * export streams the server's JSONL into a FILE* without holding it in
  * memory.
@@ -23,8 +24,7 @@
 #define LPC_UPLOAD_MAX (64L << 20) /* the server's task-upload cap */
 #define LPC_NAME_MAX 128
 
-/* Hands a JSON answer to the caller as text (or drops it). */
-static int give_json(ldpref_client *c, json_t *resp, char **json_out)
+int lpc_give_json(ldpref_client *c, json_t *resp, char **json_out)
 {
     int rc = LDPREF_OK;
     if (json_out) {
@@ -42,8 +42,7 @@ static void clear_out(char **json_out)
         *json_out = NULL;
 }
 
-/* Checks a campaign name and appends "?campaign=<escaped>" to path. */
-static int campaign_query(ldpref_client *c, const char *base, const char *campaign, char *path,
+int lpc_campaign_query(ldpref_client *c, const char *base, const char *campaign, char *path,
                           size_t cap)
 {
     if (campaign == NULL) {
@@ -68,7 +67,7 @@ int ldpref_admin_tasks_load(ldpref_client *c, const char *jsonl_path, const char
     if (c == NULL || jsonl_path == NULL)
         return LDPREF_EINVALID_ARGUMENT;
     char path[512];
-    int rc = campaign_query(c, "/v1/tasks", campaign, path, sizeof path);
+    int rc = lpc_campaign_query(c, "/v1/tasks", campaign, path, sizeof path);
     if (rc != LDPREF_OK)
         return rc;
     if (c->operator_token[0] == '\0')
@@ -110,7 +109,7 @@ int ldpref_admin_tasks_load(ldpref_client *c, const char *jsonl_path, const char
     free(body);
     if (rc != LDPREF_OK)
         return rc;
-    return give_json(c, resp, json_out);
+    return lpc_give_json(c, resp, json_out);
 }
 
 int ldpref_admin_enrollment_tokens(ldpref_client *c, const char *campaign, int count,
@@ -133,7 +132,7 @@ int ldpref_admin_enrollment_tokens(ldpref_client *c, const char *campaign, int c
     int rc = lpc_call_json(c, "POST", "/v1/enrollment-tokens", req, 1, LPC_RESP_CAP_SMALL, &resp,
                            &status);
     json_decref(req);
-    return rc != LDPREF_OK ? rc : give_json(c, resp, json_out);
+    return rc != LDPREF_OK ? rc : lpc_give_json(c, resp, json_out);
 }
 
 void ldpref_campaign_init(ldpref_campaign *s)
@@ -169,7 +168,7 @@ int ldpref_admin_campaign_create(ldpref_client *c, const ldpref_campaign *s, cha
     long status = 0;
     int rc = lpc_call_json(c, "POST", "/v1/campaigns", req, 1, LPC_RESP_CAP_SMALL, &resp, &status);
     json_decref(req);
-    return rc != LDPREF_OK ? rc : give_json(c, resp, json_out);
+    return rc != LDPREF_OK ? rc : lpc_give_json(c, resp, json_out);
 }
 
 int ldpref_admin_revoke(ldpref_client *c, const char *key_b64)
@@ -199,19 +198,69 @@ int ldpref_admin_stats(ldpref_client *c, char **json_out)
     json_t *resp = NULL;
     long status = 0;
     int rc = lpc_call_json(c, "GET", "/v1/stats", NULL, 1, LPC_RESP_CAP_SMALL, &resp, &status);
-    return rc != LDPREF_OK ? rc : give_json(c, resp, json_out);
+    return rc != LDPREF_OK ? rc : lpc_give_json(c, resp, json_out);
 }
 
-int ldpref_admin_export(ldpref_client *c, const char *campaign, FILE *out)
+/* The active model's version: LDPREF_ENO_ACTIVE_MODEL when none is served. */
+static int active_version(ldpref_client *c, int64_t *version)
+{
+    json_t *resp = NULL;
+    long status = 0;
+    int rc = lpc_call_json(c, "GET", "/v1/models", NULL, 1, LPC_RESP_CAP_LARGE, &resp, &status);
+    if (rc != LDPREF_OK)
+        return rc;
+    json_t *v = json_object_get(resp, "active_version");
+    if (json_is_null(v))
+        rc = lpc_fail(c, LDPREF_ENO_ACTIVE_MODEL, "no model is being served: give a version");
+    else if (lp_json_get_int(resp, "active_version", 1, INT64_MAX, version, NULL, 0) != LP_OK)
+        rc = lpc_fail(c, LDPREF_EPROTOCOL, "the models answer has no valid active_version");
+    json_decref(resp);
+    return rc;
+}
+
+/* Checks a view name: 0 clean (or NULL), 1 corrupted, -1 invalid. */
+static int view_kind(const char *view)
+{
+    if (view == NULL || strcmp(view, "clean") == 0)
+        return 0;
+    return strcmp(view, "corrupted") == 0 ? 1 : -1;
+}
+
+static int check_view(ldpref_client *c, const char *campaign, const char *view, int64_t version)
+{
+    int kind = view_kind(view);
+    if (kind < 0)
+        return lpc_fail(c, LDPREF_EINVALID_ARGUMENT,
+                        "export view must be \"clean\" or \"corrupted\", not \"%.40s\"", view);
+    if (version < 0 || (kind == 0 && version != 0))
+        return lpc_fail(c, LDPREF_EINVALID_ARGUMENT,
+                        "version must be 0 (active) or a model version, and only with the "
+                        "corrupted view");
+    if (kind == 1 && campaign != NULL)
+        return lpc_fail(c, LDPREF_EINVALID_ARGUMENT,
+                        "the corrupted view is a model's training view, with the model's own "
+                        "campaign selection: pass campaign NULL");
+    return LDPREF_OK;
+}
+
+int ldpref_admin_export_view(ldpref_client *c, const char *campaign, const char *view,
+                             int64_t version, FILE *out)
 {
     if (c == NULL || out == NULL)
         return LDPREF_EINVALID_ARGUMENT;
-    char path[512];
-    int rc = campaign_query(c, "/v1/export", campaign, path, sizeof path);
+    int rc = check_view(c, campaign, view, version);
     if (rc != LDPREF_OK)
+        return rc;
+    char path[512];
+    if ((rc = lpc_campaign_query(c, "/v1/export", campaign, path, sizeof path)) != LDPREF_OK)
         return rc;
     if (c->operator_token[0] == '\0')
         return lpc_fail(c, LDPREF_EUNAUTHORIZED, "this call needs an operator token");
+    if (view_kind(view) == 1) { /* "clean" is the server's default: sent as no parameter */
+        if (version == 0 && (rc = active_version(c, &version)) != LDPREF_OK)
+            return rc;
+        snprintf(path, sizeof path, "/v1/export?view=corrupted&version=%lld", (long long)version);
+    }
     char url[LPC_SERVER_MAX + 512];
     snprintf(url, sizeof url, "%s%s", c->server, path);
     lpc_http_req req = {.method = "GET",
@@ -231,10 +280,19 @@ int ldpref_admin_export(ldpref_client *c, const char *campaign, FILE *out)
     return rc;
 }
 
-int ldpref_admin_export_path(ldpref_client *c, const char *campaign, const char *path)
+int ldpref_admin_export(ldpref_client *c, const char *campaign, FILE *out)
+{
+    return ldpref_admin_export_view(c, campaign, NULL, 0, out);
+}
+
+int ldpref_admin_export_view_path(ldpref_client *c, const char *campaign, const char *view,
+                                  int64_t version, const char *path)
 {
     if (c == NULL || path == NULL)
         return LDPREF_EINVALID_ARGUMENT;
+    int rc = check_view(c, campaign, view, version);
+    if (rc != LDPREF_OK)
+        return rc;
     int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
     if (fd < 0)
         return lpc_fail(c, LDPREF_EIO, "%s: %s", path, strerror(errno));
@@ -243,8 +301,13 @@ int ldpref_admin_export_path(ldpref_client *c, const char *campaign, const char 
         close(fd);
         return lpc_fail(c, LDPREF_EIO, "%s: %s", path, strerror(errno));
     }
-    int rc = ldpref_admin_export(c, campaign, f);
+    rc = ldpref_admin_export_view(c, campaign, view, version, f);
     if (fclose(f) != 0 && rc == LDPREF_OK)
         rc = lpc_fail(c, LDPREF_EIO, "%s: %s", path, strerror(errno));
     return rc;
+}
+
+int ldpref_admin_export_path(ldpref_client *c, const char *campaign, const char *path)
+{
+    return ldpref_admin_export_view_path(c, campaign, NULL, 0, path);
 }

@@ -11,8 +11,10 @@
  *      epsilon, spend nothing;
  *   3. otherwise choose epsilon = min(own per-label cap, server proposal,
  *      campaign max), refuse below the campaign min, refuse if the local
- *      total would exceed the own cap, draw RR over the CSPRNG, store memo
- *      and spend;
+ *      total would exceed the own cap; if CTL simulation is on (simulated
+ *      annotators only, ctl.h), replace the true answer with probability
+ *      alpha by the strategy's; draw RR over the CSPRNG, store memo (with
+ *      the simulation settings, if any) and spend;
  *   4. sign a fresh label (random nonce, lp_now_ms()) and store its JSON in
  *      the outbox;
  * then send, and record the receipt. The true answer exists only in this
@@ -118,19 +120,22 @@ static int decode_stored(ldpref_client *c, const char *text, lp_label_msg *msg)
 /*
  * Steps 1-4 above for a task described by meta. On success *text is the
  * message to send (malloc'ed), *receipt the stored receipt JSON or NULL
- * (malloc'ed), *existed 1 if the message came from the outbox.
+ * (malloc'ed), *existed 1 if the message came from the outbox, *simulated
+ * 1 if the answer was drawn under CTL simulation (now or when memoized).
  */
 static int prepare(ldpref_client *c, int64_t task_id, const lpc_task_meta *meta, int prefer_b,
-                   lp_label_msg *msg, char **text, char **receipt, int *existed)
+                   lp_label_msg *msg, char **text, char **receipt, int *existed, int *simulated)
 {
     lpc_ledger *l = c->ledger;
     int rc;
+    char *simulation = NULL; /* the memo entry's CTL settings, NULL for a real answer */
     *text = NULL;
     *receipt = NULL;
     *existed = 0;
+    *simulated = 0;
     if (lpc_ledger_begin(l) != LP_OK)
         return lpc_fail(c, LDPREF_ESTORAGE, "ledger busy or failing");
-    rc = lpc_ledger_outbox_get(l, c->server, task_id, text, receipt);
+    rc = lpc_ledger_outbox_get(l, c->server, task_id, text, receipt, simulated);
     if (rc == LP_OK) {
         lpc_ledger_rollback(l);
         *existed = 1;
@@ -142,7 +147,7 @@ static int prepare(ldpref_client *c, int64_t task_id, const lpc_task_meta *meta,
 
     int z_canon;
     double eps;
-    rc = lpc_ledger_memo_get(l, meta->memo_key, &z_canon, &eps);
+    rc = lpc_ledger_memo_get(l, meta->memo_key, &z_canon, &eps, &simulation);
     if (rc == LP_ENOT_FOUND) {
         double spent;
         if ((rc = choose_epsilon(c, meta, &eps)) != LDPREF_OK)
@@ -157,13 +162,23 @@ static int prepare(ldpref_client *c, int64_t task_id, const lpc_task_meta *meta,
             goto refuse;
         }
         int y_canon = (prefer_b != 0) ^ meta->swapped;
+        if (c->ctl.alpha > 0) {
+            /* Simulation only: corruption of the true answer, then LDP (CTL). */
+            char settings[160];
+            lpc_ctl_describe(&c->ctl, settings, sizeof settings);
+            if ((simulation = strdup(settings)) == NULL) {
+                rc = lpc_fail(c, LDPREF_ENO_MEMORY, "out of memory");
+                goto refuse;
+            }
+            y_canon = lpc_ctl_apply(&c->ctl, meta->memo_key, meta->swapped, y_canon, NULL);
+        }
         rc = lp_rr_privatize(y_canon, eps, &z_canon);
         y_canon = 0;
         if (rc != LP_OK) {
             rc = lpc_fail(c, LDPREF_ERNG, "randomized response failed");
             goto refuse;
         }
-        if (lpc_ledger_memo_put(l, meta->memo_key, z_canon, eps) != LP_OK ||
+        if (lpc_ledger_memo_put(l, meta->memo_key, z_canon, eps, simulation) != LP_OK ||
             lpc_ledger_spend(l, meta->memo_key, eps, c->server, task_id) != LP_OK)
             goto storage;
     } else if (rc != LP_OK) {
@@ -171,9 +186,10 @@ static int prepare(ldpref_client *c, int64_t task_id, const lpc_task_meta *meta,
     }
     if ((rc = sign_label(c, task_id, z_canon ^ meta->swapped, eps, msg, text)) != LDPREF_OK)
         goto refuse;
-    if (lpc_ledger_outbox_put(l, c->server, task_id, *text) != LP_OK ||
+    if (lpc_ledger_outbox_put(l, c->server, task_id, *text, simulation) != LP_OK ||
         lpc_ledger_commit(l) != LP_OK)
         goto storage;
+    *simulated = simulation != NULL;
     rc = LDPREF_OK;
     goto done;
 storage:
@@ -181,10 +197,12 @@ storage:
 refuse:
     lpc_ledger_rollback(l);
 done:
+    free(simulation);
     if (rc != LDPREF_OK) {
         free(*text);
         free(*receipt);
         *text = *receipt = NULL;
+        *simulated = 0;
     }
     return rc;
 }
@@ -222,13 +240,16 @@ static int begin_answer(ldpref_client *c, int prefer_b)
 }
 
 int lpc_answer_prepare(ldpref_client *c, const ldpref_task *t, int prefer_b, lp_label_msg *msg,
-                       int *existed)
+                       int *existed, int *simulated)
 {
     lpc_task_meta m;
     char *text = NULL, *receipt = NULL;
+    int sim = 0;
     int rc = begin_answer(c, prefer_b);
     if (rc == LDPREF_OK && (rc = meta_from_task(c, t, &m)) == LDPREF_OK)
-        rc = prepare(c, t->task_id, &m, prefer_b, msg, &text, &receipt, existed);
+        rc = prepare(c, t->task_id, &m, prefer_b, msg, &text, &receipt, existed, &sim);
+    if (simulated)
+        *simulated = sim;
     free(text);
     free(receipt);
     return rc;
@@ -348,17 +369,17 @@ static int answer_meta(ldpref_client *c, int64_t task_id, const lpc_task_meta *m
 {
     lp_label_msg msg;
     char *text = NULL, *receipt = NULL;
-    int existed = 0;
-    int rc = prepare(c, task_id, m, prefer_b, &msg, &text, &receipt, &existed);
+    int existed = 0, simulated = 0;
+    int rc = prepare(c, task_id, m, prefer_b, &msg, &text, &receipt, &existed, &simulated);
     if (rc == LDPREF_OK) {
-        if (receipt != NULL) {
-            ldpref_receipt r;
+        ldpref_receipt r;
+        if (receipt != NULL)
             rc = stored_receipt(c, receipt, &msg, &r);
-            if (rc == LDPREF_OK && out)
-                *out = r;
-        } else {
-            rc = send_one(c, &msg, &text, out);
-        }
+        else
+            rc = send_one(c, &msg, &text, &r);
+        r.simulated = simulated;
+        if (rc == LDPREF_OK && out)
+            *out = r;
     }
     free(text);
     free(receipt);
@@ -392,6 +413,7 @@ struct pending_item {
     size_t index; /* into the caller's items */
     lp_label_msg msg;
     char *text;
+    int simulated;
 };
 
 static void item_fail(ldpref_batch_item *it, int code, const char *message)
@@ -462,6 +484,7 @@ static int send_chunk(ldpref_client *c, ldpref_batch_item *items, struct pending
         } else {
             it->error = LDPREF_OK;
             it->receipt = rec;
+            it->receipt.simulated = p[i].simulated;
         }
     }
     json_decref(resp);
@@ -495,10 +518,11 @@ int ldpref_answer_batch(ldpref_client *c, ldpref_batch_item *items, size_t n)
         char *receipt = NULL;
         int existed = 0;
         if (irc == LDPREF_OK)
-            irc =
-                prepare(c, task_id, &m, it->prefer_b, &p[np].msg, &p[np].text, &receipt, &existed);
+            irc = prepare(c, task_id, &m, it->prefer_b, &p[np].msg, &p[np].text, &receipt,
+                          &existed, &p[np].simulated);
         if (irc == LDPREF_OK && receipt != NULL) {
             irc = stored_receipt(c, receipt, &p[np].msg, &it->receipt);
+            it->receipt.simulated = p[np].simulated;
             free(p[np].text);
             p[np].text = NULL;
             it->error = irc;
@@ -550,7 +574,7 @@ int ldpref_resend_pending(ldpref_client *c, size_t *sent, size_t *pending)
     for (size_t i = 0; i < n; i++) {
         char *text = NULL;
         lp_label_msg msg;
-        if (lpc_ledger_outbox_get(c->ledger, c->server, ids[i], &text, NULL) != LP_OK) {
+        if (lpc_ledger_outbox_get(c->ledger, c->server, ids[i], &text, NULL, NULL) != LP_OK) {
             rc = lpc_fail(c, LDPREF_ESTORAGE, "ledger read failed");
             break;
         }
@@ -591,7 +615,8 @@ int ldpref_budget_get(ldpref_client *c, ldpref_budget *out)
     out->max_epsilon_per_label = c->cap_label;
     out->max_epsilon_total = c->cap_total;
     if (lpc_ledger_spent(l, &out->spent) != LP_OK ||
-        lpc_ledger_counts(l, &out->labels, NULL, NULL, &out->pending) != LP_OK)
+        lpc_ledger_counts(l, &out->labels, NULL, NULL, &out->pending) != LP_OK ||
+        lpc_ledger_count_simulated(l, &out->simulated) != LP_OK)
         return lpc_fail(c, LDPREF_ESTORAGE, "ledger read failed");
     return LDPREF_OK;
 }

@@ -11,6 +11,7 @@
  */
 #include "ldpref.h"
 
+#include <assert.h>
 #include <errno.h>
 #include <jansson.h>
 #include <math.h>
@@ -18,6 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 /* ---- global options ---------------------------------------------------- */
 
@@ -50,15 +52,21 @@ typedef int (*cmd_fn)(const struct cmd *cmd, ldpref_client *c, char **pos, int n
 struct cmd {
     const char *name, *usage, *summary;
     int min_pos, max_pos;
-    int needs; /* 0: nothing, 1: key (annotator), 2: operator */
+    int needs; /* 0: nothing, 1: key (annotator), 2: operator, 3: a handle, token optional */
     const struct cflag *flags;
     cmd_fn run;
 };
 
+#define CLI_FLAGS_MAX 32
 static const char *g_val[G_COUNT];
-/* Command flags seen: parallel to cmd->flags. */
-static const char *c_val[8];
-static int c_seen[8];
+/* Command flags seen: parallel to cmd->flags. c_val is the last value, c_all
+ * every value of a flag given more than once (--candidate, --task). */
+static const char *c_val[CLI_FLAGS_MAX];
+static int c_seen[CLI_FLAGS_MAX];
+static const char **c_all[CLI_FLAGS_MAX];
+/* The CTL simulation settings in force ({"ctl": {...}}), or NULL: added to
+ * every JSON output of answer/answer-batch. */
+static json_t *g_simulation;
 
 static int fail(int code, ldpref_client *c, const char *what)
 {
@@ -118,6 +126,69 @@ static const char *cflag_value(const struct cmd *cmd, const char *name)
         if (strcmp(cmd->flags[i].flag, name) == 0)
             return c_seen[i] ? c_val[i] : NULL;
     return NULL;
+}
+
+/* Every value given for a repeatable flag; *n gets how many. */
+static const char **cflag_values(const struct cmd *cmd, const char *name, int *n)
+{
+    *n = 0;
+    for (int i = 0; cmd->flags && cmd->flags[i].flag; i++)
+        if (strcmp(cmd->flags[i].flag, name) == 0) {
+            *n = c_seen[i];
+            return c_all[i];
+        }
+    return NULL;
+}
+
+/* 1 if any of the command's flags was given. */
+static int any_flag(const struct cmd *cmd)
+{
+    for (int i = 0; cmd->flags && cmd->flags[i].flag; i++)
+        if (c_seen[i])
+            return 1;
+    return 0;
+}
+
+static int parse_u64(const char *s, uint64_t *out)
+{
+    char *end;
+    errno = 0;
+    if (s[0] == '-' || s[0] == '\0')
+        return -1;
+    unsigned long long v = strtoull(s, &end, 10);
+    if (errno != 0 || end == s || *end != '\0')
+        return -1;
+    *out = v;
+    return 0;
+}
+
+/* Reads a JSON object from a file (at most 64 KiB). New reference or NULL
+ * (message printed). */
+static json_t *read_json_object(const char *path)
+{
+    json_error_t jerr;
+    struct stat st;
+    if (stat(path, &st) == 0 && st.st_size > LDPREF_REQUEST_MAX) {
+        fprintf(stderr, "ldpref: %s is larger than %d bytes\n", path, LDPREF_REQUEST_MAX);
+        return NULL;
+    }
+    json_t *j = json_load_file(path, JSON_REJECT_DUPLICATES, &jerr);
+    if (j == NULL) {
+        fprintf(stderr, "ldpref: %s: line %d: %s\n", path, jerr.line, jerr.text);
+        return NULL;
+    }
+    if (!json_is_object(j)) {
+        fprintf(stderr, "ldpref: %s must hold a JSON object\n", path);
+        json_decref(j);
+        return NULL;
+    }
+    return j;
+}
+
+/* Compact JSON text of v (reference kept); NULL when out of memory. */
+static char *json_text(const json_t *v)
+{
+    return json_dumps(v, JSON_COMPACT);
 }
 
 /* ---- annotator commands -------------------------------------------------- */
@@ -198,11 +269,23 @@ static int cmd_next(const struct cmd *cmd, ldpref_client *c, char **pos, int npo
     return 0;
 }
 
+/* Adds the simulation marks to an output object (reference kept). */
+static json_t *mark_simulation(json_t *obj, int simulated)
+{
+    if (obj && simulated)
+        json_object_set_new(obj, "simulated", json_true());
+    if (obj && g_simulation)
+        json_object_set(obj, "simulation", g_simulation);
+    return obj;
+}
+
 static json_t *receipt_json(const ldpref_receipt *r)
 {
-    return json_pack("{s:I, s:I, s:i, s:o, s:I, s:b}", "label_id", (json_int_t)r->label_id,
-                     "task_id", (json_int_t)r->task_id, "z", r->z, "epsilon", eps_json(r->epsilon),
-                     "received_at", (json_int_t)r->received_at, "resent", r->resent);
+    return mark_simulation(
+        json_pack("{s:I, s:I, s:i, s:o, s:I, s:b}", "label_id", (json_int_t)r->label_id,
+                  "task_id", (json_int_t)r->task_id, "z", r->z, "epsilon", eps_json(r->epsilon),
+                  "received_at", (json_int_t)r->received_at, "resent", r->resent),
+        r->simulated);
 }
 
 static int parse_choice(const char *s)
@@ -298,9 +381,11 @@ static int cmd_answer_batch(const struct cmd *cmd, ldpref_client *c, char **pos,
             }
             if (first_item_error == LDPREF_OK)
                 first_item_error = items[i].error;
-            print_json(json_pack("{s:I, s:s, s:s}", "task_id", (json_int_t)items[i].task_id,
-                                 "error", ldpref_error_name(items[i].error), "message",
-                                 items[i].message));
+            print_json(mark_simulation(json_pack("{s:I, s:s, s:s}", "task_id",
+                                                 (json_int_t)items[i].task_id, "error",
+                                                 ldpref_error_name(items[i].error), "message",
+                                                 items[i].message),
+                                       0));
         }
     }
     free(items);
@@ -324,11 +409,12 @@ static int cmd_budget(const struct cmd *cmd, ldpref_client *c, char **pos, int n
     if (rc != LDPREF_OK)
         return fail(rc, c, "budget");
     double left = b.max_epsilon_total - b.spent;
-    print_json(json_pack("{s:o, s:o, s:o, s:o, s:I, s:I}", "spent", eps_json(b.spent),
+    print_json(json_pack("{s:o, s:o, s:o, s:o, s:I, s:I, s:I}", "spent", eps_json(b.spent),
                          "max_epsilon_total", eps_json(b.max_epsilon_total),
                          "max_epsilon_per_label", eps_json(b.max_epsilon_per_label), "remaining",
                          isnan(left) ? json_null() : eps_json(left > 0 ? left : 0), "labels",
-                         (json_int_t)b.labels, "pending", (json_int_t)b.pending));
+                         (json_int_t)b.labels, "pending", (json_int_t)b.pending, "simulated",
+                         (json_int_t)b.simulated));
     return 0;
 }
 
@@ -401,12 +487,401 @@ static int cmd_stats(const struct cmd *cmd, ldpref_client *c, char **pos, int np
     return print_text(rc, c, json, "admin stats");
 }
 
+static int parse_id(const char *s, const char *what, int64_t *out);
+
 static int cmd_export(const struct cmd *cmd, ldpref_client *c, char **pos, int npos)
 {
     const char *out = cflag_value(cmd, "--out"), *campaign = cflag_value(cmd, "--campaign");
-    int rc = out && strcmp(out, "-") != 0 ? ldpref_admin_export_path(c, campaign, out)
-                                          : ldpref_admin_export(c, campaign, stdout);
+    const char *view = cflag_value(cmd, "--view"), *v = cflag_value(cmd, "--version");
+    if (view && strcmp(view, "clean") != 0 && strcmp(view, "corrupted") != 0)
+        return usage_error("--view must be clean or corrupted, not %s", view);
+    int64_t version = 0;
+    if (v && (view == NULL || strcmp(view, "corrupted") != 0))
+        return usage_error("--version %s needs --view corrupted", v);
+    if (v && parse_id(v, "--version", &version) != 0)
+        return LDPREF_EINVALID_ARGUMENT;
+    if (view && strcmp(view, "corrupted") == 0 && campaign)
+        return usage_error("--view corrupted exports the model's own campaign selection: drop "
+                           "--campaign %s",
+                           campaign);
+    int rc = out && strcmp(out, "-") != 0
+                 ? ldpref_admin_export_view_path(c, campaign, view, version, out)
+                 : ldpref_admin_export_view(c, campaign, view, version, stdout);
     return rc == LDPREF_OK ? 0 : fail(rc, c, "admin export");
+}
+
+/* ---- learning commands ------------------------------------------------------ */
+
+/*
+ * Sets the retrain-request fields given as flags on req (an object). Flags
+ * the command does not have are simply absent. Returns 0 or an exit code
+ * (message printed).
+ */
+static int train_flags(const struct cmd *cmd, json_t *req)
+{
+    static const char *const strings[] = {"--loss", "loss", "--campaign", "campaign", NULL};
+    static const char *const reals[] = {"--beta", "beta",       "--rmax",       "rmax",
+                                        "--l2",   "l2",         "--norm-bound", "norm_bound",
+                                        NULL};
+    const char *v;
+    for (int i = 0; strings[i]; i += 2)
+        if ((v = cflag_value(cmd, strings[i])) != NULL)
+            json_object_set_new(req, strings[i + 1], json_string(v));
+    for (int i = 0; reals[i]; i += 2) {
+        double x;
+        if ((v = cflag_value(cmd, reals[i])) == NULL)
+            continue;
+        if (parse_double(v, &x) != 0 || !isfinite(x)) {
+            fprintf(stderr, "ldpref: %s: not a finite number: %s\n", reals[i], v);
+            return LDPREF_EINVALID_ARGUMENT;
+        }
+        json_object_set_new(req, reals[i + 1], json_real(x));
+    }
+    long n;
+    if ((v = cflag_value(cmd, "--cutoff")) != NULL) {
+        if (parse_long(v, 1, __LONG_MAX__, &n) != 0)
+            return usage_error("--cutoff must be a label id >= 1, not %s", v);
+        json_object_set_new(req, "cutoff", json_integer(n));
+    }
+    if ((v = cflag_value(cmd, "--seed")) != NULL) {
+        if (parse_long(v, 0, 9007199254740992L, &n) != 0)
+            return usage_error("--seed must be an integer in [0, 2^53], not %s", v);
+        json_object_set_new(req, "seed", json_integer(n));
+    }
+    if ((v = cflag_value(cmd, "--max-iter")) != NULL) {
+        if (parse_long(v, 1, 100000, &n) != 0)
+            return usage_error("--max-iter must be 1..100000, not %s", v);
+        json_object_set_new(req, "max_iter", json_integer(n));
+    }
+    if ((v = cflag_value(cmd, "--features")) != NULL) {
+        if (strcmp(v, "auto") != 0 && strcmp(v, "dense") != 0 && strcmp(v, "text") != 0)
+            return usage_error("--features must be auto, dense or text, not %s", v);
+        json_object_set_new(req, "features", json_string(v));
+    }
+    if (cflag_value(cmd, "--no-activate"))
+        json_object_set_new(req, "activate", json_false());
+    return 0;
+}
+
+/* The retrain request: --request FILE (or {}) with the flags on top. */
+static int train_request(const struct cmd *cmd, json_t *base, json_t **out)
+{
+    const char *file = cflag_value(cmd, "--request");
+    json_t *req = file ? read_json_object(file) : base ? json_deep_copy(base) : json_object();
+    *out = NULL;
+    if (req == NULL)
+        return file ? LDPREF_EINVALID_ARGUMENT : LDPREF_ENO_MEMORY;
+    int rc = train_flags(cmd, req);
+    if (rc != 0) {
+        json_decref(req);
+        return rc;
+    }
+    *out = req;
+    return 0;
+}
+
+struct progress {
+    int64_t iteration;
+    char status[32];
+};
+
+/* run_wait callback: one stderr line per new status or iteration. */
+static void show_progress(void *ctx, const char *run_json)
+{
+    struct progress *p = ctx;
+    json_t *run = json_loads(run_json, 0, NULL);
+    const char *status = json_string_value(json_object_get(run, "status"));
+    json_t *prog = json_object_get(run, "progress");
+    json_t *it = json_object_get(prog, "iteration");
+    int64_t iter = json_is_integer(it) ? json_integer_value(it) : -1;
+    if (status && (strcmp(status, p->status) != 0 || iter != p->iteration)) {
+        json_t *obj = json_object_get(prog, "objective"), *g = json_object_get(prog, "grad_norm");
+        fprintf(stderr, "run %lld %-9s iteration %lld objective %.9g grad_norm %.3g\n",
+                (long long)json_integer_value(json_object_get(run, "run")), status,
+                (long long)iter, json_is_number(obj) ? json_number_value(obj) : NAN,
+                json_is_number(g) ? json_number_value(g) : NAN);
+        snprintf(p->status, sizeof p->status, "%s", status);
+        p->iteration = iter;
+    }
+    json_decref(run);
+}
+
+static int wait_poll_ms(const struct cmd *cmd, long *ms)
+{
+    const char *v = cflag_value(cmd, "--poll-ms");
+    *ms = 500;
+    if (v && parse_long(v, 10, 3600000, ms) != 0)
+        return usage_error("--poll-ms must be 10..3600000, not %s", v);
+    return 0;
+}
+
+static int wait_run(const struct cmd *cmd, ldpref_client *c, int64_t run, const char *what)
+{
+    long poll;
+    int rc = wait_poll_ms(cmd, &poll);
+    if (rc != 0)
+        return rc;
+    struct progress p = {.iteration = -2};
+    char *json = NULL;
+    rc = ldpref_admin_run_wait(c, run, poll, isatty(STDERR_FILENO) ? show_progress : NULL, &p,
+                               &json);
+    if (json) /* the run ended: its final object, whatever the outcome */
+        puts(json);
+    ldpref_free(json);
+    return rc == LDPREF_OK ? 0 : fail(rc, c, what);
+}
+
+static int cmd_retrain(const struct cmd *cmd, ldpref_client *c, char **pos, int npos)
+{
+    json_t *req = NULL;
+    long poll;
+    int rc = wait_poll_ms(cmd, &poll);
+    if (rc == 0)
+        rc = train_request(cmd, NULL, &req);
+    if (rc != 0)
+        return rc;
+    char *text = json_text(req), *json = NULL;
+    json_decref(req);
+    if (text == NULL)
+        return LDPREF_ENO_MEMORY;
+    rc = ldpref_admin_retrain(c, text, &json);
+    free(text);
+    if (rc != LDPREF_OK || cflag_value(cmd, "--wait") == NULL)
+        return print_text(rc, c, json, "admin retrain");
+    json_t *run = json_loads(json, 0, NULL);
+    json_t *id = json_object_get(run, "run");
+    int64_t run_id = json_is_integer(id) ? json_integer_value(id) : 0;
+    json_decref(run);
+    if (run_id < 1) {
+        fprintf(stderr, "ldpref: admin retrain: the answer has no run id: %s\n", json);
+        ldpref_free(json);
+        return LDPREF_EPROTOCOL;
+    }
+    ldpref_free(json);
+    return wait_run(cmd, c, run_id, "admin retrain");
+}
+
+static int parse_id(const char *s, const char *what, int64_t *out)
+{
+    long v;
+    if (parse_long(s, 1, __LONG_MAX__, &v) != 0) {
+        fprintf(stderr, "ldpref: %s must be an integer >= 1, not %s (see ldpref --help)\n", what,
+                s);
+        return LDPREF_EINVALID_ARGUMENT;
+    }
+    *out = v;
+    return 0;
+}
+
+static int cmd_runs(const struct cmd *cmd, ldpref_client *c, char **pos, int npos)
+{
+    long limit = 0;
+    const char *v = cflag_value(cmd, "--limit");
+    if (v && parse_long(v, 1, 1000, &limit) != 0)
+        return usage_error("--limit must be 1..1000, not %s", v);
+    char *json = NULL;
+    int rc = ldpref_admin_runs(c, (int)limit, &json);
+    return print_text(rc, c, json, "admin runs");
+}
+
+static int cmd_run(const struct cmd *cmd, ldpref_client *c, char **pos, int npos)
+{
+    int64_t run;
+    int rc = parse_id(pos[0], "RUN", &run);
+    if (rc != 0)
+        return rc;
+    if (cflag_value(cmd, "--wait"))
+        return wait_run(cmd, c, run, "admin run");
+    char *json = NULL;
+    rc = ldpref_admin_run_get(c, run, &json);
+    return print_text(rc, c, json, "admin run");
+}
+
+static int cmd_cancel(const struct cmd *cmd, ldpref_client *c, char **pos, int npos)
+{
+    int64_t run;
+    int rc = parse_id(pos[0], "RUN", &run);
+    if (rc != 0)
+        return rc;
+    char *json = NULL;
+    rc = ldpref_admin_run_cancel(c, run, &json);
+    return print_text(rc, c, json, "admin cancel");
+}
+
+static int cmd_models(const struct cmd *cmd, ldpref_client *c, char **pos, int npos)
+{
+    char *json = NULL;
+    int rc = ldpref_admin_models(c, &json);
+    return print_text(rc, c, json, "admin models");
+}
+
+static int cmd_model(const struct cmd *cmd, ldpref_client *c, char **pos, int npos)
+{
+    int64_t version = 0;
+    if (npos == 1 && cflag_value(cmd, "--active"))
+        return usage_error("give a VERSION or --active, not both (%s)", pos[0]);
+    int rc = npos == 1 ? parse_id(pos[0], "VERSION", &version) : 0;
+    if (rc != 0)
+        return rc;
+    char *json = NULL;
+    rc = ldpref_admin_model_get(c, version, &json);
+    return print_text(rc, c, json, "admin model");
+}
+
+static int cmd_activate(const struct cmd *cmd, ldpref_client *c, char **pos, int npos)
+{
+    int64_t version;
+    int rc = parse_id(pos[0], "VERSION", &version);
+    if (rc != 0)
+        return rc;
+    char *json = NULL;
+    rc = ldpref_admin_model_activate(c, version, &json);
+    return print_text(rc, c, json, "admin activate");
+}
+
+/* No flags: show. Otherwise read the stored schedule, change what the
+ * flags say, store it. */
+static int cmd_schedule(const struct cmd *cmd, ldpref_client *c, char **pos, int npos)
+{
+    char *json = NULL;
+    int rc = ldpref_admin_schedule_get(c, &json);
+    if (rc != LDPREF_OK || !any_flag(cmd))
+        return print_text(rc, c, json, "admin schedule");
+    json_t *sched = json_loads(json, 0, NULL);
+    ldpref_free(json);
+    json = NULL;
+    if (!json_is_object(sched)) {
+        json_decref(sched);
+        fprintf(stderr, "ldpref: admin schedule: the stored schedule is not an object\n");
+        return LDPREF_EPROTOCOL;
+    }
+    static const char *const ints[] = {"--interval", "interval_s", "--every-labels",
+                                       "every_labels", NULL};
+    for (int i = 0; ints[i]; i += 2) {
+        const char *v = cflag_value(cmd, ints[i]);
+        long n;
+        if (v == NULL)
+            continue;
+        if (parse_long(v, 0, __LONG_MAX__, &n) != 0) {
+            json_decref(sched);
+            return usage_error("expected an integer >= 0 (0 disables), not %s", v);
+        }
+        json_object_set_new(sched, ints[i + 1], json_integer(n));
+    }
+    json_t *stored = json_object_get(sched, "request"), *req = NULL;
+    rc = train_request(cmd, json_is_object(stored) ? stored : NULL, &req);
+    if (rc != 0) {
+        json_decref(sched);
+        return rc;
+    }
+    json_object_set_new(sched, "request", req);
+    char *text = json_text(sched);
+    json_decref(sched);
+    if (text == NULL)
+        return LDPREF_ENO_MEMORY;
+    rc = ldpref_admin_schedule_set(c, text, &json);
+    free(text);
+    return print_text(rc, c, json, "admin schedule");
+}
+
+/* No flags: show. Otherwise store new settings; flags not given take the
+ * defaults (strategy flip, seed 0, no feature), not the stored values. */
+static int cmd_corruption(const struct cmd *cmd, ldpref_client *c, char **pos, int npos)
+{
+    char *json = NULL;
+    if (!any_flag(cmd)) {
+        int rc = ldpref_admin_corruption_get(c, pos[0], &json);
+        return print_text(rc, c, json, "admin corruption");
+    }
+    ldpref_corruption s;
+    ldpref_corruption_init(&s);
+    s.campaign = pos[0];
+    const char *v;
+    if ((v = cflag_value(cmd, "--alpha")) != NULL &&
+        (parse_double(v, &s.alpha) != 0 || !(s.alpha >= 0 && s.alpha <= 0.5)))
+        return usage_error("--alpha must be in [0, 0.5], not %s", v);
+    if ((v = cflag_value(cmd, "--strategy")) != NULL)
+        s.strategy = v;
+    if ((v = cflag_value(cmd, "--seed")) != NULL &&
+        (parse_u64(v, &s.seed) != 0 || s.seed > (UINT64_C(1) << 53)))
+        return usage_error("--seed must be an integer in [0, 2^53], not %s", v);
+    long feature;
+    if ((v = cflag_value(cmd, "--feature")) != NULL) {
+        if (parse_long(v, 0, (1L << 24) - 1, &feature) != 0)
+            return usage_error("--feature must be a feature index in [0, 2^24), not %s", v);
+        s.feature = feature;
+    }
+    int rc = ldpref_admin_corruption_set(c, &s, &json);
+    return print_text(rc, c, json, "admin corruption");
+}
+
+static int cmd_score(const struct cmd *cmd, ldpref_client *c, char **pos, int npos)
+{
+    int ncand = 0, ntask = 0;
+    const char **cands = cflag_values(cmd, "--candidate", &ncand);
+    const char **tasks = cflag_values(cmd, "--task", &ntask);
+    const char *prompt = cflag_value(cmd, "--prompt"), *file = cflag_value(cmd, "--request");
+    const char *v = cflag_value(cmd, "--version");
+    int modes = (prompt || ncand > 0) + (ntask > 0) + (file != NULL);
+    if (modes != 1) {
+        fprintf(stderr, "ldpref: score needs exactly one of --prompt with --candidate, --task, "
+                        "or --request (see ldpref score --help)\n");
+        return LDPREF_EINVALID_ARGUMENT;
+    }
+    if ((prompt == NULL) != (ncand == 0)) {
+        fprintf(stderr, "ldpref: score: --prompt needs at least one --candidate, and "
+                        "--candidate needs --prompt\n");
+        return LDPREF_EINVALID_ARGUMENT;
+    }
+    if (ncand > LDPREF_SCORE_CANDIDATES_MAX) {
+        fprintf(stderr, "ldpref: score: at most %d candidates\n", LDPREF_SCORE_CANDIDATES_MAX);
+        return LDPREF_ETOO_MANY_CANDIDATES;
+    }
+    if (ntask > 1000) {
+        fprintf(stderr, "ldpref: score: at most 1000 tasks\n");
+        return LDPREF_ETOO_MANY_CANDIDATES;
+    }
+    json_t *req = file ? read_json_object(file) : json_object();
+    if (req == NULL)
+        return file ? LDPREF_EINVALID_ARGUMENT : LDPREF_ENO_MEMORY;
+    int rc = 0;
+    if (prompt) {
+        json_t *arr = json_array();
+        for (int i = 0; i < ncand && rc == 0; i++) {
+            json_t *t = json_string(cands[i]);
+            if (t == NULL)
+                rc = usage_error("--candidate is not valid UTF-8: %s", cands[i]);
+            else
+                json_array_append_new(arr, json_pack("{s:o}", "text", t));
+        }
+        json_t *p = json_string(prompt);
+        if (p == NULL && rc == 0)
+            rc = usage_error("--prompt is not valid UTF-8: %s", prompt);
+        json_object_set_new(req, "prompt", p ? p : json_null());
+        json_object_set_new(req, "candidates", arr);
+    } else if (ntask > 0) {
+        json_t *arr = json_array();
+        for (int i = 0; i < ntask && rc == 0; i++) {
+            int64_t id;
+            if ((rc = parse_id(tasks[i], "--task", &id)) == 0)
+                json_array_append_new(arr, json_integer(id));
+        }
+        json_object_set_new(req, "task_ids", arr);
+    }
+    int64_t version;
+    if (rc == 0 && v) {
+        if ((rc = parse_id(v, "--version", &version)) == 0)
+            json_object_set_new(req, "version", json_integer(version));
+    }
+    char *text = rc == 0 ? json_text(req) : NULL, *json = NULL;
+    json_decref(req);
+    if (rc != 0)
+        return rc;
+    if (text == NULL)
+        return LDPREF_ENO_MEMORY;
+    rc = ldpref_score(c, text, &json);
+    free(text);
+    return print_text(rc, c, json, "score");
 }
 
 /* ---- command table ------------------------------------------------------------ */
@@ -428,6 +903,60 @@ static const struct cflag F_CAMPAIGN_CREATE[] = {
 static const struct cflag F_EXPORT[] = {
     {"--out", "FILE", "write here (mode 0600) instead of stdout"},
     {"--campaign", "NAME", "only this campaign"},
+    {"--view", "VIEW", "clean (default: labels as received) or corrupted (a model's training view)"},
+    {"--version", "V", "with --view corrupted: the model (default: the active one)"},
+    {NULL, NULL, NULL}};
+static const struct cflag F_SIM[] = {
+    {"--simulate-ctl-alpha", "A",
+     "SIMULATION ONLY: replace the true answer with probability A in [0, 0.5] before "
+     "randomized response (default 0: off)"},
+    {"--simulate-ctl-strategy", "S",
+     "flip (default), anti, constant0 (\"a\"), constant1 (\"b\"), random"},
+    {"--simulate-ctl-seed", "N", "seed of the corruption coins (default 0)"},
+    {NULL, NULL, NULL}};
+#define TRAIN_FLAGS                                                                               \
+    {"--loss", "L", "square-chipo (default), chipo, dpo, rdpo, rr-mle, rr-sgd, ipo"},             \
+        {"--campaign", "C", "train on this campaign only (default: all)"},                        \
+        {"--seed", "S", "integer in [0, 2^53] (default 0)"},                                      \
+        {"--beta", "B", "policy temperature (default 1)"},                                        \
+        {"--rmax", "R", "reward clip of the chi-PO losses (default 1)"},                          \
+        {"--l2", "X", "L2 penalty (default 0)"},                                                  \
+        {"--norm-bound", "B", "bound on the parameter norm (default none)"},                      \
+        {"--max-iter", "N", "optimizer iterations, 1..100000 (default 500)"},                     \
+        {"--features", "F", "auto (default), dense or text"},                                     \
+        {"--no-activate", NULL, "do not serve the model when the run succeeds"},                  \
+        {"--request", "FILE.json", "start from this retrain request object; flags override it"}
+static const struct cflag F_RETRAIN[] = {
+    TRAIN_FLAGS,
+    {"--cutoff", "ID", "train on labels with id <= ID (default: the newest at start)"},
+    {"--wait", NULL, "wait for the run to end; exit status = the run's error code"},
+    {"--poll-ms", "MS", "polling interval with --wait (default 500)"},
+    {NULL, NULL, NULL}};
+static const struct cflag F_SCHEDULE[] = {
+    {"--interval", "S", "start a run when S seconds passed since the last start (0: off)"},
+    {"--every-labels", "N", "start a run when N labels arrived since the last cutoff (0: off)"},
+    TRAIN_FLAGS,
+    {NULL, NULL, NULL}};
+static const struct cflag F_RUNS[] = {{"--limit", "N", "newest N runs, 1..1000 (default 20)"},
+                                      {NULL, NULL, NULL}};
+static const struct cflag F_RUN[] = {
+    {"--wait", NULL, "wait for the run to end; exit status = the run's error code"},
+    {"--poll-ms", "MS", "polling interval with --wait (default 500)"},
+    {NULL, NULL, NULL}};
+static const struct cflag F_MODEL[] = {{"--active", NULL, "the model being served (default)"},
+                                       {NULL, NULL, NULL}};
+static const struct cflag F_CORRUPTION[] = {
+    {"--alpha", "A", "corruption fraction in [0, 0.5] (0 disables; default 0)"},
+    {"--strategy", "S", "flip (default), constant0, constant1, random, anti, backdoor"},
+    {"--seed", "N", "integer in [0, 2^53] (default 0)"},
+    {"--feature", "K", "backdoor: prefer the response whose feature K is larger"},
+    {NULL, NULL, NULL}};
+static const struct cflag F_SCORE[] = {
+    {"--prompt", "TEXT", "the prompt (with --candidate)"},
+    {"--candidate", "TEXT", "a candidate response (repeat, up to 1024)"},
+    {"--task", "ID", "score a task's two responses (repeat, up to 1000)"},
+    {"--request", "FILE.json", "send this score request object (features, ref_logprob, ...)"},
+    {"--version", "V", "model version (default: the active model)"},
     {NULL, NULL, NULL}};
 
 static const struct cmd CMDS[] = {
@@ -440,10 +969,10 @@ static const struct cmd CMDS[] = {
      cmd_next},
     {"answer", "answer TASK_ID a|b",
      "answer a fetched task with your TRUE preference; only a randomized answer is sent", 2, 2, 1,
-     NULL, cmd_answer},
+     F_SIM, cmd_answer},
     {"answer-batch", "answer-batch FILE.jsonl",
      "answer many: lines {\"task_id\": N, \"choice\": \"a\"|\"b\"}; prints one result per line", 1,
-     1, 1, NULL, cmd_answer_batch},
+     1, 1, F_SIM, cmd_answer_batch},
     {"resend", "resend", "resend signed labels that have no receipt yet", 0, 0, 1, NULL,
      cmd_resend},
     {"budget", "budget", "show the epsilon spent on this device and the caps", 0, 0, 1, NULL,
@@ -457,8 +986,33 @@ static const struct cmd CMDS[] = {
     {"admin revoke", "admin revoke KEY", "revoke an annotator key (operator)", 1, 1, 2, NULL,
      cmd_revoke},
     {"admin stats", "admin stats", "server statistics (operator)", 0, 0, 2, NULL, cmd_stats},
-    {"admin export", "admin export [--out FILE] [--campaign C]",
+    {"admin export", "admin export [--out FILE] [--campaign C | --view corrupted [--version V]]",
      "export labels as JSONL (operator)", 0, 0, 2, F_EXPORT, cmd_export},
+    {"admin retrain", "admin retrain [options] [--wait]",
+     "start a training run; prints the run (with --wait: the final run) (operator)", 0, 0, 2,
+     F_RETRAIN, cmd_retrain},
+    {"admin runs", "admin runs [--limit N]", "list training runs, newest first (operator)", 0, 0,
+     2, F_RUNS, cmd_runs},
+    {"admin run", "admin run RUN [--wait]", "show a training run (operator)", 1, 1, 2, F_RUN,
+     cmd_run},
+    {"admin cancel", "admin cancel RUN", "cancel a queued or running training run (operator)", 1,
+     1, 2, NULL, cmd_cancel},
+    {"admin models", "admin models", "list models, newest first, and the active version (operator)",
+     0, 0, 2, NULL, cmd_models},
+    {"admin model", "admin model [VERSION|--active]",
+     "show a model with its parameters (default: the active one) (operator)", 0, 1, 2, F_MODEL,
+     cmd_model},
+    {"admin activate", "admin activate VERSION", "serve model VERSION (roll back or forward) (operator)",
+     1, 1, 2, NULL, cmd_activate},
+    {"admin schedule", "admin schedule [--interval S] [--every-labels N] [retrain options]",
+     "show (no options) or change the periodic retraining schedule (operator)", 0, 0, 2,
+     F_SCHEDULE, cmd_schedule},
+    {"admin corruption", "admin corruption CAMPAIGN [--alpha A --strategy S --seed N --feature K]",
+     "show (no options) or set server-side corruption for experiments (operator)", 1, 1, 2,
+     F_CORRUPTION, cmd_corruption},
+    {"score",
+     "score (--prompt P --candidate T... | --task ID... | --request F) [--version V]",
+     "score candidates with the served (or a given) model", 0, 0, 3, F_SCORE, cmd_score},
 };
 #define NCMDS (sizeof CMDS / sizeof CMDS[0])
 
@@ -502,7 +1056,64 @@ static void cmd_help(const struct cmd *cmd)
         printf("\nThe task must have been fetched with `ldpref next` using the same ledger.\n"
                "Answering the same comparison again (any task id, either order) reuses the\n"
                "first randomized answer and spends no new epsilon.\n");
+    if (cmd->flags == F_SIM)
+        printf("\n--simulate-ctl-* are for SIMULATED annotators in experiments only (CTL:\n"
+               "corruption, then LDP). The corruption coins are deterministic from the seed and\n"
+               "the comparison; randomized response still uses the OS CSPRNG; nothing of the\n"
+               "simulation is sent. constant0/constant1 mean \"a\"/\"b\" as presented (the\n"
+               "client cannot know the task's own order); anti opposes the annotator's own true\n"
+               "preference, which for one simulated annotator is the same as flip. Outputs carry\n"
+               "\"simulation\" and stderr a SIMULATION warning.\n");
+    if (cmd->flags == F_RETRAIN || cmd->flags == F_RUN)
+        printf("\nWith --wait, progress lines (iteration objective grad_norm) go to stderr when\n"
+               "it is a terminal; the final run object goes to stdout; the exit status is 0 if\n"
+               "the run succeeded, else its error code (55 cancelled, 54 no_labels, 57\n"
+               "training_failed, ...).\n");
+    if (cmd->flags == F_SCHEDULE)
+        printf("\nChanges only what the options say: the stored schedule is read, the options\n"
+               "are applied (retrain options to its \"request\"; --request FILE replaces it), and\n"
+               "the result is stored.\n");
+    if (cmd->flags == F_CORRUPTION)
+        printf("\nThis is LTC corruption, applied by the server to privatized labels when a\n"
+               "training snapshot is built; received labels are never changed. Setting stores a\n"
+               "new record: options not given take their defaults, not the previous values.\n");
+    if (cmd->flags == F_SCORE)
+        printf("\nNeeds no operator token. Prints the server's answer: model_version, loss,\n"
+               "link, beta and per candidate reward, probability and log_ratio (for --task,\n"
+               "\"tasks\": [{\"task_id\", \"candidates\"}]).\n");
     print_globals(stdout);
+}
+
+/* The --simulate-ctl-* flags into the options (answer, answer-batch). */
+static int simulation_options(const struct cmd *cmd, ldpref_options *o)
+{
+    const char *a = cflag_value(cmd, "--simulate-ctl-alpha");
+    const char *s = cflag_value(cmd, "--simulate-ctl-strategy");
+    const char *n = cflag_value(cmd, "--simulate-ctl-seed");
+    if (a && (parse_double(a, &o->simulate_ctl_alpha) != 0 ||
+              !(o->simulate_ctl_alpha >= 0 && o->simulate_ctl_alpha <= 0.5)))
+        return usage_error("--simulate-ctl-alpha must be in [0, 0.5], not %s", a);
+    if (n && parse_u64(n, &o->simulate_ctl_seed) != 0)
+        return usage_error("--simulate-ctl-seed must be an integer in [0, 2^64), not %s", n);
+    o->simulate_ctl_strategy = s ? s : "flip";
+    static const char *const known[] = {"flip", "anti", "constant0", "constant1", "random", NULL};
+    int ok = 0;
+    for (int i = 0; known[i]; i++)
+        ok |= strcmp(o->simulate_ctl_strategy, known[i]) == 0;
+    if (!ok && strcmp(o->simulate_ctl_strategy, "backdoor") == 0) {
+        fprintf(stderr, "ldpref: --simulate-ctl-strategy backdoor needs task feature vectors, and "
+                        "the tasks served to annotators carry none (use flip, anti, constant0, "
+                        "constant1 or random)\n");
+        return LDPREF_EINVALID_ARGUMENT;
+    }
+    if (!ok)
+        return usage_error("unknown --simulate-ctl-strategy %s (flip, anti, constant0, "
+                           "constant1, random)",
+                           o->simulate_ctl_strategy);
+    if ((s || n) && !(o->simulate_ctl_alpha > 0))
+        fprintf(stderr, "ldpref: note: --simulate-ctl-strategy/--simulate-ctl-seed have no effect "
+                        "without --simulate-ctl-alpha > 0\n");
+    return LDPREF_OK;
 }
 
 /* Matches "--flag=value" or "--flag value"; returns the value or NULL.
@@ -613,6 +1224,7 @@ int main(int argc, char **argv)
     for (int i = 0; i < rest; i++) {
         int matched = 0, used = 0;
         for (int f = 0; cmd->flags && cmd->flags[f].flag && !matched; f++) {
+            assert(f < CLI_FLAGS_MAX);
             const char *v;
             int m =
                 match_flag(cmd->flags[f].flag, cmd->flags[f].arg != NULL, pos, i, rest, &v, &used);
@@ -621,8 +1233,12 @@ int main(int argc, char **argv)
                 return usage_error("%s needs a value", cmd->flags[f].flag);
             }
             if (m > 0) {
+                if (c_all[f] == NULL && (c_all[f] = calloc((size_t)argc, sizeof *c_all[f])) == NULL) {
+                    free(words);
+                    return LDPREF_ENO_MEMORY;
+                }
+                c_all[f][c_seen[f]++] = v;
                 c_val[f] = v;
-                c_seen[f] = 1;
                 matched = 1;
             }
         }
@@ -651,6 +1267,8 @@ int main(int argc, char **argv)
         g_val[G_KEY] = default_key;
     if (cmd->needs == 1)
         o.key_path = g_val[G_KEY];
+    if (rc == LDPREF_OK && cmd->flags == F_SIM)
+        rc = simulation_options(cmd, &o);
     o.ledger_path = g_val[G_LEDGER];
     o.operator_token = g_val[G_TOKEN];
     o.ca_file = g_val[G_CA];
@@ -668,6 +1286,17 @@ int main(int argc, char **argv)
     if (rc != LDPREF_OK) {
         free(words);
         return rc;
+    }
+    if (rc == LDPREF_OK && o.simulate_ctl_alpha > 0) {
+        g_simulation = json_pack("{s:{s:f, s:s, s:I}}", "ctl", "alpha", o.simulate_ctl_alpha,
+                                 "strategy", o.simulate_ctl_strategy, "seed",
+                                 (json_int_t)o.simulate_ctl_seed);
+        fprintf(stderr,
+                "ldpref: SIMULATION: CTL corruption is ON (alpha %g, strategy %s, seed %llu): "
+                "true answers are replaced with probability alpha before randomized response. "
+                "For simulated annotators only.\n",
+                o.simulate_ctl_alpha, o.simulate_ctl_strategy,
+                (unsigned long long)o.simulate_ctl_seed);
     }
     if (cmd->needs == 2 && o.operator_token == NULL) {
         free(words);
@@ -692,6 +1321,9 @@ int main(int argc, char **argv)
     }
     rc = cmd->run(cmd, c, pos, npos);
     ldpref_client_close(c);
+    json_decref(g_simulation);
+    for (int i = 0; i < CLI_FLAGS_MAX; i++)
+        free(c_all[i]);
     free(words);
     fflush(stdout);
     return rc;

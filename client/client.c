@@ -107,6 +107,21 @@ int ldpref_client_open(const ldpref_options *opts, ldpref_client **out)
         rc = lpc_fail(c, LDPREF_EINVALID_ARGUMENT, "path too long");
         goto fail;
     }
+    /* CTL simulation: validated even when off, so a typo never goes unnoticed. */
+    if (isnan(opts->simulate_ctl_alpha) || opts->simulate_ctl_alpha < 0 ||
+        opts->simulate_ctl_alpha > 0.5) {
+        rc = lpc_fail(c, LDPREF_EINVALID_ARGUMENT, "simulate_ctl_alpha must be in [0, 0.5]");
+        goto fail;
+    }
+    c->ctl.alpha = opts->simulate_ctl_alpha;
+    c->ctl.seed = opts->simulate_ctl_seed;
+    c->ctl.strategy = LPC_CTL_FLIP;
+    if (opts->simulate_ctl_strategy &&
+        lpc_ctl_parse_strategy(opts->simulate_ctl_strategy, &c->ctl.strategy, c->errmsg,
+                               sizeof c->errmsg) != LP_OK) {
+        rc = LDPREF_EINVALID_ARGUMENT;
+        goto fail;
+    }
     c->cap_label = opts->max_epsilon_per_label;
     c->cap_total = opts->max_epsilon_total;
     c->timeout_ms = opts->timeout_ms;

@@ -146,8 +146,10 @@ int lpc_http_do(lpc_http *h, const lpc_http_req *req, long *status, char **body,
         sodium_memzero(auth, sizeof auth);
     }
     curl_easy_setopt(c, CURLOPT_HTTPHEADER, headers);
-    if (strcmp(req->method, "POST") == 0) {
+    if (strcmp(req->method, "POST") == 0 || strcmp(req->method, "PUT") == 0) {
         curl_easy_setopt(c, CURLOPT_POST, 1L);
+        if (strcmp(req->method, "PUT") == 0) /* a PUT with a body, sent like a POST */
+            curl_easy_setopt(c, CURLOPT_CUSTOMREQUEST, "PUT");
         if (req->body_file) {
             curl_easy_setopt(c, CURLOPT_READDATA, req->body_file);
             curl_easy_setopt(c, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)req->body_file_len);

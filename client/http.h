@@ -17,7 +17,7 @@ int lpc_http_new(long timeout_ms, long connect_timeout_ms, const char *ca_file, 
 void lpc_http_free(lpc_http *h);
 
 typedef struct lpc_http_req {
-    const char *method;       /* "GET" or "POST" */
+    const char *method;       /* "GET", "POST" or "PUT" */
     const char *url;          /* full URL */
     const char *content_type; /* for a body; NULL for none */
     const char *body;         /* borrowed; may be NULL */

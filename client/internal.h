@@ -11,6 +11,7 @@
 #include "ldpref.h"
 
 #include "canon.h"
+#include "ctl.h"
 #include "http.h"
 #include "ledger.h"
 
@@ -33,6 +34,7 @@ struct ldpref_client {
     uint8_t sk[LP_SECRET_BYTES]; /* secret; wiped on close */
     lpc_http *http;              /* owned */
     lpc_ledger *ledger;          /* owned; opened on first use */
+    lpc_ctl ctl;                 /* CTL simulation settings; ctl.alpha 0 = off */
     char errmsg[LPC_ERRMSG_MAX];
 };
 
@@ -63,6 +65,15 @@ int lpc_call_text(ldpref_client *c, const char *method, const char *path, const 
 #define LPC_RESP_CAP_SMALL (1u << 20)
 #define LPC_RESP_CAP_LARGE (256u << 20)
 
+/* Hands a JSON answer (reference taken) to the caller as compact text in
+ * *json_out (NULL: dropped). */
+int lpc_give_json(ldpref_client *c, json_t *resp, char **json_out);
+
+/* Checks a campaign name (1..128 bytes) and writes base + "?campaign=<escaped>"
+ * (or base alone for NULL) into path. */
+int lpc_campaign_query(ldpref_client *c, const char *base, const char *campaign, char *path,
+                       size_t cap);
+
 /* Maps a non-2xx answer body to an error code (see lpc_call_json). */
 int lpc_server_error(ldpref_client *c, long status, const char *body, size_t len);
 
@@ -86,10 +97,12 @@ void lpc_memo_key(const uint8_t secret[LPC_DEVICE_SECRET_BYTES], const char *pro
 
 /*
  * Does everything ldpref_answer() does before the network: outbox lookup,
- * memo, budget, randomization, signing, ledger writes. *msg gets the signed
- * message that would be (re)sent; *existed is 1 if it came from the outbox.
+ * memo, budget, CTL simulation, randomization, signing, ledger writes.
+ * *msg gets the signed message that would be (re)sent; *existed is 1 if it
+ * came from the outbox; *simulated (may be NULL) 1 if the answer was drawn
+ * under CTL simulation.
  */
 int lpc_answer_prepare(ldpref_client *c, const ldpref_task *t, int prefer_b, lp_label_msg *msg,
-                       int *existed);
+                       int *existed, int *simulated);
 
 #endif

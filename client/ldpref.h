@@ -136,6 +136,24 @@ typedef struct ldpref_options {
     long connect_timeout_ms;      /* default 5000 */
     const char *operator_token;   /* bearer token for ldpref_admin_*; NULL for annotators */
     const char *ca_file;          /* optional CA bundle for https (CURLOPT_CAINFO) */
+
+    /* CTL corruption SIMULATION (corruption, then LDP; docs/client.md
+     * "Simulated annotators"). For simulated annotators in experiments ONLY;
+     * off by default. When simulate_ctl_alpha > 0, the TRUE answer of each
+     * newly answered comparison is replaced, with probability alpha, by the
+     * strategy's answer BEFORE randomized response. Both coins are
+     * deterministic functions of (seed, the comparison's memo key); RR still
+     * uses only the OS CSPRNG. Nothing of it is sent: the signed label is the
+     * standard one. Answers drawn this way are marked simulated in the
+     * ledger and in receipts (ldpref_receipt.simulated). */
+    double simulate_ctl_alpha;         /* in [0, 0.5]; 0 (default) = off */
+    const char *simulate_ctl_strategy; /* NULL = "flip"; "flip", "anti" (opposes the
+                                          annotator's own true preference: for one
+                                          simulated annotator the same as flip),
+                                          "constant0"/"constant1" ("a"/"b" in the
+                                          PRESENTED order), "random"; "backdoor" is
+                                          rejected (annotator tasks carry no features) */
+    uint64_t simulate_ctl_seed;        /* default 0 */
 } ldpref_options;
 
 /* Fills *opts with the defaults above. */
@@ -231,6 +249,8 @@ typedef struct ldpref_receipt {
     double epsilon;      /* INFINITY for an unprivatized label */
     int64_t received_at; /* server time, Unix ms */
     int resent;          /* 1 if this receipt came back for a resend (HTTP 200) */
+    int simulated;       /* 1 if the answer was drawn with CTL simulation on (the
+                            ledger's record of this comparison; never sent) */
 } ldpref_receipt;
 
 /*
@@ -286,6 +306,7 @@ typedef struct ldpref_budget {
     double max_epsilon_per_label;
     int64_t labels;  /* distinct comparisons answered (memo entries) */
     int64_t pending; /* outbox messages without a receipt */
+    int64_t simulated; /* memo entries drawn with CTL simulation on */
 } ldpref_budget;
 
 int ldpref_budget_get(ldpref_client *c, ldpref_budget *out);
@@ -334,6 +355,119 @@ int ldpref_admin_export(ldpref_client *c, const char *campaign, FILE *out);
 
 /* As ldpref_admin_export() into a file created (mode 0600) at path. */
 int ldpref_admin_export_path(ldpref_client *c, const char *campaign, const char *path);
+
+/*
+ * As ldpref_admin_export() for a view: NULL or "clean" (the labels as
+ * received; version must be 0) or "corrupted": the training view of model
+ * version (0: the active one, LDPREF_ENO_ACTIVE_MODEL if none), with
+ * chosen/rejected oriented by the corrupted label plus "corrupted" and
+ * "corruption_id" per line. The corrupted view has the model's own campaign
+ * selection: campaign must be NULL.
+ */
+int ldpref_admin_export_view(ldpref_client *c, const char *campaign, const char *view,
+                             int64_t version, FILE *out);
+
+/* As ldpref_admin_export_view() into a file created (mode 0600) at path. */
+int ldpref_admin_export_view_path(ldpref_client *c, const char *campaign, const char *view,
+                                  int64_t version, const char *path);
+
+/* ---------------------------------------------------------------------------
+ * Learning (docs/protocol.md "Learning endpoints"). All but ldpref_score*
+ * need options.operator_token (LDPREF_EUNAUTHORIZED without). Every *json_out
+ * is set to NULL first, and on success (may be NULL when not wanted) gets
+ * the server's JSON as NUL-terminated text, freed with ldpref_free().
+ * Server errors come back as their codes (LDPREF_EUNKNOWN_LOSS,
+ * LDPREF_EBAD_HYPERPARAMETER, LDPREF_EUNKNOWN_RUN, ...) with the server's
+ * message in ldpref_errmsg().
+ */
+
+/* Largest request text the learning calls send (the server's body cap). */
+#define LDPREF_REQUEST_MAX 65536
+
+/* Starts a training run. request_json (borrowed; NULL means "{}") is a JSON
+ * object with the optional fields of POST /v1/retrain (loss, campaign,
+ * cutoff, seed, beta, ...). *json_out gets the new run object. */
+int ldpref_admin_retrain(ldpref_client *c, const char *request_json, char **json_out);
+
+/* One run object (run >= 1). */
+int ldpref_admin_run_get(ldpref_client *c, int64_t run, char **json_out);
+
+/* The newest runs: {"runs": [...]}. limit 1..1000, or 0 for the server's
+ * default (20). */
+int ldpref_admin_runs(ldpref_client *c, int limit, char **json_out);
+
+/* Requests cancellation of a queued or running run; *json_out gets the run.
+ * LDPREF_ERUN_FINISHED if it already ended. */
+int ldpref_admin_run_cancel(ldpref_client *c, int64_t run, char **json_out);
+
+/*
+ * Polls run every poll_ms (10..3600000; 0 means 500) until its status is
+ * succeeded, failed or cancelled. on_progress (may be NULL) is called with
+ * every run object polled, including the last (run_json borrowed for the
+ * call). Returns LDPREF_OK if the run succeeded; otherwise the run's error
+ * code: the code named by its "error" object (e.g. LDPREF_ENO_LABELS), or
+ * LDPREF_ECANCELLED / LDPREF_ETRAINING_FAILED when it names none we know.
+ * Whenever the run ended, *json_out gets its final run object (also when
+ * the return is the run's error). A failure to poll (LDPREF_ENETWORK, ...)
+ * is returned as is; the run goes on on the server.
+ */
+int ldpref_admin_run_wait(ldpref_client *c, int64_t run, long poll_ms,
+                          void (*on_progress)(void *ctx, const char *run_json), void *ctx,
+                          char **json_out);
+
+/* {"models": [...], "active_version": v or null}, newest first. */
+int ldpref_admin_models(ldpref_client *c, char **json_out);
+
+/* One model with its full model file ("model": {..., "theta"}); version >= 1,
+ * or 0 for the active one (LDPREF_ENO_ACTIVE_MODEL if none). */
+int ldpref_admin_model_get(ldpref_client *c, int64_t version, char **json_out);
+
+/* Serves model version (>= 1) from now on (roll back or forward). */
+int ldpref_admin_model_activate(ldpref_client *c, int64_t version, char **json_out);
+
+/* The periodic retraining schedule {"interval_s", "every_labels", "request"}. */
+int ldpref_admin_schedule_get(ldpref_client *c, char **json_out);
+
+/* Stores a schedule (schedule_json: a JSON object, borrowed); *json_out gets
+ * the stored schedule. */
+int ldpref_admin_schedule_set(ldpref_client *c, const char *schedule_json, char **json_out);
+
+/* Server-side corruption settings for a campaign (LTC simulation). Fill with
+ * ldpref_corruption_init(). Strings are borrowed. */
+typedef struct ldpref_corruption {
+    const char *campaign; /* NULL: "default" */
+    double alpha;         /* [0, 0.5]; 0 disables */
+    const char *strategy; /* flip, constant0, constant1, random, anti, backdoor */
+    uint64_t seed;        /* 0 .. 2^53 */
+    int64_t feature;      /* backdoor's feature index (>= 0); -1: none */
+} ldpref_corruption;
+
+/* campaign NULL, alpha 0, strategy "flip", seed 0, feature -1. */
+void ldpref_corruption_init(ldpref_corruption *spec);
+
+/* Stores new settings (append-only); *json_out gets them with their "id". */
+int ldpref_admin_corruption_set(ldpref_client *c, const ldpref_corruption *spec, char **json_out);
+
+/* The settings in force for campaign (NULL: the server's default). */
+int ldpref_admin_corruption_get(ldpref_client *c, const char *campaign, char **json_out);
+
+/* Largest number of candidates one score request may carry (protocol cap). */
+#define LDPREF_SCORE_CANDIDATES_MAX 1024
+
+/* POST /v1/score with request_json (a JSON object, borrowed): either
+ * {"prompt", "candidates": [{"text", "features"?, "ref_logprob"?}], "version"?}
+ * or {"task_ids": [...], "version"?}. No operator token needed. */
+int ldpref_score(ldpref_client *c, const char *request_json, char **json_out);
+
+/*
+ * Scores k (1..LDPREF_SCORE_CANDIDATES_MAX) candidate texts for prompt with
+ * model version (0: the active one). rewards_out and probs_out (each may be
+ * NULL) get k numbers, in the order of texts; *version_out (may be NULL)
+ * the version that answered. Texts are borrowed; each at most 65536 bytes.
+ */
+int ldpref_score_texts(ldpref_client *c, const char *prompt, const char *const *texts, size_t k,
+                       int64_t version, double *rewards_out, double *probs_out,
+                       int64_t *version_out);
 
 #ifdef __cplusplus
 }

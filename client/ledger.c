@@ -41,6 +41,11 @@ static const char SCHEMA_V1[] =
     "  epsilon_min REAL NOT NULL, epsilon_max REAL NOT NULL, fetched INTEGER NOT NULL,"
     "  PRIMARY KEY (server, task_id));";
 
+/* v2: CTL simulation. A memo entry or outbox message drawn with the
+ * simulation on records its settings (JSON text); NULL for real answers. */
+static const char SCHEMA_V2[] = "ALTER TABLE memo ADD COLUMN simulation TEXT;"
+                                "ALTER TABLE outbox ADD COLUMN simulation TEXT;";
+
 static int64_t now_s(void)
 {
     return (int64_t)time(NULL);
@@ -74,6 +79,8 @@ static int exec(lpc_ledger *l, const char *sql)
     return sqlite3_exec(l->db, sql, NULL, NULL, NULL) == SQLITE_OK ? LP_OK : LP_ESTORAGE;
 }
 
+_Static_assert(LPC_LEDGER_VERSION == 2, "migrate() writes user_version 2");
+
 static int migrate(lpc_ledger *l, char *msg, size_t msglen)
 {
     sqlite3_stmt *st = NULL;
@@ -90,11 +97,13 @@ static int migrate(lpc_ledger *l, char *msg, size_t msglen)
                        LPC_LEDGER_VERSION);
     if (version == LPC_LEDGER_VERSION)
         return LP_OK;
-    /* version 0: a new file. Future migrations go here, one step each. */
+    /* One step per version, all in one transaction: 0 (a new file) -> 1 -> 2. */
     if (exec(l, "BEGIN IMMEDIATE") != LP_OK)
         return db_fail(l->db, msg, msglen, "starting the migration");
-    if (exec(l, SCHEMA_V1) != LP_OK || exec(l, "PRAGMA user_version = 1") != LP_OK) {
-        int rc = db_fail(l->db, msg, msglen, "creating the schema");
+    if ((version < 1 && exec(l, SCHEMA_V1) != LP_OK) ||
+        (version < 2 && exec(l, SCHEMA_V2) != LP_OK) ||
+        exec(l, "PRAGMA user_version = 2") != LP_OK) {
+        int rc = db_fail(l->db, msg, msglen, "migrating the schema");
         exec(l, "ROLLBACK");
         return rc;
     }
@@ -230,9 +239,11 @@ static char *dup_text(sqlite3_stmt *st, int col)
 }
 
 int lpc_ledger_memo_get(lpc_ledger *l, const uint8_t key[LPC_MEMO_KEY_BYTES], int *z_canonical,
-                        double *epsilon)
+                        double *epsilon, char **simulation)
 {
-    sqlite3_stmt *st = prep(l, "SELECT z_canonical, epsilon FROM memo WHERE memo_key = ?");
+    if (simulation)
+        *simulation = NULL;
+    sqlite3_stmt *st = prep(l, "SELECT z_canonical, epsilon, simulation FROM memo WHERE memo_key = ?");
     if (st == NULL)
         return LP_ESTORAGE;
     sqlite3_bind_blob(st, 1, key, LPC_MEMO_KEY_BYTES, SQLITE_STATIC);
@@ -241,6 +252,9 @@ int lpc_ledger_memo_get(lpc_ledger *l, const uint8_t key[LPC_MEMO_KEY_BYTES], in
         *z_canonical = sqlite3_column_int(st, 0);
         *epsilon = sqlite3_column_double(st, 1);
         rc = LP_OK;
+        if (simulation && sqlite3_column_type(st, 2) != SQLITE_NULL &&
+            (*simulation = dup_text(st, 2)) == NULL)
+            rc = LP_ENO_MEMORY;
     } else {
         rc = step == SQLITE_DONE ? LP_ENOT_FOUND : LP_ESTORAGE;
     }
@@ -249,16 +263,18 @@ int lpc_ledger_memo_get(lpc_ledger *l, const uint8_t key[LPC_MEMO_KEY_BYTES], in
 }
 
 int lpc_ledger_memo_put(lpc_ledger *l, const uint8_t key[LPC_MEMO_KEY_BYTES], int z_canonical,
-                        double epsilon)
+                        double epsilon, const char *simulation)
 {
-    sqlite3_stmt *st =
-        prep(l, "INSERT INTO memo(memo_key, z_canonical, epsilon, created) VALUES (?, ?, ?, ?)");
+    sqlite3_stmt *st = prep(l, "INSERT INTO memo(memo_key, z_canonical, epsilon, created,"
+                               " simulation) VALUES (?, ?, ?, ?, ?)");
     if (st == NULL)
         return LP_ESTORAGE;
     sqlite3_bind_blob(st, 1, key, LPC_MEMO_KEY_BYTES, SQLITE_STATIC);
     sqlite3_bind_int(st, 2, z_canonical);
     sqlite3_bind_double(st, 3, epsilon);
     sqlite3_bind_int64(st, 4, now_s());
+    if (simulation)
+        sqlite3_bind_text(st, 5, simulation, -1, SQLITE_STATIC);
     return run(st);
 }
 
@@ -295,19 +311,21 @@ int lpc_ledger_spent(lpc_ledger *l, double *sum)
 }
 
 int lpc_ledger_outbox_get(lpc_ledger *l, const char *server, int64_t task_id, char **message,
-                          char **receipt)
+                          char **receipt, int *simulated)
 {
     *message = NULL;
     if (receipt)
         *receipt = NULL;
-    sqlite3_stmt *st =
-        prep(l, "SELECT message, receipt FROM outbox WHERE server = ? AND task_id = ?");
+    sqlite3_stmt *st = prep(l, "SELECT message, receipt, simulation IS NOT NULL FROM outbox"
+                               " WHERE server = ? AND task_id = ?");
     if (st == NULL)
         return LP_ESTORAGE;
     sqlite3_bind_text(st, 1, server, -1, SQLITE_STATIC);
     sqlite3_bind_int64(st, 2, task_id);
     int step = sqlite3_step(st), rc = LP_OK;
     if (step == SQLITE_ROW) {
+        if (simulated)
+            *simulated = sqlite3_column_int(st, 2);
         *message = dup_text(st, 0);
         if (*message == NULL)
             rc = LP_ENO_MEMORY;
@@ -325,16 +343,19 @@ int lpc_ledger_outbox_get(lpc_ledger *l, const char *server, int64_t task_id, ch
     return rc;
 }
 
-int lpc_ledger_outbox_put(lpc_ledger *l, const char *server, int64_t task_id, const char *message)
+int lpc_ledger_outbox_put(lpc_ledger *l, const char *server, int64_t task_id, const char *message,
+                          const char *simulation)
 {
-    sqlite3_stmt *st =
-        prep(l, "INSERT INTO outbox(server, task_id, message, created) VALUES (?, ?, ?, ?)");
+    sqlite3_stmt *st = prep(l, "INSERT INTO outbox(server, task_id, message, created, simulation)"
+                               " VALUES (?, ?, ?, ?, ?)");
     if (st == NULL)
         return LP_ESTORAGE;
     sqlite3_bind_text(st, 1, server, -1, SQLITE_STATIC);
     sqlite3_bind_int64(st, 2, task_id);
     sqlite3_bind_text(st, 3, message, -1, SQLITE_STATIC);
     sqlite3_bind_int64(st, 4, now_s());
+    if (simulation)
+        sqlite3_bind_text(st, 5, simulation, -1, SQLITE_STATIC);
     return run(st);
 }
 
@@ -468,6 +489,11 @@ static int count(lpc_ledger *l, const char *sql, int64_t *out)
     }
     sqlite3_finalize(st);
     return rc;
+}
+
+int lpc_ledger_count_simulated(lpc_ledger *l, int64_t *memo)
+{
+    return count(l, "SELECT count(*) FROM memo WHERE simulation IS NOT NULL", memo);
 }
 
 int lpc_ledger_counts(lpc_ledger *l, int64_t *memo, int64_t *spend, int64_t *outbox,

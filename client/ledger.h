@@ -3,9 +3,11 @@
  * WAL, schema versioned with PRAGMA user_version) holding
  *   device  one random 32-byte device secret (keys the memo hashes);
  *   memo    memo_key -> randomized answer in canonical orientation and its
- *           epsilon (memo keys are keyed hashes; no content, no true answer);
+ *           epsilon (memo keys are keyed hashes; no content, no true answer),
+ *           and for answers drawn under CTL simulation its settings;
  *   spend   one row per epsilon spent (local basic composition);
- *   outbox  (server, task_id) -> the exact signed JSON sent, and the receipt;
+ *   outbox  (server, task_id) -> the exact signed JSON sent, the receipt, and
+ *           the simulation settings when the answer was simulated;
  *   task    (server, task_id) -> memo key, orientation and epsilon range of
  *           fetched tasks, so a task can be answered by id later.
  * The ledger knows nothing of HTTP or of the label JSON format; it stores
@@ -21,7 +23,7 @@
 
 #define LPC_DEVICE_SECRET_BYTES 32
 #define LPC_MEMO_KEY_BYTES 32
-#define LPC_LEDGER_VERSION 1
+#define LPC_LEDGER_VERSION 2 /* 2: simulation columns */
 
 typedef struct lpc_ledger lpc_ledger;
 
@@ -40,10 +42,13 @@ int lpc_ledger_begin(lpc_ledger *l);
 int lpc_ledger_commit(lpc_ledger *l);
 void lpc_ledger_rollback(lpc_ledger *l);
 
+/* *simulation (may be NULL) gets a new string with the CTL settings the
+ * entry was drawn under, or NULL for a real answer. */
 int lpc_ledger_memo_get(lpc_ledger *l, const uint8_t key[LPC_MEMO_KEY_BYTES], int *z_canonical,
-                        double *epsilon);
+                        double *epsilon, char **simulation);
+/* simulation: the CTL settings as JSON text, or NULL for a real answer. */
 int lpc_ledger_memo_put(lpc_ledger *l, const uint8_t key[LPC_MEMO_KEY_BYTES], int z_canonical,
-                        double epsilon);
+                        double epsilon, const char *simulation);
 
 /* Appends a spend row. */
 int lpc_ledger_spend(lpc_ledger *l, const uint8_t key[LPC_MEMO_KEY_BYTES], double epsilon,
@@ -52,10 +57,12 @@ int lpc_ledger_spend(lpc_ledger *l, const uint8_t key[LPC_MEMO_KEY_BYTES], doubl
 int lpc_ledger_spent(lpc_ledger *l, double *sum);
 
 /* Outbox. get: *message (and *receipt, NULL if none) are new strings;
- * receipt may be a NULL pointer when not wanted. */
+ * receipt and simulated may be NULL pointers when not wanted. put:
+ * simulation as for lpc_ledger_memo_put(). */
 int lpc_ledger_outbox_get(lpc_ledger *l, const char *server, int64_t task_id, char **message,
-                          char **receipt);
-int lpc_ledger_outbox_put(lpc_ledger *l, const char *server, int64_t task_id, const char *message);
+                          char **receipt, int *simulated);
+int lpc_ledger_outbox_put(lpc_ledger *l, const char *server, int64_t task_id, const char *message,
+                          const char *simulation);
 /* Replaces the message of a row that has no receipt (after the server said
  * stale_timestamp, proving it holds no label for the task). */
 int lpc_ledger_outbox_replace(lpc_ledger *l, const char *server, int64_t task_id,
@@ -81,5 +88,7 @@ int lpc_ledger_task_get(lpc_ledger *l, const char *server, int64_t task_id, lpc_
 /* Row counts, for budget reports and tests. Any pointer may be NULL. */
 int lpc_ledger_counts(lpc_ledger *l, int64_t *memo, int64_t *spend, int64_t *outbox,
                       int64_t *pending);
+/* Memo entries drawn under CTL simulation. */
+int lpc_ledger_count_simulated(lpc_ledger *l, int64_t *memo);
 
 #endif

@@ -126,10 +126,10 @@ static void test_content_memo(void)
         lp_label_msg m1, m2, m3;
         int existed = 0;
         /* True preference: the response "A of k" (prefer_b = 0 in orig). */
-        int ok = lpc_answer_prepare(c, &orig, 0, &m1, &existed) == LP_OK && !existed;
-        ok &= lpc_answer_prepare(c, &swapped, 1, &m2, &existed) == LP_OK && !existed;
+        int ok = lpc_answer_prepare(c, &orig, 0, &m1, &existed, NULL) == LP_OK && !existed;
+        ok &= lpc_answer_prepare(c, &swapped, 1, &m2, &existed, NULL) == LP_OK && !existed;
         /* Even a different "true" answer cannot re-randomize. */
-        ok &= lpc_answer_prepare(c, &reissued, 1, &m3, &existed) == LP_OK && !existed;
+        ok &= lpc_answer_prepare(c, &reissued, 1, &m3, &existed, NULL) == LP_OK && !existed;
         ok &= m2.z == 1 - m1.z && m3.z == m1.z;
         ok &= m1.epsilon == 1.0 && m2.epsilon == 1.0 && m3.epsilon == 1.0;
         ok &= lp_verify_label(&m1) == LP_OK && lp_verify_label(&m2) == LP_OK;
@@ -165,9 +165,9 @@ static void test_content_memo(void)
     ldpref_task first = task(1 + 3 * 7, "prompt 7", "response A of 7", "response B of 7", 1.0);
     lp_label_msg ma, mf;
     int existed = 0;
-    CHECK_ERR(lpc_answer_prepare(c, &again, 0, &ma, &existed), LP_OK);
+    CHECK_ERR(lpc_answer_prepare(c, &again, 0, &ma, &existed, NULL), LP_OK);
     CHECK_INT(existed, 0);
-    CHECK_ERR(lpc_answer_prepare(c, &first, 0, &mf, &existed), LP_OK);
+    CHECK_ERR(lpc_answer_prepare(c, &first, 0, &mf, &existed, NULL), LP_OK);
     CHECK_INT(existed, 1);
     CHECK_INT(ma.z, 1 - mf.z);
     counts(c, &memo, &spend, &outbox);
@@ -185,9 +185,9 @@ static void test_reask(void)
     ldpref_task t = task(42, "Which is kinder?", "Yes.", "No.", 1.0);
     lp_label_msg first, m;
     int existed = 0, identical = 0;
-    CHECK_ERR(lpc_answer_prepare(c, &t, 1, &first, &existed), LP_OK);
+    CHECK_ERR(lpc_answer_prepare(c, &t, 1, &first, &existed, NULL), LP_OK);
     for (int i = 0; i < 1000; i++) {
-        int rc = lpc_answer_prepare(c, &t, i & 1, &m, &existed);
+        int rc = lpc_answer_prepare(c, &t, i & 1, &m, &existed, NULL);
         identical += rc == LP_OK && existed && memcmp(&m, &first, sizeof m) == 0;
     }
     CHECK_INT(identical, 1000);
@@ -196,7 +196,7 @@ static void test_reask(void)
     for (int i = 0; i < 1000; i++) {
         ldpref_task r = i & 1 ? task(1000 + i, t.prompt, t.b, t.a, 1.0)
                               : task(1000 + i, t.prompt, t.a, t.b, 1.0);
-        int rc = lpc_answer_prepare(c, &r, i & 1, &m, &existed);
+        int rc = lpc_answer_prepare(c, &r, i & 1, &m, &existed, NULL);
         same += rc == LP_OK && !existed && m.z == ((i & 1) ? 1 - first.z : first.z);
     }
     CHECK_INT(same, 1000);
@@ -211,7 +211,7 @@ static void test_reask(void)
     ldpref_receipt r;
     CHECK_ERR(ldpref_answer(c, &t, 0, &r), LP_ENETWORK);
     CHECK(strstr(ldpref_errmsg(c), "127.0.0.1") != NULL);
-    CHECK_ERR(lpc_answer_prepare(c, &t, 0, &m, &existed), LP_OK);
+    CHECK_ERR(lpc_answer_prepare(c, &t, 0, &m, &existed, NULL), LP_OK);
     CHECK(existed && memcmp(&m, &first, sizeof m) == 0);
     size_t sent = 9, pending = 0;
     CHECK_ERR(ldpref_resend_pending(c, &sent, &pending), LP_ENETWORK);
@@ -250,9 +250,9 @@ static void test_local_budget(void)
     ldpref_task t4 = task(4, "p4", "x", "y", 0.5), t1b = task(11, "p1", "y", "x", 1.0);
     lp_label_msg m;
     int existed;
-    CHECK_ERR(lpc_answer_prepare(c, &t4, 1, &m, &existed), LP_OK);
+    CHECK_ERR(lpc_answer_prepare(c, &t4, 1, &m, &existed, NULL), LP_OK);
     CHECK_NEAR(m.epsilon, 0.5, 0);
-    CHECK_ERR(lpc_answer_prepare(c, &t1b, 1, &m, &existed), LP_OK);
+    CHECK_ERR(lpc_answer_prepare(c, &t1b, 1, &m, &existed, NULL), LP_OK);
     counts(c, &memo, &spend, &outbox);
     CHECK_INT(spend, 3);
     CHECK_INT(outbox, 4);
@@ -283,17 +283,17 @@ static void test_epsilon_choice(void)
     lp_label_msg m;
     int existed;
     ldpref_task t = task(1, "e1", "x", "y", 0.5);
-    CHECK_ERR(lpc_answer_prepare(c, &t, 1, &m, &existed), LP_OK);
+    CHECK_ERR(lpc_answer_prepare(c, &t, 1, &m, &existed, NULL), LP_OK);
     CHECK_NEAR(m.epsilon, 0.5, 0);
     t = task(2, "e2", "x", "y", 5.0);
-    CHECK_ERR(lpc_answer_prepare(c, &t, 1, &m, &existed), LP_OK);
+    CHECK_ERR(lpc_answer_prepare(c, &t, 1, &m, &existed, NULL), LP_OK);
     CHECK_NEAR(m.epsilon, 2.0, 0);
     t = task(3, "e3", "x", "y", 5.0);
     t.epsilon_max = 1.5;
-    CHECK_ERR(lpc_answer_prepare(c, &t, 1, &m, &existed), LP_OK);
+    CHECK_ERR(lpc_answer_prepare(c, &t, 1, &m, &existed, NULL), LP_OK);
     CHECK_NEAR(m.epsilon, 1.5, 0);
     t = task(4, "e4", "x", "y", INFINITY); /* a null proposal never means "no privacy" */
-    CHECK_ERR(lpc_answer_prepare(c, &t, 1, &m, &existed), LP_OK);
+    CHECK_ERR(lpc_answer_prepare(c, &t, 1, &m, &existed, NULL), LP_OK);
     CHECK_NEAR(m.epsilon, 2.0, 0);
     t = task(5, "e5", "x", "y", 1.0);
     t.epsilon_min = 3.0;
@@ -317,7 +317,7 @@ static void test_ledger_contents(void)
     ldpref_task t = task(5, prompt, a, b, 1.0);
     lp_label_msg m;
     int existed;
-    CHECK_ERR(lpc_answer_prepare(c, &t, 1, &m, &existed), LP_OK);
+    CHECK_ERR(lpc_answer_prepare(c, &t, 1, &m, &existed, NULL), LP_OK);
     ldpref_client_close(c); /* checkpoints the WAL into the main file */
     char path[300], cmd[700];
     snprintf(path, sizeof path, "%s/plain.ledger", dir);
