@@ -571,9 +571,10 @@ static json_t *corruption_json(const lp_corruption *c, const char *campaign)
     if (c->id == 0)
         return json_pack("{s:n, s:s, s:f, s:n, s:n, s:n}", "id", "campaign", campaign, "alpha",
                          0.0, "strategy", "seed", "feature");
-    return json_pack("{s:I, s:s, s:f, s:s, s:I, s:I, s:I}", "id", (json_int_t)c->id, "campaign",
+    return json_pack("{s:I, s:s, s:f, s:s, s:I, s:o, s:I}", "id", (json_int_t)c->id, "campaign",
                      campaign, "alpha", c->alpha, "strategy", lp_adversary_name(c->strategy),
-                     "seed", (json_int_t)c->seed, "feature", (json_int_t)c->feature,
+                     "seed", (json_int_t)c->seed, "feature",
+                     c->strategy == LP_ADV_BACKDOOR ? json_integer(c->feature) : json_null(),
                      "created_at", (json_int_t)c->created_ms);
 }
 
