@@ -27,7 +27,9 @@ CREATE TABLE training_runs (
     cutoff        INTEGER,        -- newest label id in the snapshot
     labels        INTEGER NOT NULL DEFAULT 0,
     iterations    INTEGER NOT NULL DEFAULT 0,
+    evaluations   INTEGER NOT NULL DEFAULT 0,
     objective     REAL,
+    grad_norm     REAL,
     error         TEXT,           -- wire name of the failure
     message       TEXT,
     model_version INTEGER REFERENCES models (version),

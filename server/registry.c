@@ -222,7 +222,8 @@ void lp_run_clear(lp_run *r)
 
 #define RUN_COLS                                                                         \
     "SELECT id, trigger_kind, request, status, cutoff, labels, iterations, objective, " \
-    "error, message, model_version, created_ms, started_ms, finished_ms FROM training_runs "
+    "error, message, model_version, created_ms, started_ms, finished_ms, evaluations, "  \
+    "grad_norm FROM training_runs "
 
 static void read_run(sqlite3_stmt *st, lp_run *r)
 {
@@ -235,7 +236,6 @@ static void read_run(sqlite3_stmt *st, lp_run *r)
     r->labels = sqlite3_column_int64(st, 5);
     r->iterations = sqlite3_column_int(st, 6);
     r->objective = sqlite3_column_type(st, 7) == SQLITE_NULL ? NAN : sqlite3_column_double(st, 7);
-    r->grad_norm = NAN;
     const unsigned char *err = sqlite3_column_text(st, 8);
     r->error = err ? lp_error_from_name((const char *)err) : 0;
     if (r->error < 0)
@@ -245,6 +245,8 @@ static void read_run(sqlite3_stmt *st, lp_run *r)
     r->created_ms = sqlite3_column_int64(st, 11);
     r->started_ms = sqlite3_column_int64(st, 12);
     r->finished_ms = sqlite3_column_int64(st, 13);
+    r->evaluations = sqlite3_column_int(st, 14);
+    r->grad_norm = sqlite3_column_type(st, 15) == SQLITE_NULL ? NAN : sqlite3_column_double(st, 15);
 }
 
 static int run_create_fn(sqlite3 *db, void *ctx)
@@ -279,7 +281,7 @@ static int run_update_fn(sqlite3 *db, void *ctx)
     if (prep(db,
              "UPDATE training_runs SET status = ?2, cutoff = ?3, labels = ?4, iterations = ?5, "
              "objective = ?6, error = ?7, message = ?8, model_version = ?9, started_ms = ?10, "
-             "finished_ms = ?11 WHERE id = ?1",
+             "finished_ms = ?11, evaluations = ?12, grad_norm = ?13 WHERE id = ?1",
              &st) != LP_OK)
         return LP_ESTORAGE;
     sqlite3_bind_int64(st, 1, r->id);
@@ -293,6 +295,8 @@ static int run_update_fn(sqlite3 *db, void *ctx)
     bind_int_or_null(st, 9, r->model_version);
     bind_int_or_null(st, 10, r->started_ms);
     bind_int_or_null(st, 11, r->finished_ms);
+    sqlite3_bind_int(st, 12, r->evaluations);
+    bind_real_or_null(st, 13, r->grad_norm);
     return exec_done(db, st);
 }
 

@@ -395,6 +395,12 @@ static int fit_model(lp_learner *l, const lp_train_request *req, const lp_snapsh
         return lp_fail(LP_ETRAINING_FAILED, msg, msglen,
                        "the objective is not finite (set a norm_bound or l2)");
     }
+    pthread_mutex_lock(&l->lock); /* the run reports the fit's final figures */
+    l->run.iterations = m->res.iterations;
+    l->run.evaluations = m->res.evaluations;
+    l->run.objective = m->res.objective;
+    l->run.grad_norm = m->res.grad_norm;
+    pthread_mutex_unlock(&l->lock);
     m->loss = oo.loss;
     m->link = lp_loss_default_link(req->loss.kind);
     m->beta = req->beta;
