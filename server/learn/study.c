@@ -481,6 +481,7 @@ void lp_study_claim3(const lp_study *s, lp_study_verdict *v)
     const lp_loss_kind peers[] = {LP_LOSS_CHIPO, LP_LOSS_RDPO};
     int cells = 0, worse = 0, bd_cells = 0, bd_better = 0, better_any = 0;
     double bd_gain = 0;
+    char where[512] = "";
     for (int vi = 0; vi < nv; vi++)
         for (int e = 0; e < ne; e++)
             for (int a = 0; a < na; a++)
@@ -509,6 +510,14 @@ void lp_study_claim3(const lp_study *s, lp_study_verdict *v)
                     }
                     cells++;
                     worse += w;
+                    if (w && strlen(where) + 64 < sizeof where) {
+                        char b[32];
+                        snprintf(where + strlen(where), sizeof where - strlen(where),
+                                 "%s%s %s ε = %s α = %g", *where ? "; " : "",
+                                 lp_adversary_name((lp_adversary)advs[vi]),
+                                 lp_order_name((lp_order)ords[o]), eps_str(eps[e], b, sizeof b),
+                                 al[a]);
+                    }
                     if (advs[vi] == LP_ADV_BACKDOOR) {
                         bd_cells++;
                         bd_better += better && npeer > 0;
@@ -525,12 +534,12 @@ void lp_study_claim3(const lp_study *s, lp_study_verdict *v)
                                                         : LP_VERDICT_NOT_SUPPORTED;
     say(v,
         "%s: over %d corrupted settings (0 < α ≤ %.1f, both orders, every ε and adversary) "
-        "Square χPO is significantly less accurate than χPO or rDPO in %d and more accurate "
-        "in %d comparisons; ",
+        "Square χPO is significantly less accurate than χPO or rDPO in %d%s%s%s and more "
+        "accurate in %d comparisons; ",
         v->level == LP_VERDICT_SUPPORTED ? "Supported"
         : v->level == LP_VERDICT_PARTLY  ? "Partly supported"
                                          : "Not supported",
-        cells, C3_ALPHA_MAX, worse, better_any);
+        cells, C3_ALPHA_MAX, worse, *where ? " (" : "", where, *where ? ")" : "", better_any);
     if (bd_cells > 0)
         say(v,
             "under the backdoor adversary it beats both in %d of %d settings (mean margin over "
@@ -862,7 +871,7 @@ static const char *const loss_color[LP_LOSS_COUNT] = {"#d62728", "#1f77b4", "#2c
                                                        "#7f7f7f"};
 
 static FILE *gp_open(const char *dir, const char *name, int w, int h, int rows, int cols,
-                     const char *title)
+                     const char *key, const char *title)
 {
     char path[1024];
     snprintf(path, sizeof path, "%s/gp/%s.gp", dir, name);
@@ -874,9 +883,9 @@ static FILE *gp_open(const char *dir, const char *name, int w, int h, int rows, 
             "#   gnuplot gp/%s.gp   (writes %s.svg)\n"
             "set terminal svg size %d,%d dynamic noenhanced font 'sans,13' background "
             "rgb 'white'\nset output '%s.svg'\nset grid lc rgb '#dddddd'\n"
-            "set key top right font 'sans,11' box opaque\nset bars small\n"
+            "set key %s font 'sans,11' box\nset bars small\n"
             "set multiplot layout %d,%d title '%s' font 'sans,15'\n",
-            name, name, name, w, h, name, rows, cols, title);
+            name, name, name, w, h, name, key, rows, cols, title);
     return f;
 }
 
@@ -936,8 +945,7 @@ static void gp_acc_alpha(FILE *f, const lp_study *s, int adv)
         if (all[l] == LP_LOSS_SQUARE_CHIPO || all[l] == LP_LOSS_CHIPO || all[l] == LP_LOSS_RDPO)
             losses[nl++] = all[l];
     char b[32];
-    fprintf(f, "set xlabel 'α (Huber corruption rate)'\nset ylabel 'accuracy on clean pairs'\n"
-               "set key bottom left\n");
+    fprintf(f, "set xlabel 'α (Huber corruption rate)'\nset ylabel 'accuracy on clean pairs'\n");
     for (int e = 0; e < ne; e++) {
         fprintf(f, "set title 'ε = %s'\nunset arrow\n", eps_str(eps[e], b, sizeof b));
         if (adv == LP_ADV_FLIP && !isinf(eps[e])) {
@@ -1007,19 +1015,19 @@ static int write_plots(const lp_study *s, const char *dir, char *msg, size_t msg
     int ne = distinct(s, B_PRIV, "eps", eps);
     int rows = ne > 2 ? 2 : 1, cols = ne > 2 ? (ne + 1) / 2 : ne;
     if (ne > 0) {
-        FILE *f = gp_open(dir, "error_vs_n", 1100, 850, rows, cols,
+        FILE *f = gp_open(dir, "error_vs_n", 1100, 1000, rows, cols, "below maxrows 2",
                           "Estimation error |θ̂ − θ*| / |θ*| vs n (α = 0), mean ± sd");
         if (f == NULL)
             return lp_fail(LP_EIO, msg, msglen, "cannot write %s/gp", dir);
         gp_vs_n(f, s, "est_error", 1, "relative error", reference_constant(s));
         fclose(f);
-        f = gp_open(dir, "subopt_vs_n", 1100, 850, rows, cols,
+        f = gp_open(dir, "subopt_vs_n", 1100, 1000, rows, cols, "below maxrows 2",
                     "Suboptimality J(π*_β) − J(π̂) vs n (α = 0, β = 1), mean ± sd");
         if (f == NULL)
             return lp_fail(LP_EIO, msg, msglen, "cannot write %s/gp", dir);
         gp_vs_n(f, s, "suboptimality", 0, "suboptimality", 0);
         fclose(f);
-        f = gp_open(dir, "norm_ratio_vs_n", 1100, 850, rows, cols,
+        f = gp_open(dir, "norm_ratio_vs_n", 1100, 1000, rows, cols, "below maxrows 2",
                     "Scale of the learned reward |θ̂| / |θ*| vs n (α = 0), mean ± sd");
         if (f == NULL)
             return lp_fail(LP_EIO, msg, msglen, "cannot write %s/gp", dir);
@@ -1034,7 +1042,7 @@ static int write_plots(const lp_study *s, const char *dir, char *msg, size_t msg
         snprintf(name, sizeof name, "accuracy_vs_alpha_%s", lp_adversary_name((lp_adversary)advs[v]));
         snprintf(title, sizeof title, "Accuracy vs α, adversary %s (CTL solid, LTC dashed)",
                  lp_adversary_name((lp_adversary)advs[v]));
-        FILE *f = gp_open(dir, name, 1500, 480, 1, ne, title);
+        FILE *f = gp_open(dir, name, 1500, 480, 1, ne, "bottom left opaque", title);
         if (f == NULL)
             return lp_fail(LP_EIO, msg, msglen, "cannot write %s/gp", dir);
         gp_acc_alpha(f, s, advs[v]);
@@ -1159,7 +1167,7 @@ int lp_study_report(const lp_study *s, const lp_study_report_opts *o, char *msg,
                "- Fits (`lp_fit`): L-BFGS from θ = 0, L2 = %g, clip at 2·Rmax = %g (Rmax = %g, "
                "so the clip touches only true margins beyond 3 sd), norm bound ‖θ‖ ≤ B = %.4g "
                "(= 3‖θ*‖, the bounded class the theory assumes; see below for how often it "
-               "bound). Every loss gets its own ε (square-chipo uses c(ε), rdpo/rr-mle use "
+               "binds). Every loss gets its own ε (square-chipo uses c(ε), rdpo/rr-mle use "
                "q(ε); chipo and dpo use the labels as they are).\n"
                "- Evaluation against θ* (`lp_evaluate_truth`): accuracy = agreement of sign "
                "θ̂ᵀΔf with sign θ*ᵀΔf on 20,000 fresh clean pairs; relative estimation error "
@@ -1179,7 +1187,7 @@ int lp_study_report(const lp_study *s, const lp_study_report_opts *o, char *msg,
     if (!isnan(o->sweep_seconds))
         fprintf(f, "; sweep wall time %.0f s (%.1f min)", o->sweep_seconds, o->sweep_seconds / 60);
     if (!isnan(o->total_seconds))
-        fprintf(f, "; whole reproduction (sweep, OASST cv, report, plots) %.0f s (%.1f min)",
+        fprintf(f, "; sweep and OASST cv %.0f s (%.1f min; the report and plots take about a second more)",
                 o->total_seconds, o->total_seconds / 60);
     double fit_s = 0;
     for (size_t i = 0; i < s->n; i++)
@@ -1187,9 +1195,11 @@ int lp_study_report(const lp_study *s, const lp_study_report_opts *o, char *msg,
     fprintf(f, "; the fits alone took %.0f CPU-seconds.%s%s\n", fit_s, o->machine ? " " : "",
             o->machine ? o->machine : "");
     fprintf(f, "\n### Norm bound and optimizer\n\nThe bound B = %.4g is active when ‖θ̂‖ ≥ "
-               "0.99 B (then the unconstrained fit wanted a larger norm). Non-converged fits "
-               "stopped on a line-search or rounding status at a clip kink (the objective "
-               "reached is in the JSONL).\n\n",
+               "0.99 B (then the unconstrained fit wanted a larger norm). \"Not converged\" "
+               "counts fits whose L-BFGS stopped with a status other than converged (mostly "
+               "rounding_error: the line search could not decrease the objective further "
+               "before the gradient test at gtol 1e-8); status and objective are in the "
+               "JSONL.\n\n",
             r0->norm_bound);
     table_bound(f, s);
 
