@@ -5,11 +5,14 @@
 #   make bench      all benchmarks            make install PREFIX=/usr/local
 #   make SAN=1 BUILD=build/asan test          sanitizer build of the tests
 #   make fuzz       libFuzzer binaries (clang)
+#   make reproduce  the privacy/robustness study -> docs/results/ (QUICK=1: reduced
+#                   grid -> $(BUILD)/study-quick/, also run by make test)
 
 BUILD   ?= build
 PREFIX  ?= /usr/local
 CC      ?= cc
 SAN     ?=
+QUICK   ?= 0
 VERSION := 0.1.0
 
 PKGS    := libmicrohttpd jansson libsodium sqlite3 libcurl openblas
@@ -57,7 +60,7 @@ FUZZ_REPLAY := $(patsubst tests/fuzz/%.c,$(BUILD)/tests/replay_%,$(FUZZ_SRC))
 BENCHES     := $(patsubst tests/bench/%.c,$(BUILD)/bench/%,$(wildcard tests/bench/bench_*.c))
 
 .PHONY: all test run install uninstall clean bench \
-        fuzz fuzz-bins format check-format deps tests
+        fuzz fuzz-bins format check-format deps tests reproduce reproduce-live
 all: $(BINS) $(SO_CLIENT) $(BUILD)/ldpref.pc
 
 $(BUILD)/obj/%.o: %.c
@@ -118,6 +121,14 @@ run: deps
 	$(MAKE) all
 	@mkdir -p var
 	. deploy/openblas-env.sh && exec $(BUILD)/ldpref-server --db var/ldpref.db
+
+# The papers' claims, simulated: tests/study/reproduce.sh (sweep, OASST cv,
+# report, gnuplot). QUICK=1 never writes docs/results.
+reproduce: all
+	BUILD=$(BUILD) QUICK=$(QUICK) tests/study/reproduce.sh
+# Hook for the same study against a live ldpref-server (not built yet).
+reproduce-live: all
+	BUILD=$(BUILD) tests/study/reproduce.sh --live
 
 bench: bench-ingest bench-train bench-score
 # Each benchmark is a script tests/bench/<name>.sh printing "BENCH <name> <value> <unit>".
