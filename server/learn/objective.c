@@ -5,6 +5,8 @@
 #include <cblas.h>
 #include <math.h>
 #include <pthread.h>
+#include <stdatomic.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -18,6 +20,9 @@
 #define BLAS_BLOCK 256          /* rows per gemv block (256 KiB of float32 at d = 256) */
 #define MIN_WORK_PER_THREAD (1u << 18) /* values per thread before threading pays */
 #define MAX_THREADS 64
+#define MAX_CHUNKS 64                   /* row chunks per evaluation */
+#define MIN_WORK_PER_CHUNK (1u << 16)   /* values per chunk */
+#define MAX_ACC_VALUES (1u << 21)       /* chunk accumulators: at most 16 MiB */
 
 struct lp_objective {
     const lp_dataset *ds;
@@ -31,12 +36,14 @@ void lp_objective_opts_init(lp_objective_opts *o, lp_loss_kind kind)
     o->l2 = 0.0;
     o->threads = 1;
     o->kernel = LP_KERNEL_FUSED;
+    o->simd = LP_SIMD_AUTO;
 }
 
 lp_objective *lp_objective_new(const lp_dataset *ds, const lp_objective_opts *o)
 {
     if (ds == NULL || ds->n == 0 || o->threads < 1 || !(o->l2 >= 0.0) ||
-        !(o->loss.rmax > 0.0) || !(o->loss.tau > 0.0))
+        !(o->loss.rmax > 0.0) || !(o->loss.tau > 0.0) || o->simd < LP_SIMD_AUTO ||
+        o->simd > LP_SIMD_AVX512)
         return NULL;
     lp_objective *ob = calloc(1, sizeof *ob);
     if (ob == NULL)
@@ -91,19 +98,35 @@ const lp_objective_opts *lp_objective_options(const lp_objective *ob)
 
 int lp_objective_simd(void)
 {
+    return lp_objective_simd_best() >= LP_SIMD_AVX2;
+}
+
+lp_simd lp_objective_simd_best(void)
+{
 #if LP_HAVE_X86
-    static int cached = -1;
-    if (cached < 0) {
+    static lp_simd cached = LP_SIMD_AUTO;
+    if (cached == LP_SIMD_AUTO) {
         __builtin_cpu_init();
-        cached = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+        if (__builtin_cpu_supports("avx512f"))
+            cached = LP_SIMD_AVX512;
+        else if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"))
+            cached = LP_SIMD_AVX2;
+        else
+            cached = LP_SIMD_NONE;
     }
     return cached;
 #else
-    return 0;
+    return LP_SIMD_NONE;
 #endif
 }
 
-/* One thread's share: rows [r0, r1), private gradient accumulator. */
+lp_simd lp_objective_simd_used(const lp_objective *ob)
+{
+    lp_simd best = lp_objective_simd_best();
+    return ob->o.simd == LP_SIMD_AUTO || ob->o.simd > best ? best : ob->o.simd;
+}
+
+/* A kernel's input: rows [r0, r1) (one chunk), its own gradient accumulator. */
 typedef struct slice {
     const lp_objective *ob;
     const double *theta;
@@ -112,7 +135,7 @@ typedef struct slice {
     double loss;
     double *grad; /* d, zeroed by the caller */
     float *mbuf;  /* BLAS kernel scratch: BLAS_BLOCK margins */
-    double *xbuf; /* fused float32 kernel scratch: 4 rows widened to double */
+    double *xbuf; /* AVX2 float32 kernel scratch: 4 rows widened to double */
 } slice;
 
 static inline double label_grad(const lp_objective *ob, size_t i, double m, double *g)
@@ -221,6 +244,169 @@ __attribute__((target("avx2,fma"))) static void fused_f32_avx2(slice *s)
     s->loss = loss;
 }
 
+/* AVX-512: tanh(y) for 8 doubles, via t = exp(-2|y|) and (1-t)/(1+t).
+ * |y| is clamped at 20 (tanh = +-1 in double beyond 19.1); exp by
+ * range reduction to |r| <= ln2/2 and a degree-13 Taylor polynomial
+ * (truncation < 1e-17), scaled by vscalefpd. Absolute error ~2e-16 (the
+ * 1 - t cancellation for small |y|; libm's tanh differs from it by less
+ * than 4e-16 on [-25, 25]), which is all square-chipo needs: its loss
+ * (p - c zbar)^2 and derivative (p - c zbar)(1 - p^2) are then off by a few
+ * 1e-16 absolute, like a double rounding. y must not be NaN (the caller
+ * clips margins first; a NaN margin is clipped to -2 rmax). */
+__attribute__((target("avx512f"))) static inline __m512d tanh8(__m512d y)
+{
+    const __m512d one = _mm512_set1_pd(1.0);
+    __m512d a = _mm512_min_pd(_mm512_abs_pd(y), _mm512_set1_pd(20.0));
+    __m512d x = _mm512_mul_pd(a, _mm512_set1_pd(-2.0));
+    __m512d k = _mm512_roundscale_pd(_mm512_mul_pd(x, _mm512_set1_pd(1.4426950408889634)),
+                                     _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    __m512d r = _mm512_fnmadd_pd(k, _mm512_set1_pd(6.93147180369123816490e-01), x);
+    r = _mm512_fnmadd_pd(k, _mm512_set1_pd(1.90821492927058770002e-10), r);
+    static const double c[14] = {1.0 / 6227020800.0, 1.0 / 479001600.0, 1.0 / 39916800.0,
+                                 1.0 / 3628800.0,    1.0 / 362880.0,    1.0 / 40320.0,
+                                 1.0 / 5040.0,       1.0 / 720.0,       1.0 / 120.0,
+                                 1.0 / 24.0,         1.0 / 6.0,         0.5,
+                                 1.0,                1.0};
+    __m512d p = _mm512_set1_pd(c[0]);
+    for (int i = 1; i < 14; i++)
+        p = _mm512_fmadd_pd(p, r, _mm512_set1_pd(c[i]));
+    __m512d t = _mm512_scalef_pd(p, k);
+    __m512d th = _mm512_div_pd(_mm512_sub_pd(one, t), _mm512_add_pd(one, t));
+    /* copy y's sign bit */
+    __m512i sign = _mm512_and_si512(_mm512_castpd_si512(y), _mm512_set1_epi64(INT64_MIN));
+    return _mm512_castsi512_pd(_mm512_or_si512(_mm512_castpd_si512(th), sign));
+}
+
+/* Square-chipo loss and derivative for nb <= 8 labels (rows i0.., margins
+ * m[0..8)), the vector form of lp_loss_point's square-chipo case: same
+ * clip rule (inside iff |m| < 2 rmax; NaN is outside, clipped to -2 rmax),
+ * tanh8 for tanh. Writes g[0..8) (0 from lane nb on); returns the sum of
+ * the nb losses. */
+__attribute__((target("avx512f"))) static double sqchipo8(const lp_objective *ob, size_t i0,
+                                                          size_t nb, const double *m, double *g)
+{
+    double cz[8] = {0}, l[8];
+    for (size_t b = 0; b < nb; b++)
+        cz[b] = ob->ds->z[i0 + b] ? ob->k[i0 + b].c : -ob->k[i0 + b].c;
+    __m512d R = _mm512_set1_pd(2.0 * ob->o.loss.rmax), mv = _mm512_loadu_pd(m);
+    __mmask8 inside = _mm512_cmp_pd_mask(_mm512_abs_pd(mv), R, _CMP_LT_OQ);
+    __mmask8 pos = _mm512_cmp_pd_mask(mv, _mm512_setzero_pd(), _CMP_GT_OQ);
+    __m512d out = _mm512_mask_blend_pd(pos, _mm512_sub_pd(_mm512_setzero_pd(), R), R);
+    __m512d mc = _mm512_mask_blend_pd(inside, out, mv);
+    __m512d p = tanh8(_mm512_mul_pd(mc, _mm512_set1_pd(0.5)));
+    __m512d e = _mm512_sub_pd(p, _mm512_loadu_pd(cz));
+    __m512d gv = _mm512_mul_pd(e, _mm512_fnmadd_pd(p, p, _mm512_set1_pd(1.0)));
+    __mmask8 live = (__mmask8)((1u << nb) - 1u);
+    _mm512_storeu_pd(g, _mm512_maskz_mov_pd(inside & live, gv));
+    _mm512_storeu_pd(l, _mm512_mul_pd(e, e));
+    double loss = 0.0;
+    for (size_t b = 0; b < nb; b++)
+        loss += l[b];
+    return loss;
+}
+
+/* 8 floats widened to 8 doubles. */
+__attribute__((target("avx512f"))) static inline __m512d cvt8(const float *x)
+{
+    return _mm512_cvtps_pd(_mm256_loadu_ps(x));
+}
+
+/* AVX-512 fused rows, float32 storage.
+ *
+ * Contract: rows [s->r0, s->r1) of ds->xf, theta in double; adds
+ * sum_i g_i x_i into the double gradient s->grad and sets s->loss. Any d.
+ * Rows go in blocks of F512_BLOCK, each row read from memory once:
+ *   1. margins in double: 8 floats at a time widened (vcvtps2pd) and FMA'd
+ *      with theta into 4 accumulators;
+ *   2. g_i = loss'(m_i) in double (square-chipo: 8 rows at once through
+ *      sqchipo8; the other losses: lp_loss_point);
+ *   3. for each 32-column stripe the gradient is loaded once, the block's
+ *      rows (still in L1) widened again and FMA'd into it in double in row
+ *      order, and stored.
+ * Everything after the float load is double: the result differs from the
+ * float64 path by summation order only (and tanh8's ~2e-16). Widening
+ * twice is cheaper here than storing the widened rows and reloading them
+ * (measured). Deterministic: fixed blocks and order. */
+#define F512_BLOCK 8
+__attribute__((target("avx512f"))) static void fused_f32_avx512(slice *s)
+{
+    const lp_objective *ob = s->ob;
+    size_t d = ob->ds->d;
+    const double *th = s->theta;
+    const float *X = ob->ds->xf;
+    double *gr = s->grad, loss = 0.0;
+    int sq = ob->o.loss.kind == LP_LOSS_SQUARE_CHIPO;
+    for (size_t i0 = s->r0; i0 < s->r1; i0 += F512_BLOCK) {
+        size_t nb = s->r1 - i0 < F512_BLOCK ? s->r1 - i0 : F512_BLOCK;
+        double m[F512_BLOCK] = {0}, g[F512_BLOCK] = {0};
+        for (size_t b = 0; b < nb; b++) {
+            const float *x = X + (i0 + b) * d;
+            __m512d a0 = _mm512_setzero_pd(), a1 = a0, a2 = a0, a3 = a0;
+            size_t j = 0;
+            for (; j + 32 <= d; j += 32) {
+                a0 = _mm512_fmadd_pd(cvt8(x + j), _mm512_loadu_pd(th + j), a0);
+                a1 = _mm512_fmadd_pd(cvt8(x + j + 8), _mm512_loadu_pd(th + j + 8), a1);
+                a2 = _mm512_fmadd_pd(cvt8(x + j + 16), _mm512_loadu_pd(th + j + 16), a2);
+                a3 = _mm512_fmadd_pd(cvt8(x + j + 24), _mm512_loadu_pd(th + j + 24), a3);
+            }
+            for (; j + 8 <= d; j += 8)
+                a0 = _mm512_fmadd_pd(cvt8(x + j), _mm512_loadu_pd(th + j), a0);
+            double mm = _mm512_reduce_add_pd(
+                _mm512_add_pd(_mm512_add_pd(a0, a1), _mm512_add_pd(a2, a3)));
+            for (; j < d; j++)
+                mm += (double)x[j] * th[j];
+            m[b] = mm;
+        }
+        if (sq) {
+            loss += sqchipo8(ob, i0, nb, m, g);
+        } else {
+            for (size_t b = 0; b < nb; b++)
+                loss += label_grad(ob, i0 + b, m[b], &g[b]);
+        }
+        int any = 0;
+        for (size_t b = 0; b < nb; b++)
+            any |= g[b] != 0.0;
+        if (!any)
+            continue;
+        const float *xb = X + i0 * d;
+        size_t j = 0;
+        if (nb == F512_BLOCK) {
+            __m512d gv[F512_BLOCK];
+            for (size_t b = 0; b < F512_BLOCK; b++)
+                gv[b] = _mm512_set1_pd(g[b]);
+            for (; j + 32 <= d; j += 32) {
+                __m512d c0 = _mm512_loadu_pd(gr + j), c1 = _mm512_loadu_pd(gr + j + 8);
+                __m512d c2 = _mm512_loadu_pd(gr + j + 16), c3 = _mm512_loadu_pd(gr + j + 24);
+#pragma GCC unroll 8
+                for (size_t b = 0; b < F512_BLOCK; b++) {
+                    const float *x = xb + b * d + j;
+                    c0 = _mm512_fmadd_pd(cvt8(x), gv[b], c0);
+                    c1 = _mm512_fmadd_pd(cvt8(x + 8), gv[b], c1);
+                    c2 = _mm512_fmadd_pd(cvt8(x + 16), gv[b], c2);
+                    c3 = _mm512_fmadd_pd(cvt8(x + 24), gv[b], c3);
+                }
+                _mm512_storeu_pd(gr + j, c0);
+                _mm512_storeu_pd(gr + j + 8, c1);
+                _mm512_storeu_pd(gr + j + 16, c2);
+                _mm512_storeu_pd(gr + j + 24, c3);
+            }
+            for (; j + 8 <= d; j += 8) {
+                __m512d c0 = _mm512_loadu_pd(gr + j);
+                for (size_t b = 0; b < F512_BLOCK; b++)
+                    c0 = _mm512_fmadd_pd(cvt8(xb + b * d + j), gv[b], c0);
+                _mm512_storeu_pd(gr + j, c0);
+            }
+        }
+        for (; j < d; j++) { /* column tail, and short blocks at a chunk's end */
+            double acc = gr[j];
+            for (size_t b = 0; b < nb; b++)
+                acc += (double)xb[b * d + j] * g[b];
+            gr[j] = acc;
+        }
+    }
+    s->loss = loss;
+}
+
 /* AVX2 fused rows, float64 storage. */
 __attribute__((target("avx2,fma"))) static void fused_f64_avx2(slice *s)
 {
@@ -316,100 +502,145 @@ static void csr_rows(slice *s)
     s->loss = loss;
 }
 
-static void *run_slice(void *arg)
+typedef void (*rows_fn)(slice *s);
+
+/* The kernel for ob's storage, kernel option and instruction set. */
+static rows_fn pick_rows(const lp_objective *ob)
 {
-    slice *s = arg;
-    const lp_objective *ob = s->ob;
     const lp_dataset *ds = ob->ds;
     if (ds->storage == LP_STORE_CSR)
-        csr_rows(s);
-    else if (ob->o.kernel == LP_KERNEL_BLAS && ds->d <= 4096)
-        blas_rows(s);
+        return csr_rows;
+    if (ob->o.kernel == LP_KERNEL_BLAS && ds->d <= 4096)
+        return blas_rows;
 #if LP_HAVE_X86
-    else if (lp_objective_simd() && ds->storage == LP_STORE_F64)
-        fused_f64_avx2(s);
-    else if (lp_objective_simd() && (s->xbuf = malloc(4 * ds->d * sizeof(double))) != NULL) {
-        fused_f32_avx2(s);
-        free(s->xbuf);
-        s->xbuf = NULL;
-    }
+    lp_simd simd = lp_objective_simd_used(ob);
+    if (ds->storage == LP_STORE_F32 && simd >= LP_SIMD_AVX512)
+        return fused_f32_avx512;
+    if (ds->storage == LP_STORE_F32 && simd >= LP_SIMD_AVX2)
+        return fused_f32_avx2;
+    if (ds->storage == LP_STORE_F64 && simd >= LP_SIMD_AVX2)
+        return fused_f64_avx2;
 #endif
-    else
-        (ds->storage == LP_STORE_F32 ? fused_f32_portable : fused_f64_portable)(s);
+    return ds->storage == LP_STORE_F32 ? fused_f32_portable : fused_f64_portable;
+}
+
+/* One thread: claims chunks from *next until none is left and runs the
+ * kernel on each into the chunk's own accumulator. Which thread runs a
+ * chunk does not change its result. */
+typedef struct worker {
+    slice proto; /* ob, theta, theta_f and this thread's scratch */
+    rows_fn rows;
+    size_t nchunks;
+    atomic_size_t *next;
+    double *acc;  /* nchunks x d, zeroed */
+    double *loss; /* nchunks */
+} worker;
+
+static void *run_worker(void *arg)
+{
+    worker *w = arg;
+    size_t n = w->proto.ob->ds->n, d = w->proto.ob->ds->d, K = w->nchunks;
+    for (size_t k; (k = atomic_fetch_add(w->next, 1)) < K;) {
+        slice s = w->proto;
+        s.r0 = n * k / K;
+        s.r1 = n * (k + 1) / K;
+        s.grad = w->acc + k * d;
+        w->rows(&s);
+        w->loss[k] = s.loss;
+    }
     return NULL;
 }
 
+/* Rows are cut into K chunks, K a function of the data's size only; the
+ * chunks' partial sums are added in chunk order, so the result does not
+ * depend on the thread count or on scheduling. */
 double lp_objective_eval(lp_objective *ob, const double *theta, double *grad)
 {
     const lp_dataset *ds = ob->ds;
     size_t n = ds->n, d = ds->d;
     size_t work = ds->storage == LP_STORE_CSR ? ds->nnz : n * d;
+    size_t K = work / MIN_WORK_PER_CHUNK;
+    if (K > MAX_CHUNKS)
+        K = MAX_CHUNKS;
+    if (K > MAX_ACC_VALUES / d)
+        K = MAX_ACC_VALUES / d;
+    if (K > n)
+        K = n;
+    if (K < 1)
+        K = 1;
     int T = ob->o.threads;
     while (T > 1 && work / (size_t)T < MIN_WORK_PER_THREAD)
         T--;
-    if ((size_t)T > n)
-        T = (int)n;
-    slice sl[MAX_THREADS];
-    pthread_t tid[MAX_THREADS];
-    double *acc = calloc((size_t)T * d, sizeof *acc);
-    float *thf = NULL, *mbuf = NULL;
-    int blas = ob->o.kernel == LP_KERNEL_BLAS && ds->storage == LP_STORE_F32;
-    if (blas) {
-        thf = malloc(d * sizeof *thf);
-        mbuf = malloc((size_t)T * BLAS_BLOCK * sizeof *mbuf);
-    }
-    if (acc == NULL || (blas && (thf == NULL || mbuf == NULL))) {
+    if ((size_t)T > K)
+        T = (int)K;
+    rows_fn rows = pick_rows(ob);
+    int blas = rows == blas_rows && ds->storage == LP_STORE_F32;
+    int xb = rows == fused_f32_avx2;
+    double *acc = calloc(K * d, sizeof *acc), *closs = malloc(K * sizeof *closs);
+    float *thf = blas ? malloc(d * sizeof *thf) : NULL;
+    float *mbuf = blas ? malloc((size_t)T * BLAS_BLOCK * sizeof *mbuf) : NULL;
+    double *xbuf = xb ? malloc((size_t)T * 4 * d * sizeof *xbuf) : NULL;
+    if (acc == NULL || closs == NULL || (blas && (thf == NULL || mbuf == NULL)) ||
+        (xb && xbuf == NULL)) {
         free(acc);
+        free(closs);
         free(thf);
         free(mbuf);
+        free(xbuf);
         return NAN; /* out of memory: the optimizer treats NaN as failure */
     }
     if (blas)
         for (size_t j = 0; j < d; j++)
             thf[j] = (float)theta[j];
-    /* Our slices are the parallelism: OpenBLAS runs single-threaded inside
+    /* Our chunks are the parallelism: OpenBLAS runs single-threaded inside
      * them and gets its previous thread count back afterwards. */
     int blas_threads = ob->o.kernel == LP_KERNEL_BLAS ? openblas_get_num_threads() : 0;
     if (ob->o.kernel == LP_KERNEL_BLAS && T > 1)
         openblas_set_num_threads(1);
+    atomic_size_t next = 0;
+    worker w[MAX_THREADS];
+    pthread_t tid[MAX_THREADS];
     for (int t = 0; t < T; t++) {
-        sl[t] = (slice){.ob = ob,
-                        .theta = theta,
-                        .theta_f = thf,
-                        .r0 = n * (size_t)t / (size_t)T,
-                        .r1 = n * (size_t)(t + 1) / (size_t)T,
-                        .grad = acc + (size_t)t * d,
-                        .mbuf = mbuf ? mbuf + (size_t)t * BLAS_BLOCK : NULL};
+        w[t] = (worker){.proto = {.ob = ob,
+                                  .theta = theta,
+                                  .theta_f = thf,
+                                  .mbuf = mbuf ? mbuf + (size_t)t * BLAS_BLOCK : NULL,
+                                  .xbuf = xbuf ? xbuf + (size_t)t * 4 * d : NULL},
+                        .rows = rows,
+                        .nchunks = K,
+                        .next = &next,
+                        .acc = acc,
+                        .loss = closs};
     }
-    int started = 1;
+    int started = 1; /* a thread that fails to start leaves its chunks to the others */
     for (int t = 1; t < T; t++)
-        if (pthread_create(&tid[t], NULL, run_slice, &sl[t]) == 0)
+        if (pthread_create(&tid[t], NULL, run_worker, &w[t]) == 0)
             started++;
         else
             break;
-    run_slice(&sl[0]);
-    for (int t = started; t < T; t++) /* thread creation failed: run inline */
-        run_slice(&sl[t]);
+    run_worker(&w[0]);
     for (int t = 1; t < started; t++)
         pthread_join(tid[t], NULL);
     if (ob->o.kernel == LP_KERNEL_BLAS && T > 1)
         openblas_set_num_threads(blas_threads);
     double loss = 0.0, reg = 0.0;
-    for (int t = 0; t < T; t++)
-        loss += sl[t].loss;
+    for (size_t k = 0; k < K; k++)
+        loss += closs[k];
     for (size_t j = 0; j < d; j++)
         reg += theta[j] * theta[j];
     double inv_n = 1.0 / (double)n;
     if (grad != NULL) {
         for (size_t j = 0; j < d; j++) {
             double g = 0.0;
-            for (int t = 0; t < T; t++)
-                g += acc[(size_t)t * d + j];
+            for (size_t k = 0; k < K; k++)
+                g += acc[k * d + j];
             grad[j] = (g + 2.0 * ob->o.l2 * theta[j]) * inv_n;
         }
     }
     free(acc);
+    free(closs);
     free(thf);
     free(mbuf);
+    free(xbuf);
     return (loss + ob->o.l2 * reg) * inv_n;
 }
