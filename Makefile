@@ -5,6 +5,7 @@
 #   make bench      all benchmarks            make install PREFIX=/usr/local
 #   make SAN=1 BUILD=build/asan test          sanitizer build of the tests
 #   make fuzz       libFuzzer binaries (clang)
+#   make reproduce-live   the live-service study (docs/results/live.md)
 
 BUILD   ?= build
 PREFIX  ?= /usr/local
@@ -55,9 +56,10 @@ E2E_TESTS   := $(patsubst tests/e2e/%.c,$(BUILD)/tests/%,$(wildcard tests/e2e/e2
 FUZZ_SRC    := $(wildcard tests/fuzz/fuzz_*.c)
 FUZZ_REPLAY := $(patsubst tests/fuzz/%.c,$(BUILD)/tests/replay_%,$(FUZZ_SRC))
 BENCHES     := $(patsubst tests/bench/%.c,$(BUILD)/bench/%,$(wildcard tests/bench/bench_*.c))
+STUDIES     := $(patsubst tests/study/%.c,$(BUILD)/study/%,$(wildcard tests/study/*.c))
 
 .PHONY: all test run install uninstall clean bench \
-        fuzz fuzz-bins format check-format deps tests
+        fuzz fuzz-bins format check-format deps tests reproduce-live
 all: $(BINS) $(SO_CLIENT) $(BUILD)/ldpref.pc
 
 $(BUILD)/obj/%.o: %.c
@@ -103,6 +105,9 @@ $(BUILD)/tests/replay_%: $(BUILD)/obj/tests/fuzz/%.o $(BUILD)/obj/tests/fuzz/rep
 $(BUILD)/bench/%: $(BUILD)/obj/tests/bench/%.o $(ALL_LIBS)
 	@mkdir -p $(dir $@)
 	$(CC) $(LDFLAGS) -o $@ $^ $(PKG_LIBS)
+$(BUILD)/study/%: $(BUILD)/obj/tests/study/%.o $(ALL_LIBS)
+	@mkdir -p $(dir $@)
+	$(CC) $(LDFLAGS) -o $@ $^ $(PKG_LIBS)
 
 tests: all $(UNIT_TESTS) $(E2E_TESTS) $(FUZZ_REPLAY)
 
@@ -123,6 +128,13 @@ bench: bench-ingest bench-train bench-score
 # Each benchmark is a script tests/bench/<name>.sh printing "BENCH <name> <value> <unit>".
 bench-%: all $(BENCHES)
 	BUILD=$(BUILD) tests/bench/$*.sh
+
+# The live-service variant of the privacy/robustness study: simulated
+# annotators through the real client library against real servers, checked
+# against the offline pipeline; writes docs/results/live.md, fails on
+# disagreement. Not part of `make test` (a few minutes).
+reproduce-live: all $(STUDIES)
+	BUILD=$(BUILD) tests/study/live.sh
 
 # libFuzzer: every library is built with coverage (fuzzer-no-link) in its own
 # build directory, so the fuzzers see into the code they exercise.
