@@ -5,12 +5,15 @@
 #   make bench      all benchmarks            make install PREFIX=/usr/local
 #   make SAN=1 BUILD=build/asan test          sanitizer build of the tests
 #   make fuzz       libFuzzer binaries (clang)
-#   make reproduce-live   the live-service study (docs/results/live.md)
+#   make reproduce  the privacy/robustness study -> docs/results/ (QUICK=1: reduced
+#                   grid -> $(BUILD)/study-quick/, also run by make test)
+#   make reproduce-live   the same study against live servers (docs/results/live.md)
 
 BUILD   ?= build
 PREFIX  ?= /usr/local
 CC      ?= cc
 SAN     ?=
+QUICK   ?= 0
 VERSION := 0.1.0
 
 PKGS    := libmicrohttpd jansson libsodium sqlite3 libcurl openblas
@@ -59,7 +62,7 @@ BENCHES     := $(patsubst tests/bench/%.c,$(BUILD)/bench/%,$(wildcard tests/benc
 STUDIES     := $(patsubst tests/study/%.c,$(BUILD)/study/%,$(wildcard tests/study/*.c))
 
 .PHONY: all test run install uninstall clean bench \
-        fuzz fuzz-bins format check-format deps tests reproduce-live
+        fuzz fuzz-bins format check-format deps tests reproduce reproduce-live
 all: $(BINS) $(SO_CLIENT) $(BUILD)/ldpref.pc
 
 $(BUILD)/obj/%.o: %.c
@@ -123,6 +126,11 @@ run: deps
 	$(MAKE) all
 	@mkdir -p var
 	. deploy/openblas-env.sh && exec $(BUILD)/ldpref-server --db var/ldpref.db
+
+# The papers' claims, simulated: tests/study/reproduce.sh (sweep, OASST cv,
+# report, gnuplot). QUICK=1 never writes docs/results.
+reproduce: all
+	BUILD=$(BUILD) QUICK=$(QUICK) tests/study/reproduce.sh
 
 bench: bench-ingest bench-train bench-score
 # Each benchmark is a script tests/bench/<name>.sh printing "BENCH <name> <value> <unit>".

@@ -7,9 +7,9 @@ set -euo pipefail
 PKGS=(build-essential pkg-config
       libmicrohttpd-dev libjansson-dev libsodium-dev libsqlite3-dev sqlite3
       libcurl4-openssl-dev libopenblas-dev liblbfgs-dev
-      clang libclang-rt-dev)
+      clang libclang-rt-dev gnuplot-nox)
 if [ "${1:-}" = "--dev" ]; then
-  PKGS+=(python3-numpy python3-scipy gnuplot-nox)
+  PKGS+=(python3-numpy python3-scipy)
 fi
 
 missing=()

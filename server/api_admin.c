@@ -257,7 +257,7 @@ static json_t *learning_json(lp_api *api)
                      isfinite(ls.last_duration_s) ? json_real(ls.last_duration_s) : json_null(),
                      "active_model_version",
                      ls.active_version ? json_integer(ls.active_version) : json_null(),
-                     "running_run", ls.running ? json_integer(ls.running) : json_null(), "score",
+                     "running_run", ls.running > 0 ? json_integer(ls.running) : json_null(), "score",
                      score);
 }
 

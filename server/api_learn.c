@@ -246,21 +246,28 @@ int lp_api_schedule_put(lp_api *api, const lp_request *req, lp_response *resp)
 
 /* ---- models ---- */
 
+/* A field of a stored summary (new reference), null if it is missing. */
+static json_t *summary_field(const json_t *summary, const char *key)
+{
+    json_t *v = json_object_get(summary, key);
+    return v ? json_incref(v) : json_null();
+}
+
 static json_t *model_json(const lp_model_record *m, int64_t active, int with_model)
 {
     json_t *summary = stored_json(m->summary);
-    json_t *o = json_pack("{s:I, s:I, s:I, s:s, s:O, s:O, s:o, s:I, s:I, s:O, s:O, s:o, "
-                          "s:O, s:I, s:b}",
+    json_t *o = json_pack("{s:I, s:I, s:I, s:s, s:o, s:o, s:o, s:I, s:I, s:o, s:o, s:o, "
+                          "s:o, s:I, s:b}",
                           "version", (json_int_t)m->version, "created_at",
                           (json_int_t)m->created_ms, "run", (json_int_t)m->run, "loss", m->loss,
-                          "link", json_object_get(summary, "link"), "beta",
-                          json_object_get(summary, "beta"), "campaign",
+                          "link", summary_field(summary, "link"), "beta",
+                          summary_field(summary, "beta"), "campaign",
                           m->campaign ? json_string(m->campaign_name) : json_null(), "cutoff",
                           (json_int_t)m->cutoff, "labels", (json_int_t)m->labels, "features",
-                          json_object_get(summary, "features"), "hyper",
-                          json_object_get(summary, "hyper"), "corruption",
+                          summary_field(summary, "features"), "hyper",
+                          summary_field(summary, "hyper"), "corruption",
                           stored_json(m->corruption), "metrics",
-                          json_object_get(summary, "metrics"), "duration_ms",
+                          summary_field(summary, "metrics"), "duration_ms",
                           (json_int_t)m->duration_ms, "active", m->version == active);
     json_decref(summary);
     if (o != NULL && with_model)
@@ -461,10 +468,12 @@ static int score_tasks(lp_api *api, lp_served *sv, const json_t *ids, json_t *ou
         lp_task t = {0};
         int rc = items ? task_items(api, id, items, &t) : LP_ENO_MEMORY;
         json_t *cands = json_array();
+        char why[LP_MSG_MAX] = "";
         if (rc == LP_OK)
-            rc = score_items(sv, items, 2, cands, msg, msglen);
-        else
-            lp_fail(rc, msg, msglen, "task %lld: %s", (long long)id, lp_error_message(rc));
+            rc = score_items(sv, items, 2, cands, why, sizeof why);
+        if (rc != LP_OK)
+            lp_fail(rc, msg, msglen, "task %lld: %s", (long long)id,
+                    why[0] ? why : lp_error_message(rc));
         lp_task_clear(&t);
         free_items(items, 2);
         if (rc != LP_OK) {

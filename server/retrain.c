@@ -745,7 +745,8 @@ int lp_learner_start(lp_learner *l, const lp_train_request *req, const char *tri
         free(text);
         return l->stopping ? LP_EUNAVAILABLE : LP_ERETRAIN_IN_PROGRESS;
     }
-    l->has_run = 1; /* reserve the slot while the record is written */
+    l->has_run = 1; /* reserve the slot (no run id yet) while the record is written */
+    memset(&l->run, 0, sizeof l->run);
     l->run.status = LP_RUN_STORING;
     pthread_mutex_unlock(&l->lock);
 
@@ -849,7 +850,7 @@ void lp_learner_stats_get(lp_learner *l, lp_learner_stats *out)
 {
     pthread_mutex_lock(&l->lock);
     *out = l->stats;
-    out->running = l->has_run ? l->run.id : 0;
+    out->running = l->has_run ? (l->run.id ? l->run.id : -1) : 0;
     pthread_mutex_unlock(&l->lock);
     lp_served *sv = lp_serving_acquire(&l->serving);
     out->active_version = sv ? lp_served_version(sv) : 0;

@@ -93,7 +93,7 @@ typedef struct lp_learner_stats {
     double train_seconds_total;         /* wall time of finished runs */
     double last_duration_s;             /* of the last succeeded run; NAN if none */
     int64_t active_version;             /* 0: none */
-    int64_t running;                    /* id of the active run; 0: none */
+    int64_t running;                    /* id of the active run; 0: none; -1: starting */
 } lp_learner_stats;
 void lp_learner_stats_get(lp_learner *l, lp_learner_stats *out);
 

@@ -6,6 +6,8 @@
  *   ldpref-train evaluate  --model MODEL.json (--truth THETA.json | --data FILE)
  *   ldpref-train score     --model MODEL.json --candidates FILE
  *   ldpref-train cv        --data FILE [grid options]   (k-fold table)
+ *   ldpref-train sweep     [--grid default|quick | --block SPEC] --out FILE.jsonl
+ *   ldpref-train report    --in FILE.jsonl --dir DIR   (the study's Markdown + gnuplot)
  *
  * Each subcommand's options come from one table that also prints --help.
  * Progress lines go to stderr only when it is a terminal (or --progress).
@@ -22,6 +24,8 @@
 #include "policy.h"
 #include "prng.h"
 #include "simulate.h"
+#include "study.h"
+#include "sweep.h"
 #include "wire.h"
 
 #include <cblas.h>
@@ -911,6 +915,132 @@ out:
     return rc == LP_OK ? 0 : fail("cv", rc, msg);
 }
 
+/* ---- sweep ------------------------------------------------------------ */
+
+static int sweep_sink(void *ctx, const lp_sweep_row *row)
+{
+    FILE *f = ctx;
+    int rc = lp_sweep_row_write(f, row);
+    fflush(f);
+    return rc;
+}
+
+/* Runs a grid of simulate/fit/evaluate (sweep.h) and writes JSONL rows. */
+static int cmd_sweep(int argc, char **argv)
+{
+    lp_sweep_opts o;
+    lp_sweep_opts_init(&o);
+    o.progress = isatty(2);
+    const char *grid = "default", *block = NULL, *out = "-";
+    int d = (int)o.d, bk = 0, pairs = (int)o.eval_pairs, prompts = (int)o.eval_prompts,
+        dry = 0;
+    const opt t[] = {
+        {"grid", "NAME", "built-in grid: default (the study) or quick (make test)", O_STR, &grid},
+        {"block", "SPEC",
+         "one custom block instead: NAME:n=..;eps=..;alpha=..;order=..;adv=..;loss=..", O_STR,
+         &block},
+        {"out", "FILE", "JSONL, one line per (setting, seed, loss) (default stdout)", O_STR,
+         &out},
+        {"seeds", "S", "seeds per setting (default 5)", O_INT, &o.seeds},
+        {"seed", "S", "base seed (default 0)", O_U64, &o.seed},
+        {"jobs", "J", "worker threads; results do not depend on it (default 2)", O_INT, &o.jobs},
+        {"d", "D", "feature dimension (default 16)", O_INT, &d},
+        {"margin-sd", "S", "sd of the true margin (default 2)", O_DBL, &o.margin_sd},
+        {"backdoor-k", "K", "backdoor feature (default 0)", O_INT, &bk},
+        {"rmax", "R", "clip margins at 2R (default 3)", O_DBL, &o.rmax},
+        {"l2", "L", "L2 weight (default 0)", O_DBL, &o.l2},
+        {"bound-ratio", "R", "norm bound B = R |theta*| (default 3; inf: none)", O_DBL,
+         &o.bound_ratio},
+        {"max-iter", "N", "L-BFGS iterations (default 500)", O_INT, &o.max_iter},
+        {"K", "K", "candidates per evaluation prompt (default 4)", O_INT, &o.K},
+        {"beta", "B", "policy temperature (default 1)", O_DBL, &o.beta},
+        {"pairs", "N", "fresh pairs for accuracy (default 20000)", O_INT, &pairs},
+        {"prompts", "N", "fresh prompts for suboptimality (default 4000)", O_INT, &prompts},
+        {"progress", NULL, "progress lines on stderr even when not a terminal", O_FLAG,
+         &o.progress},
+        {"count", NULL, "print the number of rows the grid would produce and exit", O_FLAG,
+         &dry},
+        {NULL, NULL, NULL, O_STR, NULL}};
+    int p = parse_opts(argc, argv, t, "sweep", "[--grid NAME | --block SPEC] [--out FILE] [options]");
+    if (p)
+        return p == 1 ? 0 : 2;
+    char msg[512] = "";
+    lp_sweep_grid g;
+    memset(&g, 0, sizeof g);
+    int rc = LP_OK;
+    if (block) {
+        g.nblocks = 1;
+        rc = lp_sweep_block_parse(block, &g.block[0], msg, sizeof msg);
+    } else if (lp_sweep_grid_named(grid, &g) != LP_OK) {
+        rc = lp_fail(LP_EINVALID_ARGUMENT, msg, sizeof msg, "unknown grid '%s'", grid);
+    }
+    if (rc != LP_OK || d < 1 || bk < 0 || pairs < 1 || prompts < 1) {
+        fprintf(stderr, "ldpref-train sweep: %s\n", *msg ? msg : "need d, pairs, prompts >= 1");
+        return 2;
+    }
+    o.d = (size_t)d;
+    o.backdoor_k = (size_t)bk;
+    o.eval_pairs = (size_t)pairs;
+    o.eval_prompts = (size_t)prompts;
+    if (dry) {
+        printf("%zu\n", lp_sweep_rows(&g, &o));
+        return 0;
+    }
+    openblas_set_num_threads(1);
+    FILE *f = strcmp(out, "-") == 0 ? stdout : fopen(out, "w");
+    if (f == NULL)
+        return fail("sweep", LP_EIO, out);
+    rc = lp_sweep_run(&g, &o, sweep_sink, f, msg, sizeof msg);
+    if (f != stdout && fclose(f) != 0 && rc == LP_OK)
+        rc = lp_fail(LP_EIO, msg, sizeof msg, "cannot write %s", out);
+    return rc == LP_OK ? 0 : fail("sweep", rc, msg);
+}
+
+/* Writes the study report (study.h) for a sweep's JSONL. */
+static int cmd_report(int argc, char **argv)
+{
+    lp_study_report_opts ro = {.sweep_seconds = NAN, .total_seconds = NAN};
+    const char *in = NULL;
+    const opt t[] = {
+        {"in", "FILE", "the sweep's JSONL", O_STR, &in},
+        {"dir", "DIR", "output directory: README.md and gp/*.gp (run gnuplot from DIR)", O_STR,
+         &ro.dir},
+        {"name", "TEXT", "how the report refers to the JSONL (default: --in)", O_STR,
+         &ro.sweep_name},
+        {"cv-table", "FILE", "Markdown table from `ldpref-train cv` to include", O_STR,
+         &ro.cv_table},
+        {"command", "TEXT", "the command that produced the run", O_STR, &ro.command},
+        {"sweep-seconds", "S", "wall time of the sweep", O_DBL, &ro.sweep_seconds},
+        {"total-seconds", "S", "wall time of the whole reproduction", O_DBL, &ro.total_seconds},
+        {"machine", "TEXT", "a sentence about the machine and its load", O_STR, &ro.machine},
+        {NULL, NULL, NULL, O_STR, NULL}};
+    int p = parse_opts(argc, argv, t, "report", "--in FILE.jsonl --dir DIR [options]");
+    if (p)
+        return p == 1 ? 0 : 2;
+    if (!in || !ro.dir) {
+        fprintf(stderr, "ldpref-train report: need --in and --dir\n");
+        return 2;
+    }
+    if (ro.sweep_name == NULL)
+        ro.sweep_name = in;
+    char msg[512] = "";
+    lp_study *s = NULL;
+    int rc = lp_study_load(in, &s, msg, sizeof msg);
+    if (rc == LP_OK)
+        rc = lp_study_report(s, &ro, msg, sizeof msg);
+    if (rc == LP_OK) {
+        lp_study_verdict v;
+        void (*claims[4])(const lp_study *, lp_study_verdict *) = {
+            lp_study_claim1, lp_study_claim2, lp_study_claim3, lp_study_claim4};
+        for (int i = 0; i < 4; i++) {
+            claims[i](s, &v);
+            printf("claim %d: %s\n", i + 1, v.text);
+        }
+    }
+    lp_study_free(s);
+    return rc == LP_OK ? 0 : fail("report", rc, msg);
+}
+
 /* ---- main ------------------------------------------------------------- */
 
 static void usage(FILE *f)
@@ -923,6 +1053,8 @@ static void usage(FILE *f)
             "  evaluate  a model against theta* (simulation) or labelled data\n"
             "  score     rewards and policy probabilities over candidate sets\n"
             "  cv        k-fold table: losses x eps x alpha x order on one data set\n"
+            "  sweep     simulate/fit/evaluate over a grid of settings and seeds, JSONL rows\n"
+            "  report    the study report (Markdown, gnuplot scripts) from a sweep's JSONL\n"
             "  version   print the version\n");
 }
 
@@ -951,6 +1083,10 @@ int main(int argc, char **argv)
         return cmd_score(argc - 2, argv + 2);
     if (strcmp(cmd, "cv") == 0)
         return cmd_cv(argc - 2, argv + 2);
+    if (strcmp(cmd, "sweep") == 0)
+        return cmd_sweep(argc - 2, argv + 2);
+    if (strcmp(cmd, "report") == 0)
+        return cmd_report(argc - 2, argv + 2);
     fprintf(stderr, "ldpref-train: unknown command '%s'\n", cmd);
     usage(stderr);
     return 2;

@@ -27,23 +27,6 @@
 static server_proc srv;
 static char env_server[128], env_token[256];
 
-static long long count_rows(const char *table)
-{
-    sqlite3 *db;
-    long long n = -1;
-    if (sqlite3_open_v2(srv.db, &db, SQLITE_OPEN_READONLY, NULL) == SQLITE_OK) {
-        char sql[128];
-        snprintf(sql, sizeof sql, "SELECT count(*) FROM %s", table);
-        sqlite3_stmt *st;
-        if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) == SQLITE_OK &&
-            sqlite3_step(st) == SQLITE_ROW)
-            n = sqlite3_column_int64(st, 0);
-        sqlite3_finalize(st);
-    }
-    sqlite3_close(db);
-    return n;
-}
-
 /* Runs the CLI with the server and operator token in its environment. */
 static int cli(char **out, const char *const *argv)
 {
@@ -101,7 +84,7 @@ static void test_cli_flow(void)
     CHECK_INT(json_integer_value(json_object_get(j, "loaded")), 732);
     json_decref(j);
     free(out);
-    CHECK_INT(count_rows("tasks"), 732);
+    CHECK_INT(server_db_count(&srv, "tasks"), 732);
 
     /* Same file again: duplicates skipped, nothing new. */
     CHECK_INT(cli(&out, load), 0);
@@ -110,7 +93,7 @@ static void test_cli_flow(void)
     CHECK_INT(json_integer_value(json_object_get(j, "skipped_duplicates")), 732);
     json_decref(j);
     free(out);
-    CHECK_INT(count_rows("tasks"), 732);
+    CHECK_INT(server_db_count(&srv, "tasks"), 732);
 
     const char *tok_cmd[] = {"ldpref", "admin", "enroll-token", NULL};
     CHECK_INT(cli(&out, tok_cmd), 0);
@@ -147,14 +130,14 @@ static void test_cli_flow(void)
     const char *answer[] = {"ldpref", keyarg, "answer", id, "b", NULL};
     CHECK_INT(cli(&out, answer), 0);
     free(out);
-    CHECK_INT(count_rows("labels"), 1);
+    CHECK_INT(server_db_count(&srv, "labels"), 1);
     /* Answering again resends the identical message: still one label. */
     CHECK_INT(cli(&out, answer), 0);
     free(out);
     const char *answer_a[] = {"ldpref", keyarg, "answer", id, "a", NULL};
     CHECK_INT(cli(&out, answer_a), 0); /* memo: the same randomized answer */
     free(out);
-    CHECK_INT(count_rows("labels"), 1);
+    CHECK_INT(server_db_count(&srv, "labels"), 1);
 
     const char *help[] = {"ldpref", "answer", "--help", NULL};
     CHECK_INT(cli(&out, help), 0);
@@ -184,7 +167,7 @@ static void test_library_flow(ldpref_client *op)
     size_t n = 0;
     CHECK_ERR(ldpref_next_tasks(c, 5, &tasks, &n), LP_OK);
     CHECK_INT(n, 5);
-    long long before = count_rows("labels");
+    long long before = server_db_count(&srv, "labels");
     ldpref_receipt r1, r2;
     CHECK_ERR(ldpref_answer(c, &tasks[0], 1, &r1), LP_OK);
     CHECK_INT(r1.resent, 0);
@@ -193,7 +176,7 @@ static void test_library_flow(ldpref_client *op)
     CHECK_INT(r2.label_id, r1.label_id);
     CHECK_INT(r2.received_at, r1.received_at);
     CHECK_INT(r2.z, r1.z);
-    CHECK_INT(count_rows("labels"), before + 1);
+    CHECK_INT(server_db_count(&srv, "labels"), before + 1);
 
     /* Batch through the library. */
     ldpref_batch_item items[4];
@@ -205,7 +188,7 @@ static void test_library_flow(ldpref_client *op)
     CHECK_ERR(ldpref_answer_batch(c, items, 4), LP_OK);
     for (int i = 0; i < 4; i++)
         CHECK_ERR(items[i].error, LP_OK);
-    CHECK_INT(count_rows("labels"), before + 5);
+    CHECK_INT(server_db_count(&srv, "labels"), before + 5);
 
     /* Asking again returns no new task for labeled ones. */
     ldpref_tasks_free(tasks, n);
@@ -247,7 +230,7 @@ static void test_bad_labels(ldpref_client *op)
     json_decref(tasks);
 
     http_reply r;
-    long long labels = count_rows("labels");
+    long long labels = server_db_count(&srv, "labels");
 
     lp_label_msg good = raw_label(&a, t[0], 1, 1.0);
     CHECK_INT(raw_post_label(srv.url, &good, &r), 201);
@@ -256,7 +239,7 @@ static void test_bad_labels(ldpref_client *op)
     /* Identical resend: original receipt. */
     CHECK_INT(raw_post_label(srv.url, &good, &r), 200);
     http_reply_free(&r);
-    CHECK_INT(count_rows("labels"), labels);
+    CHECK_INT(server_db_count(&srv, "labels"), labels);
 
     struct bad_case {
         const char *what;
@@ -301,7 +284,7 @@ static void test_bad_labels(ldpref_client *op)
         raw_post_label(srv.url, &cases[i].m, &r);
         check_error_reply(cases[i].what, &r, cases[i].want);
         http_reply_free(&r);
-        check_record(count_rows("labels") == labels, __FILE__, __LINE__,
+        check_record(server_db_count(&srv, "labels") == labels, __FILE__, __LINE__,
                      "%s stored nothing", cases[i].what);
     }
 
@@ -318,7 +301,7 @@ static void test_bad_labels(ldpref_client *op)
     CHECK_INT(raw_post_label(srv.url, &m, &r), 201);
     http_reply_free(&r);
     labels++;
-    CHECK_INT(count_rows("labels"), labels);
+    CHECK_INT(server_db_count(&srv, "labels"), labels);
 
     /* Revoked keys are refused. */
     char keyb64[LP_B64_MAX];
@@ -328,13 +311,13 @@ static void test_bad_labels(ldpref_client *op)
     raw_post_label(srv.url, &m, &r);
     check_error_reply("revoked key", &r, LP_EREVOKED_KEY);
     http_reply_free(&r);
-    CHECK_INT(count_rows("labels"), labels);
+    CHECK_INT(server_db_count(&srv, "labels"), labels);
 }
 
 /* Malformed bodies, wrong types, oversize bodies, missing operator token. */
 static void test_bad_requests(void)
 {
-    long long labels = count_rows("labels"), tasks = count_rows("tasks");
+    long long labels = server_db_count(&srv, "labels"), tasks = server_db_count(&srv, "tasks");
     char url[256];
     snprintf(url, sizeof url, "%s/v1/labels", srv.url);
     http_reply r;
@@ -411,8 +394,8 @@ static void test_bad_requests(void)
     check_error_reply("unknown route", &r, LP_ENOT_FOUND);
     http_reply_free(&r);
 
-    CHECK_INT(count_rows("labels"), labels);
-    CHECK_INT(count_rows("tasks"), tasks);
+    CHECK_INT(server_db_count(&srv, "labels"), labels);
+    CHECK_INT(server_db_count(&srv, "tasks"), tasks);
 }
 
 /* Export: one line per stored label, oriented by the privatized label. */
@@ -446,7 +429,7 @@ static void test_export(void)
     }
     free(line);
     fclose(f);
-    CHECK_INT(n, count_rows("labels"));
+    CHECK_INT(n, server_db_count(&srv, "labels"));
     CHECK_INT(well_formed, n);
 }
 

@@ -57,23 +57,6 @@ static void expect_error(const char *method, const char *path, const char *body,
     json_decref(j);
 }
 
-static long long count_rows(const char *table)
-{
-    sqlite3 *db;
-    long long n = -1;
-    if (sqlite3_open_v2(srv.db, &db, SQLITE_OPEN_READONLY, NULL) == SQLITE_OK) {
-        char sql[128];
-        snprintf(sql, sizeof sql, "SELECT count(*) FROM %s", table);
-        sqlite3_stmt *st;
-        if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) == SQLITE_OK &&
-            sqlite3_step(st) == SQLITE_ROW)
-            n = sqlite3_column_int64(st, 0);
-        sqlite3_finalize(st);
-    }
-    sqlite3_close(db);
-    return n;
-}
-
 /* Starts a retrain; returns the run id (0 on failure). */
 static int64_t retrain(const char *body)
 {
@@ -329,22 +312,10 @@ static void label_prefer(ldpref_client *c, const char *want)
 /* Labels of one campaign stored in the database file. */
 static long long campaign_labels(const char *campaign)
 {
-    sqlite3 *db;
-    long long n = -1;
-    if (sqlite3_open_v2(srv.db, &db, SQLITE_OPEN_READONLY, NULL) == SQLITE_OK) {
-        sqlite3_stmt *st;
-        if (sqlite3_prepare_v2(db,
-                               "SELECT count(*) FROM labels l JOIN tasks t ON t.id = l.task "
-                               "JOIN campaigns c ON c.id = t.campaign WHERE c.name = ?1",
-                               -1, &st, NULL) == SQLITE_OK) {
-            sqlite3_bind_text(st, 1, campaign, -1, SQLITE_STATIC);
-            if (sqlite3_step(st) == SQLITE_ROW)
-                n = sqlite3_column_int64(st, 0);
-        }
-        sqlite3_finalize(st);
-    }
-    sqlite3_close(db);
-    return n;
+    return server_db_scalar(&srv,
+                            "SELECT count(*) FROM labels l JOIN tasks t ON t.id = l.task "
+                            "JOIN campaigns c ON c.id = t.campaign WHERE c.name = ?1",
+                            campaign);
 }
 
 /* ---- scoring ---- */
@@ -571,7 +542,7 @@ static void test_corruption(void)
     CHECK_INT(st, 200);
     int64_t cid = json_integer_value(json_object_get(c, "id"));
     json_decref(c);
-    long long labels_before = count_rows("labels");
+    long long labels_before = server_db_count(&srv, "labels");
     int64_t v = retrain_ok("{\"campaign\":\"half0\",\"l2\":1,\"activate\":false}", NULL);
     json_t *m = model_get(v);
     json_t *cs = json_object_get(m, "corruption");
@@ -613,7 +584,7 @@ static void test_corruption(void)
      * binomial standard deviations of 0.2. */
     double frac = rows ? (double)flipped / (double)rows : 0, sd = sqrt(0.2 * 0.8 / (double)rows);
     check_record(fabs(frac - 0.2) < 5 * sd, __FILE__, __LINE__, "flipped fraction %.4f", frac);
-    CHECK_INT(count_rows("labels"), labels_before);
+    CHECK_INT(server_db_count(&srv, "labels"), labels_before);
 
     /* The same view again: deterministic. */
     http_raw("GET", url, NULL, 0, srv.token, &r);
@@ -634,7 +605,7 @@ static void test_ingest_during_training(int64_t *served_before)
     ldpref_task *tasks = NULL;
     size_t n = 0;
     CHECK_ERR(ldpref_next_tasks(c, 1000, &tasks, &n), LP_OK);
-    long long models_before = count_rows("models");
+    long long models_before = server_db_count(&srv, "models");
     /* SGD for many epochs: long enough to overlap with ingest */
     int64_t run = retrain("{\"campaign\":\"half0\",\"optimizer\":\"sgd\",\"epochs\":400,"
                           "\"l2\":1,\"activate\":false}");
@@ -666,7 +637,7 @@ static void test_ingest_during_training(int64_t *served_before)
     fprintf(stderr, "labels acknowledged during training: %d\n", during);
     CHECK(during > 0);
     CHECK(max_during > cutoff); /* excluded from that snapshot */
-    CHECK_INT(count_rows("models"), models_before + 1);
+    CHECK_INT(server_db_count(&srv, "models"), models_before + 1);
     int64_t in_first = json_integer_value(json_object_get(done, "labels"));
     CHECK(in_first < campaign_labels("half0"));
     json_decref(done);
@@ -686,7 +657,7 @@ static void test_ingest_during_training(int64_t *served_before)
 
 static void test_cancel(int64_t served)
 {
-    long long models_before = count_rows("models");
+    long long models_before = server_db_count(&srv, "models");
     int64_t run = retrain("{\"campaign\":\"half0\",\"optimizer\":\"sgd\",\"epochs\":1000}");
     /* one run at a time */
     expect_error("POST", "/v1/retrain", "{}", LP_ERETRAIN_IN_PROGRESS);
@@ -701,7 +672,7 @@ static void test_cancel(int64_t served)
               "cancelled");
     CHECK(json_is_null(json_object_get(done, "model_version")));
     json_decref(done);
-    CHECK_INT(count_rows("models"), models_before);
+    CHECK_INT(server_db_count(&srv, "models"), models_before);
     json_t *list = call("GET", "/v1/models", NULL, &st);
     CHECK_INT(json_integer_value(json_object_get(list, "active_version")), served);
     json_decref(list);
@@ -761,8 +732,8 @@ static void test_dense_and_bad_input(void)
               "dense");
     json_decref(md);
 
-    long long runs = count_rows("training_runs"), models = count_rows("models");
-    long long corr = count_rows("corruption_settings"), acts = count_rows("activations");
+    long long runs = server_db_count(&srv, "training_runs"), models = server_db_count(&srv, "models");
+    long long corr = server_db_count(&srv, "corruption_settings"), acts = server_db_count(&srv, "activations");
     char req[256];
     snprintf(req, sizeof req, "{\"version\":%lld,\"candidates\":[{\"features\":[1,2]}]}",
              (long long)vd);
@@ -820,16 +791,16 @@ static void test_dense_and_bad_input(void)
     http_error_name(&r, name, sizeof name);
     CHECK_STR(name, "unauthorized");
     http_reply_free(&r);
-    CHECK_INT(count_rows("training_runs"), runs);
-    CHECK_INT(count_rows("models"), models);
-    CHECK_INT(count_rows("corruption_settings"), corr);
-    CHECK_INT(count_rows("activations"), acts);
+    CHECK_INT(server_db_count(&srv, "training_runs"), runs);
+    CHECK_INT(server_db_count(&srv, "models"), models);
+    CHECK_INT(server_db_count(&srv, "corruption_settings"), corr);
+    CHECK_INT(server_db_count(&srv, "activations"), acts);
 }
 
 static void test_schedule(void)
 {
     long st;
-    long long runs = count_rows("training_runs");
+    long long runs = server_db_count(&srv, "training_runs");
     json_t *s = call("PUT", "/v1/retrain/schedule",
                      "{\"every_labels\":1,\"request\":{\"campaign\":\"dense\",\"l2\":0.1,"
                      "\"activate\":false}}",
@@ -849,7 +820,7 @@ static void test_schedule(void)
     int started = 0;
     for (int i = 0; i < 1000 && !started; i++) {
         usleep(10000);
-        started = count_rows("training_runs") > runs;
+        started = server_db_count(&srv, "training_runs") > runs;
     }
     CHECK(started);
     json_decref(call("PUT", "/v1/retrain/schedule", "{\"every_labels\":0,\"interval_s\":0}",

@@ -33,21 +33,6 @@
 
 static server_proc srv;
 
-static long long count_labels(void)
-{
-    sqlite3 *db;
-    long long n = -1;
-    if (sqlite3_open_v2(srv.db, &db, SQLITE_OPEN_READONLY, NULL) == SQLITE_OK) {
-        sqlite3_stmt *st;
-        if (sqlite3_prepare_v2(db, "SELECT count(*) FROM labels", -1, &st, NULL) == SQLITE_OK &&
-            sqlite3_step(st) == SQLITE_ROW)
-            n = sqlite3_column_int64(st, 0);
-        sqlite3_finalize(st);
-    }
-    sqlite3_close(db);
-    return n;
-}
-
 static char *token(ldpref_client *op, const char *campaign)
 {
     char *json = NULL;
@@ -179,7 +164,7 @@ static void test_reasking(ldpref_client *op)
     ldpref_task *tasks = NULL;
     size_t n = 0;
     CHECK_ERR(ldpref_next_tasks(c, 1, &tasks, &n), LP_OK);
-    long long before = count_labels();
+    long long before = server_db_count(&srv, "labels");
     ldpref_budget b0, b1;
     CHECK_ERR(ldpref_budget_get(c, &b0), LP_OK);
     int z0 = -1, same = 0;
@@ -193,7 +178,7 @@ static void test_reasking(ldpref_client *op)
         }
     }
     CHECK_INT(same, 1000);
-    CHECK_INT(count_labels(), before + 1);
+    CHECK_INT(server_db_count(&srv, "labels"), before + 1);
     CHECK_ERR(ldpref_budget_get(c, &b1), LP_OK);
     CHECK_NEAR(b1.spent - b0.spent, 1.0, 1e-12);
     CHECK_INT(b1.labels - b0.labels, 1);
@@ -262,12 +247,12 @@ static void test_local_budget(ldpref_client *op)
     ldpref_task *tasks = NULL;
     size_t n = 0;
     CHECK_ERR(ldpref_next_tasks(c, 3, &tasks, &n), LP_OK);
-    long long before = count_labels();
+    long long before = server_db_count(&srv, "labels");
     ldpref_receipt r;
     CHECK_ERR(ldpref_answer(c, &tasks[0], 1, &r), LP_OK);
     CHECK_ERR(ldpref_answer(c, &tasks[1], 1, &r), LP_OK);
     CHECK_ERR(ldpref_answer(c, &tasks[2], 1, &r), LP_ELOCAL_BUDGET_EXCEEDED);
-    CHECK_INT(count_labels(), before + 2);
+    CHECK_INT(server_db_count(&srv, "labels"), before + 2);
     pthread_mutex_lock(&proxy.lock);
     json_t *bodies = json_array();
     CHECK_INT(label_bodies(proxy.captured ? proxy.captured : "", bodies), 2);

@@ -3,6 +3,7 @@
 
 #include <errno.h>
 #include <signal.h>
+#include <sqlite3.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -160,4 +161,29 @@ int run_tool(const char *const *argv, const char *const *env, char **out)
     else
         free(buf);
     return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+long long server_db_scalar(const server_proc *s, const char *sql, const char *arg)
+{
+    sqlite3 *db;
+    long long n = -1;
+    if (sqlite3_open_v2(s->db, &db, SQLITE_OPEN_READONLY, NULL) == SQLITE_OK) {
+        sqlite3_stmt *st;
+        if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) == SQLITE_OK) {
+            if (arg != NULL)
+                sqlite3_bind_text(st, 1, arg, -1, SQLITE_STATIC);
+            if (sqlite3_step(st) == SQLITE_ROW)
+                n = sqlite3_column_int64(st, 0);
+        }
+        sqlite3_finalize(st);
+    }
+    sqlite3_close(db);
+    return n;
+}
+
+long long server_db_count(const server_proc *s, const char *table)
+{
+    char sql[128];
+    snprintf(sql, sizeof sql, "SELECT count(*) FROM %s", table);
+    return server_db_scalar(s, sql, NULL);
 }

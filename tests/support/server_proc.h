@@ -33,6 +33,12 @@ int server_restart(server_proc *s, const char *const *extra_args);
 int server_stop(server_proc *s);
 /* SIGKILL and wait. */
 void server_kill(server_proc *s);
+/* Runs a one-number query (e.g. "SELECT count(*) FROM labels") on the
+ * server's database file, read-only, with an optional text parameter ?1
+ * (arg may be NULL). Returns the number, or -1 on error. */
+long long server_db_scalar(const server_proc *s, const char *sql, const char *arg);
+/* server_db_scalar of "SELECT count(*) FROM <table>". */
+long long server_db_count(const server_proc *s, const char *table);
 /* Stops the server if running and removes the temporary directory. */
 void server_cleanup(server_proc *s);
 
