@@ -649,6 +649,18 @@ static void test_ingest_during_training(int64_t *served_before)
     /* SGD for many epochs: long enough to overlap with ingest */
     int64_t run = retrain("{\"campaign\":\"half0\",\"optimizer\":\"sgd\",\"epochs\":400,"
                           "\"l2\":1,\"activate\":false}");
+    /* Wait (quietly) for the training phase: the snapshot yields to requests
+     * in flight, so labelling from the start could hold it in "snapshot"
+     * until the labels run out. */
+    for (int k = 0; k < 20000; k++) {
+        json_t *j = run_get(run);
+        const char *st = json_string_value(json_object_get(j, "status"));
+        int waiting = st && (strcmp(st, "queued") == 0 || strcmp(st, "snapshot") == 0);
+        json_decref(j);
+        if (!waiting)
+            break;
+        usleep(1000);
+    }
     int during = 0;
     int64_t max_during = 0;
     size_t i = 0;
