@@ -3,6 +3,8 @@
 
 #include "prng.h"
 
+#include <assert.h>
+
 /* splitmix64's output function: a bijective mix of the label id. */
 static uint64_t mix64(uint64_t x)
 {
@@ -31,7 +33,13 @@ int lp_corrupt_view(const lp_corruption *c, const lp_corrupt_input *in, int *cha
             case LP_ADV_CONSTANT0: z = 0; break;
             case LP_ADV_CONSTANT1: z = 1; break;
             case LP_ADV_RANDOM: z = coin; break;
-            case LP_ADV_ANTI: z = in->model_margin > 0.0 ? 0 : 1; break;
+            case LP_ADV_ANTI:
+                if (in->has_reference) {
+                    assert(in->reference == 0 || in->reference == 1);
+                    z = 1 - in->reference;
+                } else
+                    z = in->model_margin > 0.0 ? 0 : 1;
+                break;
             case LP_ADV_BACKDOOR:
                 if (in->feature1 != in->feature0)
                     z = in->feature1 > in->feature0;

@@ -351,8 +351,10 @@ static json_t *corruption_json(const lp_corruption *cs, size_t n, int64_t anti_v
                               lp_adversary_name(c->strategy), "seed", (json_int_t)c->seed,
                               "feature", (json_int_t)c->feature, "created_at",
                               (json_int_t)c->created_ms);
-        if (c->strategy == LP_ADV_ANTI)
-            json_object_set_new(o, "anti_model", json_integer(anti_version));
+        if (c->strategy == LP_ADV_ANTI) /* the model consulted for tasks without a
+                                            reference preference; null: none was served */
+            json_object_set_new(o, "anti_model",
+                                anti_version > 0 ? json_integer(anti_version) : json_null());
         json_array_append_new(arr, o);
     }
     return arr;

@@ -91,10 +91,6 @@ static int plan(lp_view *v, char *msg, size_t msglen)
             return lp_fail(LP_EBAD_CORRUPTION, msg, msglen,
                            "backdoor feature %lld of campaign %s is outside the %zu features",
                            (long long)c->feature, c->campaign_name, v->d);
-        if (c->strategy == LP_ADV_ANTI && v->spec.anti_model == NULL)
-            return lp_fail(LP_ENO_ACTIVE_MODEL, msg, msglen,
-                           "corruption \"anti\" of campaign %s needs a served model",
-                           c->campaign_name);
     }
     return LP_OK;
 }
@@ -124,7 +120,8 @@ int lp_view_open(lp_store *s, const lp_view_spec *spec, lp_view **out, lp_featur
     }
     static const char sql[] =
         "SELECT l.id, l.task, t.campaign, l.timestamp_ms, l.received_ms, c.name, a.pseudonym, "
-        "t.prompt, t.response0, t.response1, l.z_task, l.epsilon, t.features0, t.features1 "
+        "t.prompt, t.response0, t.response1, l.z_task, l.epsilon, t.features0, t.features1, "
+        "t.reference_preferred "
         "FROM labels l JOIN tasks t ON t.id = l.task JOIN annotators a ON a.id = l.annotator "
         "JOIN campaigns c ON c.id = t.campaign "
         "WHERE l.id <= ?1 AND (?2 = 0 OR t.campaign = ?2) ORDER BY l.id";
@@ -239,6 +236,8 @@ int lp_view_next(lp_view *v, lp_view_row *row, char *msg, size_t msglen)
     row->blob_dim = row->blob0 != NULL && len0 == len1 ? len0 / sizeof(double) : 0;
     if (row->blob_dim == 0)
         row->blob0 = row->blob1 = NULL;
+    row->reference_preferred =
+        sqlite3_column_type(st, 14) == SQLITE_NULL ? -1 : sqlite3_column_int(st, 14);
     v->rows++;
 
     int rc = LP_OK;
@@ -270,7 +269,16 @@ int lp_view_next(lp_view *v, lp_view_row *row, char *msg, size_t msglen)
             size_t k = (size_t)c->feature;
             in.feature0 = v->mode == LP_FEATURES_DENSE ? v->x0[k] : sparse_at(&v->f0, k);
             in.feature1 = v->mode == LP_FEATURES_DENSE ? v->x1[k] : sparse_at(&v->f1, k);
+        } else if (c->strategy == LP_ADV_ANTI && row->reference_preferred >= 0) {
+            /* the task's reference preference wins over any model */
+            in.has_reference = 1;
+            in.reference = row->reference_preferred;
         } else if (c->strategy == LP_ADV_ANTI) {
+            if (v->spec.anti_model == NULL)
+                return -lp_fail(LP_ENO_ACTIVE_MODEL, msg, msglen,
+                                "corruption \"anti\" of campaign %s needs a served model: "
+                                "task %lld has no reference preference",
+                                c->campaign_name, (long long)row->task_id);
             /* the anti model reads the task's own stored features */
             lp_view_row dense_row = *row;
             double *b0 = NULL, *b1 = NULL;

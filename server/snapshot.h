@@ -11,8 +11,10 @@
  * view's feature plan:
  *   dense  the task's stored feature vectors (all of one dimension d);
  *   text   the built-in featurizer over (prompt, response) with a spec.
- * The `anti` strategy asks a served model for its preference on the task;
- * `backdoor` compares feature k of the two responses under the plan.
+ * The `anti` strategy opposes the task's reference preference when it has
+ * one (tasks uploaded as chosen/rejected) and asks a served model for its
+ * preference otherwise; `backdoor` compares feature k of the two responses
+ * under the plan.
  */
 #ifndef LP_SNAPSHOT_H
 #define LP_SNAPSHOT_H
@@ -39,7 +41,8 @@ typedef struct lp_view_spec {
     lp_feat_spec text;        /* for TEXT */
     const lp_corruption *settings; /* in force, one per campaign; borrowed */
     size_t n_settings;
-    lp_served *anti_model;    /* for strategy anti; borrowed; NULL if unused */
+    lp_served *anti_model;    /* for strategy anti on tasks without a reference preference;
+                                 borrowed; may be NULL */
     const atomic_int *cancel; /* optional: nonzero stops reading (LP_ECANCELLED) */
     void (*pause)(void *ctx); /* optional: called every 1024 rows (may sleep) */
     void *pause_ctx;
@@ -52,6 +55,7 @@ typedef struct lp_view_row {
     int z_view;    /* after corruption */
     int corrupted; /* z_view != z */
     int64_t corruption_id; /* settings that applied to the row's campaign; 0: none */
+    int reference_preferred; /* the task's reference preference: 0, 1, or -1 none */
     double epsilon;
     const double *x0, *x1;    /* dense plan: the d features of response 0 and 1 */
     const lp_sparse *f0, *f1; /* text plan: the features of response 0 and 1 */
@@ -65,13 +69,14 @@ typedef struct lp_view lp_view;
  * Opens a view. AUTO chooses dense when every task in range has stored
  * features of one dimension, text (spec->text) otherwise; *mode_out and
  * *dim_out (either may be NULL) get the plan. Errors: LP_EBAD_CORRUPTION
- * (backdoor feature >= d; msg), LP_ENO_ACTIVE_MODEL (anti without a model),
- * LP_EINVALID_ARGUMENT (DENSE asked but tasks lack features; msg),
- * LP_ESTORAGE, LP_ENO_MEMORY.
+ * (backdoor feature >= d; msg), LP_EINVALID_ARGUMENT (DENSE asked but tasks
+ * lack features; msg), LP_ESTORAGE, LP_ENO_MEMORY.
  */
 int lp_view_open(lp_store *s, const lp_view_spec *spec, lp_view **out, lp_feature_mode *mode_out,
                  size_t *dim_out, char *msg, size_t msglen);
-/* 1 with *row set, 0 at the end, or a negative LP_E* code (msg set). */
+/* 1 with *row set, 0 at the end, or a negative LP_E* code (msg set);
+ * -LP_ENO_ACTIVE_MODEL at the first row under `anti` whose task has no
+ * reference preference when spec->anti_model is NULL. */
 int lp_view_next(lp_view *v, lp_view_row *row, char *msg, size_t msglen);
 /* The cut-off the view reads up to (resolved at open). */
 int64_t lp_view_cutoff(const lp_view *v);

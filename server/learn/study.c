@@ -1298,8 +1298,8 @@ int lp_study_report(const lp_study *s, const lp_study_report_opts *o, char *msg,
             "converged, status, fit_seconds).\n"
             "- `ldpref-train report --in SWEEP.jsonl --dir DIR` rebuilds this page and "
             "`DIR/gp/*.gp`; `cd DIR && gnuplot gp/NAME.gp` redraws a plot (data inline).\n"
-            "- `make reproduce-live` is reserved for the same study against a running "
-            "`ldpref-server` once the server can retrain; it is not built yet.\n",
+            "- `make reproduce-live` runs the same settings against live `ldpref-server` "
+            "processes and compares them with this pipeline: [live.md](live.md).\n",
             o->sweep_name ? o->sweep_name : "the sweep JSONL");
     int bad = ferror(f);
     if (fclose(f) != 0 || bad)

@@ -593,12 +593,50 @@ static void test_corruption(void)
         flipped2++;
     CHECK_INT(flipped2, flipped);
     http_reply_free(&r);
+
+    /* anti against the reference: OASST tasks were uploaded as chosen/
+     * rejected (reference 0), so anti sets z = 1 on exactly the changed rows,
+     * and only received zeros can change: a fraction 0.2 of them. */
+    c = call("PUT", "/v1/corruption",
+             "{\"campaign\":\"half0\",\"alpha\":0.2,\"strategy\":\"anti\",\"seed\":11}", &st);
+    CHECK_INT(st, 200);
+    json_decref(c);
+    v = retrain_ok("{\"campaign\":\"half0\",\"l2\":1,\"activate\":false}", NULL);
+    m = model_get(v);
+    CHECK_STR(json_string_value(
+                  json_object_get(json_array_get(json_object_get(m, "corruption"), 0), "strategy")),
+              "anti");
+    json_decref(m);
+    snprintf(url, sizeof url, "%s/v1/export?view=corrupted&version=%lld", srv.url, (long long)v);
+    http_raw("GET", url, NULL, 0, srv.token, &r);
+    CHECK_INT(r.status, 200);
+    long long zeros = 0, changed = 0, to_one = 0;
+    rows = 0;
+    for (char *line = r.body, *nl; line && *line; line = nl + 1) {
+        nl = strchr(line, '\n');
+        if (nl == NULL)
+            break;
+        *nl = 0;
+        json_t *o = json_loads(line, 0, NULL);
+        int corrupted = json_is_true(json_object_get(o, "corrupted"));
+        int z = (int)json_integer_value(json_object_get(o, "z"));
+        int zr = (int)json_integer_value(json_object_get(o, "z_received"));
+        rows++;
+        zeros += zr == 0;
+        changed += corrupted;
+        to_one += corrupted && z == 1 && zr == 0;
+        json_decref(o);
+    }
+    http_reply_free(&r);
+    CHECK_INT(rows, n);
+    CHECK_INT(to_one, changed);
+    sd = sqrt(0.2 * 0.8 * (double)zeros);
+    check_record(fabs((double)changed - 0.2 * (double)zeros) < 5 * sd, __FILE__, __LINE__,
+                 "anti changed %lld of %lld received zeros", changed, zeros);
     json_decref(call("PUT", "/v1/corruption", "{\"campaign\":\"half0\",\"alpha\":0}", &st));
     CHECK_INT(st, 200);
 }
 
-/* Labels acknowledged while the run is in its training phase must be
- * excluded from its snapshot and included in the next one. */
 /* Labels acknowledged while a run is in its training phase must be
  * excluded from its snapshot and included in the next one. The run is long
  * (SGD, 1000 epochs) and yields to ingest, so it is still training while a

@@ -11,8 +11,8 @@
 # scripts), then gnuplot draws the SVGs. Needs gnuplot (gnuplot-nox).
 # Environment: BUILD (default build), QUICK (0/1), OUT (output directory),
 # JOBS (worker threads, default 2), OASST (the pairs file).
-# `--live` is the hook for `make reproduce-live` (the study against a
-# running ldpref-server); it is not built yet.
+# The same study against live servers is `make reproduce-live`
+# (tests/study/live.sh).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 BUILD=${BUILD:-build}
@@ -20,13 +20,6 @@ QUICK=${QUICK:-0}
 JOBS=${JOBS:-2}
 OASST=${OASST:-../shared/data/oasst-en100/en_100.pairs.jsonl}
 TRAIN="$BUILD/ldpref-train"
-
-if [ "${1:-}" = "--live" ]; then
-  echo "reproduce-live: not built yet. It will run this study against a live" \
-       "ldpref-server (submit privatized labels, retrain through /v1/retrain," \
-       "evaluate the served model) once the server can retrain." >&2
-  exit 2
-fi
 
 if [ "$QUICK" = 1 ]; then
   OUT=${OUT:-$BUILD/study-quick}; GRID=quick; SEEDS=4; CMD="make reproduce QUICK=1"

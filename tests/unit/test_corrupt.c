@@ -85,6 +85,29 @@ int main(void)
         check_rate("anti against margin > 0", changed_rate(&c, 1, 2.5, 0, 0), alpha);
         CHECK(changed_rate(&c, 0, 2.5, 0, 0) == 0.0);
         check_rate("anti against margin < 0", changed_rate(&c, 0, -1.0, 0, 0), alpha);
+        /* a reference preference wins over the model: anti gives 1 - reference
+         * whatever the margin says */
+        for (int ref = 0; ref < 2; ref++) {
+            long to_anti = 0, kept = 0;
+            for (int64_t i = 1; i <= N; i++) {
+                /* the model prefers the other response: on its own, anti would give ref */
+                double margin = ref ? -1.0 : 2.5;
+                lp_corrupt_input r = {.label_id = i,
+                                      .z = ref,
+                                      .has_reference = 1,
+                                      .reference = ref,
+                                      .model_margin = margin};
+                lp_corrupt_input o = r;
+                o.z = 1 - ref; /* already the anti label: never changed */
+                int changed;
+                int v = lp_corrupt_view(&c, &r, &changed);
+                to_anti += changed && v == 1 - ref;
+                kept += lp_corrupt_view(&c, &o, NULL) == 1 - ref;
+            }
+            snprintf(what, sizeof what, "anti against reference %d", ref);
+            check_rate(what, (double)to_anti / N, alpha);
+            CHECK_INT(kept, N);
+        }
         /* backdoor prefers the larger feature k; a tie changes nothing */
         c = settings(LP_ADV_BACKDOOR, alpha, 42);
         check_rate("backdoor f1 > f0", changed_rate(&c, 0, 0, 0.1, 0.9), alpha);
