@@ -8,7 +8,9 @@
  * Invariants: only the writer thread touches s->wdb after open; a job is
  * owned by whoever enqueued it and the writer never touches a job after
  * calling its completion; every write happens inside the writer's
- * transaction, inside the job's own SAVEPOINT.
+ * transaction: a label's as one INSERT statement, any other job's inside
+ * its own SAVEPOINT; the writer's annotator copy (struct wcache) equals the
+ * annotators rows as the current transaction sees them.
  */
 #include "store.h"
 
@@ -57,7 +59,7 @@ static const char *const WSQL[W_COUNT] = {
     [W_LABEL_INSERT] = "INSERT INTO labels (annotator, task, z, z_task, epsilon, nonce, "
                        "timestamp_ms, signature, received_ms) "
                        "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
-    [W_SPEND] = "UPDATE annotators SET epsilon_spent = epsilon_spent + ?2 WHERE id = ?1",
+    [W_SPEND] = "UPDATE annotators SET epsilon_spent = ?2 WHERE id = ?1",
     [W_KEY_ID] = "SELECT id FROM annotators WHERE public_key = ?1",
     [W_ETOKEN_GET] = "SELECT campaign, used_by FROM enrollment_tokens WHERE hash = ?1",
     [W_ANNOT_INSERT] = "INSERT INTO annotators (public_key, pseudonym, campaign, enrolled_ms) "
@@ -158,6 +160,7 @@ struct lp_store {
 
     pthread_mutex_t stats_lock;
     lp_store_writer_stats wstats;
+    struct wcache *wc; /* writer thread only */
     char path[4096];
 };
 
@@ -397,43 +400,124 @@ static int with_savepoint(lp_store *s, int (*fn)(lp_store *, void *), void *arg)
 
 /* ---- label ---- */
 
+/*
+ * The writer's copy of the annotator rows that label jobs read and write
+ * (revoked flag, epsilon spent, the campaign's epsilon range and budget).
+ * The writer is the only connection that writes annotators, so the copy is
+ * exactly what a SELECT inside the current transaction would return, as long
+ * as: (1) spends are applied to the copy as labels are accepted and written
+ * back (one UPDATE per annotator) before COMMIT — see wcache_flush; (2) the
+ * copy is dropped after every other kind of job (revocation, enrollment...)
+ * and whenever a transaction does not commit. It saves one SELECT and one
+ * UPDATE per label; the checks themselves are unchanged and still run in
+ * the writer, inside the commit transaction.
+ */
+#define WC_SLOTS 8192u /* power of two */
+#define WC_MAX (WC_SLOTS / 2)
+
+struct wc_entry {
+    int64_t id; /* 0: empty slot */
+    int revoked, allow_inf, dirty;
+    double spent, eps_min, eps_max, budget;
+};
+
+struct wcache {
+    struct wc_entry slot[WC_SLOTS];
+    uint32_t dirty[WC_MAX]; /* slots whose spent must be written back */
+    size_t n, n_dirty;
+};
+
+static uint32_t wc_hash(int64_t id)
+{
+    uint64_t h = (uint64_t)id * 0x9E3779B97F4A7C15ull;
+    return (uint32_t)(h >> 40) & (WC_SLOTS - 1);
+}
+
+static void wcache_clear(struct wcache *c)
+{
+    memset(c->slot, 0, sizeof c->slot);
+    c->n = c->n_dirty = 0;
+}
+
+/* Writes every pending spend back (inside the current transaction). */
+static int wcache_flush(lp_store *s, struct wcache *c)
+{
+    int rc = LP_OK;
+    for (size_t i = 0; i < c->n_dirty; i++) {
+        struct wc_entry *e = &c->slot[c->dirty[i]];
+        e->dirty = 0;
+        if (rc != LP_OK)
+            continue;
+        sqlite3_stmt *st = w_stmt(s, W_SPEND);
+        sqlite3_bind_int64(st, 1, e->id);
+        sqlite3_bind_double(st, 2, e->spent);
+        if (sqlite3_step(st) != SQLITE_DONE || sqlite3_changes(s->wdb) != 1)
+            rc = w_fail(s, "budget update");
+        sqlite3_reset(st);
+    }
+    c->n_dirty = 0;
+    return rc;
+}
+
+/* The entry for annotator id, read from the database on a miss. *out is
+ * NULL with LP_EUNKNOWN_KEY or a storage error. */
+static int wcache_get(lp_store *s, struct wcache *c, int64_t id, struct wc_entry **out)
+{
+    *out = NULL;
+    uint32_t h = wc_hash(id);
+    while (c->slot[h].id != 0) {
+        if (c->slot[h].id == id) {
+            *out = &c->slot[h];
+            return LP_OK;
+        }
+        h = (h + 1) & (WC_SLOTS - 1);
+    }
+    if (c->n >= WC_MAX) { /* full: write back and start over */
+        if (wcache_flush(s, c) != LP_OK)
+            return LP_ESTORAGE;
+        wcache_clear(c);
+        h = wc_hash(id);
+    }
+    sqlite3_stmt *st = w_stmt(s, W_ANNOT);
+    sqlite3_bind_int64(st, 1, id);
+    int step = sqlite3_step(st);
+    if (step != SQLITE_ROW) {
+        sqlite3_reset(st);
+        return step == SQLITE_DONE ? LP_EUNKNOWN_KEY : w_fail(s, "annotator lookup");
+    }
+    struct wc_entry *e = &c->slot[h];
+    e->id = id;
+    e->revoked = sqlite3_column_int(st, 0);
+    e->spent = sqlite3_column_double(st, 1);
+    e->eps_min = sqlite3_column_double(st, 3);
+    e->eps_max = sqlite3_column_double(st, 4);
+    e->allow_inf = sqlite3_column_int(st, 5);
+    e->budget = sqlite3_column_double(st, 6);
+    e->dirty = 0;
+    sqlite3_reset(st);
+    c->n++;
+    *out = e;
+    return LP_OK;
+}
+
 struct labels_arg {
     lp_label_item *items;
     size_t n;
-    int64_t now;
 };
 
-static int64_t label_now; /* writer-thread only: the time of the current job */
-
-static int run_label(lp_store *s, void *argp)
+/* The checks of docs/protocol.md that need the database, in their order,
+ * for a label that did not take the fast path of run_label. Returns the
+ * rejection, or LP_OK when the label is an identical resend (receipt
+ * filled). swapped < 0: not assigned. */
+static int label_checks(lp_store *s, lp_label_item *it, const struct wc_entry *a, int swapped,
+                        int64_t now)
 {
-    lp_label_item *it = argp;
     const lp_label_msg *m = &it->msg;
-    sqlite3_stmt *st;
-    int step;
-
-    /* key: the authoritative revocation check */
-    st = w_stmt(s, W_ANNOT);
-    sqlite3_bind_int64(st, 1, it->annotator);
-    step = sqlite3_step(st);
-    if (step == SQLITE_DONE)
-        return LP_EUNKNOWN_KEY;
-    if (step != SQLITE_ROW)
-        return w_fail(s, "annotator lookup");
-    int revoked = sqlite3_column_int(st, 0);
-    double spent = sqlite3_column_double(st, 1);
-    double eps_min = sqlite3_column_double(st, 3), eps_max = sqlite3_column_double(st, 4);
-    int allow_inf = sqlite3_column_int(st, 5);
-    double budget = sqlite3_column_double(st, 6);
-    sqlite3_reset(st);
-    if (revoked)
-        return LP_EREVOKED_KEY;
-
     /* an existing label for (annotator, task): idempotent resend or conflict */
-    st = w_stmt(s, W_LABEL_EXISTING);
+    sqlite3_stmt *st = w_stmt(s, W_LABEL_EXISTING);
     sqlite3_bind_int64(st, 1, it->annotator);
     sqlite3_bind_int64(st, 2, m->task_id);
-    step = sqlite3_step(st);
+    int step = sqlite3_step(st);
     if (step == SQLITE_ROW) {
         const void *sig = sqlite3_column_blob(st, 4);
         int same = sig != NULL && sqlite3_column_bytes(st, 4) == LP_SIG_BYTES &&
@@ -451,21 +535,17 @@ static int run_label(lp_store *s, void *argp)
         sqlite3_reset(st);
         return same ? LP_OK : LP_ECONFLICTING_LABEL;
     }
+    sqlite3_reset(st);
     if (step != SQLITE_DONE)
         return w_fail(s, "label lookup");
 
     /* timestamp window */
-    int64_t skew = m->timestamp_ms - label_now;
+    int64_t skew = m->timestamp_ms - now;
     if (skew > it->window_ms || skew < -it->window_ms)
         return LP_ESTALE_TIMESTAMP;
 
     /* task and assignment */
-    st = w_stmt(s, W_ASSIGNED);
-    sqlite3_bind_int64(st, 1, it->annotator);
-    sqlite3_bind_int64(st, 2, m->task_id);
-    step = sqlite3_step(st);
-    if (step == SQLITE_DONE) {
-        sqlite3_reset(st);
+    if (swapped < 0) {
         st = w_stmt(s, W_TASK_EXISTS);
         sqlite3_bind_int64(st, 1, m->task_id);
         step = sqlite3_step(st);
@@ -476,10 +556,6 @@ static int run_label(lp_store *s, void *argp)
             return LP_EUNKNOWN_TASK;
         return w_fail(s, "task lookup");
     }
-    if (step != SQLITE_ROW)
-        return w_fail(s, "assignment lookup");
-    int swapped = sqlite3_column_int(st, 0);
-    sqlite3_reset(st);
 
     /* nonce */
     st = w_stmt(s, W_NONCE);
@@ -495,12 +571,53 @@ static int run_label(lp_store *s, void *argp)
     /* epsilon range, then budget (basic composition; an allowed infinity
      * is outside the accounting: such a campaign has opted out of privacy) */
     int inf = isinf(m->epsilon);
-    if (inf && !allow_inf)
+    if (inf && !a->allow_inf)
         return LP_EBAD_EPSILON;
-    if (!inf && (m->epsilon < eps_min || m->epsilon > eps_max))
+    if (!inf && (m->epsilon < a->eps_min || m->epsilon > a->eps_max))
         return LP_EEPSILON_OUT_OF_RANGE;
-    if (!inf && spent + m->epsilon > budget * (1.0 + 1e-12))
+    if (!inf && a->spent + m->epsilon > a->budget * (1.0 + 1e-12))
         return LP_EBUDGET_EXCEEDED;
+    /* every check passed, yet the insert failed on a constraint */
+    return w_fail(s, "label insert");
+}
+
+/*
+ * One label. Fast path: when the label is assigned and passes the checks
+ * that need no lookup (timestamp, epsilon range, budget), insert it at
+ * once; the UNIQUE (annotator, task) and (annotator, nonce) constraints
+ * then prove there was neither an existing label nor a used nonce, so the
+ * outcome is the one the ordered checks would give. Anything else — a
+ * resend, a conflict, a rejection — goes through label_checks, which runs
+ * the checks in protocol order. Nothing is written for a rejected label
+ * (the INSERT is the only write, and a failed statement leaves nothing).
+ */
+static int run_label(lp_store *s, struct wcache *c, lp_label_item *it, int64_t now)
+{
+    const lp_label_msg *m = &it->msg;
+    struct wc_entry *a;
+    int rc = wcache_get(s, c, it->annotator, &a);
+    if (rc != LP_OK)
+        return rc;
+    if (a->revoked) /* the authoritative revocation check */
+        return LP_EREVOKED_KEY;
+
+    sqlite3_stmt *st = w_stmt(s, W_ASSIGNED);
+    sqlite3_bind_int64(st, 1, it->annotator);
+    sqlite3_bind_int64(st, 2, m->task_id);
+    int step = sqlite3_step(st);
+    int swapped = step == SQLITE_ROW ? sqlite3_column_int(st, 0) : -1;
+    sqlite3_reset(st);
+    if (step != SQLITE_ROW && step != SQLITE_DONE)
+        return w_fail(s, "assignment lookup");
+
+    int inf = isinf(m->epsilon);
+    int64_t skew = m->timestamp_ms - now;
+    int clean = swapped >= 0 && skew <= it->window_ms && skew >= -it->window_ms &&
+                (inf ? a->allow_inf
+                     : m->epsilon >= a->eps_min && m->epsilon <= a->eps_max &&
+                           a->spent + m->epsilon <= a->budget * (1.0 + 1e-12));
+    if (!clean)
+        return label_checks(s, it, a, swapped, now);
 
     st = w_stmt(s, W_LABEL_INSERT);
     sqlite3_bind_int64(st, 1, it->annotator);
@@ -514,24 +631,27 @@ static int run_label(lp_store *s, void *argp)
     sqlite3_bind_blob(st, 6, m->nonce, LP_NONCE_BYTES, SQLITE_STATIC);
     sqlite3_bind_int64(st, 7, m->timestamp_ms);
     sqlite3_bind_blob(st, 8, m->sig, LP_SIG_BYTES, SQLITE_STATIC);
-    sqlite3_bind_int64(st, 9, label_now);
-    if (sqlite3_step(st) != SQLITE_DONE)
-        return w_fail(s, "label insert");
+    sqlite3_bind_int64(st, 9, now);
+    step = sqlite3_step(st);
     sqlite3_reset(st);
+    if (step != SQLITE_DONE) {
+        if ((sqlite3_extended_errcode(s->wdb) & 0xff) != SQLITE_CONSTRAINT ||
+            sqlite3_get_autocommit(s->wdb))
+            return w_fail(s, "label insert");
+        return label_checks(s, it, a, swapped, now);
+    }
     it->receipt.label_id = sqlite3_last_insert_rowid(s->wdb);
     it->receipt.task_id = m->task_id;
     it->receipt.z = m->z;
     it->receipt.epsilon = m->epsilon;
-    it->receipt.received_ms = label_now;
+    it->receipt.received_ms = now;
     it->existing = 0;
-
     if (!inf) {
-        st = w_stmt(s, W_SPEND);
-        sqlite3_bind_int64(st, 1, it->annotator);
-        sqlite3_bind_double(st, 2, m->epsilon);
-        if (sqlite3_step(st) != SQLITE_DONE)
-            return w_fail(s, "budget update");
-        sqlite3_reset(st);
+        a->spent += m->epsilon;
+        if (!a->dirty) {
+            a->dirty = 1;
+            c->dirty[c->n_dirty++] = (uint32_t)(a - c->slot);
+        }
     }
     return LP_OK;
 }
@@ -539,9 +659,11 @@ static int run_label(lp_store *s, void *argp)
 static void run_labels(lp_store *s, struct job *j)
 {
     struct labels_arg *a = j->arg;
-    label_now = lp_now_ms();
-    for (size_t i = 0; i < a->n; i++)
-        a->items[i].rc = with_savepoint(s, run_label, &a->items[i]);
+    int64_t now = lp_now_ms();
+    for (size_t i = 0; i < a->n; i++) {
+        a->items[i].existing = 0;
+        a->items[i].rc = run_label(s, s->wc, &a->items[i], now);
+    }
 }
 
 /* ---- enrollment and revocation ---- */
@@ -801,8 +923,15 @@ static int run_assign(lp_store *s, void *argp)
 /* ------------------------------------------------------------------ */
 /* the writer loop                                                     */
 
-static void run_job(lp_store *s, struct job *j)
+static int run_job(lp_store *s, struct job *j)
 {
+    if (j->kind != J_LABELS) {
+        /* the annotator copy may be changed by the job: write it back now
+         * (outside the job's savepoint) and re-read it afterwards */
+        if (wcache_flush(s, s->wc) != LP_OK)
+            return LP_ESTORAGE;
+        wcache_clear(s->wc);
+    }
     switch (j->kind) {
     case J_LABELS: run_labels(s, j); j->rc = LP_OK; break;
     case J_ENROLL: j->rc = with_savepoint(s, run_enroll, j->arg); break;
@@ -813,6 +942,11 @@ static void run_job(lp_store *s, struct job *j)
     case J_TASKS: j->rc = with_savepoint(s, run_tasks, j->arg); break;
     case J_ASSIGN: j->rc = with_savepoint(s, run_assign, j->arg); break;
     }
+    if (j->kind != J_LABELS)
+        wcache_clear(s->wc);
+    /* SQLite rolls a transaction back by itself on some errors (disk full,
+     * I/O): then nothing of the group may be reported as stored */
+    return sqlite3_get_autocommit(s->wdb) ? LP_ESTORAGE : LP_OK;
 }
 
 /* After a failed COMMIT nothing of the batch is stored: every result that
@@ -879,12 +1013,17 @@ static void *writer_main(void *arg)
         int ok = w_exec(s, W_BEGIN) == LP_OK;
         for (struct job *j = batch; j != NULL; j = j->next) {
             items += j->items;
-            if (ok)
-                run_job(s, j);
+            if (ok && run_job(s, j) != LP_OK)
+                ok = 0;
         }
-        if (ok && w_exec(s, W_COMMIT) != LP_OK) {
-            w_exec(s, W_ROLLBACK);
+        if (ok && wcache_flush(s, s->wc) != LP_OK)
             ok = 0;
+        if (ok && w_exec(s, W_COMMIT) != LP_OK)
+            ok = 0;
+        if (!ok) {
+            if (!sqlite3_get_autocommit(s->wdb))
+                w_exec(s, W_ROLLBACK);
+            wcache_clear(s->wc); /* it held uncommitted spends */
         }
         pthread_mutex_lock(&s->stats_lock);
         s->wstats.commits++;
@@ -994,9 +1133,10 @@ int lp_store_open(const lp_store_opts *opts, lp_store **out, char *err, size_t e
     pthread_rwlock_init(&s->kc_lock, NULL);
     pthread_mutex_init(&s->stats_lock, NULL);
     s->kc = calloc(KC_BUCKETS, sizeof *s->kc);
+    s->wc = calloc(1, sizeof *s->wc);
     int n_read = opts->read_conns < 1 ? 1 : opts->read_conns;
     s->rconns = calloc((size_t)n_read, sizeof *s->rconns);
-    if (s->kc == NULL || s->rconns == NULL) {
+    if (s->kc == NULL || s->wc == NULL || s->rconns == NULL) {
         snprintf(err, errlen, "out of memory");
         goto fail;
     }
@@ -1061,6 +1201,7 @@ void lp_store_close(lp_store *s)
         free(s->kc);
     }
     free(s->rconns);
+    free(s->wc);
     pthread_mutex_destroy(&s->qlock);
     pthread_cond_destroy(&s->qcond);
     pthread_mutex_destroy(&s->rlock);
