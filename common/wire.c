@@ -297,12 +297,12 @@ static int scan_uint(struct scan *s, int64_t *out)
     scan_ws(s);
     const char *q = s->p;
     int64_t v = 0;
-    while (q < s->end && *q >= '0' && *q <= '9' && q - s->p < 19) {
+    while (q < s->end && *q >= '0' && *q <= '9' && q - s->p < 18) {
         v = v * 10 + (*q - '0');
         q++;
     }
     size_t digits = (size_t)(q - s->p);
-    if (digits == 0 || digits > 18 || (digits > 1 && *s->p == '0'))
+    if (digits == 0 || (digits > 1 && *s->p == '0'))
         return 0;
     if (q < s->end && (*q == '.' || *q == 'e' || *q == 'E' || (*q >= '0' && *q <= '9')))
         return 0; /* a real, or too long: the full parser decides */

@@ -286,6 +286,21 @@ static void test_scan_mutations(void)
     }
     CHECK_INT(disagree, 0);
     CHECK(taken > 1000);
+
+    /* integers: 18 digits are scanned, 19 go to the full parser */
+    m.epsilon = 1.0;
+    m.task_id = 123456789012345678;
+    json_t *o = lp_wire_label_encode(&m);
+    char *t = json_dumps(o, JSON_COMPACT);
+    CHECK_INT(scan_agrees(t, strlen(t)), 1);
+    free(t);
+    json_decref(o);
+    m.task_id = INT64_MAX;
+    o = lp_wire_label_encode(&m);
+    t = json_dumps(o, JSON_COMPACT);
+    CHECK_INT(scan_agrees(t, strlen(t)), -1);
+    free(t);
+    json_decref(o);
 }
 
 int main(void)
