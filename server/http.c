@@ -29,6 +29,11 @@
 
 #define PARAMS_MAX 16
 #define STREAM_BLOCK (64 * 1024)
+/* Per-connection memory of libmicrohttpd (headers, read and write buffers;
+ * bodies reach the handler in chunks of at most about half of it). MHD
+ * zero-fills the whole area before every request of a keep-alive
+ * connection, so its default of 32 KiB cost a 32 KiB memset per label. */
+#define CONNECTION_MEMORY (16 * 1024)
 
 struct lp_http {
     struct MHD_Daemon *d;
@@ -326,6 +331,7 @@ int lp_http_start(lp_api *api, const lp_http_opts *opts, lp_http **out, int *bou
         flags, (uint16_t)opts->port, NULL, NULL, on_request, h, MHD_OPTION_EXTERNAL_LOGGER,
         log_mhd, NULL, MHD_OPTION_SOCK_ADDR, ai->ai_addr, MHD_OPTION_ARRAY, model,
         MHD_OPTION_CONNECTION_TIMEOUT, (unsigned int)opts->connection_timeout,
+        MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)CONNECTION_MEMORY,
         MHD_OPTION_NOTIFY_COMPLETED, on_completed, h,
         MHD_OPTION_LISTEN_BACKLOG_SIZE, (unsigned int)1024, MHD_OPTION_END);
     freeaddrinfo(ai);
