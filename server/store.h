@@ -4,8 +4,8 @@
  * One writer thread owns the only write connection. Every mutation is a job:
  * the caller enqueues it and (for the synchronous functions) blocks until the
  * transaction holding it has committed. The writer drains every pending job
- * into one transaction (group commit; under load it first lets jobs queue
- * for up to 1 ms so one fsync covers more of them), commits, then completes
+ * into one transaction (group commit: the jobs that queued while the previous
+ * transaction was committing share the next fsync), commits, then completes
  * all the jobs. A failing job leaves the others intact: a label's only write
  * is its INSERT (a failed statement leaves nothing), every other job runs
  * inside its own SAVEPOINT. Stateful checks (existing label, nonce reuse,
