@@ -17,6 +17,7 @@
 #include "clock.h"
 #include "error.h"
 #include "schema_sql.h"
+#include "walbuf.h"
 
 #include <assert.h>
 #include <errno.h>
@@ -176,12 +177,14 @@ static int exec_sql(sqlite3 *db, const char *sql, char *err, size_t errlen)
 }
 
 /* Opens a connection with the shared pragmas. *out is set even on failure
- * (close it). */
+ * (close it). The writer with sync_full uses the walbuf VFS (walbuf.h: one
+ * write per commit to the WAL; it needs synchronous=FULL and one writer). */
 static int open_conn(const char *path, int sync_full, int readonly, sqlite3 **out, char *err,
                      size_t errlen)
 {
     int flags = SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX | (readonly ? 0 : SQLITE_OPEN_CREATE);
-    if (sqlite3_open_v2(path, out, flags, NULL) != SQLITE_OK) {
+    const char *vfs = !readonly && sync_full ? lp_walbuf_vfs() : NULL;
+    if (sqlite3_open_v2(path, out, flags, vfs) != SQLITE_OK) {
         snprintf(err, errlen, "cannot open %s: %s", path,
                  *out ? sqlite3_errmsg(*out) : "out of memory");
         return LP_ESTORAGE;
