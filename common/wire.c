@@ -7,6 +7,7 @@
 #include <sodium.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #define LP_MAX_NEXT_COUNT 1000
@@ -225,6 +226,214 @@ int lp_wire_label_decode(const json_t *obj, lp_label_msg *out, char *msg, size_t
             LP_OK)
         return rc;
     return LP_OK;
+}
+
+/* ---- label fast path (see lp_wire_label_scan) ---- */
+
+struct scan {
+    const char *p, *end;
+};
+
+static void scan_ws(struct scan *s)
+{
+    while (s->p < s->end && (*s->p == ' ' || *s->p == '\t' || *s->p == '\n' || *s->p == '\r'))
+        s->p++;
+}
+
+static int scan_char(struct scan *s, char c)
+{
+    scan_ws(s);
+    if (s->p >= s->end || *s->p != c)
+        return 0;
+    s->p++;
+    return 1;
+}
+
+/* 6-bit value of a base64url character, or -1. */
+static int b64url_value(unsigned char c)
+{
+    if (c >= 'A' && c <= 'Z')
+        return c - 'A';
+    if (c >= 'a' && c <= 'z')
+        return c - 'a' + 26;
+    if (c >= '0' && c <= '9')
+        return c - '0' + 52;
+    return c == '-' ? 62 : c == '_' ? 63 : -1;
+}
+
+/* A string of exactly the unpadded base64url length of n bytes, decoded as
+ * lp_b64_decode does: unused trailing bits must be zero. (These values are
+ * public — keys, nonces, signatures — so a table-free, not constant-time
+ * decoder is fine.) */
+static int scan_b64(struct scan *s, uint8_t *out, size_t n)
+{
+    size_t chars = (n * 4 + 2) / 3;
+    if (!scan_char(s, '"') || (size_t)(s->end - s->p) < chars + 1 || s->p[chars] != '"')
+        return 0;
+    uint32_t acc = 0;
+    unsigned bits = 0;
+    size_t o = 0;
+    for (size_t i = 0; i < chars; i++) {
+        int v = b64url_value((unsigned char)s->p[i]);
+        if (v < 0)
+            return 0;
+        acc = (acc << 6) | (uint32_t)v;
+        bits += 6;
+        if (bits >= 8) {
+            bits -= 8;
+            out[o++] = (uint8_t)(acc >> bits);
+        }
+        acc &= (1u << bits) - 1;
+    }
+    if (o != n || acc != 0)
+        return 0;
+    s->p += chars + 1;
+    return 1;
+}
+
+/* A JSON integer without sign, 1..18 digits, no leading zero: *out. */
+static int scan_uint(struct scan *s, int64_t *out)
+{
+    scan_ws(s);
+    const char *q = s->p;
+    int64_t v = 0;
+    while (q < s->end && *q >= '0' && *q <= '9' && q - s->p < 18) {
+        v = v * 10 + (*q - '0');
+        q++;
+    }
+    size_t digits = (size_t)(q - s->p);
+    if (digits == 0 || (digits > 1 && *s->p == '0'))
+        return 0;
+    if (q < s->end && (*q == '.' || *q == 'e' || *q == 'E' || (*q >= '0' && *q <= '9')))
+        return 0; /* a real, or too long: the full parser decides */
+    s->p = q;
+    *out = v;
+    return 1;
+}
+
+/* epsilon: null, or a positive finite JSON number read as jansson reads it
+ * (integers up to 15 digits exactly, reals by strtod). */
+static int scan_epsilon(struct scan *s, double *out)
+{
+    scan_ws(s);
+    if (s->end - s->p >= 4 && memcmp(s->p, "null", 4) == 0) {
+        s->p += 4;
+        *out = INFINITY;
+        return 1;
+    }
+    const char *q = s->p, *int_start = q;
+    while (q < s->end && *q >= '0' && *q <= '9')
+        q++;
+    size_t int_digits = (size_t)(q - int_start);
+    if (int_digits == 0 || (int_digits > 1 && *int_start == '0'))
+        return 0;
+    int real = 0;
+    if (q < s->end && *q == '.') {
+        const char *f = ++q;
+        while (q < s->end && *q >= '0' && *q <= '9')
+            q++;
+        if (q == f)
+            return 0;
+        real = 1;
+    }
+    if (q < s->end && (*q == 'e' || *q == 'E')) {
+        q++;
+        if (q < s->end && (*q == '+' || *q == '-'))
+            q++;
+        const char *e = q;
+        while (q < s->end && *q >= '0' && *q <= '9')
+            q++;
+        if (q == e)
+            return 0;
+        real = 1;
+    }
+    size_t n = (size_t)(q - s->p);
+    if (n >= 64 || (!real && int_digits > 15))
+        return 0;
+    char tmp[64];
+    memcpy(tmp, s->p, n);
+    tmp[n] = '\0';
+    double v = real ? strtod(tmp, NULL) : (double)strtoll(tmp, NULL, 10);
+    if (!isfinite(v) || v <= 0.0)
+        return 0;
+    s->p = q;
+    *out = v;
+    return 1;
+}
+
+static int scan_label(struct scan *s, lp_label_msg *out)
+{
+    static const char *const names[] = {"key",   "task_id",   "z",         "epsilon",
+                                        "nonce", "timestamp", "signature"};
+    unsigned seen = 0;
+    memset(out, 0, sizeof *out);
+    if (!scan_char(s, '{'))
+        return 0;
+    for (int i = 0; i < 7; i++) {
+        if ((i > 0 && !scan_char(s, ',')) || !scan_char(s, '"'))
+            return 0;
+        int f = -1;
+        for (int k = 0; k < 7 && f < 0; k++) {
+            size_t l = strlen(names[k]);
+            if ((size_t)(s->end - s->p) > l && memcmp(s->p, names[k], l) == 0 && s->p[l] == '"')
+                f = k;
+        }
+        if (f < 0 || (seen & (1u << f)) != 0) /* unknown or duplicate */
+            return 0;
+        seen |= 1u << f;
+        s->p += strlen(names[f]) + 1;
+        if (!scan_char(s, ':'))
+            return 0;
+        int64_t v;
+        int ok;
+        switch (f) {
+        case 0: ok = scan_b64(s, out->key, LP_KEY_BYTES); break;
+        case 1: ok = scan_uint(s, &out->task_id) && out->task_id >= 1; break;
+        case 2:
+            ok = scan_uint(s, &v) && v <= 1;
+            out->z = (int)v;
+            break;
+        case 3: ok = scan_epsilon(s, &out->epsilon); break;
+        case 4: ok = scan_b64(s, out->nonce, LP_NONCE_BYTES); break;
+        case 5: ok = scan_uint(s, &out->timestamp_ms); break;
+        default: ok = scan_b64(s, out->sig, LP_SIG_BYTES); break;
+        }
+        if (!ok)
+            return 0;
+    }
+    return scan_char(s, '}');
+}
+
+int lp_wire_label_scan(const char *buf, size_t len, lp_label_msg *out, const char **end)
+{
+    struct scan s = {buf, buf + len};
+    if (!scan_label(&s, out))
+        return 0;
+    if (end != NULL)
+        *end = s.p;
+    scan_ws(&s);
+    return s.p == s.end;
+}
+
+size_t lp_wire_batch_scan(const char *buf, size_t len, lp_label_msg *out, size_t max)
+{
+    struct scan s = {buf, buf + len};
+    if (!scan_char(&s, '{') || !scan_char(&s, '"') || s.end - s.p < 7 ||
+        memcmp(s.p, "labels\"", 7) != 0)
+        return 0;
+    s.p += 7;
+    if (!scan_char(&s, ':') || !scan_char(&s, '['))
+        return 0;
+    size_t n = 0;
+    do {
+        if (n == max || !scan_label(&s, &out[n]))
+            return 0;
+        n++;
+    } while (scan_char(&s, ','));
+    if (!scan_char(&s, ']') || !scan_char(&s, '}'))
+        return 0;
+    scan_ws(&s);
+    return s.p == s.end ? n : 0;
 }
 
 json_t *lp_wire_enroll_encode(const lp_enroll_msg *m)

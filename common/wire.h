@@ -68,6 +68,25 @@ json_t *lp_json_epsilon(double eps);
 json_t *lp_wire_label_encode(const lp_label_msg *msg);
 int lp_wire_label_decode(const json_t *obj, lp_label_msg *out, char *msg, size_t msglen);
 
+/*
+ * Fast path for the server's hot loop: scans text that is exactly one label
+ * object (depth 1) in the plain form every client sends — the seven fields
+ * once each in any order, strings without escapes, integers without
+ * fraction or exponent, JSON whitespace — without building a JSON tree.
+ * Returns 1 with *out filled exactly as lp_json_parse + lp_wire_label_decode
+ * would fill it; 0 for anything else, valid or not, which the caller then
+ * gives to the full parser (so every error keeps its name and message). *end
+ * (may be NULL) gets the position after the closing brace.
+ */
+int lp_wire_label_scan(const char *buf, size_t len, lp_label_msg *out, const char **end);
+
+/*
+ * The same for a whole batch body {"labels": [label, ...]} (depth 2): returns
+ * the number of labels (1..max) with out[0..n) filled, or 0 when the body is
+ * not entirely in that form (including more than max labels).
+ */
+size_t lp_wire_batch_scan(const char *buf, size_t len, lp_label_msg *out, size_t max);
+
 /* Enrollment: {"key","token","signature"} */
 json_t *lp_wire_enroll_encode(const lp_enroll_msg *msg);
 int lp_wire_enroll_decode(const json_t *obj, lp_enroll_msg *out, char *msg, size_t msglen);

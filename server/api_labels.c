@@ -44,14 +44,12 @@ void lp_api_labels_pending_free(lp_pending *p)
     free(p);
 }
 
-/* Decoding, key and signature: the stateless checks, in protocol order.
- * Fills it (msg on error) and returns LP_OK or the rejection. */
-static int precheck(lp_api *api, const json_t *obj, lp_label_item *it, char *msg, size_t msglen)
+/* Key and signature: the stateless checks after decoding, in protocol
+ * order, on it->msg. Fills it (msg on error) and returns LP_OK or the
+ * rejection. */
+static int check_signed(lp_api *api, lp_label_item *it, char *msg, size_t msglen)
 {
-    memset(it, 0, sizeof *it);
-    int rc = lp_wire_label_decode(obj, &it->msg, msg, msglen);
-    if (rc != LP_OK)
-        return rc;
+    int rc;
     lp_annotator a;
     rc = lp_store_annotator_by_key(api->store, it->msg.key, &a);
     if (rc != LP_OK)
@@ -66,6 +64,72 @@ static int precheck(lp_api *api, const json_t *obj, lp_label_item *it, char *msg
     return LP_OK;
 }
 
+/* Decoding, key and signature: the stateless checks, in protocol order. */
+static int precheck(lp_api *api, const json_t *obj, lp_label_item *it, char *msg, size_t msglen)
+{
+    memset(it, 0, sizeof *it);
+    int rc = lp_wire_label_decode(obj, &it->msg, msg, msglen);
+    if (rc != LP_OK)
+        return rc;
+    return check_signed(api, it, msg, msglen);
+}
+
+/* Allocates the per-item arrays of p (p->n set). */
+static int pending_alloc(lp_pending *p)
+{
+    p->items = calloc(p->n, sizeof *p->items);
+    p->msgs = calloc(p->n, sizeof *p->msgs);
+    p->sub = calloc(p->n, sizeof *p->sub);
+    p->sub_idx = calloc(p->n, sizeof *p->sub_idx);
+    return p->items && p->msgs && p->sub && p->sub_idx ? LP_OK : LP_ENO_MEMORY;
+}
+
+/*
+ * The fast path: a body in the plain form every client sends is decoded by
+ * lp_wire_label_scan / lp_wire_batch_scan without a JSON tree (the same
+ * values the full parser gives). Returns the pending request with every
+ * item decoded, or NULL when the body is not in that form (or on no
+ * memory): the caller then takes the full parser, which names every error.
+ */
+static lp_pending *scan_body(lp_api *api, const lp_request *req, int batch)
+{
+    if (req->body == NULL || req->body_len == 0 || api->opts.json_depth < (batch ? 2 : 1))
+        return NULL;
+    lp_pending *p = calloc(1, sizeof *p);
+    if (p == NULL)
+        return NULL;
+    p->batch = batch;
+    if (!batch) {
+        lp_label_msg m;
+        if (lp_wire_label_scan(req->body, req->body_len, &m, NULL) != 1)
+            goto fallback;
+        p->n = 1;
+        if (pending_alloc(p) != LP_OK)
+            goto fallback;
+        p->items[0].msg = m;
+        return p;
+    }
+    /* every label object is longer than 150 bytes: a bound on the count */
+    size_t cap = req->body_len / 150 + 1;
+    if (cap > api->opts.batch_max)
+        cap = api->opts.batch_max;
+    lp_label_msg *msgs = malloc(cap * sizeof *msgs);
+    if (msgs == NULL)
+        goto fallback;
+    p->n = lp_wire_batch_scan(req->body, req->body_len, msgs, cap);
+    if (p->n == 0 || pending_alloc(p) != LP_OK) {
+        free(msgs);
+        goto fallback;
+    }
+    for (size_t i = 0; i < p->n; i++)
+        p->items[i].msg = msgs[i];
+    free(msgs);
+    return p;
+fallback:
+    lp_api_labels_pending_free(p);
+    return NULL;
+}
+
 static void pending_done(void *ctx)
 {
     lp_pending *p = ctx;
@@ -77,16 +141,25 @@ int lp_api_labels_begin(lp_api *api, const lp_request *req, const lp_async *asyn
 {
     char msg[LP_MSG_MAX];
     json_t *root = NULL;
+    lp_pending *p = scan_body(api, req, batch);
+    if (p != NULL) {
+        for (size_t i = 0; i < p->n; i++) {
+            p->items[i].rc = check_signed(api, &p->items[i], p->msgs[i], LP_MSG_MAX);
+            if (p->items[i].rc == LP_OK) {
+                p->sub[p->n_sub] = p->items[i];
+                p->sub_idx[p->n_sub++] = i;
+            }
+        }
+        goto submit;
+    }
     if (lp_api_parse_body(api, req, &root, resp) != LP_OK)
         return LP_API_DONE;
-    lp_pending *p = calloc(1, sizeof *p);
+    p = calloc(1, sizeof *p);
     if (p == NULL) {
         json_decref(root);
         return lp_api_error(resp, LP_ENO_MEMORY, NULL);
     }
-    p->api = api;
     p->batch = batch;
-    p->async = *async;
     const json_t *list = NULL;
     if (!batch) {
         p->n = 1;
@@ -112,11 +185,7 @@ int lp_api_labels_begin(lp_api *api, const lp_request *req, const lp_async *asyn
         }
         p->n = json_array_size(list);
     }
-    p->items = calloc(p->n, sizeof *p->items);
-    p->msgs = calloc(p->n, sizeof *p->msgs);
-    p->sub = calloc(p->n, sizeof *p->sub);
-    p->sub_idx = calloc(p->n, sizeof *p->sub_idx);
-    if (!p->items || !p->msgs || !p->sub || !p->sub_idx) {
+    if (pending_alloc(p) != LP_OK) {
         json_decref(root);
         lp_api_labels_pending_free(p);
         return lp_api_error(resp, LP_ENO_MEMORY, NULL);
@@ -130,6 +199,9 @@ int lp_api_labels_begin(lp_api *api, const lp_request *req, const lp_async *asyn
         }
     }
     json_decref(root);
+submit:
+    p->api = api;
+    p->async = *async;
     if (!batch && p->items[0].rc != LP_OK) {
         lp_api_error(resp, p->items[0].rc, p->msgs[0]);
         lp_api_labels_pending_free(p);

@@ -36,7 +36,11 @@ static const opt_def OPTIONS[] = {
      "TCP port; 0 picks an ephemeral port (printed at start)"},
     {"db", "LDPREF_DB", OPT_STR, OFF(db), "var/ldpref.db", 0, 0, "SQLite database file"},
     {"threads", "LDPREF_THREADS", OPT_INT, OFF(threads), "0", 0, 256,
-     "HTTP worker thread pool size; 0 = number of CPUs"},
+     "event-loop pool size when --connection-threads is 0; 0 = number of CPUs"},
+    {"connection-threads", "LDPREF_CONNECTION_THREADS", OPT_INT, OFF(connection_threads),
+     "256", 0, 4096,
+     "serve each connection on its own thread, at most this many connections at once; "
+     "0 = a pool of --threads event-loop threads instead (for many idle connections)"},
     {"body-max", "LDPREF_BODY_MAX", OPT_SIZE, OFF(body_max), "65536", 1024, 64 * MIB,
      "request body cap for single requests, bytes"},
     {"batch-body-max", "LDPREF_BATCH_BODY_MAX", OPT_SIZE, OFF(batch_body_max), "4194304", 1024,

@@ -25,6 +25,7 @@ typedef struct lp_config {
     int64_t port;
     char db[LP_CONFIG_STR_MAX];
     int64_t threads; /* resolved: never 0 after lp_config_load */
+    int64_t connection_threads; /* 0: event-loop pool of `threads` */
     int64_t body_max;
     int64_t batch_body_max;
     int64_t upload_max;

@@ -4,8 +4,10 @@
  * Per-request state (struct req_state) is allocated on the first callback
  * of a request into *req_cls and freed in the completion callback, whatever
  * happened in between. Lifecycle of a request: ACCUMULATE (body chunks) ->
- * either a response is queued at once, or PENDING (connection suspended until
- * the writer commits) -> RESUMED -> response queued.
+ * a response is queued at once (with a thread per connection, after the
+ * handler has waited for the commit), or, in the event-loop pool, PENDING
+ * (connection suspended until the writer commits) -> RESUMED -> response
+ * queued.
  */
 #include "http.h"
 
@@ -27,10 +29,16 @@
 
 #define PARAMS_MAX 16
 #define STREAM_BLOCK (64 * 1024)
+/* Per-connection memory of libmicrohttpd (headers, read and write buffers;
+ * bodies reach the handler in chunks of at most about half of it). MHD
+ * zero-fills the whole area before every request of a keep-alive
+ * connection, so its default of 32 KiB cost a 32 KiB memset per label. */
+#define CONNECTION_MEMORY (16 * 1024)
 
 struct lp_http {
     struct MHD_Daemon *d;
     lp_api *api;
+    int per_connection; /* a thread per connection: handlers may block */
     pthread_mutex_t lock;
     pthread_cond_t idle;
     long in_flight;
@@ -246,6 +254,10 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
     lp_request req = {.method = method, .path = url, .params = st->params,
                       .n_params = st->n_params, .body = st->body, .body_len = st->len,
                       .bearer = bearer_token(conn)};
+    if (h->per_connection) { /* this thread is the connection's own: wait here */
+        lp_api_handle(h->api, &req, &resp);
+        return send_response(conn, &resp);
+    }
     lp_async async = {on_suspend, on_resume, st};
     if (lp_api_begin(h->api, &req, &async, &resp, &st->pending) == LP_API_PENDING)
         return MHD_YES;
@@ -299,15 +311,27 @@ int lp_http_start(lp_api *api, const lp_http_opts *opts, lp_http **out, int *bou
     h->api = api;
     pthread_mutex_init(&h->lock, NULL);
     pthread_cond_init(&h->idle, NULL);
-    unsigned int flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_AUTO |
-                         MHD_ALLOW_SUSPEND_RESUME | MHD_USE_ERROR_LOG;
+    h->per_connection = opts->connection_threads > 0;
+    unsigned int flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_AUTO | MHD_USE_ERROR_LOG;
     if (ai->ai_family == AF_INET6)
         flags |= MHD_USE_IPv6;
+    /* Either a thread per connection, up to a limit, or a pool of event-loop
+     * threads; the pool's size option must not be given in the first case. */
+    struct MHD_OptionItem model[] = {
+        {MHD_OPTION_CONNECTION_LIMIT, opts->connection_threads, NULL},
+        {MHD_OPTION_END, 0, NULL},
+    };
+    if (h->per_connection) {
+        flags |= MHD_USE_THREAD_PER_CONNECTION | MHD_USE_ITC;
+    } else {
+        flags |= MHD_ALLOW_SUSPEND_RESUME;
+        model[0] = (struct MHD_OptionItem){MHD_OPTION_THREAD_POOL_SIZE, opts->threads, NULL};
+    }
     h->d = MHD_start_daemon(
         flags, (uint16_t)opts->port, NULL, NULL, on_request, h, MHD_OPTION_EXTERNAL_LOGGER,
-        log_mhd, NULL, MHD_OPTION_SOCK_ADDR,
-        ai->ai_addr, MHD_OPTION_THREAD_POOL_SIZE, (unsigned int)opts->threads,
+        log_mhd, NULL, MHD_OPTION_SOCK_ADDR, ai->ai_addr, MHD_OPTION_ARRAY, model,
         MHD_OPTION_CONNECTION_TIMEOUT, (unsigned int)opts->connection_timeout,
+        MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)CONNECTION_MEMORY,
         MHD_OPTION_NOTIFY_COMPLETED, on_completed, h,
         MHD_OPTION_LISTEN_BACKLOG_SIZE, (unsigned int)1024, MHD_OPTION_END);
     freeaddrinfo(ai);

@@ -105,6 +105,7 @@ int main(int argc, char **argv)
     if (api != NULL)
         lp_api_set_learner(api, learner);
     lp_http_opts ho = {.host = cfg.host, .port = (int)cfg.port, .threads = (int)cfg.threads,
+                       .connection_threads = (int)cfg.connection_threads,
                        .connection_timeout = (int)cfg.connection_timeout};
     lp_http *http = NULL;
     int port = 0;
@@ -120,8 +121,13 @@ int main(int argc, char **argv)
     snprintf(hostbuf, sizeof hostbuf, host, cfg.host);
     printf("listening on http://%s:%d\n", hostbuf, port);
     fflush(stdout);
-    fprintf(stderr, "ldpref-server %s: db %s, sync %s, %lld threads\n", LDPREF_VERSION, cfg.db,
-            lp_config_sync_name(cfg.sync), (long long)cfg.threads);
+    if (cfg.connection_threads > 0)
+        fprintf(stderr, "ldpref-server %s: db %s, sync %s, a thread per connection (up to %lld)\n",
+                LDPREF_VERSION, cfg.db, lp_config_sync_name(cfg.sync),
+                (long long)cfg.connection_threads);
+    else
+        fprintf(stderr, "ldpref-server %s: db %s, sync %s, %lld event-loop threads\n",
+                LDPREF_VERSION, cfg.db, lp_config_sync_name(cfg.sync), (long long)cfg.threads);
 
     int sig = 0;
     sigwait(&sigs, &sig);

@@ -4,12 +4,14 @@
  * One writer thread owns the only write connection. Every mutation is a job:
  * the caller enqueues it and (for the synchronous functions) blocks until the
  * transaction holding it has committed. The writer drains every pending job
- * into one transaction (group commit; under load it first lets jobs queue
- * for up to 1 ms so one fsync covers more of them), runs each job inside its
- * own SAVEPOINT so a failing job leaves the others intact, commits, then
- * completes all the jobs. Stateful checks (existing label, nonce reuse, epsilon budget) run in
- * the writer, inside that transaction, so concurrent requests cannot both
- * pass them. Reads use a small pool of read-only connections.
+ * into one transaction (group commit: the jobs that queued while the previous
+ * transaction was committing share the next fsync), commits, then completes
+ * all the jobs. A failing job leaves the others intact: a label's only write
+ * is its INSERT (a failed statement leaves nothing), every other job runs
+ * inside its own SAVEPOINT. Stateful checks (existing label, nonce reuse,
+ * epsilon budget) run in the writer, inside that transaction, so concurrent
+ * requests cannot both pass them. Reads use a small pool of read-only
+ * connections.
  *
  * The store knows nothing about JSON or HTTP: it takes and returns C structs
  * and error codes from common/error.h.

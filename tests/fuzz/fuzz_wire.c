@@ -2,7 +2,8 @@
  * fuzz_wire.c — libFuzzer target for the wire decoder: capped JSON parsing
  * and the label, enroll and next-request codecs. Properties checked besides
  * "no crash, leak or UB": whatever decodes re-encodes to JSON that decodes to
- * the same message.
+ * the same message; whatever the label fast path (lp_wire_label_scan)
+ * accepts, the full parser accepts too, with the same message.
  */
 #include "error.h"
 #include "rr.h"
@@ -63,9 +64,17 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     }
     json_t *root;
     char msg[LP_MSG_MAX];
+    lp_label_msg fast, full;
+    int scanned = lp_wire_label_scan((const char *)data, size, &fast, NULL);
     if (lp_json_parse((const char *)data, size, LP_JSON_DEPTH_MAX, &root, msg, sizeof msg) !=
-        LP_OK)
+        LP_OK) {
+        if (scanned)
+            abort();
         return 0;
+    }
+    if (scanned && (lp_wire_label_decode(root, &full, msg, sizeof msg) != LP_OK ||
+                    memcmp(&fast, &full, sizeof fast) != 0))
+        abort();
     label_round_trip(root);
     enroll_round_trip(root);
     next_round_trip(root);

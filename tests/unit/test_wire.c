@@ -12,6 +12,7 @@
 
 #include <dirent.h>
 #include <math.h>
+#include <sodium.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -173,6 +174,135 @@ static void test_depth(void)
     CHECK_INT(lp_json_depth("\"\\\"[[\"", 6), 0);
 }
 
+/* The fast path must agree with the full parser: a body it accepts decodes
+ * to the same message; an invalid body it never accepts. Checked on every
+ * case file, then on many random mutations of valid labels and batches. */
+static int scan_agrees(const char *text, size_t len)
+{
+    lp_label_msg fast, full;
+    char msg[LP_MSG_MAX];
+    if (lp_wire_label_scan(text, len, &fast, NULL) != 1)
+        return -1; /* not taken: nothing to compare */
+    return decode_text(text, len, &full, msg) == LP_OK && same_label(&fast, &full);
+}
+
+static int batch_agrees(const char *text, size_t len)
+{
+    lp_label_msg fast[8];
+    char msg[LP_MSG_MAX];
+    size_t n = lp_wire_batch_scan(text, len, fast, 8);
+    if (n == 0)
+        return -1;
+    json_t *root;
+    if (lp_json_parse(text, len, LP_JSON_DEPTH_MAX, &root, msg, sizeof msg) != LP_OK)
+        return 0;
+    const json_t *list = json_object_get(root, "labels");
+    int ok = json_object_size(root) == 1 && json_is_array(list) && json_array_size(list) == n;
+    for (size_t i = 0; ok && i < n; i++) {
+        lp_label_msg full;
+        ok = lp_wire_label_decode(json_array_get(list, i), &full, msg, sizeof msg) == LP_OK &&
+             same_label(&fast[i], &full);
+    }
+    json_decref(root);
+    return ok;
+}
+
+static void test_scan_cases(void)
+{
+    static const char *const dirs[] = {CASES "/valid", CASES "/invalid"};
+    int taken = 0;
+    for (int v = 0; v < 2; v++) {
+        DIR *d = opendir(dirs[v]);
+        CHECK(d != NULL);
+        if (d == NULL)
+            continue;
+        struct dirent *e;
+        while ((e = readdir(d)) != NULL) {
+            if (e->d_name[0] == '.')
+                continue;
+            char path[512];
+            snprintf(path, sizeof path, "%s/%s", dirs[v], e->d_name);
+            size_t len;
+            char *text = read_file(path, &len);
+            int r = scan_agrees(text, len);
+            if (v == 0) {
+                check_record(r != 0, __FILE__, __LINE__, "fast path disagrees on %s", e->d_name);
+                taken += r == 1;
+            } else {
+                check_record(r == -1, __FILE__, __LINE__, "fast path took invalid %s",
+                             e->d_name);
+            }
+            free(text);
+        }
+        closedir(d);
+    }
+    CHECK(taken >= 5); /* the plain forms do take the fast path */
+}
+
+static void test_scan_mutations(void)
+{
+    static const char alphabet[] = "{}[]\",:.-+eE0123456789 \t\nnulAZaz_=\\";
+    lp_label_msg m = {0};
+    randombytes_buf(m.key, sizeof m.key);
+    randombytes_buf(m.nonce, sizeof m.nonce);
+    randombytes_buf(m.sig, sizeof m.sig);
+    m.task_id = 1234567;
+    m.z = 1;
+    m.timestamp_ms = 1763730000123;
+    int disagree = 0, taken = 0;
+    uint32_t seed = 12345;
+    for (int round = 0; round < 40000; round++) {
+        m.epsilon = round % 3 == 0 ? INFINITY : round % 3 == 1 ? 0.5 : 7.0;
+        json_t *o = lp_wire_label_encode(&m);
+        char *one = json_dumps(o, JSON_COMPACT | (round % 2 ? JSON_INDENT(1) : 0));
+        json_decref(o);
+        char text[2048];
+        int batch = round % 4 == 3;
+        int len = batch ? snprintf(text, sizeof text, "{\"labels\": [%s,%s]}", one, one)
+                        : snprintf(text, sizeof text, "%s", one);
+        free(one);
+        int edits = 1 + (int)((seed = seed * 1103515245u + 12345u) >> 16) % 3;
+        for (int k = 0; k < edits && round > 0; k++) {
+            seed = seed * 1103515245u + 12345u;
+            int pos = (int)((seed >> 8) % (uint32_t)len);
+            seed = seed * 1103515245u + 12345u;
+            int op = (int)((seed >> 8) % 3);
+            char c = alphabet[(seed >> 16) % (sizeof alphabet - 1)];
+            if (op == 0) {
+                text[pos] = c;
+            } else if (op == 1 && len > 1) {
+                memmove(text + pos, text + pos + 1, (size_t)(len - pos));
+                len--;
+            } else if (len + 1 < (int)sizeof text) {
+                memmove(text + pos + 1, text + pos, (size_t)(len - pos + 1));
+                text[pos] = c;
+                len++;
+            }
+        }
+        int r = batch ? batch_agrees(text, (size_t)len) : scan_agrees(text, (size_t)len);
+        if (r == 0 && disagree++ < 5)
+            fprintf(stderr, "fast path disagrees on: %.*s\n", len, text);
+        taken += r == 1;
+    }
+    CHECK_INT(disagree, 0);
+    CHECK(taken > 1000);
+
+    /* integers: 18 digits are scanned, 19 go to the full parser */
+    m.epsilon = 1.0;
+    m.task_id = 123456789012345678;
+    json_t *o = lp_wire_label_encode(&m);
+    char *t = json_dumps(o, JSON_COMPACT);
+    CHECK_INT(scan_agrees(t, strlen(t)), 1);
+    free(t);
+    json_decref(o);
+    m.task_id = INT64_MAX;
+    o = lp_wire_label_encode(&m);
+    t = json_dumps(o, JSON_COMPACT);
+    CHECK_INT(scan_agrees(t, strlen(t)), -1);
+    free(t);
+    json_decref(o);
+}
+
 int main(void)
 {
     lp_rng_init();
@@ -181,5 +311,7 @@ int main(void)
     test_epsilon_wire();
     test_enroll_next_codecs();
     test_depth();
+    test_scan_cases();
+    test_scan_mutations();
     return check_summary();
 }
