@@ -117,20 +117,27 @@ int ldpref_admin_runs(ldpref_client *c, int limit, char **json_out)
     return exchange(c, "GET", path, NULL, 1, LPC_RESP_CAP_LARGE, json_out);
 }
 
-int ldpref_admin_run_cancel(ldpref_client *c, int64_t run, char **json_out)
+/* POSTs {"<key>": id} (id >= 1) to an operator path. */
+static int post_id(ldpref_client *c, const char *path, const char *key, int64_t id,
+                   char **json_out)
 {
     clear_out(json_out);
     if (c == NULL)
         return LDPREF_EINVALID_ARGUMENT;
-    int rc = check_id(c, run, "run");
+    int rc = check_id(c, id, key);
     if (rc != LDPREF_OK)
         return rc;
-    json_t *req = json_pack("{s:I}", "run", (json_int_t)run);
+    json_t *req = json_pack("{s:I}", key, (json_int_t)id);
     if (req == NULL)
         return lpc_fail(c, LDPREF_ENO_MEMORY, "out of memory");
-    rc = exchange(c, "POST", "/v1/retrain/cancel", req, 1, LPC_RESP_CAP_SMALL, json_out);
+    rc = exchange(c, "POST", path, req, 1, LPC_RESP_CAP_SMALL, json_out);
     json_decref(req);
     return rc;
+}
+
+int ldpref_admin_run_cancel(ldpref_client *c, int64_t run, char **json_out)
+{
+    return post_id(c, "/v1/retrain/cancel", "run", run, json_out);
 }
 
 /* The code a finished run reports: LDPREF_OK when it succeeded, else the
@@ -226,18 +233,7 @@ int ldpref_admin_model_get(ldpref_client *c, int64_t version, char **json_out)
 
 int ldpref_admin_model_activate(ldpref_client *c, int64_t version, char **json_out)
 {
-    clear_out(json_out);
-    if (c == NULL)
-        return LDPREF_EINVALID_ARGUMENT;
-    int rc = check_id(c, version, "version");
-    if (rc != LDPREF_OK)
-        return rc;
-    json_t *req = json_pack("{s:I}", "version", (json_int_t)version);
-    if (req == NULL)
-        return lpc_fail(c, LDPREF_ENO_MEMORY, "out of memory");
-    rc = exchange(c, "POST", "/v1/models/activate", req, 1, LPC_RESP_CAP_SMALL, json_out);
-    json_decref(req);
-    return rc;
+    return post_id(c, "/v1/models/activate", "version", version, json_out);
 }
 
 int ldpref_admin_schedule_get(ldpref_client *c, char **json_out)

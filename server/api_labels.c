@@ -130,6 +130,15 @@ fallback:
     return NULL;
 }
 
+/* Queues item i for the store if its stateless checks passed. */
+static void admit(lp_pending *p, size_t i)
+{
+    if (p->items[i].rc == LP_OK) {
+        p->sub[p->n_sub] = p->items[i];
+        p->sub_idx[p->n_sub++] = i;
+    }
+}
+
 static void pending_done(void *ctx)
 {
     lp_pending *p = ctx;
@@ -145,10 +154,7 @@ int lp_api_labels_begin(lp_api *api, const lp_request *req, const lp_async *asyn
     if (p != NULL) {
         for (size_t i = 0; i < p->n; i++) {
             p->items[i].rc = check_signed(api, &p->items[i], p->msgs[i], LP_MSG_MAX);
-            if (p->items[i].rc == LP_OK) {
-                p->sub[p->n_sub] = p->items[i];
-                p->sub_idx[p->n_sub++] = i;
-            }
+            admit(p, i);
         }
         goto submit;
     }
@@ -193,10 +199,7 @@ int lp_api_labels_begin(lp_api *api, const lp_request *req, const lp_async *asyn
     for (size_t i = 0; i < p->n; i++) {
         const json_t *obj = batch ? json_array_get(list, i) : root;
         p->items[i].rc = precheck(api, obj, &p->items[i], p->msgs[i], LP_MSG_MAX);
-        if (p->items[i].rc == LP_OK) {
-            p->sub[p->n_sub] = p->items[i];
-            p->sub_idx[p->n_sub++] = i;
-        }
+        admit(p, i);
     }
     json_decref(root);
 submit:
@@ -324,8 +327,8 @@ int lp_api_next(lp_api *api, const lp_request *req, lp_response *resp)
                               (json_int_t)t.id, "campaign", c.name, "prompt", t.prompt, "a",
                               as[i].swapped ? t.response1 : t.response0, "b",
                               as[i].swapped ? t.response0 : t.response1, "epsilon",
-                              lp_json_epsilon(c.epsilon_default), "epsilon_min", c.epsilon_min, "epsilon_max",
-                              c.epsilon_max);
+                              lp_json_epsilon(c.epsilon_default), "epsilon_min", c.epsilon_min,
+                              "epsilon_max", c.epsilon_max);
         lp_task_clear(&t);
         if (o == NULL || json_array_append_new(tasks, o) != 0) {
             rc = LP_ENO_MEMORY;

@@ -1,6 +1,8 @@
 /* buf.c — growable byte buffer. See buf.h. */
 #include "buf.h"
 
+#include "error.h"
+
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -104,4 +106,17 @@ void lp_buf_free(lp_buf *b)
     b->data = NULL;
     b->len = b->cap = 0;
     b->oom = 0;
+}
+
+int lp_array_reserve(void **items, size_t *cap, size_t n, size_t elem_size, size_t first_cap)
+{
+    if (n < *cap)
+        return LP_OK;
+    size_t grown_cap = *cap ? *cap * 2 : first_cap;
+    void *grown = realloc(*items, grown_cap * elem_size);
+    if (grown == NULL)
+        return LP_ENO_MEMORY;
+    *items = grown;
+    *cap = grown_cap;
+    return LP_OK;
 }

@@ -1,5 +1,6 @@
 /*
- * buf.h — a growable byte buffer for building response bodies.
+ * buf.h — a growable byte buffer for building response bodies, and the
+ * doubling rule for growing arrays.
  *
  * An allocation failure is sticky: the buffer remembers it (oom = 1) and
  * further appends do nothing, so callers check once at the end.
@@ -24,5 +25,12 @@ void lp_buf_double(lp_buf *b, double v);
 /* Hands the bytes to the caller (free()) and resets b; NULL if b->oom. */
 char *lp_buf_take(lp_buf *b, size_t *len);
 void lp_buf_free(lp_buf *b);
+
+/*
+ * Makes room for one more element in a growing array *items of *cap
+ * elements of elem_size bytes, n of them in use (doubling, first size
+ * first_cap). Returns 0 (LP_OK) or LP_ENO_MEMORY (*items is then unchanged).
+ */
+int lp_array_reserve(void **items, size_t *cap, size_t n, size_t elem_size, size_t first_cap);
 
 #endif

@@ -1,6 +1,7 @@
 /* registry.c — learning records in SQLite. See registry.h. */
 #include "registry.h"
 
+#include "buf.h"
 #include "clock.h"
 #include "error.h"
 
@@ -159,15 +160,9 @@ static int corruption_active_fn(sqlite3 *db, void *ctx)
     size_t cap = 0;
     int rc;
     while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-        if (q->n == cap) {
-            size_t ncap = cap ? cap * 2 : 4;
-            lp_corruption *g = realloc(q->many, ncap * sizeof *g);
-            if (g == NULL) {
-                sqlite3_finalize(st);
-                return LP_ENO_MEMORY;
-            }
-            q->many = g;
-            cap = ncap;
+        if (lp_array_reserve((void **)&q->many, &cap, q->n, sizeof *q->many, 4) != LP_OK) {
+            sqlite3_finalize(st);
+            return LP_ENO_MEMORY;
         }
         read_corruption(st, &q->many[q->n++]);
     }
@@ -484,15 +479,9 @@ static int model_query_fn(sqlite3 *db, void *ctx)
     if (q->version)
         sqlite3_bind_int64(st, 1, q->version);
     while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-        if (q->n == q->cap) {
-            size_t ncap = q->cap ? q->cap * 2 : 8;
-            lp_model_record *g = realloc(q->models, ncap * sizeof *g);
-            if (g == NULL) {
-                sqlite3_finalize(st);
-                return LP_ENO_MEMORY;
-            }
-            q->models = g;
-            q->cap = ncap;
+        if (lp_array_reserve((void **)&q->models, &q->cap, q->n, sizeof *q->models, 8) != LP_OK) {
+            sqlite3_finalize(st);
+            return LP_ENO_MEMORY;
         }
         read_model(st, &q->models[q->n++], q->version != 0);
     }

@@ -335,11 +335,6 @@ static int on_progress(void *ctx, int iteration, int evaluations, double objecti
     return atomic_load(&l->cancel);
 }
 
-static const char *storage_name(lp_storage st)
-{
-    return st == LP_STORE_F32 ? "float32" : st == LP_STORE_F64 ? "float64" : "csr";
-}
-
 /* The settings in force for the request's campaigns, as stored JSON. */
 static json_t *corruption_json(const lp_corruption *cs, size_t n, int64_t anti_version)
 {
@@ -373,27 +368,16 @@ static int fit_model(lp_learner *l, const lp_train_request *req, const lp_snapsh
     fo.progress = 0;
     fo.on_progress = on_progress;
     fo.progress_ctx = l;
-    lp_objective *ob = lp_objective_new(sn->ds, &oo);
-    lp_model *m = calloc(1, sizeof *m);
-    double *theta = calloc(sn->d, sizeof *theta);
-    if (ob == NULL || m == NULL || theta == NULL) {
-        lp_objective_free(ob);
-        free(m);
-        free(theta);
-        return lp_fail(LP_ENO_MEMORY, msg, msglen, "out of memory");
-    }
-    int rc = lp_fit(ob, &fo, theta, &m->res);
-    lp_objective_free(ob);
-    if (rc != LP_OK) {
-        free(m);
-        free(theta);
+    lp_model *m = NULL;
+    int rc = lp_model_fit(sn->ds, &oo, &fo, req->beta, &m);
+    if (rc == LP_ENO_MEMORY)
+        return lp_fail(rc, msg, msglen, "out of memory");
+    if (rc != LP_OK)
         return rc == LP_ECANCELLED ? lp_fail(rc, msg, msglen, "cancelled during training")
                                    : lp_fail(LP_ETRAINING_FAILED, msg, msglen,
                                              "the optimizer failed: %s", lp_error_name(rc));
-    }
     if (strcmp(m->res.status, "non_finite") == 0) {
-        free(m);
-        free(theta);
+        lp_model_free(m);
         return lp_fail(LP_ETRAINING_FAILED, msg, msglen,
                        "the objective is not finite (set a norm_bound or l2)");
     }
@@ -403,22 +387,10 @@ static int fit_model(lp_learner *l, const lp_train_request *req, const lp_snapsh
     l->run.objective = m->res.objective;
     l->run.grad_norm = m->res.grad_norm;
     pthread_mutex_unlock(&l->lock);
-    m->loss = oo.loss;
-    m->link = lp_loss_default_link(req->loss.kind);
-    m->beta = req->beta;
-    m->l2 = req->l2;
-    m->fit = req->fit;
-    m->fit.progress = 0;
-    m->threads = req->threads;
-    m->kernel = oo.kernel;
-    m->precision = storage_name(sn->ds->storage);
     m->text = sn->mode == LP_FEATURES_TEXT;
     m->feat = req->text;
-    m->d = sn->d;
-    m->theta = theta;
     snprintf(m->source, sizeof m->source, "ldpref-server labels <= %lld, campaign %s",
              (long long)sn->cutoff, req->campaign ? req->campaign_name : "*");
-    lp_model_summarize(m, sn->ds);
     *out = m;
     return LP_OK;
 }

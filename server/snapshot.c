@@ -22,6 +22,8 @@ struct lp_view {
     lp_sparse f0, f1;        /* TEXT plan: current row */
     double *x0, *x1;         /* DENSE plan: current row, d each */
     lp_sparse a0, a1;        /* anti: the model's features of the two responses */
+    double *ax0, *ax1;       /* anti, text plan: the stored dense features, decoded */
+    size_t ax_cap;
     size_t rows;
 };
 
@@ -159,6 +161,8 @@ void lp_view_close(lp_view *v)
     lp_sparse_free(&v->a1);
     free(v->x0);
     free(v->x1);
+    free(v->ax0);
+    free(v->ax1);
     free(v);
 }
 
@@ -184,17 +188,36 @@ static double sparse_at(const lp_sparse *f, size_t k)
     return lo < f->nnz && f->idx[lo] == k ? f->val[lo] : 0.0;
 }
 
-/* The anti model's margin r(response1) - r(response0) for the row. */
+/* The anti model's margin r(response1) - r(response0) for the row. The
+ * model reads the task's own stored features (if any): decoded already
+ * under the dense plan, decoded here (into scratch kept by the view)
+ * otherwise. */
 static int anti_margin(lp_view *v, const lp_view_row *row, double *margin, char *msg,
                        size_t msglen)
 {
     lp_served *m = v->spec.anti_model;
     size_t dim = row->blob_dim;
-    int rc = lp_served_features(m, row->prompt, row->response0, (const double *)row->x0, dim,
-                                &v->a0);
+    const double *x0 = row->x0, *x1 = row->x1;
+    if (x0 == NULL && dim > 0) {
+        if (dim > v->ax_cap) {
+            double *a = realloc(v->ax0, dim * sizeof *a);
+            if (a != NULL)
+                v->ax0 = a;
+            double *b = a ? realloc(v->ax1, dim * sizeof *b) : NULL;
+            if (b != NULL)
+                v->ax1 = b;
+            if (a == NULL || b == NULL)
+                return lp_fail(LP_ENO_MEMORY, msg, msglen, "out of memory");
+            v->ax_cap = dim;
+        }
+        memcpy(v->ax0, row->blob0, dim * sizeof *v->ax0); /* blobs may be unaligned */
+        memcpy(v->ax1, row->blob1, dim * sizeof *v->ax1);
+        x0 = v->ax0;
+        x1 = v->ax1;
+    }
+    int rc = lp_served_features(m, row->prompt, row->response0, x0, dim, &v->a0);
     if (rc == LP_OK)
-        rc = lp_served_features(m, row->prompt, row->response1, (const double *)row->x1, dim,
-                                &v->a1);
+        rc = lp_served_features(m, row->prompt, row->response1, x1, dim, &v->a1);
     if (rc != LP_OK)
         return lp_fail(rc, msg, msglen,
                        "the served model (version %lld) cannot score task %lld for \"anti\"",
@@ -279,25 +302,7 @@ int lp_view_next(lp_view *v, lp_view_row *row, char *msg, size_t msglen)
                                 "corruption \"anti\" of campaign %s needs a served model: "
                                 "task %lld has no reference preference",
                                 c->campaign_name, (long long)row->task_id);
-            /* the anti model reads the task's own stored features */
-            lp_view_row dense_row = *row;
-            double *b0 = NULL, *b1 = NULL;
-            if (row->blob_dim > 0) {
-                b0 = malloc(row->blob_dim * sizeof *b0);
-                b1 = malloc(row->blob_dim * sizeof *b1);
-                if (b0 == NULL || b1 == NULL) {
-                    free(b0);
-                    free(b1);
-                    return -lp_fail(LP_ENO_MEMORY, msg, msglen, "out of memory");
-                }
-                memcpy(b0, row->blob0, row->blob_dim * sizeof *b0);
-                memcpy(b1, row->blob1, row->blob_dim * sizeof *b1);
-            }
-            dense_row.x0 = b0;
-            dense_row.x1 = b1;
-            rc = anti_margin(v, &dense_row, &in.model_margin, msg, msglen);
-            free(b0);
-            free(b1);
+            rc = anti_margin(v, row, &in.model_margin, msg, msglen);
             if (rc != LP_OK)
                 return -rc;
         }

@@ -14,6 +14,7 @@
  */
 #include "store.h"
 
+#include "buf.h"
 #include "clock.h"
 #include "error.h"
 #include "schema_sql.h"
@@ -303,24 +304,6 @@ static void kc_revoke(lp_store *s, const uint8_t key[LP_KEY_BYTES])
 
 /* ------------------------------------------------------------------ */
 /* read pool                                                           */
-
-/*
- * Makes room for one more element in a growing array *items of *cap
- * elements of elem_size bytes, *n of them in use (doubling, first size
- * first_cap). Returns LP_OK or LP_ENO_MEMORY (*items is then unchanged).
- */
-static int array_reserve(void **items, size_t *cap, size_t n, size_t elem_size, size_t first_cap)
-{
-    if (n < *cap)
-        return LP_OK;
-    size_t grown_cap = *cap ? *cap * 2 : first_cap;
-    void *grown = realloc(*items, grown_cap * elem_size);
-    if (grown == NULL)
-        return LP_ENO_MEMORY;
-    *items = grown;
-    *cap = grown_cap;
-    return LP_OK;
-}
 
 static struct rconn *r_acquire(lp_store *s)
 {
@@ -1254,7 +1237,7 @@ int lp_store_campaign_list(lp_store *s, lp_campaign **out, size_t *n)
     int rc = st ? LP_OK : LP_ESTORAGE, step;
     size_t cap = 0;
     while (rc == LP_OK && (step = sqlite3_step(st)) == SQLITE_ROW) {
-        if ((rc = array_reserve((void **)out, &cap, *n, sizeof **out, 8)) != LP_OK)
+        if ((rc = lp_array_reserve((void **)out, &cap, *n, sizeof **out, 8)) != LP_OK)
             break;
         read_campaign(st, &(*out)[(*n)++]);
     }
@@ -1287,7 +1270,7 @@ int lp_store_operator_tokens(lp_store *s, uint8_t **out, size_t *n)
     while (rc == LP_OK && (step = sqlite3_step(st)) == SQLITE_ROW) {
         if (sqlite3_column_bytes(st, 0) != LP_HASH_BYTES)
             continue;
-        if ((rc = array_reserve((void **)out, &cap, *n, LP_HASH_BYTES, 4)) != LP_OK)
+        if ((rc = lp_array_reserve((void **)out, &cap, *n, LP_HASH_BYTES, 4)) != LP_OK)
             break;
         memcpy(*out + *n * LP_HASH_BYTES, sqlite3_column_blob(st, 0), LP_HASH_BYTES);
         (*n)++;
@@ -1524,7 +1507,7 @@ int lp_store_stats(lp_store *s, lp_stats *out)
     if (ok && sqlite3_prepare_v2(c->db, per, -1, &st, NULL) == SQLITE_OK) {
         size_t cap = 0;
         while (sqlite3_step(st) == SQLITE_ROW) {
-            if (array_reserve((void **)&out->campaigns, &cap, out->n_campaigns,
+            if (lp_array_reserve((void **)&out->campaigns, &cap, out->n_campaigns,
                               sizeof *out->campaigns, 8) != LP_OK) {
                 ok = 0;
                 break;

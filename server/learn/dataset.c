@@ -35,6 +35,11 @@ static void *aligned_grow(void *old, size_t old_n, size_t new_n, size_t sz)
     return p;
 }
 
+const char *lp_storage_name(lp_storage s)
+{
+    return s == LP_STORE_F32 ? "float32" : s == LP_STORE_F64 ? "float64" : "csr";
+}
+
 lp_dataset *lp_dataset_new(size_t d, lp_storage storage)
 {
     if (d < 1 || storage > LP_STORE_CSR)

@@ -62,6 +62,9 @@ typedef struct lp_dataset {
     double *sum_chosen, *sum_rejected;
 } lp_dataset;
 
+/* "float32", "float64" or "csr". */
+const char *lp_storage_name(lp_storage s);
+
 /* Empty dataset of dimension d (>= 1). NULL on bad arguments or no memory. */
 lp_dataset *lp_dataset_new(size_t d, lp_storage storage);
 /* A dense dataset with n rows allocated and uninitialised (for generators

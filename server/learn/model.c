@@ -38,6 +38,44 @@ void lp_model_summarize(lp_model *m, const lp_dataset *ds)
     }
 }
 
+int lp_model_fit(const lp_dataset *ds, const lp_objective_opts *oo, const lp_fit_opts *fo,
+                 double beta, lp_model **out)
+{
+    *out = NULL;
+    lp_objective *ob = lp_objective_new(ds, oo);
+    lp_model *m = calloc(1, sizeof *m);
+    double *theta = calloc(ds->d, sizeof *theta);
+    if (ob == NULL || m == NULL || theta == NULL) {
+        lp_objective_free(ob);
+        free(m);
+        free(theta);
+        return LP_ENO_MEMORY;
+    }
+    int rc = lp_fit(ob, fo, theta, &m->res);
+    lp_objective_free(ob);
+    if (rc != LP_OK) {
+        free(m);
+        free(theta);
+        return rc;
+    }
+    m->loss = oo->loss;
+    m->link = lp_loss_default_link(oo->loss.kind);
+    m->beta = beta;
+    m->l2 = oo->l2;
+    m->fit = *fo;
+    m->fit.progress = 0;
+    m->fit.on_progress = NULL;
+    m->fit.progress_ctx = NULL;
+    m->threads = oo->threads;
+    m->kernel = oo->kernel;
+    m->precision = lp_storage_name(ds->storage);
+    m->d = ds->d;
+    m->theta = theta;
+    lp_model_summarize(m, ds);
+    *out = m;
+    return LP_OK;
+}
+
 static json_t *num_or_null(double v)
 {
     return isfinite(v) ? json_real(v) : json_null();

@@ -63,6 +63,16 @@ typedef struct lp_model {
     double *theta; /* d values, owned */
 } lp_model;
 
+/*
+ * Fits ds (borrowed) with the objective and fit options and returns a new
+ * model holding theta, those options (progress reporting not recorded),
+ * beta, the loss's default link, the storage precision, the data summary
+ * and the TRL metrics. Source and text features are left for the caller.
+ * Returns 0, LP_ENO_MEMORY, or the error of lp_objective_new / lp_fit
+ * (LP_EINVALID_ARGUMENT, LP_ECANCELLED).
+ */
+int lp_model_fit(const lp_dataset *ds, const lp_objective_opts *oo, const lp_fit_opts *fo,
+                 double beta, lp_model **out);
 /* Fills the data summary and the TRL metrics of m (theta set) from ds. */
 void lp_model_summarize(lp_model *m, const lp_dataset *ds);
 

@@ -183,11 +183,6 @@ static int precision_pref(const char *p, int *out)
     return 1;
 }
 
-static const char *storage_name(lp_storage s)
-{
-    return s == LP_STORE_F32 ? "float32" : s == LP_STORE_F64 ? "float64" : "csr";
-}
-
 /* ---- fit -------------------------------------------------------------- */
 
 typedef struct fit_cli {
@@ -236,37 +231,14 @@ static int run_fit(const fit_cli *c, lp_dataset *ds, lp_model **out, char *msg, 
     fo.epochs = c->epochs;
     fo.seed = c->seed;
     fo.progress = c->progress;
-    lp_objective *ob = lp_objective_new(ds, &oo);
-    lp_model *m = calloc(1, sizeof *m);
-    double *theta = calloc(ds->d, sizeof *theta);
-    if (ob == NULL || m == NULL || theta == NULL) {
-        lp_objective_free(ob);
-        free(m);
-        free(theta);
-        return lp_fail(LP_ENO_MEMORY, msg, msglen, "out of memory");
-    }
-    int rc = lp_fit(ob, &fo, theta, &m->res);
-    lp_objective_free(ob);
-    if (rc != LP_OK) {
-        free(m);
-        free(theta);
-        return lp_fail(rc, msg, msglen, "fit failed (check the optimizer options)");
-    }
-    m->loss = oo.loss;
-    m->link = lp_loss_default_link(kind);
+    lp_model *m = NULL;
+    int rc = lp_model_fit(ds, &oo, &fo, c->beta, &m);
+    if (rc != LP_OK)
+        return rc == LP_ENO_MEMORY ? lp_fail(rc, msg, msglen, "out of memory")
+                                   : lp_fail(rc, msg, msglen, "fit failed (check the optimizer options)");
     if (c->link)
         m->link = strcmp(c->link, "kl") == 0 ? LP_LINK_KL : LP_LINK_CHIMIX;
-    m->beta = c->beta;
-    m->l2 = c->l2;
-    m->fit = fo;
-    m->fit.progress = 0;
-    m->threads = c->threads;
-    m->kernel = oo.kernel;
-    m->precision = storage_name(ds->storage);
-    m->d = ds->d;
-    m->theta = theta;
     snprintf(m->source, sizeof m->source, "%s", c->data ? c->data : "");
-    lp_model_summarize(m, ds);
     *out = m;
     return LP_OK;
 }
@@ -369,7 +341,7 @@ static int cmd_fit(int argc, char **argv)
         fprintf(stderr,
                 "fit: %s on %zu labels x %zu features (%s): objective %.10g, |grad| %.3g, "
                 "%d iterations, %d evaluations, status %s, |theta| %.4g\n",
-                lp_loss_name(m->loss.kind), ds->n, ds->d, storage_name(ds->storage),
+                lp_loss_name(m->loss.kind), ds->n, ds->d, lp_storage_name(ds->storage),
                 m->res.objective, m->res.grad_norm, m->res.iterations, m->res.evaluations,
                 m->res.status, m->res.theta_norm);
         if (m->res.bound_active)

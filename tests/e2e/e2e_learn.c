@@ -534,6 +534,42 @@ static void test_reproducible(int64_t va)
     json_decref(m2);
 }
 
+/* Counts over the corrupted export view of model v (one line per label). */
+struct view_counts {
+    long long rows, changed;
+    long long flip_consistent; /* changed rows with z = 1 - z_received, others z = z_received */
+    long long zeros;           /* rows received as z = 0 */
+    long long to_one;          /* changed rows that went from 0 to 1 */
+};
+
+static struct view_counts export_view(int64_t v)
+{
+    struct view_counts k = {0};
+    char url[256];
+    snprintf(url, sizeof url, "%s/v1/export?view=corrupted&version=%lld", srv.url, (long long)v);
+    http_reply r;
+    http_raw("GET", url, NULL, 0, srv.token, &r);
+    CHECK_INT(r.status, 200);
+    for (char *line = r.body, *nl; line && *line; line = nl + 1) {
+        nl = strchr(line, '\n');
+        if (nl == NULL)
+            break;
+        *nl = 0;
+        json_t *o = json_loads(line, 0, NULL);
+        int corrupted = json_is_true(json_object_get(o, "corrupted"));
+        int z = (int)json_integer_value(json_object_get(o, "z"));
+        int zr = (int)json_integer_value(json_object_get(o, "z_received"));
+        k.rows++;
+        k.changed += corrupted;
+        k.flip_consistent += corrupted ? z == 1 - zr : z == zr;
+        k.zeros += zr == 0;
+        k.to_one += corrupted && z == 1 && zr == 0;
+        json_decref(o);
+    }
+    http_reply_free(&r);
+    return k;
+}
+
 static void test_corruption(void)
 {
     long st;
@@ -557,29 +593,10 @@ static void test_corruption(void)
     json_decref(m);
 
     /* The corrupted view is exportable; the received labels are unchanged. */
-    char url[256];
-    snprintf(url, sizeof url, "%s/v1/export?view=corrupted&version=%lld", srv.url, (long long)v);
-    http_reply r;
-    http_raw("GET", url, NULL, 0, srv.token, &r);
-    CHECK_INT(r.status, 200);
-    long long rows = 0, flipped = 0, consistent = 0;
-    for (char *line = r.body, *nl; line && *line; line = nl + 1) {
-        nl = strchr(line, '\n');
-        if (nl == NULL)
-            break;
-        *nl = 0;
-        json_t *o = json_loads(line, 0, NULL);
-        int corrupted = json_is_true(json_object_get(o, "corrupted"));
-        int z = (int)json_integer_value(json_object_get(o, "z"));
-        int zr = (int)json_integer_value(json_object_get(o, "z_received"));
-        rows++;
-        flipped += corrupted;
-        consistent += corrupted ? z == 1 - zr : z == zr;
-        json_decref(o);
-    }
-    http_reply_free(&r);
+    struct view_counts k = export_view(v);
+    long long rows = k.rows, flipped = k.changed;
     CHECK_INT(rows, n);
-    CHECK_INT(consistent, rows);
+    CHECK_INT(k.flip_consistent, rows);
     /* Huber coins are Bernoulli(0.2): the flipped fraction lies within 5
      * binomial standard deviations of 0.2. */
     double frac = rows ? (double)flipped / (double)rows : 0, sd = sqrt(0.2 * 0.8 / (double)rows);
@@ -587,12 +604,7 @@ static void test_corruption(void)
     CHECK_INT(server_db_count(&srv, "labels"), labels_before);
 
     /* The same view again: deterministic. */
-    http_raw("GET", url, NULL, 0, srv.token, &r);
-    long long flipped2 = 0;
-    for (char *p = r.body; p && (p = strstr(p, "\"corrupted\":true")) != NULL; p++)
-        flipped2++;
-    CHECK_INT(flipped2, flipped);
-    http_reply_free(&r);
+    CHECK_INT(export_view(v).changed, flipped);
 
     /* anti against the reference: OASST tasks were uploaded as chosen/
      * rejected (reference 0), so anti sets z = 1 on exactly the changed rows,
@@ -607,29 +619,10 @@ static void test_corruption(void)
                   json_object_get(json_array_get(json_object_get(m, "corruption"), 0), "strategy")),
               "anti");
     json_decref(m);
-    snprintf(url, sizeof url, "%s/v1/export?view=corrupted&version=%lld", srv.url, (long long)v);
-    http_raw("GET", url, NULL, 0, srv.token, &r);
-    CHECK_INT(r.status, 200);
-    long long zeros = 0, changed = 0, to_one = 0;
-    rows = 0;
-    for (char *line = r.body, *nl; line && *line; line = nl + 1) {
-        nl = strchr(line, '\n');
-        if (nl == NULL)
-            break;
-        *nl = 0;
-        json_t *o = json_loads(line, 0, NULL);
-        int corrupted = json_is_true(json_object_get(o, "corrupted"));
-        int z = (int)json_integer_value(json_object_get(o, "z"));
-        int zr = (int)json_integer_value(json_object_get(o, "z_received"));
-        rows++;
-        zeros += zr == 0;
-        changed += corrupted;
-        to_one += corrupted && z == 1 && zr == 0;
-        json_decref(o);
-    }
-    http_reply_free(&r);
-    CHECK_INT(rows, n);
-    CHECK_INT(to_one, changed);
+    k = export_view(v);
+    long long zeros = k.zeros, changed = k.changed;
+    CHECK_INT(k.rows, n);
+    CHECK_INT(k.to_one, changed);
     sd = sqrt(0.2 * 0.8 * (double)zeros);
     check_record(fabs((double)changed - 0.2 * (double)zeros) < 5 * sd, __FILE__, __LINE__,
                  "anti changed %lld of %lld received zeros", changed, zeros);
