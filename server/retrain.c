@@ -271,6 +271,7 @@ struct lp_learner {
     lp_learner_stats stats;
 
     atomic_int cancel;    /* the active run should stop */
+    uint64_t activity_seen; /* worker only: lp_metrics_activity at its last check */
     pthread_t worker, scheduler;
     int worker_started, scheduler_started;
 };
@@ -298,25 +299,27 @@ static void persist_run(lp_learner *l)
  * whose vCPUs share a physical core, a training thread on the idle vCPU
  * still halves the speed of request handling on the other. So between
  * steps (every L-BFGS iteration, every 4096 SGD steps, every 1024 snapshot
- * rows) the worker waits while requests keep arriving on the latency-
- * sensitive routes: it proceeds after a quiet PAUSE_QUIET_MS window, or
- * after PAUSE_MAX_MS of waiting so that a run still finishes (slowly) under
- * sustained load.
+ * rows) the worker checks whether requests arrived on the latency-sensitive
+ * routes since its last check; if none did it goes on at once, otherwise it
+ * waits until a PAUSE_QUIET_MS window passes without one, or PAUSE_MAX_MS
+ * at most, so that a run still finishes (slowly) under sustained load.
  */
 #define PAUSE_QUIET_MS 5
 #define PAUSE_MAX_MS 1000
 
 static void yield_to_requests(void *ctx)
 {
-    lp_learner *l = ctx;
-    for (int waited = 0; waited < PAUSE_MAX_MS && !atomic_load(&l->cancel);
+    lp_learner *l = ctx; /* activity_seen: the worker thread's own */
+    uint64_t now = lp_metrics_activity();
+    for (int waited = 0; now != l->activity_seen && waited < PAUSE_MAX_MS &&
+                         !atomic_load(&l->cancel);
          waited += PAUSE_QUIET_MS) {
-        uint64_t before = lp_metrics_activity();
+        l->activity_seen = now;
         struct timespec ts = {0, PAUSE_QUIET_MS * 1000000L};
         nanosleep(&ts, NULL);
-        if (lp_metrics_activity() == before)
-            return;
+        now = lp_metrics_activity();
     }
+    l->activity_seen = now;
 }
 
 static int on_progress(void *ctx, int iteration, int evaluations, double objective,
