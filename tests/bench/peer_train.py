@@ -7,8 +7,8 @@ scaling) the straightforward NumPy way: m = X @ theta, then X.T @ g (two
 passes over the matrix), with X in float64 (the usual NumPy choice) and in
 float32 (NumPy's fastest: float32 BLAS, float accumulation). Then 100
 iterations of SciPy's L-BFGS-B (maxcor 10, like the C fit) from theta = 0,
-reporting the time, the objective reached and the time at which it first
-reached the C fit's objective. Prints BENCH lines; prefix via argv[2].
+reporting the time, the float64 objective reached and the time at which an
+iterate first reached the C fit's objective (judged in float64). Prints BENCH lines; prefix via argv[2].
 """
 import sys
 import time
@@ -45,24 +45,28 @@ def make_fg(X, dtype):
     return fg
 
 
-def bench(name, fg):
+def bench(name, fg, fg64):
+    """Times one evaluation (best and median of 7, as the C side reports)
+    and 100 L-BFGS-B iterations. The time to reach the C fit's objective is
+    judged by the float64 objective of each iterate, evaluated after the
+    timed run (a float32 objective reads low by ~1e-7 relative and would
+    claim the C value too early)."""
     fg(probe)
     ts = []
-    for _ in range(3):
+    for _ in range(7):
         t0 = time.perf_counter()
         f, _ = fg(probe)
         ts.append(time.perf_counter() - t0)
     ts.sort()
-    print(f"BENCH {tag}_{name}_eval {ts[1]:.4f} s", flush=True)
+    print(f"BENCH {tag}_{name}_eval {ts[0]:.4f} s", flush=True)
+    print(f"BENCH {tag}_{name}_eval_median {ts[3]:.4f} s", flush=True)
     print(f"BENCH {tag}_{name}_eval_objective_at_probe {f:.12f} value", flush=True)
-    hit = [None]
+    iterates = []
     t0 = time.perf_counter()
 
     def fgt(theta):
-        f, g = fg(theta)
-        if hit[0] is None and f <= c_obj:
-            hit[0] = time.perf_counter() - t0
-        return f, g
+        iterates.append((time.perf_counter() - t0, theta.copy()))
+        return fg(theta)
 
     r = scipy.optimize.minimize(fgt, np.zeros(d), jac=True, method="L-BFGS-B",
                                 options={"maxiter": 100, "maxcor": 10, "gtol": 0.0, "ftol": 0.0})
@@ -70,13 +74,18 @@ def bench(name, fg):
     print(f"BENCH {tag}_{name}_lbfgs100_time {el:.3f} s", flush=True)
     print(f"BENCH {tag}_{name}_lbfgs100_iterations {r.nit} count", flush=True)
     print(f"BENCH {tag}_{name}_lbfgs100_evaluations {r.nfev} count", flush=True)
-    print(f"BENCH {tag}_{name}_lbfgs100_objective {r.fun:.12f} value", flush=True)
-    reach = hit[0] if hit[0] is not None else float("nan")
+    print(f"BENCH {tag}_{name}_lbfgs100_objective {fg64(r.x)[0]:.12f} value", flush=True)
+    reach = float("nan")
+    for when, theta in iterates:
+        if fg64(theta)[0] <= c_obj + 1e-12 * abs(c_obj):  # summation order only
+            reach = when
+            break
     print(f"BENCH {tag}_{name}_time_to_c_objective {reach:.3f} s", flush=True)
 
 
-bench("f32", make_fg(X32, np.float32))
 X64 = X32.astype(np.float64)
-bench("f64", make_fg(X64, np.float64))
+fg64 = make_fg(X64, np.float64)
+bench("f32", make_fg(X32, np.float32), fg64)
+bench("f64", fg64, fg64)
 import resource
 print(f"BENCH {tag}_peak_rss {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024:.1f} MB")

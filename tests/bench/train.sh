@@ -15,21 +15,37 @@ D=${BENCH_TRAIN_D:-256}
 DIR=$(mktemp -d /dev/shm/ldpref-bench.XXXXXX 2>/dev/null || mktemp -d)
 trap 'rm -rf "$DIR"' EXIT
 export OPENBLAS_NUM_THREADS=2
+OUT="$DIR/bench.out"
 echo "# n=$N d=$D threads=2 data in $DIR"
-# Without the OpenBLAS core type override first (the BLAS kernel only).
-env -u OPENBLAS_CORETYPE "$BUILD/bench/bench_train" "$N" "$D" "$DIR" 2 \
-  | sed -n 's/^BENCH train_eval_blas /BENCH train_eval_blas_no_coretype /p'
-. deploy/openblas-env.sh
-echo "# OPENBLAS_CORETYPE=${OPENBLAS_CORETYPE:-unset} (from deploy/openblas-env.sh)"
-"$BUILD/bench/bench_train" "$N" "$D" "$DIR" 2
-if /usr/bin/python3 -c 'import numpy, scipy' 2>/dev/null; then
-  /usr/bin/python3 tests/bench/peer_train.py "$DIR" numpy_coretype
-  env -u OPENBLAS_CORETYPE /usr/bin/python3 tests/bench/peer_train.py "$DIR" numpy_no_coretype
-else
-  echo "# numpy/scipy not installed for /usr/bin/python3: peer skipped"
-fi
-if /usr/bin/python3 -c 'import torch' 2>/dev/null; then
-  echo "# torch is installed but no torch peer is implemented"
-else
-  echo "# python3-torch not installed: no PyTorch peer"
-fi
+{
+  # Without the OpenBLAS core type override first (the BLAS kernel only).
+  env -u OPENBLAS_CORETYPE "$BUILD/bench/bench_train" "$N" "$D" "$DIR" 2 \
+    | sed -n 's/^BENCH train_eval_blas /BENCH train_eval_blas_no_coretype /p'
+  . deploy/openblas-env.sh
+  echo "# OPENBLAS_CORETYPE=${OPENBLAS_CORETYPE:-unset} (from deploy/openblas-env.sh)"
+  "$BUILD/bench/bench_train" "$N" "$D" "$DIR" 2
+  if /usr/bin/python3 -c 'import numpy, scipy' 2>/dev/null; then
+    /usr/bin/python3 tests/bench/peer_train.py "$DIR" numpy_coretype
+    env -u OPENBLAS_CORETYPE /usr/bin/python3 tests/bench/peer_train.py "$DIR" numpy_no_coretype
+  else
+    echo "# numpy/scipy not installed for /usr/bin/python3: peer skipped"
+  fi
+  if /usr/bin/python3 -c 'import torch' 2>/dev/null; then
+    echo "# torch is installed but no torch peer is implemented"
+  else
+    echo "# python3-torch not installed: no PyTorch peer"
+  fi
+} | tee "$OUT"
+# Side-by-side ratios from this run: the fused evaluation against the
+# fastest peer evaluation (best of 7 each), and the C fit's 100 iterations
+# against the fastest peer's time to reach the same objective.
+awk '
+  $1 == "BENCH" { v[$2] = $3 }
+  $1 == "BENCH" && $2 ~ /^numpy_.*_eval$/ && (pe == "" || $3 < pe) { pe = $3; pn = $2 }
+  $1 == "BENCH" && $2 ~ /^numpy_.*_time_to_c_objective$/ && $3 != "nan" && (pr == "" || $3 < pr) { pr = $3 }
+  END {
+    if (pe != "" && v["train_eval_fused"] > 0)
+      printf "# fastest peer evaluation: %s\nBENCH train_eval_speedup_vs_fastest_peer %.2f x\n", pn, pe / v["train_eval_fused"]
+    if (pr != "" && v["train_lbfgs100_time"] > 0)
+      printf "BENCH train_fit_speedup_vs_fastest_peer_to_same_objective %.2f x\n", pr / v["train_lbfgs100_time"]
+  }' "$OUT"
