@@ -311,6 +311,15 @@ __attribute__((target("avx512f"))) static inline __m512d cvt8(const float *x)
     return _mm512_cvtps_pd(_mm256_loadu_ps(x));
 }
 
+/* gr[0..16) += the 16 floats of c, widened to double. */
+__attribute__((target("avx512f"))) static inline void add_f32x16(double *gr, __m512 c)
+{
+    __m256 lo = _mm512_castps512_ps256(c);
+    __m256 hi = _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(c), 1));
+    _mm512_storeu_pd(gr, _mm512_add_pd(_mm512_loadu_pd(gr), _mm512_cvtps_pd(lo)));
+    _mm512_storeu_pd(gr + 8, _mm512_add_pd(_mm512_loadu_pd(gr + 8), _mm512_cvtps_pd(hi)));
+}
+
 /* AVX-512 fused rows, float32 storage.
  *
  * Contract: rows [s->r0, s->r1) of ds->xf, theta in double; adds
@@ -320,13 +329,18 @@ __attribute__((target("avx512f"))) static inline __m512d cvt8(const float *x)
  *      with theta into 4 accumulators;
  *   2. g_i = loss'(m_i) in double (square-chipo: 8 rows at once through
  *      sqchipo8; the other losses: lp_loss_point);
- *   3. for each 32-column stripe the gradient is loaded once, the block's
- *      rows (still in L1) widened again and FMA'd into it in double in row
- *      order, and stored.
- * Everything after the float load is double: the result differs from the
- * float64 path by summation order only (and tanh8's ~2e-16). Widening
- * twice is cheaper here than storing the widened rows and reloading them
- * (measured). Deterministic: fixed blocks and order. */
+ *   3. for each 32-column stripe the block's 8 terms g_i x_ij are summed
+ *      in float (g_i rounded to float, x_ij as stored; the rows are still
+ *      in L1), then widened and added to the double gradient.
+ * The margins, the loss and the sum over blocks are double. The gradient's
+ * 8-term float partial sums add an error of at most 10 u_f sum_i |g_i x_ij|
+ * (u_f = 2^-24), the relative precision of the float32 features
+ * themselves; they halve the float->double widenings, the pass's
+ * bottleneck (measured: 15% less time per evaluation, and the same L-BFGS
+ * path to 12 digits of the objective). Short blocks, blocks with a g_i
+ * outside [2^-100, 2^100] (float would lose or overflow it) and the
+ * columns past the last 32-stripe are summed in double. Deterministic:
+ * fixed blocks and order. */
 #define F512_BLOCK 8
 __attribute__((target("avx512f"))) static void fused_f32_avx512(slice *s)
 {
@@ -363,41 +377,34 @@ __attribute__((target("avx512f"))) static void fused_f32_avx512(slice *s)
             for (size_t b = 0; b < nb; b++)
                 loss += label_grad(ob, i0 + b, m[b], &g[b]);
         }
-        int any = 0;
-        for (size_t b = 0; b < nb; b++)
-            any |= g[b] != 0.0;
+        int any = 0, in_float_range = 1;
+        for (size_t b = 0; b < nb; b++) {
+            double a = fabs(g[b]);
+            any |= a != 0.0;
+            in_float_range &= a == 0.0 || (a >= 0x1p-100 && a <= 0x1p100);
+        }
         if (!any)
             continue;
         const float *xb = X + i0 * d;
         size_t j = 0;
-        if (nb == F512_BLOCK) {
-            __m512d gv[F512_BLOCK];
+        if (nb == F512_BLOCK && in_float_range) {
+            __m512 gv[F512_BLOCK];
             for (size_t b = 0; b < F512_BLOCK; b++)
-                gv[b] = _mm512_set1_pd(g[b]);
+                gv[b] = _mm512_set1_ps((float)g[b]);
             for (; j + 32 <= d; j += 32) {
-                __m512d c0 = _mm512_loadu_pd(gr + j), c1 = _mm512_loadu_pd(gr + j + 8);
-                __m512d c2 = _mm512_loadu_pd(gr + j + 16), c3 = _mm512_loadu_pd(gr + j + 24);
+                __m512 c0 = _mm512_mul_ps(_mm512_loadu_ps(xb + j), gv[0]);
+                __m512 c1 = _mm512_mul_ps(_mm512_loadu_ps(xb + j + 16), gv[0]);
 #pragma GCC unroll 8
-                for (size_t b = 0; b < F512_BLOCK; b++) {
+                for (size_t b = 1; b < F512_BLOCK; b++) {
                     const float *x = xb + b * d + j;
-                    c0 = _mm512_fmadd_pd(cvt8(x), gv[b], c0);
-                    c1 = _mm512_fmadd_pd(cvt8(x + 8), gv[b], c1);
-                    c2 = _mm512_fmadd_pd(cvt8(x + 16), gv[b], c2);
-                    c3 = _mm512_fmadd_pd(cvt8(x + 24), gv[b], c3);
+                    c0 = _mm512_fmadd_ps(_mm512_loadu_ps(x), gv[b], c0);
+                    c1 = _mm512_fmadd_ps(_mm512_loadu_ps(x + 16), gv[b], c1);
                 }
-                _mm512_storeu_pd(gr + j, c0);
-                _mm512_storeu_pd(gr + j + 8, c1);
-                _mm512_storeu_pd(gr + j + 16, c2);
-                _mm512_storeu_pd(gr + j + 24, c3);
-            }
-            for (; j + 8 <= d; j += 8) {
-                __m512d c0 = _mm512_loadu_pd(gr + j);
-                for (size_t b = 0; b < F512_BLOCK; b++)
-                    c0 = _mm512_fmadd_pd(cvt8(xb + b * d + j), gv[b], c0);
-                _mm512_storeu_pd(gr + j, c0);
+                add_f32x16(gr + j, c0);
+                add_f32x16(gr + j + 16, c1);
             }
         }
-        for (; j < d; j++) { /* column tail, and short blocks at a chunk's end */
+        for (; j < d; j++) { /* column tail; short or out-of-range blocks: all columns */
             double acc = gr[j];
             for (size_t b = 0; b < nb; b++)
                 acc += (double)xb[b * d + j] * g[b];
