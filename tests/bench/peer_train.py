@@ -8,7 +8,8 @@ passes over the matrix), with X in float64 (the usual NumPy choice) and in
 float32 (NumPy's fastest: float32 BLAS, float accumulation). Then 100
 iterations of SciPy's L-BFGS-B (maxcor 10, like the C fit) from theta = 0,
 reporting the time, the float64 objective reached and the time at which an
-iterate first reached the C fit's objective (judged in float64). Prints BENCH lines; prefix via argv[2].
+iterate first reached the C fit's objective (judged in float64). Prints
+BENCH lines; prefix via argv[2].
 """
 import sys
 import time

@@ -7,7 +7,7 @@
 # /usr/bin/python3) runs the same objective on the same data, with and
 # without deploy/openblas-env.sh's OPENBLAS_CORETYPE so its effect is
 # measured. Prints "BENCH <name> <value> <unit>" lines. Not a test.
-set -eu
+set -euo pipefail
 BUILD=${BUILD:-build}
 cd "$(dirname "$0")/../.."
 N=${BENCH_TRAIN_N:-1000000}
