@@ -24,8 +24,7 @@ CLIENT_LIBS := $(shell pkg-config --libs $(CLIENT_PKGS) 2>/dev/null) -lm -lpthre
 
 CFLAGS  ?= -O2 -g
 CFLAGS  += -std=c11 -D_GNU_SOURCE -fPIC -Wall -Wextra -Wshadow -Wstrict-prototypes \
-           -Wno-unused-parameter -I. -Icommon -Iclient -Iserver -Iserver/learn -Itests/support \
-           -DLDPREF_VERSION='"$(VERSION)"' $(PKG_CFLAGS)
+           -Wno-unused-parameter -DLDPREF_VERSION='"$(VERSION)"' $(PKG_CFLAGS)
 LDFLAGS ?=
 ifeq ($(SAN),1)
 CFLAGS  += -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined
@@ -36,23 +35,76 @@ CFLAGS  += -fsanitize=fuzzer-no-link,address,undefined -fno-omit-frame-pointer
 LDFLAGS += -fsanitize=address,undefined
 endif
 
-COMMON_SRC  := $(wildcard common/*.c)
-CLIENT_SRC  := $(filter-out client/cli.c,$(wildcard client/*.c))
-SERVER_SRC  := $(filter-out server/main.c,$(wildcard server/*.c))
-LEARN_SRC   := $(filter-out server/learn/train_main.c,$(wildcard server/learn/*.c))
-SUPPORT_SRC := $(wildcard tests/support/*.c)
+# ---- layers ---------------------------------------------------------------
+# One folder per layer. Each layer's sources see only the headers of the
+# layers below it (include paths per folder), so reaching across a boundary
+# is a compile error. Lowest first:
+#
+#   common/           error table, RR, canonical bytes, JSON wire, clock, buffers
+#   client/lib/       libldpref                      -> common
+#   client/cli/       the ldpref CLI                 -> client/lib/ldpref.h only
+#   server/engine/    training engine                -> common
+#   server/research/  simulation, sweep, study       -> engine, common
+#   server/db/        storage engine, repositories   -> common
+#   server/service/   learner, served models, corruption views, auth -> db, engine, common
+#   server/api/       routing and handlers           -> service, db, engine, common
+#   server/http/      libmicrohttpd transport        -> api, common
+#   server/cmd/       ldpref-server and ldpref-train mains (wire everything)
+#   tests/            every header, plus tests/support
+INC_common   := -Icommon
+INC_clientlib:= $(INC_common) -Iclient/lib
+INC_cli      := -Iclient/lib
+INC_engine   := $(INC_common) -Iserver/engine
+INC_research := $(INC_engine) -Iserver/research
+INC_db       := $(INC_common) -Iserver/db
+INC_service  := $(INC_common) -Iserver/engine -Iserver/db -Iserver/service
+INC_api      := $(INC_service) -Iserver/api
+INC_http     := $(INC_common) -Iserver/api -Iserver/http
+INC_cmd      := $(INC_api) -Iserver/research -Iserver/http -Iserver/cmd
+INC_tests    := $(INC_cmd) -Iclient/lib -Itests/support
+
+COMMON_SRC   := $(wildcard common/*.c)
+CLIENT_SRC   := $(wildcard client/lib/*.c)
+ENGINE_SRC   := $(wildcard server/engine/*.c)
+RESEARCH_SRC := $(wildcard server/research/*.c)
+DB_SRC       := $(wildcard server/db/*.c)
+SERVICE_SRC  := $(wildcard server/service/*.c)
+API_SRC      := $(wildcard server/api/*.c)
+HTTP_SRC     := $(wildcard server/http/*.c)
+CMD_SRC      := server/cmd/config.c
+SUPPORT_SRC  := $(wildcard tests/support/*.c)
 
 obj = $(patsubst %.c,$(BUILD)/obj/%.o,$(1))
 
-LIB_COMMON  := $(BUILD)/libldpref-common.a
-LIB_CLIENT  := $(BUILD)/libldpref.a
-SO_CLIENT   := $(BUILD)/libldpref.so
-LIB_SERVER  := $(BUILD)/libldpref-server.a
-LIB_LEARN   := $(BUILD)/libldpref-learn.a
-LIB_SUPPORT := $(BUILD)/libldpref-testsupport.a
-BINS        := $(BUILD)/ldpref $(BUILD)/ldpref-server $(BUILD)/ldpref-train
-# Everything internal, in link order.
-ALL_LIBS    := $(LIB_SUPPORT) $(LIB_SERVER) $(LIB_LEARN) $(LIB_CLIENT)
+$(BUILD)/obj/common/%.o:          LAYER_INC = $(INC_common)
+$(BUILD)/obj/client/lib/%.o:      LAYER_INC = $(INC_clientlib)
+$(BUILD)/obj/client/cli/%.o:      LAYER_INC = $(INC_cli)
+$(BUILD)/obj/server/engine/%.o:   LAYER_INC = $(INC_engine)
+$(BUILD)/obj/server/research/%.o: LAYER_INC = $(INC_research)
+$(BUILD)/obj/server/db/%.o:       LAYER_INC = $(INC_db)
+$(BUILD)/obj/server/service/%.o:  LAYER_INC = $(INC_service)
+$(BUILD)/obj/server/api/%.o:      LAYER_INC = $(INC_api)
+$(BUILD)/obj/server/http/%.o:     LAYER_INC = $(INC_http)
+$(BUILD)/obj/server/cmd/%.o:      LAYER_INC = $(INC_cmd)
+$(BUILD)/obj/tests/%.o:           LAYER_INC = $(INC_tests)
+
+LIB_COMMON   := $(BUILD)/libldpref-common.a
+LIB_CLIENT   := $(BUILD)/libldpref.a
+SO_CLIENT    := $(BUILD)/libldpref.so
+LIB_ENGINE   := $(BUILD)/libldpref-engine.a
+LIB_RESEARCH := $(BUILD)/libldpref-research.a
+LIB_DB       := $(BUILD)/libldpref-db.a
+LIB_SERVICE  := $(BUILD)/libldpref-service.a
+LIB_API      := $(BUILD)/libldpref-api.a
+LIB_HTTP     := $(BUILD)/libldpref-http.a
+LIB_CMD      := $(BUILD)/libldpref-servercmd.a
+LIB_SUPPORT  := $(BUILD)/libldpref-testsupport.a
+BINS         := $(BUILD)/ldpref $(BUILD)/ldpref-server $(BUILD)/ldpref-train
+# The server's layers in link order (highest first).
+SERVER_LIBS  := $(LIB_HTTP) $(LIB_API) $(LIB_SERVICE) $(LIB_DB) $(LIB_ENGINE) $(LIB_COMMON)
+# Everything internal, in link order (libldpref.a carries common/ as well).
+ALL_LIBS     := $(LIB_SUPPORT) $(LIB_CMD) $(LIB_HTTP) $(LIB_API) $(LIB_SERVICE) $(LIB_DB) $(LIB_RESEARCH) \
+                $(LIB_ENGINE) $(LIB_CLIENT)
 
 UNIT_TESTS  := $(patsubst tests/unit/%.c,$(BUILD)/tests/%,$(wildcard tests/unit/test_*.c))
 E2E_TESTS   := $(patsubst tests/e2e/%.c,$(BUILD)/tests/%,$(wildcard tests/e2e/e2e_*.c))
@@ -61,35 +113,50 @@ FUZZ_REPLAY := $(patsubst tests/fuzz/%.c,$(BUILD)/tests/replay_%,$(FUZZ_SRC))
 BENCHES     := $(patsubst tests/bench/%.c,$(BUILD)/bench/%,$(wildcard tests/bench/bench_*.c))
 STUDIES     := $(patsubst tests/study/%.c,$(BUILD)/study/%,$(wildcard tests/study/*.c))
 
-.PHONY: all test run install uninstall clean bench \
+.PHONY: all test run install uninstall clean bench check-layers \
         fuzz fuzz-bins format check-format deps tests reproduce reproduce-live
-all: $(BINS) $(SO_CLIENT) $(BUILD)/ldpref.pc
+all: check-layers $(BINS) $(SO_CLIENT) $(BUILD)/ldpref.pc
 
 $(BUILD)/obj/%.o: %.c
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) -MMD -MP -c $< -o $@
+	$(CC) $(CFLAGS) $(LAYER_INC) -MMD -MP -c $< -o $@
 
-$(LIB_COMMON): $(call obj,$(COMMON_SRC))
-$(LIB_CLIENT): $(call obj,$(CLIENT_SRC) $(COMMON_SRC))
-$(LIB_SERVER): $(call obj,$(SERVER_SRC))
-$(LIB_LEARN):  $(call obj,$(LEARN_SRC))
-$(LIB_SUPPORT): $(call obj,$(SUPPORT_SRC))
+# The two libraries with a single home: only server/db/ includes sqlite3.h
+# (the client's local ledger and memo use SQLite through their own files)
+# and only server/http/ includes microhttpd.h.
+check-layers:
+	@bad=$$(grep -ln '^#include <sqlite3.h>' $$(git ls-files 'server/*.c' 'server/*.h' 2>/dev/null || find server -name '*.[ch]') \
+	        | grep -v '^server/db/' | grep -v '^server/service/snapshot\.c$$'); \
+	 if [ -n "$$bad" ]; then echo "layering: sqlite3.h outside server/db/: $$bad" >&2; exit 1; fi
+	@bad=$$(grep -rln '^#include <microhttpd.h>' server client common | grep -v '^server/http/'); \
+	 if [ -n "$$bad" ]; then echo "layering: microhttpd.h outside server/http/: $$bad" >&2; exit 1; fi
+
+$(LIB_COMMON):   $(call obj,$(COMMON_SRC))
+$(LIB_CLIENT):   $(call obj,$(CLIENT_SRC) $(COMMON_SRC))
+$(LIB_ENGINE):   $(call obj,$(ENGINE_SRC))
+$(LIB_RESEARCH): $(call obj,$(RESEARCH_SRC))
+$(LIB_DB):       $(call obj,$(DB_SRC))
+$(LIB_SERVICE):  $(call obj,$(SERVICE_SRC))
+$(LIB_API):      $(call obj,$(API_SRC))
+$(LIB_HTTP):     $(call obj,$(HTTP_SRC))
+$(LIB_CMD):      $(call obj,$(CMD_SRC))
+$(LIB_SUPPORT):  $(call obj,$(SUPPORT_SRC))
 $(BUILD)/%.a:
 	@mkdir -p $(dir $@)
 	rm -f $@ && ar rcs $@ $^
 
-$(SO_CLIENT): $(call obj,$(CLIENT_SRC) $(COMMON_SRC)) client/libldpref.map
-	$(CC) -shared -Wl,-soname,libldpref.so.0 -Wl,--version-script=client/libldpref.map \
+$(SO_CLIENT): $(call obj,$(CLIENT_SRC) $(COMMON_SRC)) client/lib/libldpref.map
+	$(CC) -shared -Wl,-soname,libldpref.so.0 -Wl,--version-script=client/lib/libldpref.map \
 	    $(LDFLAGS) -o $@ $(filter %.o,$^) $(CLIENT_LIBS)
 
-$(BUILD)/ldpref: $(call obj,client/cli.c) $(LIB_CLIENT)
+$(BUILD)/ldpref: $(call obj,client/cli/cli.c) $(LIB_CLIENT)
 	$(CC) $(LDFLAGS) -o $@ $^ $(PKG_LIBS)
-$(BUILD)/ldpref-server: $(call obj,server/main.c) $(LIB_SERVER) $(LIB_LEARN) $(LIB_COMMON)
+$(BUILD)/ldpref-server: $(call obj,server/cmd/server_main.c) $(LIB_CMD) $(SERVER_LIBS)
 	$(CC) $(LDFLAGS) -o $@ $^ $(PKG_LIBS)
-$(BUILD)/ldpref-train: $(call obj,server/learn/train_main.c) $(LIB_LEARN) $(LIB_COMMON)
+$(BUILD)/ldpref-train: $(call obj,server/cmd/train_main.c) $(LIB_RESEARCH) $(LIB_ENGINE) $(LIB_COMMON)
 	$(CC) $(LDFLAGS) -o $@ $^ $(PKG_LIBS)
 
-$(BUILD)/ldpref.pc: client/ldpref.pc.in
+$(BUILD)/ldpref.pc: client/lib/ldpref.pc.in
 	@mkdir -p $(dir $@)
 	sed -e 's|@PREFIX@|$(PREFIX)|g' -e 's|@VERSION@|$(VERSION)|g' $< > $@
 .PHONY: $(BUILD)/ldpref.pc
@@ -161,7 +228,7 @@ install: all
 	install -m 755 $(SO_CLIENT) $(DESTDIR)$(PREFIX)/lib/libldpref.so.$(VERSION)
 	ln -sf libldpref.so.$(VERSION) $(DESTDIR)$(PREFIX)/lib/libldpref.so.0
 	ln -sf libldpref.so.0 $(DESTDIR)$(PREFIX)/lib/libldpref.so
-	install -m 644 client/ldpref.h $(DESTDIR)$(PREFIX)/include/
+	install -m 644 client/lib/ldpref.h $(DESTDIR)$(PREFIX)/include/
 	install -m 644 $(BUILD)/ldpref.pc $(DESTDIR)$(PREFIX)/lib/pkgconfig/
 
 uninstall:

@@ -19,12 +19,12 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define LP_KEY_BYTES 32       /* Ed25519 public key */
-#define LP_SECRET_BYTES 64    /* Ed25519 secret key (seed || public key) */
-#define LP_SIG_BYTES 64       /* Ed25519 signature */
-#define LP_NONCE_BYTES 16     /* random per-label nonce */
-#define LP_TOKEN_MAX 128      /* longest enrollment token accepted */
-#define LP_CANON_MAX 256      /* room for any canonical message */
+#define LP_KEY_BYTES 32    /* Ed25519 public key */
+#define LP_SECRET_BYTES 64 /* Ed25519 secret key (seed || public key) */
+#define LP_SIG_BYTES 64    /* Ed25519 signature */
+#define LP_NONCE_BYTES 16  /* random per-label nonce */
+#define LP_TOKEN_MAX 128   /* longest enrollment token accepted */
+#define LP_CANON_MAX 256   /* room for any canonical message */
 
 #define LP_TAG_LABEL "ldpref/label/v1"
 #define LP_TAG_ENROLL "ldpref/enroll/v1"

@@ -11,64 +11,73 @@
 #ifndef LP_ERROR_H
 #define LP_ERROR_H
 
-#define LP_ERROR_MAP(X)                                                                         \
-    X(0, OK, "ok", 200, "success")                                                              \
-    X(1, INVALID_ARGUMENT, "invalid_argument", 400, "invalid argument")                         \
-    X(2, NO_MEMORY, "no_memory", 500, "out of memory")                                          \
-    X(3, IO, "io_error", 500, "input/output error")                                             \
-    X(4, RNG, "rng_failure", 500, "the system random number generator failed")                  \
-    X(5, MALFORMED_JSON, "malformed_json", 400, "the request body is not valid JSON")           \
-    X(6, WRONG_TYPE, "wrong_type", 400, "a field has the wrong type or value")                  \
-    X(7, MISSING_FIELD, "missing_field", 400, "a required field is missing")                    \
-    X(8, UNKNOWN_FIELD, "unknown_field", 400, "the request has a field that is not allowed")    \
-    X(9, BODY_TOO_LARGE, "body_too_large", 413, "the request body exceeds the size limit")      \
-    X(10, TOO_DEEP, "json_too_deep", 400, "the JSON nesting exceeds the depth limit")           \
-    X(11, TOO_LONG, "field_too_long", 400, "a field exceeds its length limit")                  \
-    X(12, BAD_EPSILON, "bad_epsilon", 400, "epsilon must be a finite number > 0 (or null for an allowed infinity)") \
-    X(13, EPSILON_OUT_OF_RANGE, "epsilon_out_of_range", 422, "epsilon is outside the campaign's range") \
-    X(14, BAD_LABEL, "bad_label", 400, "the label must be 0 or 1")                              \
-    X(15, BAD_SIGNATURE, "bad_signature", 401, "the signature does not verify")                 \
-    X(16, UNKNOWN_KEY, "unknown_key", 401, "the key is not enrolled")                           \
-    X(17, REVOKED_KEY, "revoked_key", 403, "the key has been revoked")                          \
-    X(18, REPLAYED_NONCE, "replayed_nonce", 409, "the nonce was already used")                  \
+#define LP_ERROR_MAP(X)                                                                            \
+    X(0, OK, "ok", 200, "success")                                                                 \
+    X(1, INVALID_ARGUMENT, "invalid_argument", 400, "invalid argument")                            \
+    X(2, NO_MEMORY, "no_memory", 500, "out of memory")                                             \
+    X(3, IO, "io_error", 500, "input/output error")                                                \
+    X(4, RNG, "rng_failure", 500, "the system random number generator failed")                     \
+    X(5, MALFORMED_JSON, "malformed_json", 400, "the request body is not valid JSON")              \
+    X(6, WRONG_TYPE, "wrong_type", 400, "a field has the wrong type or value")                     \
+    X(7, MISSING_FIELD, "missing_field", 400, "a required field is missing")                       \
+    X(8, UNKNOWN_FIELD, "unknown_field", 400, "the request has a field that is not allowed")       \
+    X(9, BODY_TOO_LARGE, "body_too_large", 413, "the request body exceeds the size limit")         \
+    X(10, TOO_DEEP, "json_too_deep", 400, "the JSON nesting exceeds the depth limit")              \
+    X(11, TOO_LONG, "field_too_long", 400, "a field exceeds its length limit")                     \
+    X(12, BAD_EPSILON, "bad_epsilon", 400,                                                         \
+      "epsilon must be a finite number > 0 (or null for an allowed infinity)")                     \
+    X(13, EPSILON_OUT_OF_RANGE, "epsilon_out_of_range", 422,                                       \
+      "epsilon is outside the campaign's range")                                                   \
+    X(14, BAD_LABEL, "bad_label", 400, "the label must be 0 or 1")                                 \
+    X(15, BAD_SIGNATURE, "bad_signature", 401, "the signature does not verify")                    \
+    X(16, UNKNOWN_KEY, "unknown_key", 401, "the key is not enrolled")                              \
+    X(17, REVOKED_KEY, "revoked_key", 403, "the key has been revoked")                             \
+    X(18, REPLAYED_NONCE, "replayed_nonce", 409, "the nonce was already used")                     \
     X(19, STALE_TIMESTAMP, "stale_timestamp", 400, "the timestamp is outside the accepted window") \
-    X(20, UNKNOWN_TASK, "unknown_task", 404, "no such task")                                    \
-    X(21, NOT_ASSIGNED, "task_not_assigned", 409, "the task was not assigned to this annotator") \
-    X(22, CONFLICTING_LABEL, "conflicting_label", 409, "a different label for this task was already accepted") \
-    X(23, BUDGET_EXCEEDED, "budget_exceeded", 403, "the annotator's privacy budget for the campaign is spent") \
-    X(24, LOCAL_BUDGET_EXCEEDED, "local_budget_exceeded", 403, "the label would exceed the annotator's own privacy budget") \
-    X(25, UNAUTHORIZED, "unauthorized", 401, "a valid operator token is required")              \
-    X(26, BAD_ENROLLMENT_TOKEN, "bad_enrollment_token", 403, "the enrollment token is unknown or already used") \
-    X(27, ALREADY_ENROLLED, "already_enrolled", 409, "the key is already enrolled")             \
-    X(28, NOT_FOUND, "not_found", 404, "no such resource")                                      \
-    X(29, METHOD_NOT_ALLOWED, "method_not_allowed", 405, "method not allowed on this resource") \
-    X(30, NO_TASK, "no_task_available", 404, "no task is available for this annotator")         \
-    X(31, BATCH_TOO_LARGE, "batch_too_large", 413, "the batch has too many items")              \
-    X(32, UNKNOWN_CAMPAIGN, "unknown_campaign", 404, "no such campaign")                        \
-    X(33, CAMPAIGN_EXISTS, "campaign_exists", 409, "a campaign with this name exists")          \
-    X(34, BAD_TASK, "bad_task", 400, "a task record is malformed")                              \
-    X(35, NETWORK, "network_error", 502, "could not reach the server")                          \
-    X(36, PROTOCOL, "protocol_error", 502, "the server's answer could not be understood")        \
-    X(37, KEY_FILE, "key_file", 400, "the key file is missing, malformed or not private")       \
-    X(38, STORAGE, "storage_error", 500, "the database failed")                                 \
-    X(39, UNAVAILABLE, "unavailable", 503, "the server is shutting down")                       \
-    X(40, INTERNAL, "internal", 500, "internal error")                                          \
-    X(41, NOT_ENROLLED, "not_enrolled", 400, "this client has not enrolled its key")            \
-    X(42, BAD_REQUEST, "bad_request", 400, "the request is malformed")                          \
-    X(43, UNKNOWN_LOSS, "unknown_loss", 400, "no such loss")                                    \
-    X(44, BAD_HYPERPARAMETER, "bad_hyperparameter", 400, "a hyper-parameter is out of range")    \
-    X(45, UNKNOWN_MODEL, "unknown_model", 404, "no such model version")                        \
-    X(46, UNKNOWN_RUN, "unknown_run", 404, "no such training run")                              \
-    X(47, NO_ACTIVE_MODEL, "no_active_model", 409, "no model is being served yet")              \
-    X(48, RETRAIN_IN_PROGRESS, "retrain_in_progress", 409, "a training run is already in progress") \
-    X(49, RUN_FINISHED, "run_finished", 409, "the training run has already finished")          \
-    X(50, DIMENSION_MISMATCH, "feature_dimension_mismatch", 422, "the features do not have the model's dimension") \
-    X(51, TOO_MANY_CANDIDATES, "too_many_candidates", 413, "too many candidates or tasks")      \
-    X(52, EMPTY_TEXT, "empty_text", 422, "a candidate's text is empty")                        \
-    X(53, BAD_CORRUPTION, "bad_corruption", 400, "the corruption settings are invalid")        \
-    X(54, NO_LABELS, "no_labels", 422, "there are no labels to train on")                      \
-    X(55, CANCELLED, "cancelled", 409, "the operation was cancelled")                          \
-    X(56, FEATURES_REQUIRED, "features_required", 422, "the model needs dense features for every candidate") \
+    X(20, UNKNOWN_TASK, "unknown_task", 404, "no such task")                                       \
+    X(21, NOT_ASSIGNED, "task_not_assigned", 409, "the task was not assigned to this annotator")   \
+    X(22, CONFLICTING_LABEL, "conflicting_label", 409,                                             \
+      "a different label for this task was already accepted")                                      \
+    X(23, BUDGET_EXCEEDED, "budget_exceeded", 403,                                                 \
+      "the annotator's privacy budget for the campaign is spent")                                  \
+    X(24, LOCAL_BUDGET_EXCEEDED, "local_budget_exceeded", 403,                                     \
+      "the label would exceed the annotator's own privacy budget")                                 \
+    X(25, UNAUTHORIZED, "unauthorized", 401, "a valid operator token is required")                 \
+    X(26, BAD_ENROLLMENT_TOKEN, "bad_enrollment_token", 403,                                       \
+      "the enrollment token is unknown or already used")                                           \
+    X(27, ALREADY_ENROLLED, "already_enrolled", 409, "the key is already enrolled")                \
+    X(28, NOT_FOUND, "not_found", 404, "no such resource")                                         \
+    X(29, METHOD_NOT_ALLOWED, "method_not_allowed", 405, "method not allowed on this resource")    \
+    X(30, NO_TASK, "no_task_available", 404, "no task is available for this annotator")            \
+    X(31, BATCH_TOO_LARGE, "batch_too_large", 413, "the batch has too many items")                 \
+    X(32, UNKNOWN_CAMPAIGN, "unknown_campaign", 404, "no such campaign")                           \
+    X(33, CAMPAIGN_EXISTS, "campaign_exists", 409, "a campaign with this name exists")             \
+    X(34, BAD_TASK, "bad_task", 400, "a task record is malformed")                                 \
+    X(35, NETWORK, "network_error", 502, "could not reach the server")                             \
+    X(36, PROTOCOL, "protocol_error", 502, "the server's answer could not be understood")          \
+    X(37, KEY_FILE, "key_file", 400, "the key file is missing, malformed or not private")          \
+    X(38, STORAGE, "storage_error", 500, "the database failed")                                    \
+    X(39, UNAVAILABLE, "unavailable", 503, "the server is shutting down")                          \
+    X(40, INTERNAL, "internal", 500, "internal error")                                             \
+    X(41, NOT_ENROLLED, "not_enrolled", 400, "this client has not enrolled its key")               \
+    X(42, BAD_REQUEST, "bad_request", 400, "the request is malformed")                             \
+    X(43, UNKNOWN_LOSS, "unknown_loss", 400, "no such loss")                                       \
+    X(44, BAD_HYPERPARAMETER, "bad_hyperparameter", 400, "a hyper-parameter is out of range")      \
+    X(45, UNKNOWN_MODEL, "unknown_model", 404, "no such model version")                            \
+    X(46, UNKNOWN_RUN, "unknown_run", 404, "no such training run")                                 \
+    X(47, NO_ACTIVE_MODEL, "no_active_model", 409, "no model is being served yet")                 \
+    X(48, RETRAIN_IN_PROGRESS, "retrain_in_progress", 409,                                         \
+      "a training run is already in progress")                                                     \
+    X(49, RUN_FINISHED, "run_finished", 409, "the training run has already finished")              \
+    X(50, DIMENSION_MISMATCH, "feature_dimension_mismatch", 422,                                   \
+      "the features do not have the model's dimension")                                            \
+    X(51, TOO_MANY_CANDIDATES, "too_many_candidates", 413, "too many candidates or tasks")         \
+    X(52, EMPTY_TEXT, "empty_text", 422, "a candidate's text is empty")                            \
+    X(53, BAD_CORRUPTION, "bad_corruption", 400, "the corruption settings are invalid")            \
+    X(54, NO_LABELS, "no_labels", 422, "there are no labels to train on")                          \
+    X(55, CANCELLED, "cancelled", 409, "the operation was cancelled")                              \
+    X(56, FEATURES_REQUIRED, "features_required", 422,                                             \
+      "the model needs dense features for every candidate")                                        \
     X(57, TRAINING_FAILED, "training_failed", 500, "training failed")
 
 /* Codes as an enum: LP_OK, LP_EINVALID_ARGUMENT, ... */
@@ -76,7 +85,7 @@ typedef enum lp_error {
 #define LP_ERROR_ENUM(num, sym, name, status, msg) LP_E##sym = num,
     LP_ERROR_MAP(LP_ERROR_ENUM)
 #undef LP_ERROR_ENUM
-    LP_ERROR_COUNT
+        LP_ERROR_COUNT
 } lp_error;
 #define LP_OK LP_EOK
 

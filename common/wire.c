@@ -64,7 +64,8 @@ int lp_json_only_fields(const json_t *obj, const char *const *allowed, char *msg
 {
     const char *key;
     json_t *value;
-    json_object_foreach((json_t *)obj, key, value) {
+    json_object_foreach((json_t *)obj, key, value)
+    {
         (void)value;
         int known = 0;
         for (const char *const *a = allowed; *a != NULL && !known; a++)
@@ -145,8 +146,7 @@ int lp_json_get_bytes(const json_t *obj, const char *key, uint8_t *out, size_t n
     return LP_OK;
 }
 
-int lp_json_get_epsilon(const json_t *obj, const char *key, double *out, char *msg,
-                        size_t msglen)
+int lp_json_get_epsilon(const json_t *obj, const char *key, double *out, char *msg, size_t msglen)
 {
     const json_t *v = field(obj, key);
     if (v == NULL)
@@ -156,12 +156,12 @@ int lp_json_get_epsilon(const json_t *obj, const char *key, double *out, char *m
         return LP_OK;
     }
     if (!json_is_number(v))
-        return lp_fail(LP_EBAD_EPSILON, msg, msglen,
-                       "field \"%s\" must be a number > 0 or null", key);
+        return lp_fail(LP_EBAD_EPSILON, msg, msglen, "field \"%s\" must be a number > 0 or null",
+                       key);
     double eps = json_number_value(v);
     if (!isfinite(eps) || eps <= 0.0)
-        return lp_fail(LP_EBAD_EPSILON, msg, msglen,
-                       "field \"%s\" must be finite and > 0 (got %g)", key, eps);
+        return lp_fail(LP_EBAD_EPSILON, msg, msglen, "field \"%s\" must be finite and > 0 (got %g)",
+                       key, eps);
     *out = eps;
     return LP_OK;
 }
@@ -184,8 +184,7 @@ json_t *lp_wire_label_encode(const lp_label_msg *m)
                      bytes_string(m->key, LP_KEY_BYTES), "task_id", (json_int_t)m->task_id, "z",
                      m->z, "epsilon", lp_json_epsilon(m->epsilon), "nonce",
                      bytes_string(m->nonce, LP_NONCE_BYTES), "timestamp",
-                     (json_int_t)m->timestamp_ms, "signature",
-                     bytes_string(m->sig, LP_SIG_BYTES));
+                     (json_int_t)m->timestamp_ms, "signature", bytes_string(m->sig, LP_SIG_BYTES));
 }
 
 static int require_object(const json_t *obj, char *msg, size_t msglen)
@@ -205,8 +204,7 @@ int lp_wire_label_decode(const json_t *obj, lp_label_msg *out, char *msg, size_t
     if ((rc = require_object(obj, msg, msglen)) != LP_OK ||
         (rc = lp_json_only_fields(obj, fields, msg, msglen)) != LP_OK ||
         (rc = lp_json_get_bytes(obj, "key", out->key, LP_KEY_BYTES, msg, msglen)) != LP_OK ||
-        (rc = lp_json_get_int(obj, "task_id", 1, INT64_MAX, &out->task_id, msg, msglen)) !=
-            LP_OK)
+        (rc = lp_json_get_int(obj, "task_id", 1, INT64_MAX, &out->task_id, msg, msglen)) != LP_OK)
         return rc;
     const json_t *zv = json_object_get(obj, "z");
     if (zv == NULL)
@@ -218,12 +216,10 @@ int lp_wire_label_decode(const json_t *obj, lp_label_msg *out, char *msg, size_t
         return lp_fail(LP_EBAD_LABEL, msg, msglen, "field \"z\" must be 0 or 1");
     out->z = (int)z;
     if ((rc = lp_json_get_epsilon(obj, "epsilon", &out->epsilon, msg, msglen)) != LP_OK ||
-        (rc = lp_json_get_bytes(obj, "nonce", out->nonce, LP_NONCE_BYTES, msg, msglen)) !=
+        (rc = lp_json_get_bytes(obj, "nonce", out->nonce, LP_NONCE_BYTES, msg, msglen)) != LP_OK ||
+        (rc = lp_json_get_int(obj, "timestamp", 0, INT64_MAX, &out->timestamp_ms, msg, msglen)) !=
             LP_OK ||
-        (rc = lp_json_get_int(obj, "timestamp", 0, INT64_MAX, &out->timestamp_ms, msg,
-                              msglen)) != LP_OK ||
-        (rc = lp_json_get_bytes(obj, "signature", out->sig, LP_SIG_BYTES, msg, msglen)) !=
-            LP_OK)
+        (rc = lp_json_get_bytes(obj, "signature", out->sig, LP_SIG_BYTES, msg, msglen)) != LP_OK)
         return rc;
     return LP_OK;
 }
@@ -363,7 +359,7 @@ static int scan_epsilon(struct scan *s, double *out)
 
 static int scan_label(struct scan *s, lp_label_msg *out)
 {
-    static const char *const names[] = {"key",   "task_id",   "z",         "epsilon",
+    static const char *const names[] = {"key",   "task_id",   "z",        "epsilon",
                                         "nonce", "timestamp", "signature"};
     unsigned seen = 0;
     memset(out, 0, sizeof *out);
@@ -387,16 +383,28 @@ static int scan_label(struct scan *s, lp_label_msg *out)
         int64_t v;
         int ok;
         switch (f) {
-        case 0: ok = scan_b64(s, out->key, LP_KEY_BYTES); break;
-        case 1: ok = scan_uint(s, &out->task_id) && out->task_id >= 1; break;
+        case 0:
+            ok = scan_b64(s, out->key, LP_KEY_BYTES);
+            break;
+        case 1:
+            ok = scan_uint(s, &out->task_id) && out->task_id >= 1;
+            break;
         case 2:
             ok = scan_uint(s, &v) && v <= 1;
             out->z = (int)v;
             break;
-        case 3: ok = scan_epsilon(s, &out->epsilon); break;
-        case 4: ok = scan_b64(s, out->nonce, LP_NONCE_BYTES); break;
-        case 5: ok = scan_uint(s, &out->timestamp_ms); break;
-        default: ok = scan_b64(s, out->sig, LP_SIG_BYTES); break;
+        case 3:
+            ok = scan_epsilon(s, &out->epsilon);
+            break;
+        case 4:
+            ok = scan_b64(s, out->nonce, LP_NONCE_BYTES);
+            break;
+        case 5:
+            ok = scan_uint(s, &out->timestamp_ms);
+            break;
+        default:
+            ok = scan_b64(s, out->sig, LP_SIG_BYTES);
+            break;
         }
         if (!ok)
             return 0;
@@ -452,8 +460,7 @@ int lp_wire_enroll_decode(const json_t *obj, lp_enroll_msg *out, char *msg, size
         (rc = lp_json_only_fields(obj, fields, msg, msglen)) != LP_OK ||
         (rc = lp_json_get_bytes(obj, "key", out->key, LP_KEY_BYTES, msg, msglen)) != LP_OK ||
         (rc = lp_json_get_string(obj, "token", LP_TOKEN_MAX, &token, msg, msglen)) != LP_OK ||
-        (rc = lp_json_get_bytes(obj, "signature", out->sig, LP_SIG_BYTES, msg, msglen)) !=
-            LP_OK)
+        (rc = lp_json_get_bytes(obj, "signature", out->sig, LP_SIG_BYTES, msg, msglen)) != LP_OK)
         return rc;
     memcpy(out->token, token, strlen(token) + 1);
     return LP_OK;
@@ -461,9 +468,9 @@ int lp_wire_enroll_decode(const json_t *obj, lp_enroll_msg *out, char *msg, size
 
 json_t *lp_wire_next_encode(const lp_next_msg *m)
 {
-    return json_pack("{s:o, s:I, s:I, s:o}", "key", bytes_string(m->key, LP_KEY_BYTES),
-                     "count", (json_int_t)m->count, "timestamp", (json_int_t)m->timestamp_ms,
-                     "signature", bytes_string(m->sig, LP_SIG_BYTES));
+    return json_pack("{s:o, s:I, s:I, s:o}", "key", bytes_string(m->key, LP_KEY_BYTES), "count",
+                     (json_int_t)m->count, "timestamp", (json_int_t)m->timestamp_ms, "signature",
+                     bytes_string(m->sig, LP_SIG_BYTES));
 }
 
 int lp_wire_next_decode(const json_t *obj, lp_next_msg *out, char *msg, size_t msglen)
@@ -475,12 +482,10 @@ int lp_wire_next_decode(const json_t *obj, lp_next_msg *out, char *msg, size_t m
     if ((rc = require_object(obj, msg, msglen)) != LP_OK ||
         (rc = lp_json_only_fields(obj, fields, msg, msglen)) != LP_OK ||
         (rc = lp_json_get_bytes(obj, "key", out->key, LP_KEY_BYTES, msg, msglen)) != LP_OK ||
-        (rc = lp_json_get_int(obj, "count", 1, LP_MAX_NEXT_COUNT, &count, msg, msglen)) !=
+        (rc = lp_json_get_int(obj, "count", 1, LP_MAX_NEXT_COUNT, &count, msg, msglen)) != LP_OK ||
+        (rc = lp_json_get_int(obj, "timestamp", 0, INT64_MAX, &out->timestamp_ms, msg, msglen)) !=
             LP_OK ||
-        (rc = lp_json_get_int(obj, "timestamp", 0, INT64_MAX, &out->timestamp_ms, msg,
-                              msglen)) != LP_OK ||
-        (rc = lp_json_get_bytes(obj, "signature", out->sig, LP_SIG_BYTES, msg, msglen)) !=
-            LP_OK)
+        (rc = lp_json_get_bytes(obj, "signature", out->sig, LP_SIG_BYTES, msg, msglen)) != LP_OK)
         return rc;
     out->count = (uint32_t)count;
     return LP_OK;

@@ -19,9 +19,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define LP_JSON_DEPTH_MAX 32    /* default nesting limit */
-#define LP_MSG_MAX 256          /* room for any error message */
-#define LP_B64_MAX 128          /* room for any base64url field we carry */
+#define LP_JSON_DEPTH_MAX 32 /* default nesting limit */
+#define LP_MSG_MAX 256       /* room for any error message */
+#define LP_B64_MAX 128       /* room for any base64url field we carry */
 
 /*
  * Parses buf[0..len) as one JSON value with nesting at most max_depth.
@@ -50,8 +50,7 @@ int lp_json_get_bytes(const json_t *obj, const char *key, uint8_t *out, size_t n
                       size_t msglen);
 /* Epsilon: a JSON number > 0 and finite, or null for +inf. Anything else is
  * LP_EBAD_EPSILON. Whether +inf is acceptable is the caller's policy. */
-int lp_json_get_epsilon(const json_t *obj, const char *key, double *out, char *msg,
-                        size_t msglen);
+int lp_json_get_epsilon(const json_t *obj, const char *key, double *out, char *msg, size_t msglen);
 
 /* Unpadded base64url of n bytes into out (size LP_B64_MAX). */
 void lp_b64_encode(const uint8_t *bin, size_t n, char out[LP_B64_MAX]);

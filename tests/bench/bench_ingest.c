@@ -234,8 +234,8 @@ static struct run_result drive(struct request *reqs, int nreq, int nconns)
     }
     double secs = (lp_mono_ns() - t0) / 1e9;
     qsort(lat, (size_t)nreq, sizeof *lat, cmp_i64);
-    struct run_result res = {labels / secs, lat[nreq / 2] / 1e6,
-                             lat[(int)(nreq * 0.99)] / 1e6, errors};
+    struct run_result res = {labels / secs, lat[nreq / 2] / 1e6, lat[(int)(nreq * 0.99)] / 1e6,
+                             errors};
     for (int i = 0; i < nconns; i++)
         if (conns[i].fd > 0)
             close(conns[i].fd);
@@ -292,8 +292,8 @@ static double server_cpu_s(void)
     buf[n] = 0;
     const char *p = strrchr(buf, ')'); /* fields after the command name */
     unsigned long long ut = 0, st = 0;
-    if (p == NULL || sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %llu %llu", &ut,
-                            &st) != 2)
+    if (p == NULL ||
+        sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %llu %llu", &ut, &st) != 2)
         return 0;
     return (double)(ut + st) / clock_ticks;
 }
@@ -376,8 +376,8 @@ static double raw_verify_rate(int threads, double seconds, double *cpu_us)
 
 int main(int argc, char **argv)
 {
-    struct bench_cfg cfg = {.annotators_single = 64, .annotators_batch = 96,
-                            .batch_size = 100, .conns = 32};
+    struct bench_cfg cfg = {
+        .annotators_single = 64, .annotators_batch = 96, .batch_size = 100, .conns = 32};
     const char *threads = "2";
     for (int i = 1; i + 1 < argc; i += 2) {
         if (strcmp(argv[i], "--single-annotators") == 0)
@@ -409,21 +409,22 @@ int main(int argc, char **argv)
     int total_ann = cfg.annotators_single + cfg.annotators_batch;
     json_decref(post_json("/v1/campaigns",
                           json_pack("{s:s, s:f, s:f, s:b, s:f, s:f}", "name", "bench",
-                                    "epsilon_min", 0.01, "epsilon_max", 10.0, "allow_infinite",
-                                    0, "epsilon_budget", 1e9, "epsilon_default", 1.0),
+                                    "epsilon_min", 0.01, "epsilon_max", 10.0, "allow_infinite", 0,
+                                    "epsilon_budget", 1e9, "epsilon_default", 1.0),
                           srv.token, 201));
-    json_t *toks = post_json("/v1/enrollment-tokens",
-                             json_pack("{s:s, s:i}", "campaign", "bench", "count", total_ann),
-                             srv.token, 201);
+    json_t *toks =
+        post_json("/v1/enrollment-tokens",
+                  json_pack("{s:s, s:i}", "campaign", "bench", "count", total_ann), srv.token, 201);
 
     /* Tasks: enough for every annotator's share. */
     size_t ntasks = (size_t)total_ann * TASKS_PER_ANNOTATOR;
     size_t cap = ntasks * 80 + 64, len = 0;
     char *jsonl = malloc(cap);
     for (size_t i = 0; i < ntasks; i++)
-        len += (size_t)snprintf(jsonl + len, cap - len,
-                                "{\"id\":\"b%zu\",\"prompt\":\"p%zu\",\"responses\":[\"a%zu\",\"b%zu\"]}\n",
-                                i, i, i, i);
+        len += (size_t)snprintf(
+            jsonl + len, cap - len,
+            "{\"id\":\"b%zu\",\"prompt\":\"p%zu\",\"responses\":[\"a%zu\",\"b%zu\"]}\n", i, i, i,
+            i);
     char url[256];
     snprintf(url, sizeof url, "%s/v1/tasks?campaign=bench", srv.url);
     http_reply r;
@@ -436,8 +437,8 @@ int main(int argc, char **argv)
 
     struct annotator *ann = calloc((size_t)total_ann, sizeof *ann);
     for (int a = 0; a < total_ann; a++)
-        enroll(&ann[a], json_string_value(json_array_get(json_object_get(toks, "tokens"),
-                                                         (size_t)a)));
+        enroll(&ann[a],
+               json_string_value(json_array_get(json_object_get(toks, "tokens"), (size_t)a)));
     json_decref(toks);
 
     /* Sign everything before the clock starts. */
@@ -452,15 +453,15 @@ int main(int argc, char **argv)
             if (i < ann[a].ntasks)
                 single[k++] = make_request("/v1/labels", signed_label(&ann[a], i), 1);
     int nbatch = 0;
-    struct request *batch = malloc(sizeof *batch * (size_t)(cfg.annotators_batch *
-                                                           TASKS_PER_ANNOTATOR / cfg.batch_size + 1));
+    struct request *batch = malloc(
+        sizeof *batch * (size_t)(cfg.annotators_batch * TASKS_PER_ANNOTATOR / cfg.batch_size + 1));
     for (int a = cfg.annotators_single; a < total_ann; a++)
         for (int i = 0; i + cfg.batch_size <= ann[a].ntasks; i += cfg.batch_size) {
             json_t *labels = json_array();
             for (int j = 0; j < cfg.batch_size; j++)
                 json_array_append_new(labels, signed_label(&ann[a], i + j));
-            batch[nbatch++] = make_request("/v1/labels/batch",
-                                           json_pack("{s:o}", "labels", labels), cfg.batch_size);
+            batch[nbatch++] = make_request("/v1/labels/batch", json_pack("{s:o}", "labels", labels),
+                                           cfg.batch_size);
         }
 
     struct commit_stats c0 = commit_stats();
@@ -487,7 +488,10 @@ int main(int argc, char **argv)
            (verify_rate[0] + verify_rate[1] + verify_rate[2]) / 3);
     for (int i = 0; i < 3; i++)
         printf("BENCH ed25519_verify_all_cores_%s %.0f verifies/s\n",
-               i == 0 ? "before" : i == 1 ? "between" : "after", verify_rate[i]);
+               i == 0   ? "before"
+               : i == 1 ? "between"
+                        : "after",
+               verify_rate[i]);
     printf("BENCH ed25519_verify_cpu %.1f us/verify\n",
            (verify_cpu_us[0] + verify_cpu_us[1] + verify_cpu_us[2]) / 3);
     printf("BENCH ingest_single %.0f labels/s\n", rs.labels_per_s);

@@ -164,10 +164,11 @@ static void load_tasks(void)
     size_t cap = (size_t)TASKS * DIM * 2 * 24 + 4096, len = 0;
     char *body = malloc(cap);
     for (int t = 0; t < TASKS; t++) {
-        len += (size_t)snprintf(body + len, cap - len,
-                                "{\"id\":\"t%d\",\"prompt\":\"p%d\",\"responses\":[\"a%d\",\"b%d\"],"
-                                "\"features\":[",
-                                t, t, t, t);
+        len +=
+            (size_t)snprintf(body + len, cap - len,
+                             "{\"id\":\"t%d\",\"prompt\":\"p%d\",\"responses\":[\"a%d\",\"b%d\"],"
+                             "\"features\":[",
+                             t, t, t, t);
         for (int r = 0; r < 2; r++) {
             body[len++] = '[';
             for (int k = 0; k < DIM; k++)
@@ -193,9 +194,10 @@ static void load_tasks(void)
  * learn). Returns the label JSON bodies. */
 static char **signed_labels(raw_annotator *a, size_t *n)
 {
-    json_t *tok = call("POST", "/v1/enrollment-tokens", "{\"campaign\":\"bench\",\"count\":1}", 201);
-    if (raw_enroll(a, srv.url, json_string_value(json_array_get(json_object_get(tok, "tokens"), 0))) !=
-        201)
+    json_t *tok =
+        call("POST", "/v1/enrollment-tokens", "{\"campaign\":\"bench\",\"count\":1}", 201);
+    if (raw_enroll(a, srv.url,
+                   json_string_value(json_array_get(json_object_get(tok, "tokens"), 0))) != 201)
         die("enroll failed");
     json_decref(tok);
     json_t *tasks = NULL;
@@ -338,7 +340,8 @@ int main(void)
     double rate_q2 = (double)n_q2 / drive("/v1/labels", quiet2, n_q2, &p50, &p99_q2);
     double rate_quiet = (rate_q1 + rate_q2) / 2;
     printf("BENCH ingest_single_no_retrain %.0f labels/s\n", rate_quiet);
-    printf("BENCH ingest_single_no_retrain_p99 %.3f ms\n", (p99_q1 > p99_q2 ? p99_q1 : p99_q2) * 1e3);
+    printf("BENCH ingest_single_no_retrain_p99 %.3f ms\n",
+           (p99_q1 > p99_q2 ? p99_q1 : p99_q2) * 1e3);
     printf("BENCH ingest_single_during_retrain %.0f labels/s\n", rate_busy);
     printf("BENCH ingest_single_during_retrain_p99 %.3f ms\n", p99 * 1e3);
     printf("BENCH ingest_retrain_ratio %.3f ratio\n", rate_busy / rate_quiet);

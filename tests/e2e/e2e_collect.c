@@ -211,8 +211,8 @@ static void test_bad_labels(ldpref_client *op)
     snprintf(path, sizeof path, "%s/tight.jsonl", srv.dir);
     FILE *f = fopen(path, "w");
     for (int i = 0; i < 6; i++)
-        fprintf(f, "{\"id\":\"t%d\",\"prompt\":\"p%d\",\"responses\":[\"x%d\",\"y%d\"]}\n", i, i,
-                i, i);
+        fprintf(f, "{\"id\":\"t%d\",\"prompt\":\"p%d\",\"responses\":[\"x%d\",\"y%d\"]}\n", i, i, i,
+                i);
     fclose(f);
     CHECK_ERR(ldpref_admin_tasks_load(op, path, "tight", NULL), LP_OK);
 
@@ -327,12 +327,14 @@ static void test_bad_requests(void)
     } cases[] = {
         {"malformed JSON", "{\"key\": ", LP_EMALFORMED_JSON},
         {"not an object", "[1,2,3]", LP_EWRONG_TYPE},
-        {"wrong type", "{\"key\":1,\"task_id\":1,\"z\":1,\"epsilon\":1,\"nonce\":\"a\","
-                       "\"timestamp\":1,\"signature\":\"b\"}",
+        {"wrong type",
+         "{\"key\":1,\"task_id\":1,\"z\":1,\"epsilon\":1,\"nonce\":\"a\","
+         "\"timestamp\":1,\"signature\":\"b\"}",
          LP_EWRONG_TYPE},
         {"missing fields", "{}", LP_EMISSING_FIELD},
-        {"too deep", "[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[]]]]]"
-                     "]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]",
+        {"too deep",
+         "[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[]]]]]"
+         "]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]",
          LP_ETOO_DEEP},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
@@ -341,8 +343,8 @@ static void test_bad_requests(void)
         http_reply_free(&r);
     }
     /* Data-driven wire cases, sent over HTTP: same names as the decoder. */
-    const char *files[] = {"bad_epsilon--negative", "bad_epsilon--zero",
-                           "bad_epsilon--string-inf", "bad_label--two",
+    const char *files[] = {"bad_epsilon--negative",     "bad_epsilon--zero",
+                           "bad_epsilon--string-inf",   "bad_label--two",
                            "unknown_field--true-label", "malformed_json--overflow"};
     for (size_t i = 0; i < sizeof files / sizeof files[0]; i++) {
         char path[256], body[4096];
@@ -419,12 +421,12 @@ static void test_export(void)
         const char *chosen = json_string_value(json_object_get(j, "chosen"));
         const char *rejected = json_string_value(json_object_get(j, "rejected"));
         json_t *eps = json_object_get(j, "epsilon");
-        well_formed += chosen && rejected && json_is_string(json_object_get(j, "prompt")) &&
-                       json_is_integer(json_object_get(j, "label_id")) &&
-                       (json_is_number(eps) || json_is_null(eps)) &&
-                       strncmp(json_string_value(json_object_get(j, "annotator")) ?: "", "ann-",
-                               4) == 0 &&
-                       json_is_integer(json_object_get(j, "received_at"));
+        well_formed +=
+            chosen && rejected && json_is_string(json_object_get(j, "prompt")) &&
+            json_is_integer(json_object_get(j, "label_id")) &&
+            (json_is_number(eps) || json_is_null(eps)) &&
+            strncmp(json_string_value(json_object_get(j, "annotator")) ?: "", "ann-", 4) == 0 &&
+            json_is_integer(json_object_get(j, "received_at"));
         json_decref(j);
     }
     free(line);

@@ -72,9 +72,9 @@ int main(void)
     snprintf(op_token, sizeof op_token, "%s", srv.token);
 
     http_reply r;
-    json_t *camp = json_pack("{s:s, s:f, s:f, s:b, s:f, s:f}", "name", "dur", "epsilon_min",
-                             0.1, "epsilon_max", 5.0, "allow_infinite", 0, "epsilon_budget",
-                             1e6, "epsilon_default", 1.0);
+    json_t *camp = json_pack("{s:s, s:f, s:f, s:b, s:f, s:f}", "name", "dur", "epsilon_min", 0.1,
+                             "epsilon_max", 5.0, "allow_infinite", 0, "epsilon_budget", 1e6,
+                             "epsilon_default", 1.0);
     CHECK_INT(raw_post_json(srv.url, "/v1/campaigns", camp, op_token, &r), 201);
     json_decref(camp);
     http_reply_free(&r);
@@ -82,9 +82,9 @@ int main(void)
     size_t cap = WRITERS * PER_WRITER * 80, len = 0;
     char *jsonl = malloc(cap);
     for (int i = 0; i < WRITERS * PER_WRITER; i++)
-        len += (size_t)snprintf(jsonl + len, cap - len,
-                                "{\"id\":\"d%d\",\"prompt\":\"p%d\",\"responses\":[\"a\",\"b%d\"]}\n",
-                                i, i, i);
+        len += (size_t)snprintf(
+            jsonl + len, cap - len,
+            "{\"id\":\"d%d\",\"prompt\":\"p%d\",\"responses\":[\"a\",\"b%d\"]}\n", i, i, i);
     char url[256];
     snprintf(url, sizeof url, "%s/v1/tasks?campaign=dur", srv.url);
     http_raw("POST", url, jsonl, len, op_token, &r);
@@ -100,7 +100,8 @@ int main(void)
 
     static struct writer w[WRITERS];
     for (int i = 0; i < WRITERS; i++) {
-        const char *t = json_string_value(json_array_get(json_object_get(toks, "tokens"), (size_t)i));
+        const char *t =
+            json_string_value(json_array_get(json_object_get(toks, "tokens"), (size_t)i));
         CHECK_INT(raw_enroll(&w[i].ann, srv.url, t ? t : ""), 201);
         json_t *tasks;
         CHECK_INT(raw_next(&w[i].ann, PER_WRITER, &tasks), 200);
@@ -115,9 +116,8 @@ int main(void)
     pthread_t tid[WRITERS];
     for (int i = 0; i < WRITERS; i++)
         pthread_create(&tid[i], NULL, stream, &w[i]);
-    for (int waited = 0; waited < 60000 &&
-                         __atomic_load_n(&acked_so_far, __ATOMIC_SEQ_CST) < KILL_AFTER;
-         waited++)
+    for (int waited = 0;
+         waited < 60000 && __atomic_load_n(&acked_so_far, __ATOMIC_SEQ_CST) < KILL_AFTER; waited++)
         usleep(1000);
     server_kill(&srv); /* SIGKILL mid-stream */
     int acked = 0;
@@ -126,8 +126,7 @@ int main(void)
         acked += w[i].nacked;
     }
     check_record(acked > 0 && acked < WRITERS * PER_WRITER, __FILE__, __LINE__,
-                 "the kill landed mid-stream (%d of %d acknowledged)", acked,
-                 WRITERS * PER_WRITER);
+                 "the kill landed mid-stream (%d of %d acknowledged)", acked, WRITERS * PER_WRITER);
 
     CHECK_INT(server_restart(&srv, NULL), 0);
     CHECK_INT(raw_get(srv.url, "/v1/export?campaign=dur", op_token, &r), 200);
@@ -146,8 +145,8 @@ int main(void)
     int missing = 0;
     for (int i = 0; i < WRITERS; i++)
         for (int k = 0; k < w[i].nacked; k++)
-            missing += bsearch(&w[i].acked[k], stored, (size_t)nstored, sizeof *stored,
-                               cmp_i64) == NULL;
+            missing +=
+                bsearch(&w[i].acked[k], stored, (size_t)nstored, sizeof *stored, cmp_i64) == NULL;
     check_record(missing == 0, __FILE__, __LINE__,
                  "%d of %d acknowledged labels missing after kill -9 (%d stored)", missing, acked,
                  nstored);

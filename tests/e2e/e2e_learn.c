@@ -49,8 +49,7 @@ static void expect_error(const char *method, const char *path, const char *body,
     long st;
     json_t *j = call(method, path, body, &st);
     const char *name = j ? json_string_value(json_object_get(j, "error")) : NULL;
-    check_record(name && strcmp(name, lp_error_name(want)) == 0 &&
-                     st == lp_error_http_status(want),
+    check_record(name && strcmp(name, lp_error_name(want)) == 0 && st == lp_error_http_status(want),
                  __FILE__, __LINE__, "%s %s %s: want %s/%d, got %ld %s", method, path,
                  body ? body : "", lp_error_name(want), lp_error_http_status(want), st,
                  name ? name : "(none)");
@@ -102,11 +101,9 @@ static int64_t retrain_ok(const char *body, json_t **run_out)
     int64_t id = retrain(body);
     json_t *run = id ? run_wait(id) : NULL;
     const char *s = run ? json_string_value(json_object_get(run, "status")) : NULL;
-    check_record(s && strcmp(s, "succeeded") == 0, __FILE__, __LINE__, "run %s: %s %s", body,
-                 s ? s : "?",
-                 run ? json_string_value(json_object_get(json_object_get(run, "error"),
-                                                         "message"))
-                     : "");
+    check_record(
+        s && strcmp(s, "succeeded") == 0, __FILE__, __LINE__, "run %s: %s %s", body, s ? s : "?",
+        run ? json_string_value(json_object_get(json_object_get(run, "error"), "message")) : "");
     int64_t v = run ? json_integer_value(json_object_get(run, "model_version")) : 0;
     if (run_out)
         *run_out = run;
@@ -485,11 +482,9 @@ static void test_learning_and_rollback(int64_t *v_real, int64_t *v_shuf)
             "held-out accuracy on %zu tasks: human labels %.3f (se %.3f), shuffled %.3f; "
             "difference %.3f (se %.3f)\n",
             m, mr, se_r, ms, dbar, se_d);
-    check_record(mr > 0.5 + 3 * se_r, __FILE__, __LINE__, "accuracy %.3f above chance + 3 se",
-                 mr);
+    check_record(mr > 0.5 + 3 * se_r, __FILE__, __LINE__, "accuracy %.3f above chance + 3 se", mr);
     check_record(dbar > 3 * se_d, __FILE__, __LINE__,
-                 "human-label model beats the shuffled one by %.3f > 3 se = %.3f", dbar,
-                 3 * se_d);
+                 "human-label model beats the shuffled one by %.3f > 3 se = %.3f", dbar, 3 * se_d);
     free(real);
     free(shuf);
     free(prompt);
@@ -573,8 +568,9 @@ static struct view_counts export_view(int64_t v)
 static void test_corruption(void)
 {
     long st;
-    json_t *c = call("PUT", "/v1/corruption",
-                     "{\"campaign\":\"half0\",\"alpha\":0.2,\"strategy\":\"flip\",\"seed\":7}", &st);
+    json_t *c =
+        call("PUT", "/v1/corruption",
+             "{\"campaign\":\"half0\",\"alpha\":0.2,\"strategy\":\"flip\",\"seed\":7}", &st);
     CHECK_INT(st, 200);
     int64_t cid = json_integer_value(json_object_get(c, "id"));
     json_decref(c);
@@ -744,8 +740,7 @@ static void test_dense_and_bad_input(void)
     /* a small dense campaign: features f = (len0, len1-ish, 1, k) */
     long st;
     json_decref(call("POST", "/v1/campaigns",
-                     "{\"name\":\"dense\",\"allow_infinite\":true,\"epsilon_default\":null}",
-                     &st));
+                     "{\"name\":\"dense\",\"allow_infinite\":true,\"epsilon_default\":null}", &st));
     CHECK_INT(st, 201);
     char body[8192];
     size_t len = 0;
@@ -768,12 +763,13 @@ static void test_dense_and_bad_input(void)
     ldpref_client_close(c);
     int64_t vd = retrain_ok("{\"campaign\":\"dense\",\"activate\":false,\"l2\":0.1}", NULL);
     json_t *md = model_get(vd);
-    CHECK_STR(json_string_value(json_object_get(json_object_get(md, "features"), "kind")),
-              "dense");
+    CHECK_STR(json_string_value(json_object_get(json_object_get(md, "features"), "kind")), "dense");
     json_decref(md);
 
-    long long runs = server_db_count(&srv, "training_runs"), models = server_db_count(&srv, "models");
-    long long corr = server_db_count(&srv, "corruption_settings"), acts = server_db_count(&srv, "activations");
+    long long runs = server_db_count(&srv, "training_runs"),
+              models = server_db_count(&srv, "models");
+    long long corr = server_db_count(&srv, "corruption_settings"),
+              acts = server_db_count(&srv, "activations");
     char req[256];
     snprintf(req, sizeof req, "{\"version\":%lld,\"candidates\":[{\"features\":[1,2]}]}",
              (long long)vd);
@@ -863,8 +859,7 @@ static void test_schedule(void)
         started = server_db_count(&srv, "training_runs") > runs;
     }
     CHECK(started);
-    json_decref(call("PUT", "/v1/retrain/schedule", "{\"every_labels\":0,\"interval_s\":0}",
-                     &st));
+    json_decref(call("PUT", "/v1/retrain/schedule", "{\"every_labels\":0,\"interval_s\":0}", &st));
     CHECK_INT(st, 200);
     json_t *list = call("GET", "/v1/retrain?limit=1", NULL, &st);
     json_t *run = json_array_get(json_object_get(list, "runs"), 0);
@@ -879,10 +874,10 @@ static void test_observability(int64_t active)
     long st;
     json_t *stats = call("GET", "/v1/stats", NULL, &st);
     json_t *learning = json_object_get(stats, "learning");
-    CHECK(json_integer_value(json_object_get(json_object_get(learning, "retrains"),
-                                             "succeeded")) >= 10);
-    CHECK(json_integer_value(json_object_get(json_object_get(learning, "retrains"),
-                                             "cancelled")) >= 1);
+    CHECK(json_integer_value(json_object_get(json_object_get(learning, "retrains"), "succeeded")) >=
+          10);
+    CHECK(json_integer_value(json_object_get(json_object_get(learning, "retrains"), "cancelled")) >=
+          1);
     CHECK_INT(json_integer_value(json_object_get(learning, "active_model_version")), active);
     CHECK(json_integer_value(json_object_get(json_object_get(learning, "score"), "requests")) > 0);
     json_decref(stats);

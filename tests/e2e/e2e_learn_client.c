@@ -224,8 +224,8 @@ static void test_models_and_score(ldpref_client *op, int64_t *v_square)
     *v_square = v1;
     CHECK_INT(active_version(op), v1);
     /* A second model through the CLI, not activated. */
-    const char *dpo[] = {"ldpref", "admin", "retrain", "--loss", "dpo", "--max-iter", "40",
-                         "--seed", "2", "--no-activate", "--wait", NULL};
+    const char *dpo[] = {"ldpref", "admin",  "retrain", "--loss",        "dpo",    "--max-iter",
+                         "40",     "--seed", "2",       "--no-activate", "--wait", NULL};
     char *out = NULL;
     CHECK_INT(cli(&out, dpo), 0);
     json_t *run = parse(out);
@@ -287,8 +287,11 @@ static void test_models_and_score(ldpref_client *op, int64_t *v_square)
     free(out);
 
     /* CLI score, public: no operator token in the environment. */
-    const char *score[] = {"ldpref",      "score", "--prompt",    "How to protect my eyes?",
-                           "--candidate", "Wear sunglasses.", "--candidate", "No.", NULL};
+    const char *score[] = {"ldpref",      "score",
+                           "--prompt",    "How to protect my eyes?",
+                           "--candidate", "Wear sunglasses.",
+                           "--candidate", "No.",
+                           NULL};
     const char *env_public[] = {env_server, "LDPREF_OPERATOR_TOKEN=", NULL};
     CHECK_INT(run_tool(score, env_public, &out), 0);
     json_t *s = parse(out);
@@ -300,8 +303,8 @@ static void test_models_and_score(ldpref_client *op, int64_t *v_square)
     CHECK_INT(run_tool(score_tasks, env_public, &out), 0);
     s = parse(out);
     CHECK_INT(json_array_size(json_object_get(s, "tasks")), 2);
-    CHECK_INT(json_array_size(json_object_get(json_array_get(json_object_get(s, "tasks"), 0),
-                                              "candidates")),
+    CHECK_INT(json_array_size(
+                  json_object_get(json_array_get(json_object_get(s, "tasks"), 0), "candidates")),
               2);
     json_decref(s);
     free(out);
@@ -395,7 +398,8 @@ static void test_corruption(ldpref_client *op, long labels)
     CHECK_INT(foreign, 0);
     char ver[32];
     snprintf(ver, sizeof ver, "%lld", (long long)v3);
-    const char *exp[] = {"ldpref", "admin", "export", "--view", "corrupted", "--version", ver, NULL};
+    const char *exp[] = {"ldpref",    "admin",     "export", "--view",
+                         "corrupted", "--version", ver,      NULL};
     CHECK_INT(cli(&out, exp), 0);
     CHECK(out && strstr(out, "\"corrupted\"") != NULL);
     free(out);
@@ -464,8 +468,8 @@ static void test_runs_cancel_schedule(ldpref_client *op)
     free(out);
 
     /* Schedule: the CLI changes only what it is told. */
-    const char *set[] = {"ldpref", "admin", "schedule", "--every-labels", "100000", "--loss",
-                         "ipo", NULL};
+    const char *set[] = {"ldpref", "admin",  "schedule", "--every-labels",
+                         "100000", "--loss", "ipo",      NULL};
     CHECK_INT(cli(NULL, set), 0);
     const char *set2[] = {"ldpref", "admin", "schedule", "--interval", "86400", NULL};
     CHECK_INT(cli(NULL, set2), 0);

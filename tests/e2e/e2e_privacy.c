@@ -45,8 +45,8 @@ static char *token(ldpref_client *op, const char *campaign)
     return t;
 }
 
-static ldpref_client *annotator(ldpref_client *op, const char *name, const char *url,
-                                double cap, double total)
+static ldpref_client *annotator(ldpref_client *op, const char *name, const char *url, double cap,
+                                double total)
 {
     char key[400];
     snprintf(key, sizeof key, "%s/%s.key", srv.dir, name);
@@ -132,12 +132,13 @@ static void test_wire_never_carries_truth(ldpref_client *op)
     pthread_mutex_unlock(&proxy.lock);
     CHECK_INT(nb, N_LABELS);
 
-    static const char *const allowed[] = {"key", "task_id", "z", "epsilon", "nonce",
-                                          "timestamp", "signature"};
+    static const char *const allowed[] = {"key",   "task_id",   "z",        "epsilon",
+                                          "nonce", "timestamp", "signature"};
     int disagree = 0, exact_fields = 0;
     size_t i;
     json_t *b;
-    json_array_foreach(bodies, i, b) {
+    json_array_foreach(bodies, i, b)
+    {
         int fields_ok = json_object_size(b) == 7;
         for (int k = 0; k < 7; k++)
             fields_ok &= json_object_get(b, allowed[k]) != NULL;

@@ -25,8 +25,8 @@
 
 static lp_study *S;
 
-static lp_study_filter at(const char *block, size_t n, double eps, double alpha, int order,
-                          int adv, lp_loss_kind loss)
+static lp_study_filter at(const char *block, size_t n, double eps, double alpha, int order, int adv,
+                          lp_loss_kind loss)
 {
     lp_study_filter f = {block, n, eps, alpha, order, adv, (int)loss};
     return f;
@@ -70,12 +70,11 @@ static void check_outputs(const char *dir, const char *build)
         snprintf(needle, sizeof needle, "## Claim %d", i);
         check_record(file_has(path, needle), __FILE__, __LINE__, "report has '%s'", needle);
     }
-    const char *svgs[] = {"error_vs_n", "subopt_vs_n", "norm_ratio_vs_n",
-                          "accuracy_vs_alpha_flip", "accuracy_vs_alpha_backdoor"};
+    const char *svgs[] = {"error_vs_n", "subopt_vs_n", "norm_ratio_vs_n", "accuracy_vs_alpha_flip",
+                          "accuracy_vs_alpha_backdoor"};
     for (size_t i = 0; i < sizeof svgs / sizeof svgs[0]; i++) {
         snprintf(path, sizeof path, "%s/%s.svg", dir, svgs[i]);
-        check_record(file_has(path, "</svg>"), __FILE__, __LINE__, "%s is a complete SVG",
-                     path);
+        check_record(file_has(path, "</svg>"), __FILE__, __LINE__, "%s is a complete SVG", path);
     }
     /* one row per (setting, seed, loss) of the quick grid */
     int seeds = 0;
@@ -165,17 +164,14 @@ static void check_claim3(void)
 {
     const lp_loss_kind peers[] = {LP_LOSS_CHIPO, LP_LOSS_RDPO};
     for (int i = 0; i < 2; i++) {
-        lp_study_stat d =
-            paired(at("corruption", 0, 0.5, 0.1, LP_ORDER_CTL, LP_ADV_BACKDOOR,
-                      LP_LOSS_SQUARE_CHIPO),
-                   at("corruption", 0, 0.5, 0.1, LP_ORDER_CTL, LP_ADV_BACKDOOR, peers[i]),
-                   "accuracy");
+        lp_study_stat d = paired(
+            at("corruption", 0, 0.5, 0.1, LP_ORDER_CTL, LP_ADV_BACKDOOR, LP_LOSS_SQUARE_CHIPO),
+            at("corruption", 0, 0.5, 0.1, LP_ORDER_CTL, LP_ADV_BACKDOOR, peers[i]), "accuracy");
         check_record(d.mean > K_SE * d.se, __FILE__, __LINE__,
                      "backdoor CTL: square-chipo beats %s by %.4f > %g SE (%.4f)",
                      lp_loss_name(peers[i]), d.mean, K_SE, d.se);
         d = paired(at("corruption", 0, 0.5, 0.1, LP_ORDER_CTL, LP_ADV_FLIP, LP_LOSS_SQUARE_CHIPO),
-                   at("corruption", 0, 0.5, 0.1, LP_ORDER_CTL, LP_ADV_FLIP, peers[i]),
-                   "accuracy");
+                   at("corruption", 0, 0.5, 0.1, LP_ORDER_CTL, LP_ADV_FLIP, peers[i]), "accuracy");
         check_record(d.mean > -K_SE * d.se, __FILE__, __LINE__,
                      "flip CTL: square-chipo not worse than %s (%.4f, SE %.4f)",
                      lp_loss_name(peers[i]), d.mean, d.se);
@@ -191,8 +187,7 @@ static void check_claim4(void)
     for (int i = 0; i < 3; i++) {
         lp_study_stat d =
             paired(at("corruption", 0, 0.5, 0.1, LP_ORDER_CTL, LP_ADV_FLIP, losses[i]),
-                   at("corruption", 0, 0.5, 0.1, LP_ORDER_LTC, LP_ADV_FLIP, losses[i]),
-                   "accuracy");
+                   at("corruption", 0, 0.5, 0.1, LP_ORDER_LTC, LP_ADV_FLIP, losses[i]), "accuracy");
         check_record(d.mean > K_SE * d.se, __FILE__, __LINE__,
                      "%s: CTL beats LTC by %.4f > %g SE (%.4f) at eps 0.5, alpha 0.1",
                      lp_loss_name(losses[i]), d.mean, K_SE, d.se);
@@ -200,8 +195,7 @@ static void check_claim4(void)
             stat(at("corruption", 0, 0.5, 0.3, LP_ORDER_LTC, LP_ADV_FLIP, losses[i]), "accuracy");
         lp_study_stat c =
             stat(at("corruption", 0, 0.5, 0.3, LP_ORDER_CTL, LP_ADV_FLIP, losses[i]), "accuracy");
-        check_record(l.mean < 0.5 - K_SE * l.se && c.mean > 0.5 + K_SE * c.se, __FILE__,
-                     __LINE__,
+        check_record(l.mean < 0.5 - K_SE * l.se && c.mean > 0.5 + K_SE * c.se, __FILE__, __LINE__,
                      "%s at alpha 0.3: LTC below chance (%.3f, SE %.3f), CTL above (%.3f, SE "
                      "%.3f)",
                      lp_loss_name(losses[i]), l.mean, l.se, c.mean, c.se);

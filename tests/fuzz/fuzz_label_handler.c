@@ -76,8 +76,11 @@ static int setup(void)
         lp_store_enroll(store, pk, h, &a) != LP_OK ||
         lp_store_assign(store, a.id, 50, as, &n) != LP_OK)
         return -1;
-    lp_api_opts ao = {.body_max = 65536, .batch_body_max = 4 << 20, .upload_max = 1 << 20,
-                      .json_depth = 32, .batch_max = 1000,
+    lp_api_opts ao = {.body_max = 65536,
+                      .batch_body_max = 4 << 20,
+                      .upload_max = 1 << 20,
+                      .json_depth = 32,
+                      .batch_max = 1000,
                       .timestamp_window_ms = 10LL * 365 * 86400 * 1000};
     api = lp_api_new(store, &ao);
     return api ? 0 : -1;
@@ -93,8 +96,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     }
     static const char *const paths[] = {"/v1/labels", "/v1/labels/batch"};
     for (int i = 0; i < 2; i++) {
-        lp_request req = {.method = "POST", .path = paths[i], .body = (const char *)data,
-                          .body_len = size};
+        lp_request req = {
+            .method = "POST", .path = paths[i], .body = (const char *)data, .body_len = size};
         lp_response resp;
         lp_api_handle(api, &req, &resp);
         if (resp.error == 0 && resp.status != 200 && resp.status != 201)

@@ -21,8 +21,8 @@ static void label_round_trip(const json_t *root)
         return;
     json_t *enc = lp_wire_label_encode(&m);
     if (lp_wire_label_decode(enc, &back, msg, sizeof msg) != LP_OK ||
-        memcmp(m.key, back.key, sizeof m.key) != 0 || m.task_id != back.task_id ||
-        m.z != back.z || m.epsilon != back.epsilon || m.timestamp_ms != back.timestamp_ms ||
+        memcmp(m.key, back.key, sizeof m.key) != 0 || m.task_id != back.task_id || m.z != back.z ||
+        m.epsilon != back.epsilon || m.timestamp_ms != back.timestamp_ms ||
         memcmp(m.sig, back.sig, sizeof m.sig) != 0)
         abort();
     json_decref(enc);

@@ -9,8 +9,8 @@
 #include <stddef.h>
 
 typedef struct http_reply {
-    long status;   /* HTTP status, 0 if the request failed */
-    char *body;    /* NUL-terminated, malloc'd; free with http_reply_free */
+    long status; /* HTTP status, 0 if the request failed */
+    char *body;  /* NUL-terminated, malloc'd; free with http_reply_free */
     size_t len;
 } http_reply;
 

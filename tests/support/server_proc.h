@@ -16,9 +16,9 @@ typedef struct server_proc {
     pid_t pid;
     int port;
     char url[64];
-    char dir[256];      /* temporary directory (database, keys, ledgers) */
-    char db[300];       /* database path inside dir */
-    char token[160];    /* first operator token ("" after a restart) */
+    char dir[256];   /* temporary directory (database, keys, ledgers) */
+    char db[300];    /* database path inside dir */
+    char token[160]; /* first operator token ("" after a restart) */
 } server_proc;
 
 /* Path of a built binary ("ldpref", "ldpref-server", ...) into out. */

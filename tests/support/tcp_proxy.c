@@ -93,8 +93,7 @@ int tcp_proxy_start(tcp_proxy *p, int target_port)
     struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = 0};
     a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
     socklen_t len = sizeof a;
-    if (bind(p->listen_fd, (struct sockaddr *)&a, sizeof a) != 0 ||
-        listen(p->listen_fd, 16) != 0 ||
+    if (bind(p->listen_fd, (struct sockaddr *)&a, sizeof a) != 0 || listen(p->listen_fd, 16) != 0 ||
         getsockname(p->listen_fd, (struct sockaddr *)&a, &len) != 0)
         return -1;
     p->port = ntohs(a.sin_port);

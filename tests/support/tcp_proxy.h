@@ -10,11 +10,11 @@
 
 typedef struct tcp_proxy {
     int listen_fd;
-    int port;          /* the proxy's own port on 127.0.0.1 */
-    int target_port;   /* where traffic is relayed */
+    int port;        /* the proxy's own port on 127.0.0.1 */
+    int target_port; /* where traffic is relayed */
     pthread_t thread;
     pthread_mutex_t lock;
-    char *captured;    /* client-to-server bytes, NUL-terminated */
+    char *captured; /* client-to-server bytes, NUL-terminated */
     size_t captured_len;
     int stop;
 } tcp_proxy;

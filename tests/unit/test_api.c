@@ -43,8 +43,12 @@ static json_t *call(const char *method, const char *path, const char *body, size
                     const char *bearer, const char *campaign, int *status, lp_response *keep)
 {
     lp_param p = {"campaign", campaign};
-    lp_request req = {.method = method, .path = path, .params = campaign ? &p : NULL,
-                      .n_params = campaign ? 1 : 0, .body = body, .body_len = len,
+    lp_request req = {.method = method,
+                      .path = path,
+                      .params = campaign ? &p : NULL,
+                      .n_params = campaign ? 1 : 0,
+                      .body = body,
+                      .body_len = len,
                       .bearer = bearer};
     lp_response resp;
     lp_api_handle(api, &req, &resp);
@@ -196,8 +200,8 @@ static char *submit(const char *body, const char *want, int want_status, int lin
                  "label error: want %s got %s", want ? want : "(none)", got ? got : "(none)");
     check_record(st == want_status, __FILE__, line, "status want %d got %d", want_status, st);
     int64_t after = stat_of("labels");
-    check_record(after == before + (want_status == 201), __FILE__, line,
-                 "labels %lld -> %lld", (long long)before, (long long)after);
+    check_record(after == before + (want_status == 201), __FILE__, line, "labels %lld -> %lld",
+                 (long long)before, (long long)after);
     char *text = resp.body ? strdup(resp.body) : NULL;
     lp_response_clear(&resp);
     json_decref(j);
@@ -227,13 +231,12 @@ static void test_tasks_upload(void)
     CHECK_INT(stat_of("tasks"), 732);
 
     /* TRL, generic with features, blank line: one upload into campaign c2 */
-    const char *mixed =
-        "{\"prompt\":\"p1\",\"chosen\":\"c\",\"rejected\":\"r\"}\n"
-        "\n"
-        "{\"id\":\"g1\",\"prompt\":\"p2\",\"responses\":[\"x\",\"y\"],"
-        "\"features\":[[1,2,3],[4,5,6]]}\r\n"
-        "{\"id\":7,\"prompt\":\"p3\",\"chosen\":\"c\",\"rejected\":\"r\","
-        "\"chosen_features\":[0.5],\"rejected_features\":[-0.5]}\n";
+    const char *mixed = "{\"prompt\":\"p1\",\"chosen\":\"c\",\"rejected\":\"r\"}\n"
+                        "\n"
+                        "{\"id\":\"g1\",\"prompt\":\"p2\",\"responses\":[\"x\",\"y\"],"
+                        "\"features\":[[1,2,3],[4,5,6]]}\r\n"
+                        "{\"id\":7,\"prompt\":\"p3\",\"chosen\":\"c\",\"rejected\":\"r\","
+                        "\"chosen_features\":[0.5],\"rejected_features\":[-0.5]}\n";
     j = call("POST", "/v1/tasks", mixed, strlen(mixed), optok, "c2", &st, NULL);
     CHECK_INT(st, 200);
     CHECK_INT(json_integer_value(json_object_get(j, "loaded")), 3);
@@ -477,8 +480,8 @@ static void test_labels(void)
     char buf[1 << 16];
     size_t total = 0;
     ssize_t n;
-    while (resp.stream.read && (n = resp.stream.read(resp.stream.ctx, buf + total,
-                                                     sizeof buf - 1 - total)) > 0)
+    while (resp.stream.read &&
+           (n = resp.stream.read(resp.stream.ctx, buf + total, sizeof buf - 1 - total)) > 0)
         total += (size_t)n;
     buf[total] = 0;
     lp_response_clear(&resp);
@@ -513,8 +516,8 @@ static void test_labels(void)
     j = call("DELETE", "/v1/labels", NULL, 0, NULL, NULL, &st, NULL);
     CHECK_STR(err_name(j), "method_not_allowed");
     json_decref(j);
-    CHECK(lp_api_body_cap(api, "POST", "/v1/labels/batch") > lp_api_body_cap(api, "POST",
-                                                                               "/v1/labels"));
+    CHECK(lp_api_body_cap(api, "POST", "/v1/labels/batch") >
+          lp_api_body_cap(api, "POST", "/v1/labels"));
 }
 
 int main(void)
@@ -530,8 +533,12 @@ int main(void)
     int created = 0;
     CHECK_INT(lp_auth_bootstrap(store, optok, &created), LP_OK);
     CHECK_INT(created, 1);
-    lp_api_opts ao = {.body_max = 65536, .batch_body_max = 4 << 20, .upload_max = 64 << 20,
-                      .json_depth = 32, .batch_max = 1000, .timestamp_window_ms = 300000};
+    lp_api_opts ao = {.body_max = 65536,
+                      .batch_body_max = 4 << 20,
+                      .upload_max = 64 << 20,
+                      .json_depth = 32,
+                      .batch_max = 1000,
+                      .timestamp_window_ms = 300000};
     api = lp_api_new(store, &ao);
     int st;
     json_t *j = call("GET", "/v1/healthz", NULL, 0, NULL, NULL, &st, NULL);

@@ -32,7 +32,10 @@ static void test_layout(void)
     uint8_t buf[LP_CANON_MAX];
     size_t n = lp_canon_label(&m, buf);
     CHECK_INT(n, 4 + 15 + 4 + 32 + 4 + 8 + 4 + 1 + 4 + 8 + 4 + 16 + 4 + 8);
-    CHECK(memcmp(buf, "\0\0\0\x0f" "ldpref/label/v1", 19) == 0);
+    CHECK(memcmp(buf,
+                 "\0\0\0\x0f"
+                 "ldpref/label/v1",
+                 19) == 0);
     CHECK(memcmp(buf + 19, "\0\0\0\x20", 4) == 0);
     CHECK(memcmp(buf + 55, "\0\0\0\x08\x01\x02\x03\x04\x05\x06\x07\x08", 12) == 0);
     CHECK(memcmp(buf + 67, "\0\0\0\x01\x01", 5) == 0);

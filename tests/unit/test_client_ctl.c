@@ -59,8 +59,8 @@ static int closed_port(void)
 static void check_binomial(long count, long n, double p, const char *what)
 {
     double sd = sqrt(n * p * (1 - p)), dev = fabs(count - n * p);
-    check_record(dev <= 5 * sd, __FILE__, __LINE__,
-                 "%s: %ld of %ld, expected %.1f +- %.1f (5 sd)", what, count, n, n * p, 5 * sd);
+    check_record(dev <= 5 * sd, __FILE__, __LINE__, "%s: %ld of %ld, expected %.1f +- %.1f (5 sd)",
+                 what, count, n, n * p, 5 * sd);
 }
 
 /* Fixed memo keys: BLAKE2b of the index. */
@@ -446,13 +446,14 @@ static void test_wire_unchanged(void)
     if (sqlite3_open_v2(path, &db, SQLITE_OPEN_READONLY, NULL) == SQLITE_OK) {
         sqlite3_stmt *st = NULL;
         long rows = 0, described = 0;
-        if (sqlite3_prepare_v2(db, "SELECT simulation FROM memo UNION ALL SELECT simulation FROM outbox",
-                               -1, &st, NULL) == SQLITE_OK)
+        if (sqlite3_prepare_v2(
+                db, "SELECT simulation FROM memo UNION ALL SELECT simulation FROM outbox", -1, &st,
+                NULL) == SQLITE_OK)
             while (sqlite3_step(st) == SQLITE_ROW) {
                 const char *s = (const char *)sqlite3_column_text(st, 0);
                 rows++;
-                described += s && strstr(s, "\"strategy\":\"random\"") && strstr(s, "\"seed\":99") &&
-                             strstr(s, "\"alpha\":0.5");
+                described += s && strstr(s, "\"strategy\":\"random\"") &&
+                             strstr(s, "\"seed\":99") && strstr(s, "\"alpha\":0.5");
             }
         sqlite3_finalize(st);
         CHECK_INT(rows, 80);

@@ -57,22 +57,22 @@ static ldpref_client *open_client(const char *token)
 }
 
 /* A call's result, that *json_out was cleared, and that a refusal left a message. */
-#define EXPECT(call, want)                                                                     \
-    do {                                                                                       \
-        json = SENTINEL;                                                                       \
-        int got_ = (call);                                                                     \
-        CHECK_ERR(got_, want);                                                                 \
-        CHECK(json == NULL);                                                                   \
-        if (got_ != LP_OK)                                                                     \
-            CHECK(ldpref_errmsg(c)[0] != '\0');                                                \
+#define EXPECT(call, want)                                                                         \
+    do {                                                                                           \
+        json = SENTINEL;                                                                           \
+        int got_ = (call);                                                                         \
+        CHECK_ERR(got_, want);                                                                     \
+        CHECK(json == NULL);                                                                       \
+        if (got_ != LP_OK)                                                                         \
+            CHECK(ldpref_errmsg(c)[0] != '\0');                                                    \
     } while (0)
 
 /* As EXPECT for a call on a NULL handle (no handle to carry a message). */
-#define EXPECT_NOHANDLE(call, want)                                                            \
-    do {                                                                                       \
-        json = SENTINEL;                                                                       \
-        CHECK_ERR((call), want);                                                               \
-        CHECK(json == NULL);                                                                   \
+#define EXPECT_NOHANDLE(call, want)                                                                \
+    do {                                                                                           \
+        json = SENTINEL;                                                                           \
+        CHECK_ERR((call), want);                                                                   \
+        CHECK(json == NULL);                                                                       \
     } while (0)
 
 static void test_runs_models(ldpref_client *c, ldpref_client *anon)
@@ -225,8 +225,7 @@ static void test_corruption(ldpref_client *c)
     CHECK_ERR(ldpref_admin_export_view(c, NULL, "corrupted", 0, NULL), LP_EINVALID_ARGUMENT);
     CHECK_ERR(ldpref_admin_export_view(NULL, NULL, "corrupted", 0, stdout), LP_EINVALID_ARGUMENT);
     /* The corrupted view is a model's: no campaign; a version only with it. */
-    CHECK_ERR(ldpref_admin_export_view(c, "default", "corrupted", 1, stdout),
-              LP_EINVALID_ARGUMENT);
+    CHECK_ERR(ldpref_admin_export_view(c, "default", "corrupted", 1, stdout), LP_EINVALID_ARGUMENT);
     CHECK_ERR(ldpref_admin_export_view(c, NULL, "corrupted", -1, stdout), LP_EINVALID_ARGUMENT);
     CHECK_ERR(ldpref_admin_export_view(c, NULL, "clean", 2, stdout), LP_EINVALID_ARGUMENT);
     CHECK_ERR(ldpref_admin_export_view(c, NULL, NULL, 2, stdout), LP_EINVALID_ARGUMENT);
@@ -291,12 +290,15 @@ static void test_symbols(void)
     if (h == NULL)
         return;
     static const char *const added[] = {
-        "ldpref_admin_export_view",  "ldpref_admin_export_view_path", "ldpref_admin_retrain",
-        "ldpref_admin_run_get",      "ldpref_admin_runs",             "ldpref_admin_run_cancel",
-        "ldpref_admin_run_wait",     "ldpref_admin_models",           "ldpref_admin_model_get",
-        "ldpref_admin_model_activate", "ldpref_admin_schedule_get",   "ldpref_admin_schedule_set",
-        "ldpref_corruption_init",    "ldpref_admin_corruption_set",   "ldpref_admin_corruption_get",
-        "ldpref_score",              "ldpref_score_texts",            NULL};
+        "ldpref_admin_export_view",    "ldpref_admin_export_view_path",
+        "ldpref_admin_retrain",        "ldpref_admin_run_get",
+        "ldpref_admin_runs",           "ldpref_admin_run_cancel",
+        "ldpref_admin_run_wait",       "ldpref_admin_models",
+        "ldpref_admin_model_get",      "ldpref_admin_model_activate",
+        "ldpref_admin_schedule_get",   "ldpref_admin_schedule_set",
+        "ldpref_corruption_init",      "ldpref_admin_corruption_set",
+        "ldpref_admin_corruption_get", "ldpref_score",
+        "ldpref_score_texts",          NULL};
     int found = 0, n = 0;
     for (int i = 0; added[i]; i++, n++)
         found += dlvsym(h, added[i], "LDPREF_0.2") != NULL;
@@ -312,8 +314,7 @@ static int cli(const char *args, char **out)
 {
     char bin[512], cmd[2048];
     server_bin_path("ldpref", bin, sizeof bin);
-    snprintf(cmd, sizeof cmd, "LDPREF_OPERATOR_TOKEN= LDPREF_SERVER=%s %s %s 2>&1", url, bin,
-             args);
+    snprintf(cmd, sizeof cmd, "LDPREF_OPERATOR_TOKEN= LDPREF_SERVER=%s %s %s 2>&1", url, bin, args);
     FILE *p = popen(cmd, "r");
     if (p == NULL)
         return -1;
@@ -327,23 +328,24 @@ static int cli(const char *args, char **out)
     return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
 }
 
-#define CLI_EXPECT(args, code, needle)                                                         \
-    do {                                                                                       \
-        char *o_ = NULL;                                                                       \
-        int rc_ = cli(args, &o_);                                                              \
-        check_record(rc_ == (code), __FILE__, __LINE__, "ldpref %s: exit %d, want %d: %s",     \
-                     args, rc_, code, o_ ? o_ : "");                                           \
-        check_record(o_ && strstr(o_, needle) != NULL, __FILE__, __LINE__,                     \
-                     "ldpref %s: output has \"%s\": %s", args, needle, o_ ? o_ : "");          \
-        free(o_);                                                                              \
+#define CLI_EXPECT(args, code, needle)                                                             \
+    do {                                                                                           \
+        char *o_ = NULL;                                                                           \
+        int rc_ = cli(args, &o_);                                                                  \
+        check_record(rc_ == (code), __FILE__, __LINE__, "ldpref %s: exit %d, want %d: %s", args,   \
+                     rc_, code, o_ ? o_ : "");                                                     \
+        check_record(o_ &&strstr(o_, needle) != NULL, __FILE__, __LINE__,                          \
+                     "ldpref %s: output has \"%s\": %s", args, needle, o_ ? o_ : "");              \
+        free(o_);                                                                                  \
     } while (0)
 
 static void test_cli(void)
 {
     static const char *const helps[] = {
-        "admin retrain", "admin runs",       "admin run", "admin cancel", "admin models",
-        "admin model",   "admin activate",   "admin schedule", "admin corruption", "score",
-        "admin export",  "answer",           "answer-batch", NULL};
+        "admin retrain",    "admin runs",  "admin run",      "admin cancel",
+        "admin models",     "admin model", "admin activate", "admin schedule",
+        "admin corruption", "score",       "admin export",   "answer",
+        "answer-batch",     NULL};
     for (int i = 0; helps[i]; i++) {
         char args[128];
         snprintf(args, sizeof args, "%s --help", helps[i]);
@@ -408,8 +410,8 @@ static void test_cli_simulation(void)
     snprintf(args, sizeof args,
              "--key %s answer 1 a --simulate-ctl-alpha 0.1 --simulate-ctl-strategy bogus", key);
     CLI_EXPECT(args, LDPREF_EINVALID_ARGUMENT, "unknown --simulate-ctl-strategy");
-    snprintf(args, sizeof args, "--key %s answer 1 a --simulate-ctl-alpha 0.1 --simulate-ctl-seed -4",
-             key);
+    snprintf(args, sizeof args,
+             "--key %s answer 1 a --simulate-ctl-alpha 0.1 --simulate-ctl-seed -4", key);
     CLI_EXPECT(args, LDPREF_EINVALID_ARGUMENT, "--simulate-ctl-seed");
     /* Valid: the warning on stderr, then the task is unknown to this ledger (20). */
     snprintf(args, sizeof args,
@@ -432,8 +434,8 @@ static void test_cli_simulation(void)
         fclose(f);
     }
     snprintf(args, sizeof args,
-             "--key %s answer-batch %s --simulate-ctl-alpha 0.3 --simulate-ctl-strategy anti",
-             key, batch);
+             "--key %s answer-batch %s --simulate-ctl-alpha 0.3 --simulate-ctl-strategy anti", key,
+             batch);
     o = NULL;
     int rc = cli(args, &o);
     CHECK_INT(rc, LDPREF_EUNKNOWN_TASK);

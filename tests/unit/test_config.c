@@ -43,7 +43,13 @@ int main(void)
     CHECK_INT(load(&c, 1, none, err), 0);
     CHECK_INT(c.port, 9000);
     CHECK_INT(c.sync, LP_SYNC_NORMAL);
-    const char *flags[] = {"x", "--port", "0", "--sync=full", "--body-max=128K", "--threads", "3",
+    const char *flags[] = {"x",
+                           "--port",
+                           "0",
+                           "--sync=full",
+                           "--body-max=128K",
+                           "--threads",
+                           "3",
                            "--new-operator-token"};
     CHECK_INT(load(&c, 8, flags, err), 0);
     CHECK_INT(c.port, 0);

@@ -33,8 +33,8 @@ static double changed_rate(const lp_corruption *c, int z, double margin, double 
 {
     long changed = 0, bad = 0;
     for (int64_t i = 1; i <= N; i++) {
-        lp_corrupt_input in = {.label_id = i, .z = z, .model_margin = margin, .feature0 = f0,
-                               .feature1 = f1};
+        lp_corrupt_input in = {
+            .label_id = i, .z = z, .model_margin = margin, .feature0 = f0, .feature1 = f1};
         int ch;
         int v = lp_corrupt_view(c, &in, &ch);
         bad += (v != 0 && v != 1) || ch != (v != z);

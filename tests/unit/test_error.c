@@ -19,8 +19,7 @@ int main(void)
         int status = lp_error_http_status(code);
         check_record(code == 0 ? status == 200 : (status >= 400 && status <= 599), __FILE__,
                      __LINE__, "status of %s is %d", name, status);
-        check_record(strlen(lp_error_message(code)) > 0, __FILE__, __LINE__, "message of %s",
-                     name);
+        check_record(strlen(lp_error_message(code)) > 0, __FILE__, __LINE__, "message of %s", name);
         for (const char *p = name; *p; p++)
             check_record((*p >= 'a' && *p <= 'z') || *p == '_', __FILE__, __LINE__,
                          "name %s is snake_case", name);

@@ -394,10 +394,13 @@ static void test_bad_input(void)
     }
     /* Good input in all three formats. */
     const char *good[] = {
-        "{\"x0\":[1,2],\"x1\":[3,4],\"z\":1,\"epsilon\":null}\n{\"x0\":[0,0],\"x1\":[1,1],\"z\":0,\"epsilon\":2.5,\"y\":1}\n",
-        "{\"prompt\":\"p\",\"chosen\":\"good answer\",\"rejected\":\"bad\",\"label_id\":1,\"epsilon\":1,\"z\":1}\n",
+        "{\"x0\":[1,2],\"x1\":[3,4],\"z\":1,\"epsilon\":null}\n{\"x0\":[0,0],\"x1\":[1,1],\"z\":0,"
+        "\"epsilon\":2.5,\"y\":1}\n",
+        "{\"prompt\":\"p\",\"chosen\":\"good "
+        "answer\",\"rejected\":\"bad\",\"label_id\":1,\"epsilon\":1,\"z\":1}\n",
         "{\"prompt\":\"p\",\"chosen\":\"a b\",\"rejected\":\"c\",\"chosen_rank\":0}\n",
-        "{\"prompt\":\"p\",\"chosen\":\"x\",\"rejected\":\"y\",\"epsilon\":null,\"chosen_features\":[1,2,3],\"rejected_features\":[0,0,0]}\n"};
+        "{\"prompt\":\"p\",\"chosen\":\"x\",\"rejected\":\"y\",\"epsilon\":null,\"chosen_"
+        "features\":[1,2,3],\"rejected_features\":[0,0,0]}\n"};
     lp_data_format want[] = {LP_FMT_DENSE, LP_FMT_EXPORT, LP_FMT_PAIRS, LP_FMT_EXPORT};
     for (int c = 0; c < 4; c++) {
         FILE *f = fopen(path, "w");

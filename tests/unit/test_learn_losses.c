@@ -125,7 +125,8 @@ static void test_golden(void)
         struct {
             const char *obj, *grad;
             const double *theta;
-        } pts[3] = {{"obj_zero", "grad_zero", NULL}, {"obj_star", "grad_star", star},
+        } pts[3] = {{"obj_zero", "grad_zero", NULL},
+                    {"obj_star", "grad_star", star},
                     {"obj_probe", "grad_probe", probe}};
         double zero[16] = {0};
         for (int p = 0; p < 3; p++) {
@@ -167,15 +168,14 @@ static void test_golden(void)
          * hence the 1e-8 relative objective tolerance above. */
         double gh = json_number_value(json_object_get(e, "maxabs_grad_hat"));
         if (gh < 1e-6)
-            check_record(res.grad_norm < 1e-6, __FILE__, __LINE__, "%s grad at optimum %.3g",
-                         key, res.grad_norm);
+            check_record(res.grad_norm < 1e-6, __FILE__, __LINE__, "%s grad at optimum %.3g", key,
+                         res.grad_norm);
         if (convex) {
             json_vec(json_object_get(e, "theta_hat"), want, d);
             double dist = 0;
             for (size_t j = 0; j < d; j++)
                 dist = fmax(dist, fabs(th[j] - want[j]));
-            check_record(dist < 1e-4, __FILE__, __LINE__, "%s theta_hat max diff %.3g", key,
-                         dist);
+            check_record(dist < 1e-4, __FILE__, __LINE__, "%s theta_hat max diff %.3g", key, dist);
         }
         /* Accuracy of the golden theta_hat against theta* on the first 1000
          * rows: a check of our margin/accuracy bookkeeping. */
@@ -197,8 +197,8 @@ static void test_golden(void)
 static void test_fd_margins(void)
 {
     const double eps_list[] = {1e-4, 0.05, 0.5, 1.0, 8.0, 50.0, 800.0, INFINITY};
-    const double ms[] = {-40.0, -5.0, -2.001, -1.999, -0.3, 0.0, 0.7, 1.5, 1.999, 2.001,
-                         5.9,   6.001, 12.0, 40.0};
+    const double ms[] = {-40.0, -5.0,  -2.001, -1.999, -0.3,  0.0,  0.7,
+                         1.5,   1.999, 2.001,  5.9,    6.001, 12.0, 40.0};
     const double rmaxes[] = {1.0, 3.0};
     int n = 0;
     for (int kind = 0; kind < LP_LOSS_COUNT; kind++)
@@ -222,8 +222,8 @@ static void test_fd_margins(void)
                         int ok = isfinite(f) && isfinite(g) && fabs(g - fd) <= tol;
                         check_record(ok, __FILE__, __LINE__,
                                      "%s rmax %g eps %g m %g zbar %d: d %.12g fd %.12g tol %.3g",
-                                     lp_loss_name((lp_loss_kind)kind), s.rmax, eps_list[e], m,
-                                     zb, g, fd, tol);
+                                     lp_loss_name((lp_loss_kind)kind), s.rmax, eps_list[e], m, zb,
+                                     g, fd, tol);
                         n++;
                     }
     CHECK(n > 1000);
@@ -432,23 +432,22 @@ static void test_kernels_vs_reference(void)
                         double f = lp_objective_eval(ob, theta, g);
                         check_record(fabs(f - fref) <= ftol, __FILE__, __LINE__,
                                      "%s simd %d %s d=%zu: F %.17g vs ref %.17g (tol %.3g)",
-                                     lp_loss_name((lp_loss_kind)kind), simd, st ? "f64" : "f32",
-                                     d, f, fref, ftol);
+                                     lp_loss_name((lp_loss_kind)kind), simd, st ? "f64" : "f32", d,
+                                     f, fref, ftol);
                         /* The AVX-512 float32 kernel sums each block of 8
                          * terms g_i x_ij in float: g_i rounded once (u_f),
                          * then 8 roundings of the running sum, so at most
                          * (gamma_8 + u_f) sum |g_i x_ij| <= 10 u_f sum |g_i x_ij|
                          * on top of the double bounds. */
-                        double blockf =
-                            simd == LP_SIMD_AVX512 && !st ? 10 * (FLT_EPSILON / 2) : 0;
+                        double blockf = simd == LP_SIMD_AVX512 && !st ? 10 * (FLT_EPSILON / 2) : 0;
                         int bad = 0;
                         for (size_t j = 0; j < d; j++)
-                            bad += !(fabs(g[j] - gref[j]) <=
-                                     (gtol[j] + blockf * gabs[j]) / (double)n);
+                            bad +=
+                                !(fabs(g[j] - gref[j]) <= (gtol[j] + blockf * gabs[j]) / (double)n);
                         check_record(bad == 0, __FILE__, __LINE__,
                                      "%s simd %d %s d=%zu: %d gradient values off the reference",
-                                     lp_loss_name((lp_loss_kind)kind), simd, st ? "f64" : "f32",
-                                     d, bad);
+                                     lp_loss_name((lp_loss_kind)kind), simd, st ? "f64" : "f32", d,
+                                     bad);
                         if (threads == 1) {
                             f1 = f;
                             memcpy(g1, g, d * sizeof *g);

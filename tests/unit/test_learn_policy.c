@@ -42,7 +42,8 @@ static void test_golden(void)
             const json_t *want = json_array_get(json_object_get(root, names[b][0]), c);
             for (size_t k = 0; k < 4; k++)
                 CHECK_NEAR(pi[k], json_number_value(json_array_get(want, k)), 1e-12);
-            CHECK_NEAR(lam, json_number_value(json_array_get(json_object_get(root, names[b][1]), c)),
+            CHECK_NEAR(lam,
+                       json_number_value(json_array_get(json_object_get(root, names[b][1]), c)),
                        1e-10);
             CHECK_ERR(lp_policy_probs(LP_LINK_KL, r, NULL, 4, betas[b], pi, NULL, NULL), LP_OK);
             want = json_array_get(json_object_get(root, names[b][2]), c);
@@ -95,9 +96,9 @@ static void test_invariants(void)
                 for (size_t k = 0; k < K; k++) {
                     /* beta phi(pi/pi_ref) with log(pi/pi_ref) = y kept exact */
                     double lhs = beta * (exp(y[k]) + y[k]), rhs = r[k] - lam;
-                    check_record(fabs(lhs - rhs) <= 1e-9 * fmax(1.0, fabs(rhs)), __FILE__,
-                                 __LINE__, "identity K=%zu beta=%g scale=%g: %.17g vs %.17g", K,
-                                 beta, sc, lhs, rhs);
+                    check_record(fabs(lhs - rhs) <= 1e-9 * fmax(1.0, fabs(rhs)), __FILE__, __LINE__,
+                                 "identity K=%zu beta=%g scale=%g: %.17g vs %.17g", K, beta, sc,
+                                 lhs, rhs);
                 }
             /* monotone: a larger reward never gets a smaller pi/pi_ref */
             for (size_t a = 0; a < K; a++)
@@ -126,8 +127,10 @@ static void test_invariants(void)
     CHECK_NEAR(lp_phi_inv_log(-1e6), -1e6, 1e-9);
     CHECK_NEAR(lp_phi_inv(1e6) + log(lp_phi_inv(1e6)), 1e6, 1e-9 * 1e6);
     /* Bad arguments. */
-    CHECK_ERR(lp_policy_probs(LP_LINK_CHIMIX, r, NULL, 0, 1.0, pi, NULL, NULL), LP_EINVALID_ARGUMENT);
-    CHECK_ERR(lp_policy_probs(LP_LINK_CHIMIX, r, NULL, 4, 0.0, pi, NULL, NULL), LP_EINVALID_ARGUMENT);
+    CHECK_ERR(lp_policy_probs(LP_LINK_CHIMIX, r, NULL, 0, 1.0, pi, NULL, NULL),
+              LP_EINVALID_ARGUMENT);
+    CHECK_ERR(lp_policy_probs(LP_LINK_CHIMIX, r, NULL, 4, 0.0, pi, NULL, NULL),
+              LP_EINVALID_ARGUMENT);
     double bad[2] = {NAN, 0};
     CHECK_ERR(lp_policy_probs(LP_LINK_KL, bad, NULL, 2, 1.0, pi, NULL, NULL), LP_EINVALID_ARGUMENT);
 }

@@ -36,10 +36,20 @@ static void test_block_parse(void)
     CHECK_ERR(lp_sweep_block_parse("d:eps=1", &b, msg, sizeof msg), LP_OK);
     CHECK(b.nn == 1 && b.n[0] == 20000 && b.nalpha == 1 && b.alpha[0] == 0 && b.norder == 1 &&
           b.nadv == 1 && b.nloss == 1 && b.loss[0] == LP_LOSS_SQUARE_CHIPO);
-    const char *bad[] = {"noname",       ":n=1",          "x:n=1",        "x:n=-5",
-                         "x:eps=0",      "x:eps=abc",     "x:alpha=0.6",  "x:order=XYZ",
-                         "x:adv=nobody", "x:loss=hinge",  "x:color=red",  "x:n",
-                         "x:n=",         "x:order=CTL,LTC,CTL",
+    const char *bad[] = {"noname",
+                         ":n=1",
+                         "x:n=1",
+                         "x:n=-5",
+                         "x:eps=0",
+                         "x:eps=abc",
+                         "x:alpha=0.6",
+                         "x:order=XYZ",
+                         "x:adv=nobody",
+                         "x:loss=hinge",
+                         "x:color=red",
+                         "x:n",
+                         "x:n=",
+                         "x:order=CTL,LTC,CTL",
                          "x:n=1,2,3,4,5,6,7,8,9,10,11,12,13,14,15,16,17"};
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         msg[0] = '\0';

@@ -60,8 +60,7 @@ static void test_constants(void)
     /* E[c * zbar] identity: c(eps) * (1 - 2q(eps)) = 1. */
     const double eps_list[] = {1e-6, 0.1, 0.5, 1, 2, 5, 30, 700};
     for (size_t i = 0; i < sizeof eps_list / sizeof eps_list[0]; i++)
-        CHECK_NEAR(lp_rr_debias(eps_list[i]) * (1 - 2 * lp_rr_flip_prob(eps_list[i])), 1.0,
-                   1e-9);
+        CHECK_NEAR(lp_rr_debias(eps_list[i]) * (1 - 2 * lp_rr_flip_prob(eps_list[i])), 1.0, 1e-9);
 }
 
 static void test_epsilon_check(void)
@@ -135,8 +134,8 @@ static void check_binomial(const char *what, double eps, long k, long n, double 
 {
     double mean = n * p, sd = sqrt(n * p * (1 - p));
     int ok = fabs(k - mean) <= Z_BOUND * sd;
-    check_record(ok, __FILE__, __LINE__, "%s eps=%g: %ld of %ld, expected %.1f +- %.1f", what,
-                 eps, k, n, mean, Z_BOUND * sd);
+    check_record(ok, __FILE__, __LINE__, "%s eps=%g: %ld of %ld, expected %.1f +- %.1f", what, eps,
+                 k, n, mean, Z_BOUND * sd);
 }
 
 static void test_flip_rate(void)

@@ -94,8 +94,8 @@ static void test_label_checks(void)
     snprintf(cpath, sizeof cpath, "%s/checks.db", dir);
     lp_store_opts o = {.path = cpath, .sync_full = 1, .read_conns = 1};
     CHECK_INT(lp_store_open(&o, &s, err, sizeof err), LP_OK);
-    lp_campaign c = {.epsilon_min = 0.5, .epsilon_max = 2, .epsilon_budget = 4,
-                     .epsilon_default = 1};
+    lp_campaign c = {
+        .epsilon_min = 0.5, .epsilon_max = 2, .epsilon_budget = 4, .epsilon_default = 1};
     snprintf(c.name, sizeof c.name, "checks");
     CHECK_INT(lp_store_campaign_create(s, &c), LP_OK);
     static lp_task_in tasks[8];
@@ -116,7 +116,7 @@ static void test_label_checks(void)
 
     lp_label_item it[8];
     make_item(&it[0], annot, as[0].task_id, 1.0);
-    it[1] = it[0]; /* identical resend in the same job */
+    it[1] = it[0];                                /* identical resend in the same job */
     make_item(&it[2], annot, as[0].task_id, 1.0); /* different label, same task */
     make_item(&it[3], annot, as[1].task_id, 5.0); /* reused nonce, and out of range */
     memcpy(it[3].msg.nonce, it[0].msg.nonce, 16);
@@ -262,13 +262,12 @@ int main(void)
 
     /* budget: 10 concurrent labels of 1.0 against a budget of 3.0 in one batch
      * and across batches: exactly 3 pass */
-    lp_campaign small = {.epsilon_min = 0.1, .epsilon_max = 5, .epsilon_budget = 3,
-                         .epsilon_default = 1};
+    lp_campaign small = {
+        .epsilon_min = 0.1, .epsilon_max = 5, .epsilon_budget = 3, .epsilon_default = 1};
     snprintf(small.name, sizeof small.name, "small");
     CHECK_INT(lp_store_campaign_create(s, &small), LP_OK);
     CHECK_INT(lp_store_campaign_create(s, &small), LP_ECAMPAIGN_EXISTS);
-    CHECK_INT(lp_store_tasks_load(s, small.id, tasks, 10, &loaded, &skipped, &first, &last),
-              LP_OK);
+    CHECK_INT(lp_store_tasks_load(s, small.id, tasks, 10, &loaded, &skipped, &first, &last), LP_OK);
     uint8_t key[32];
     int64_t annot = enroll_new(small.id, key);
     lp_assignment as[10];
@@ -322,8 +321,7 @@ int main(void)
     CHECK(sqlite3_step(q) == SQLITE_ROW && sqlite3_column_int(q, 0) == LP_MIGRATION_COUNT);
     sqlite3_finalize(q);
     sqlite3_prepare_v2(db, "SELECT count(*) FROM labels", -1, &q, NULL);
-    CHECK(sqlite3_step(q) == SQLITE_ROW &&
-          sqlite3_column_int(q, 0) == THREADS * PER_THREAD + 3);
+    CHECK(sqlite3_step(q) == SQLITE_ROW && sqlite3_column_int(q, 0) == THREADS * PER_THREAD + 3);
     sqlite3_finalize(q);
     sqlite3_close(db);
 

@@ -48,9 +48,8 @@ static int decode_text(const char *text, size_t len, lp_label_msg *out, char *ms
 
 static int same_label(const lp_label_msg *a, const lp_label_msg *b)
 {
-    return memcmp(a->key, b->key, LP_KEY_BYTES) == 0 && a->task_id == b->task_id &&
-           a->z == b->z && (a->epsilon == b->epsilon) &&
-           memcmp(a->nonce, b->nonce, LP_NONCE_BYTES) == 0 &&
+    return memcmp(a->key, b->key, LP_KEY_BYTES) == 0 && a->task_id == b->task_id && a->z == b->z &&
+           (a->epsilon == b->epsilon) && memcmp(a->nonce, b->nonce, LP_NONCE_BYTES) == 0 &&
            a->timestamp_ms == b->timestamp_ms && memcmp(a->sig, b->sig, LP_SIG_BYTES) == 0;
 }
 
@@ -89,8 +88,8 @@ static void run_valid(void)
 static void run_invalid(void)
 {
     static const char *const must_cover[] = {"malformed_json", "json_too_deep", "wrong_type",
-                                              "missing_field",  "unknown_field", "bad_label",
-                                              "bad_epsilon",    "field_too_long"};
+                                             "missing_field",  "unknown_field", "bad_label",
+                                             "bad_epsilon",    "field_too_long"};
     int covered[8] = {0};
     DIR *d = opendir(CASES "/invalid");
     CHECK(d != NULL);
@@ -115,8 +114,8 @@ static void run_invalid(void)
         char *text = read_file(path, &len);
         lp_label_msg m;
         int rc = decode_text(text, len, &m, msg);
-        check_record(rc == want_code, __FILE__, __LINE__, "invalid case %s: got %s (%s)",
-                     e->d_name, lp_error_name(rc), msg);
+        check_record(rc == want_code, __FILE__, __LINE__, "invalid case %s: got %s (%s)", e->d_name,
+                     lp_error_name(rc), msg);
         check_record(rc == LP_OK || msg[0] != 0, __FILE__, __LINE__, "case %s has a message",
                      e->d_name);
         for (int i = 0; i < 8; i++)
@@ -125,8 +124,7 @@ static void run_invalid(void)
     }
     closedir(d);
     for (int i = 0; i < 8; i++)
-        check_record(covered[i], __FILE__, __LINE__, "error %s covered by a case",
-                     must_cover[i]);
+        check_record(covered[i], __FILE__, __LINE__, "error %s covered by a case", must_cover[i]);
 }
 
 static void test_epsilon_wire(void)
@@ -148,10 +146,11 @@ static void test_enroll_next_codecs(void)
     char msg[LP_MSG_MAX];
     CHECK_ERR(lp_wire_enroll_decode(j, &e2, msg, sizeof msg), LP_OK);
     CHECK(memcmp(&e, &e2, sizeof e) == 0);
-    json_object_set_new(j, "token", json_string_nocheck("xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx"
-                                                        "xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx"
-                                                        "xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx"
-                                                        "xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx"));
+    json_object_set_new(j, "token",
+                        json_string_nocheck("xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx"
+                                            "xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx"
+                                            "xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx"
+                                            "xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx"));
     CHECK_ERR(lp_wire_enroll_decode(j, &e2, msg, sizeof msg), LP_ETOO_LONG);
     json_decref(j);
 
@@ -229,8 +228,7 @@ static void test_scan_cases(void)
                 check_record(r != 0, __FILE__, __LINE__, "fast path disagrees on %s", e->d_name);
                 taken += r == 1;
             } else {
-                check_record(r == -1, __FILE__, __LINE__, "fast path took invalid %s",
-                             e->d_name);
+                check_record(r == -1, __FILE__, __LINE__, "fast path took invalid %s", e->d_name);
             }
             free(text);
         }

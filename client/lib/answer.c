@@ -1,0 +1,622 @@
+/*
+ * answer.c — the privacy core of libldpref: turning an annotator's TRUE
+ * preference into a signed, privatized label, exactly once per comparison.
+ *
+ * Order of operations for one answer (all ledger writes in one transaction,
+ * committed BEFORE anything is sent):
+ *   1. outbox: if a message for (server, task_id) exists, it is reused byte
+ *      for byte (same nonce, timestamp, signature) — nothing else happens;
+ *   2. memo: the comparison's memo key (keyed BLAKE2b of its content in
+ *      canonical order) finds a stored randomized answer: reuse it and its
+ *      epsilon, spend nothing;
+ *   3. otherwise choose epsilon = min(own per-label cap, server proposal,
+ *      campaign max), refuse below the campaign min, refuse if the local
+ *      total would exceed the own cap; if CTL simulation is on (simulated
+ *      annotators only, ctl.h), replace the true answer with probability
+ *      alpha by the strategy's; draw RR over the CSPRNG, store memo (with
+ *      the simulation settings, if any) and spend;
+ *   4. sign a fresh label (random nonce, lp_now_ms()) and store its JSON in
+ *      the outbox;
+ * then send, and record the receipt. The true answer exists only in this
+ * function's arguments and locals; it is never stored or sent.
+ */
+#include "internal.h"
+
+#include "clock.h"
+#include "error.h"
+#include "rr.h"
+#include "wire.h"
+
+#include <math.h>
+#include <sodium.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define LPC_BATCH_MAX 1000
+#define LPC_MEMO_TAG "ldpref/memo/v1"
+
+static void hash_update_lp(crypto_generichash_state *st, const void *data, size_t len)
+{
+    uint8_t be[8];
+    for (int i = 0; i < 8; i++)
+        be[i] = (uint8_t)((uint64_t)len >> (56 - 8 * i));
+    crypto_generichash_update(st, be, sizeof be);
+    crypto_generichash_update(st, data, len);
+}
+
+void lpc_memo_key(const uint8_t secret[LPC_DEVICE_SECRET_BYTES], const char *prompt, const char *a,
+                  const char *b, uint8_t key[LPC_MEMO_KEY_BYTES], int *swapped)
+{
+    uint8_t ha[32], hb[32];
+    size_t la = strlen(a), lb = strlen(b);
+    crypto_generichash(ha, sizeof ha, (const uint8_t *)a, la, NULL, 0);
+    crypto_generichash(hb, sizeof hb, (const uint8_t *)b, lb, NULL, 0);
+    /* Canonical order: the response with the smaller hash first. Equal
+     * hashes mean equal texts, where the order does not matter. */
+    int sw = memcmp(ha, hb, sizeof ha) > 0;
+    const char *first = sw ? b : a, *second = sw ? a : b;
+    crypto_generichash_state st;
+    crypto_generichash_init(&st, secret, LPC_DEVICE_SECRET_BYTES, LPC_MEMO_KEY_BYTES);
+    hash_update_lp(&st, LPC_MEMO_TAG, strlen(LPC_MEMO_TAG));
+    hash_update_lp(&st, prompt, strlen(prompt));
+    hash_update_lp(&st, first, strlen(first));
+    hash_update_lp(&st, second, strlen(second));
+    crypto_generichash_final(&st, key, LPC_MEMO_KEY_BYTES);
+    sodium_memzero(&st, sizeof st);
+    *swapped = sw;
+}
+
+/* The epsilon for a new label: never above the own cap, the proposal or
+ * the campaign's max; LDPREF_EEPSILON_OUT_OF_RANGE below the campaign's min.
+ * Infinity (no privatization) only when both the own cap and the campaign's
+ * proposal are infinite: the server proposes it only for campaigns that
+ * allow it, and the annotator must have opted in. */
+static int choose_epsilon(ldpref_client *c, const lpc_task_meta *m, double *eps)
+{
+    double e = fmin(c->cap_label, m->epsilon_proposed);
+    if (!isinf(e))
+        e = fmin(e, m->epsilon_max);
+    if (isnan(e) || !(e >= m->epsilon_min) || lp_epsilon_check(e, 1) != LP_OK)
+        return lpc_fail(c, LDPREF_EEPSILON_OUT_OF_RANGE,
+                        "own per-label cap %g is below the campaign's minimum epsilon %g",
+                        c->cap_label, m->epsilon_min);
+    *eps = e;
+    return LDPREF_OK;
+}
+
+/* Signs a label for (task_id, z, eps) with a fresh nonce and timestamp and
+ * returns its compact JSON (malloc'ed) in *text. */
+static int sign_label(ldpref_client *c, int64_t task_id, int z, double eps, lp_label_msg *msg,
+                      char **text)
+{
+    memset(msg, 0, sizeof *msg);
+    memcpy(msg->key, c->pk, LP_KEY_BYTES);
+    msg->task_id = task_id;
+    msg->z = z;
+    msg->epsilon = eps;
+    randombytes_buf(msg->nonce, LP_NONCE_BYTES);
+    msg->timestamp_ms = lp_now_ms();
+    lp_sign_label(msg, c->sk);
+    json_t *obj = lp_wire_label_encode(msg);
+    *text = obj ? json_dumps(obj, JSON_COMPACT) : NULL;
+    json_decref(obj);
+    return *text ? LDPREF_OK : lpc_fail(c, LDPREF_ENO_MEMORY, "encoding the label");
+}
+
+/* Decodes a stored outbox message. */
+static int decode_stored(ldpref_client *c, const char *text, lp_label_msg *msg)
+{
+    json_t *obj = NULL;
+    char m[LP_MSG_MAX];
+    int rc = lp_json_parse(text, strlen(text), LP_JSON_DEPTH_MAX, &obj, m, sizeof m);
+    if (rc == LP_OK)
+        rc = lp_wire_label_decode(obj, msg, m, sizeof m);
+    json_decref(obj);
+    return rc == LP_OK ? LDPREF_OK
+                       : lpc_fail(c, LDPREF_ESTORAGE, "ledger: corrupt outbox message: %s", m);
+}
+
+/*
+ * Steps 1-4 above for a task described by meta. On success *text is the
+ * message to send (malloc'ed), *receipt the stored receipt JSON or NULL
+ * (malloc'ed), *existed 1 if the message came from the outbox, *simulated
+ * 1 if the answer was drawn under CTL simulation (now or when memoized).
+ */
+static int prepare(ldpref_client *c, int64_t task_id, const lpc_task_meta *meta, int prefer_b,
+                   lp_label_msg *msg, char **text, char **receipt, int *existed, int *simulated)
+{
+    lpc_ledger *l = c->ledger;
+    int rc;
+    char *simulation = NULL; /* the memo entry's CTL settings, NULL for a real answer */
+    *text = NULL;
+    *receipt = NULL;
+    *existed = 0;
+    *simulated = 0;
+    if (lpc_ledger_begin(l) != LP_OK)
+        return lpc_fail(c, LDPREF_ESTORAGE, "ledger busy or failing");
+    rc = lpc_ledger_outbox_get(l, c->server, task_id, text, receipt, simulated);
+    if (rc == LP_OK) {
+        lpc_ledger_rollback(l);
+        *existed = 1;
+        rc = decode_stored(c, *text, msg);
+        goto done;
+    }
+    if (rc != LP_ENOT_FOUND)
+        goto storage;
+
+    int z_canon;
+    double eps;
+    rc = lpc_ledger_memo_get(l, meta->memo_key, &z_canon, &eps, &simulation);
+    if (rc == LP_ENOT_FOUND) {
+        double spent;
+        if ((rc = choose_epsilon(c, meta, &eps)) != LDPREF_OK)
+            goto refuse;
+        if (lpc_ledger_spent(l, &spent) != LP_OK)
+            goto storage;
+        /* A relative slack of 1e-12 keeps sums like 10 x 0.1 within a cap of 1. */
+        if (!(spent + eps <= c->cap_total * (1.0 + 1e-12))) {
+            rc = lpc_fail(c, LDPREF_ELOCAL_BUDGET_EXCEEDED,
+                          "spending %g would bring the local total to %g, above the cap %g", eps,
+                          spent + eps, c->cap_total);
+            goto refuse;
+        }
+        int y_canon = (prefer_b != 0) ^ meta->swapped;
+        if (c->ctl.alpha > 0) {
+            /* Simulation only: corruption of the true answer, then LDP (CTL). */
+            char settings[160];
+            lpc_ctl_describe(&c->ctl, settings, sizeof settings);
+            if ((simulation = strdup(settings)) == NULL) {
+                rc = lpc_fail(c, LDPREF_ENO_MEMORY, "out of memory");
+                goto refuse;
+            }
+            y_canon = lpc_ctl_apply(&c->ctl, meta->memo_key, meta->swapped, y_canon, NULL);
+        }
+        rc = lp_rr_privatize(y_canon, eps, &z_canon);
+        y_canon = 0;
+        if (rc != LP_OK) {
+            rc = lpc_fail(c, LDPREF_ERNG, "randomized response failed");
+            goto refuse;
+        }
+        if (lpc_ledger_memo_put(l, meta->memo_key, z_canon, eps, simulation) != LP_OK ||
+            lpc_ledger_spend(l, meta->memo_key, eps, c->server, task_id) != LP_OK)
+            goto storage;
+    } else if (rc != LP_OK) {
+        goto storage;
+    }
+    if ((rc = sign_label(c, task_id, z_canon ^ meta->swapped, eps, msg, text)) != LDPREF_OK)
+        goto refuse;
+    if (lpc_ledger_outbox_put(l, c->server, task_id, *text, simulation) != LP_OK ||
+        lpc_ledger_commit(l) != LP_OK)
+        goto storage;
+    *simulated = simulation != NULL;
+    rc = LDPREF_OK;
+    goto done;
+storage:
+    rc = lpc_fail(c, LDPREF_ESTORAGE, "ledger write failed; nothing was sent");
+refuse:
+    lpc_ledger_rollback(l);
+done:
+    free(simulation);
+    if (rc != LDPREF_OK) {
+        free(*text);
+        free(*receipt);
+        *text = *receipt = NULL;
+        *simulated = 0;
+    }
+    return rc;
+}
+
+/* Memo metadata for a task given with its content. */
+static int meta_from_task(ldpref_client *c, const ldpref_task *t, lpc_task_meta *m)
+{
+    if (t->prompt == NULL || t->a == NULL || t->b == NULL || t->task_id < 1)
+        return lpc_fail(c, LDPREF_EINVALID_ARGUMENT, "task needs task_id >= 1, prompt, a and b");
+    lpc_memo_key(lpc_ledger_secret(c->ledger), t->prompt, t->a, t->b, m->memo_key, &m->swapped);
+    m->epsilon_proposed = t->epsilon_proposed;
+    m->epsilon_min = t->epsilon_min;
+    m->epsilon_max = t->epsilon_max;
+    return LDPREF_OK;
+}
+
+static int meta_from_id(ldpref_client *c, int64_t task_id, lpc_task_meta *m)
+{
+    int rc = lpc_ledger_task_get(c->ledger, c->server, task_id, m);
+    if (rc == LP_ENOT_FOUND)
+        return lpc_fail(c, LDPREF_EUNKNOWN_TASK,
+                        "task %lld was not fetched through this ledger from %s", (long long)task_id,
+                        c->server);
+    return rc == LP_OK ? LDPREF_OK : lpc_fail(c, LDPREF_ESTORAGE, "ledger read failed");
+}
+
+static int begin_answer(ldpref_client *c, int prefer_b)
+{
+    if (prefer_b != 0 && prefer_b != 1)
+        return lpc_fail(c, LDPREF_EINVALID_ARGUMENT, "prefer_b must be 0 or 1");
+    if (!c->have_key)
+        return lpc_fail(c, LDPREF_EKEY_FILE, "no key: set key_path (see ldpref_keygen)");
+    lpc_ledger *l;
+    return lpc_use_ledger(c, &l);
+}
+
+int lpc_answer_prepare(ldpref_client *c, const ldpref_task *t, int prefer_b, lp_label_msg *msg,
+                       int *existed, int *simulated)
+{
+    lpc_task_meta m;
+    char *text = NULL, *receipt = NULL;
+    int sim = 0;
+    int rc = begin_answer(c, prefer_b);
+    if (rc == LDPREF_OK && (rc = meta_from_task(c, t, &m)) == LDPREF_OK)
+        rc = prepare(c, t->task_id, &m, prefer_b, msg, &text, &receipt, existed, &sim);
+    if (simulated)
+        *simulated = sim;
+    free(text);
+    free(receipt);
+    return rc;
+}
+
+/* Parses a receipt object and checks it acknowledges msg. */
+static int parse_receipt(ldpref_client *c, const json_t *obj, const lp_label_msg *msg,
+                         ldpref_receipt *r)
+{
+    int64_t z;
+    memset(r, 0, sizeof *r);
+    if (lp_json_get_int(obj, "label_id", 1, INT64_MAX, &r->label_id, NULL, 0) != LP_OK ||
+        lp_json_get_int(obj, "task_id", 1, INT64_MAX, &r->task_id, NULL, 0) != LP_OK ||
+        lp_json_get_int(obj, "z", 0, 1, &z, NULL, 0) != LP_OK ||
+        lp_json_get_epsilon(obj, "epsilon", &r->epsilon, NULL, 0) != LP_OK ||
+        lp_json_get_int(obj, "received_at", 0, INT64_MAX, &r->received_at, NULL, 0) != LP_OK)
+        return lpc_fail(c, LDPREF_EPROTOCOL, "the server's receipt is malformed");
+    r->z = (int)z;
+    if (r->task_id != msg->task_id || r->z != msg->z ||
+        !(r->epsilon == msg->epsilon || fabs(r->epsilon - msg->epsilon) <= 1e-12 * msg->epsilon))
+        return lpc_fail(c, LDPREF_EPROTOCOL, "the server's receipt does not match the label sent");
+    return LDPREF_OK;
+}
+
+/* Parses a stored receipt text. */
+static int stored_receipt(ldpref_client *c, const char *text, const lp_label_msg *msg,
+                          ldpref_receipt *r)
+{
+    json_t *obj = NULL;
+    int rc = lp_json_parse(text, strlen(text), LP_JSON_DEPTH_MAX, &obj, NULL, 0);
+    if (rc == LP_OK)
+        rc = parse_receipt(c, obj, msg, r);
+    else
+        rc = lpc_fail(c, LDPREF_ESTORAGE, "ledger: corrupt receipt");
+    json_decref(obj);
+    r->resent = 1;
+    return rc;
+}
+
+/* Records a receipt object for task_id in the outbox. */
+static int record_receipt(ldpref_client *c, int64_t task_id, const json_t *obj)
+{
+    char *text = json_dumps(obj, JSON_COMPACT);
+    int rc =
+        text ? lpc_ledger_outbox_set_receipt(c->ledger, c->server, task_id, text) : LP_ENO_MEMORY;
+    free(text);
+    return rc == LP_OK ? LDPREF_OK
+                       : lpc_fail(c, LDPREF_ESTORAGE,
+                                  "label accepted, but storing its receipt "
+                                  "failed (a resend will fetch it again)");
+}
+
+static void record_error(ldpref_client *c, int64_t task_id, int code)
+{
+    (void)lpc_ledger_outbox_set_error(c->ledger, c->server, task_id, lp_error_name(code));
+}
+
+/*
+ * After the server said stale_timestamp it holds no label for the task (it
+ * checks for an existing label first), so a message with a fresh nonce and
+ * timestamp, and the SAME z and epsilon, replaces the stored one.
+ */
+static int refresh_stale(ldpref_client *c, lp_label_msg *msg, char **text)
+{
+    char *fresh = NULL;
+    lp_label_msg m2;
+    int rc = sign_label(c, msg->task_id, msg->z, msg->epsilon, &m2, &fresh);
+    if (rc != LDPREF_OK)
+        return rc;
+    if (lpc_ledger_outbox_replace(c->ledger, c->server, msg->task_id, fresh) != LP_OK) {
+        free(fresh);
+        return lpc_fail(c, LDPREF_ESTORAGE, "ledger: replacing a stale message failed");
+    }
+    free(*text);
+    *text = fresh;
+    *msg = m2;
+    return LDPREF_OK;
+}
+
+/* Sends a stored message, refreshing it once if it went stale; records the
+ * receipt or the error in the outbox. */
+static int send_one(ldpref_client *c, lp_label_msg *msg, char **text, ldpref_receipt *out)
+{
+    for (int attempt = 0;; attempt++) {
+        json_t *resp = NULL;
+        long status = 0;
+        int rc =
+            lpc_call_text(c, "POST", "/v1/labels", *text, 0, LPC_RESP_CAP_SMALL, &resp, &status);
+        if (rc == LDPREF_ESTALE_TIMESTAMP && attempt == 0) {
+            char saved[LPC_ERRMSG_MAX];
+            memcpy(saved, c->errmsg, sizeof saved);
+            if (refresh_stale(c, msg, text) == LDPREF_OK)
+                continue;
+            memcpy(c->errmsg, saved, sizeof saved);
+        }
+        if (rc != LDPREF_OK) {
+            if (rc != LDPREF_ENETWORK)
+                record_error(c, msg->task_id, rc);
+            return rc;
+        }
+        ldpref_receipt r;
+        rc = parse_receipt(c, resp, msg, &r);
+        if (rc == LDPREF_OK) {
+            r.resent = status == 200;
+            rc = record_receipt(c, msg->task_id, resp);
+            if (out)
+                *out = r;
+        }
+        json_decref(resp);
+        return rc;
+    }
+}
+
+/* Answers a task described by meta: prepare, then send or reuse. */
+static int answer_meta(ldpref_client *c, int64_t task_id, const lpc_task_meta *m, int prefer_b,
+                       ldpref_receipt *out)
+{
+    lp_label_msg msg;
+    char *text = NULL, *receipt = NULL;
+    int existed = 0, simulated = 0;
+    int rc = prepare(c, task_id, m, prefer_b, &msg, &text, &receipt, &existed, &simulated);
+    if (rc == LDPREF_OK) {
+        ldpref_receipt r;
+        if (receipt != NULL)
+            rc = stored_receipt(c, receipt, &msg, &r);
+        else
+            rc = send_one(c, &msg, &text, &r);
+        r.simulated = simulated;
+        if (rc == LDPREF_OK && out)
+            *out = r;
+    }
+    free(text);
+    free(receipt);
+    return rc;
+}
+
+int ldpref_answer(ldpref_client *c, const ldpref_task *t, int prefer_b, ldpref_receipt *out)
+{
+    if (c == NULL || t == NULL)
+        return LDPREF_EINVALID_ARGUMENT;
+    lpc_task_meta m;
+    int rc = begin_answer(c, prefer_b);
+    if (rc == LDPREF_OK && (rc = meta_from_task(c, t, &m)) == LDPREF_OK)
+        rc = answer_meta(c, t->task_id, &m, prefer_b, out);
+    return rc;
+}
+
+int ldpref_answer_id(ldpref_client *c, int64_t task_id, int prefer_b, ldpref_receipt *out)
+{
+    if (c == NULL)
+        return LDPREF_EINVALID_ARGUMENT;
+    lpc_task_meta m;
+    int rc = begin_answer(c, prefer_b);
+    if (rc == LDPREF_OK && (rc = meta_from_id(c, task_id, &m)) == LDPREF_OK)
+        rc = answer_meta(c, task_id, &m, prefer_b, out);
+    return rc;
+}
+
+/* Per-item state of a batch. */
+struct pending_item {
+    size_t index; /* into the caller's items */
+    lp_label_msg msg;
+    char *text;
+    int simulated;
+};
+
+static void item_fail(ldpref_batch_item *it, int code, const char *message)
+{
+    size_t n = strnlen(message, sizeof it->message - 1);
+    it->error = code;
+    memcpy(it->message, message, n);
+    it->message[n] = '\0';
+}
+
+/* Sends one chunk of prepared messages and fills the items' results. */
+static int send_chunk(ldpref_client *c, ldpref_batch_item *items, struct pending_item *p, size_t n)
+{
+    size_t len = 16;
+    for (size_t i = 0; i < n; i++)
+        len += strlen(p[i].text) + 1;
+    char *body = malloc(len);
+    if (body == NULL)
+        return lpc_fail(c, LDPREF_ENO_MEMORY, "out of memory");
+    /* The stored texts verbatim: the server sees the identical messages. */
+    size_t off = (size_t)sprintf(body, "{\"labels\":[");
+    for (size_t i = 0; i < n; i++) {
+        size_t tl = strlen(p[i].text);
+        if (i > 0)
+            body[off++] = ',';
+        memcpy(body + off, p[i].text, tl);
+        off += tl;
+    }
+    memcpy(body + off, "]}", 3);
+    json_t *resp = NULL;
+    long status = 0;
+    int rc =
+        lpc_call_text(c, "POST", "/v1/labels/batch", body, 0, LPC_RESP_CAP_LARGE, &resp, &status);
+    free(body);
+    if (rc != LDPREF_OK)
+        return rc;
+    json_t *results = json_object_get(resp, "results");
+    if (!json_is_array(results) || json_array_size(results) != n) {
+        json_decref(resp);
+        return lpc_fail(c, LDPREF_EPROTOCOL, "the batch answer has no matching \"results\"");
+    }
+    for (size_t i = 0; i < n; i++) {
+        ldpref_batch_item *it = &items[p[i].index];
+        json_t *r = json_array_get(results, i);
+        json_t *err = json_object_get(r, "error");
+        if (err != NULL) {
+            const char *name = json_string_value(err);
+            const char *message = json_string_value(json_object_get(r, "message"));
+            int code = name ? lp_error_from_name(name) : -1;
+            if (code <= 0)
+                code = LDPREF_EPROTOCOL;
+            char buf[256];
+            snprintf(buf, sizeof buf, "server: %.60s: %.160s", name ? name : "?",
+                     message ? message : "");
+            item_fail(it, code, buf);
+            record_error(c, p[i].msg.task_id, code);
+            continue;
+        }
+        ldpref_receipt rec;
+        int irc = parse_receipt(c, r, &p[i].msg, &rec);
+        if (irc == LDPREF_OK) {
+            int64_t st = 0;
+            rec.resent = lp_json_get_int(r, "status", 0, 999, &st, NULL, 0) == LP_OK && st == 200;
+            irc = record_receipt(c, p[i].msg.task_id, r);
+        }
+        if (irc != LDPREF_OK) {
+            item_fail(it, irc, c->errmsg);
+        } else {
+            it->error = LDPREF_OK;
+            it->receipt = rec;
+            it->receipt.simulated = p[i].simulated;
+        }
+    }
+    json_decref(resp);
+    return LDPREF_OK;
+}
+
+int ldpref_answer_batch(ldpref_client *c, ldpref_batch_item *items, size_t n)
+{
+    if (c == NULL || (items == NULL && n > 0))
+        return LDPREF_EINVALID_ARGUMENT;
+    if (n == 0)
+        return LDPREF_OK;
+    int rc = begin_answer(c, 0);
+    if (rc != LDPREF_OK)
+        return rc;
+    struct pending_item *p = calloc(n < LPC_BATCH_MAX ? n : LPC_BATCH_MAX, sizeof *p);
+    if (p == NULL)
+        return lpc_fail(c, LDPREF_ENO_MEMORY, "out of memory");
+    size_t np = 0;
+    for (size_t i = 0; i < n && rc == LDPREF_OK; i++) {
+        ldpref_batch_item *it = &items[i];
+        memset(&it->receipt, 0, sizeof it->receipt);
+        it->message[0] = '\0';
+        lpc_task_meta m;
+        int64_t task_id = it->task ? it->task->task_id : it->task_id;
+        int irc = it->prefer_b == 0 || it->prefer_b == 1
+                      ? LDPREF_OK
+                      : lpc_fail(c, LDPREF_EINVALID_ARGUMENT, "prefer_b must be 0 or 1");
+        if (irc == LDPREF_OK)
+            irc = it->task ? meta_from_task(c, it->task, &m) : meta_from_id(c, task_id, &m);
+        char *receipt = NULL;
+        int existed = 0;
+        if (irc == LDPREF_OK)
+            irc = prepare(c, task_id, &m, it->prefer_b, &p[np].msg, &p[np].text, &receipt, &existed,
+                          &p[np].simulated);
+        if (irc == LDPREF_OK && receipt != NULL) {
+            irc = stored_receipt(c, receipt, &p[np].msg, &it->receipt);
+            it->receipt.simulated = p[np].simulated;
+            free(p[np].text);
+            p[np].text = NULL;
+            it->error = irc;
+            if (irc != LDPREF_OK)
+                item_fail(it, irc, c->errmsg);
+        } else if (irc == LDPREF_OK) {
+            p[np++].index = i;
+            it->error = LDPREF_EINTERNAL; /* until the server answers */
+        } else {
+            item_fail(it, irc, c->errmsg);
+            if (irc == LDPREF_ESTORAGE)
+                rc = irc; /* the ledger failing stops the batch */
+        }
+        free(receipt);
+        if (rc == LDPREF_OK && (np == LPC_BATCH_MAX || (i + 1 == n && np > 0))) {
+            rc = send_chunk(c, items, p, np);
+            for (size_t k = 0; k < np; k++) {
+                if (rc != LDPREF_OK)
+                    item_fail(&items[p[k].index], rc, c->errmsg);
+                free(p[k].text);
+                p[k].text = NULL;
+            }
+            np = 0;
+        }
+    }
+    for (size_t k = 0; k < np; k++)
+        free(p[k].text);
+    free(p);
+    return rc;
+}
+
+int ldpref_resend_pending(ldpref_client *c, size_t *sent, size_t *pending)
+{
+    if (sent)
+        *sent = 0;
+    if (pending)
+        *pending = 0;
+    if (c == NULL)
+        return LDPREF_EINVALID_ARGUMENT;
+    int rc = begin_answer(c, 0);
+    if (rc != LDPREF_OK)
+        return rc;
+    int64_t *ids = NULL;
+    size_t n = 0, ok = 0;
+    int first_error = LDPREF_OK;
+    char first_msg[LPC_ERRMSG_MAX] = "";
+    if (lpc_ledger_outbox_pending(c->ledger, c->server, &ids, &n) != LP_OK)
+        return lpc_fail(c, LDPREF_ESTORAGE, "ledger read failed");
+    for (size_t i = 0; i < n; i++) {
+        char *text = NULL;
+        lp_label_msg msg;
+        if (lpc_ledger_outbox_get(c->ledger, c->server, ids[i], &text, NULL, NULL) != LP_OK) {
+            rc = lpc_fail(c, LDPREF_ESTORAGE, "ledger read failed");
+            break;
+        }
+        rc = decode_stored(c, text, &msg);
+        if (rc == LDPREF_OK)
+            rc = send_one(c, &msg, &text, NULL);
+        free(text);
+        if (rc == LDPREF_OK) {
+            ok++;
+        } else if (rc == LDPREF_ENETWORK || rc == LDPREF_ESTORAGE || rc == LDPREF_EUNAVAILABLE) {
+            break; /* no point trying the rest now */
+        } else if (first_error == LDPREF_OK) {
+            first_error = rc; /* per-message rejection, recorded in the outbox */
+            memcpy(first_msg, c->errmsg, sizeof first_msg);
+        }
+        rc = LDPREF_OK;
+    }
+    free(ids);
+    if (sent)
+        *sent = ok;
+    if (pending)
+        *pending = n - ok;
+    if (rc == LDPREF_OK && first_error != LDPREF_OK)
+        rc = lpc_fail(c, first_error, "%zu of %zu pending messages still lack a receipt; first: %s",
+                      n - ok, n, first_msg);
+    return rc;
+}
+
+int ldpref_budget_get(ldpref_client *c, ldpref_budget *out)
+{
+    if (c == NULL || out == NULL)
+        return LDPREF_EINVALID_ARGUMENT;
+    lpc_ledger *l;
+    int rc = lpc_use_ledger(c, &l);
+    if (rc != LDPREF_OK)
+        return rc;
+    memset(out, 0, sizeof *out);
+    out->max_epsilon_per_label = c->cap_label;
+    out->max_epsilon_total = c->cap_total;
+    if (lpc_ledger_spent(l, &out->spent) != LP_OK ||
+        lpc_ledger_counts(l, &out->labels, NULL, NULL, &out->pending) != LP_OK ||
+        lpc_ledger_count_simulated(l, &out->simulated) != LP_OK)
+        return lpc_fail(c, LDPREF_ESTORAGE, "ledger read failed");
+    return LDPREF_OK;
+}

@@ -1,0 +1,78 @@
+/*
+ * ctl.h — simulation of annotator-side corruption before randomized response
+ * (CTL, DESIGN.md §2): for SIMULATED annotators in research experiments
+ * only, never on by default (ldpref_options.simulate_ctl_alpha = 0).
+ *
+ * With probability alpha the annotator's TRUE label is replaced by the
+ * strategy's label, and only then privatized by randomized response. The
+ * two coins involved (the Huber coin "is this comparison corrupted?" and the
+ * random strategy's coin) are deterministic functions of (seed, memo key):
+ * each is a Bernoulli draw (lp_bernoulli_from, exact comparison) over the
+ * 64-bit words
+ *     word_k = first 8 bytes (big-endian) of BLAKE2b-128 keyed with the
+ *              memo key over "ldpref/ctl/v1" || purpose (1 byte) ||
+ *              seed (u64 BE) || k (u64 BE).
+ * Randomized response itself still uses only the OS CSPRNG (common/rr.h).
+ * Nothing of this module's state or output reaches the wire: the label
+ * message and its signed bytes are the standard ones.
+ *
+ * Orientation. Labels here are in the memo's canonical orientation
+ * (y_canon = prefer_b XOR swapped). flip/anti/random do not depend on
+ * orientation; constant0/constant1 are defined in the PRESENTED a/b order
+ * (constant0 = "a preferred", constant1 = "b preferred") because the
+ * client cannot know the task's own response 0/1 orientation.
+ */
+#ifndef LPC_CTL_H
+#define LPC_CTL_H
+
+#include "ledger.h"
+
+#include <stddef.h>
+#include <stdint.h>
+
+typedef enum lpc_ctl_strategy {
+    LPC_CTL_FLIP = 0,  /* 1 - y */
+    LPC_CTL_ANTI,      /* opposes the annotator's own true preference: for one
+                          simulated annotator the same label as flip */
+    LPC_CTL_CONSTANT0, /* "a" (as presented) */
+    LPC_CTL_CONSTANT1, /* "b" (as presented) */
+    LPC_CTL_RANDOM,    /* a fair coin (deterministic from seed and memo key) */
+    LPC_CTL_COUNT
+} lpc_ctl_strategy;
+
+/* Coin purposes (the byte after the tag). */
+#define LPC_CTL_COIN_HUBER 1
+#define LPC_CTL_COIN_RANDOM 2
+
+typedef struct lpc_ctl {
+    double alpha; /* in [0, 0.5]; 0 = off */
+    int strategy; /* lpc_ctl_strategy */
+    uint64_t seed;
+} lpc_ctl;
+
+/* The strategy for a name. LP_OK; LP_EINVALID_ARGUMENT for an unknown name
+ * and for "backdoor" (tasks served to annotators carry no feature vectors),
+ * with a message in msg. */
+int lpc_ctl_parse_strategy(const char *name, int *out, char *msg, size_t msglen);
+
+/* The name of a strategy ("flip", ...). Static storage. */
+const char *lpc_ctl_strategy_name(int strategy);
+
+/* Bernoulli(p) from the coin stream of (seed, memo_key, purpose). */
+int lpc_ctl_coin(uint64_t seed, const uint8_t memo_key[LPC_MEMO_KEY_BYTES], int purpose, double p);
+
+/*
+ * The label to privatize, in canonical orientation: y_canon, or with
+ * probability ctl->alpha the strategy's label. swapped is the comparison's
+ * canonical orientation as presented (lpc_memo_key). *corrupted (may be
+ * NULL) is 1 when the Huber coin came up (even if the strategy's label
+ * happens to equal y_canon).
+ */
+int lpc_ctl_apply(const lpc_ctl *ctl, const uint8_t memo_key[LPC_MEMO_KEY_BYTES], int swapped,
+                  int y_canon, int *corrupted);
+
+/* The settings as compact JSON {"ctl":{"alpha":..,"strategy":"..","seed":..}}
+ * into out (cap bytes, 128 is enough). */
+void lpc_ctl_describe(const lpc_ctl *ctl, char *out, size_t cap);
+
+#endif

@@ -1,0 +1,476 @@
+/*
+ * ldpref.h — libldpref, the annotator's device side of ldpref. This is the
+ * whole public contract of the library and its only installed header.
+ *
+ * An annotator's true preference never leaves the device: ldpref_answer()
+ * applies randomized response (RR) with a per-label epsilon to the true
+ * answer, signs the privatized label with the annotator's Ed25519 key and
+ * submits it. A local ledger (an SQLite file, mode 0600) remembers
+ *   - the randomized answer for each comparison, keyed by a keyed hash of its
+ *     content, so re-asking the same comparison (under any task id, in either
+ *     A/B order) always gets the same randomized answer and spends nothing new;
+ *   - the epsilon spent, so the annotator's own caps are never exceeded;
+ *   - every signed message before it is sent (the outbox), so a resend is
+ *     byte-identical and the server returns the original receipt.
+ * What the guarantee covers and does not: see docs/client.md.
+ *
+ * Conventions (SQLite/curl style):
+ *   - every function returns an int error code: LDPREF_OK (0) or one of the
+ *     positive LDPREF_E* codes below, whose numbers never change;
+ *   - ldpref_errmsg() gives details of the last failure on a handle;
+ *   - every function that allocates names the function that frees it; all
+ *     free functions accept NULL;
+ *   - a handle must not be used by two threads at once (use one per thread).
+ */
+#ifndef LDPREF_H
+#define LDPREF_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#if defined(__GNUC__)
+#define LDPREF_WUR __attribute__((warn_unused_result))
+#else
+#define LDPREF_WUR
+#endif
+
+/* Error codes. The numbers are those of the wire error table and are
+ * checked at compile time against it; a number is never reused. */
+typedef enum ldpref_error {
+    LDPREF_OK = 0,
+    LDPREF_EINVALID_ARGUMENT = 1,
+    LDPREF_ENO_MEMORY = 2,
+    LDPREF_EIO = 3,
+    LDPREF_ERNG = 4,
+    LDPREF_EMALFORMED_JSON = 5,
+    LDPREF_EWRONG_TYPE = 6,
+    LDPREF_EMISSING_FIELD = 7,
+    LDPREF_EUNKNOWN_FIELD = 8,
+    LDPREF_EBODY_TOO_LARGE = 9,
+    LDPREF_ETOO_DEEP = 10,
+    LDPREF_ETOO_LONG = 11,
+    LDPREF_EBAD_EPSILON = 12,
+    LDPREF_EEPSILON_OUT_OF_RANGE = 13,
+    LDPREF_EBAD_LABEL = 14,
+    LDPREF_EBAD_SIGNATURE = 15,
+    LDPREF_EUNKNOWN_KEY = 16,
+    LDPREF_EREVOKED_KEY = 17,
+    LDPREF_EREPLAYED_NONCE = 18,
+    LDPREF_ESTALE_TIMESTAMP = 19,
+    LDPREF_EUNKNOWN_TASK = 20,
+    LDPREF_ENOT_ASSIGNED = 21,
+    LDPREF_ECONFLICTING_LABEL = 22,
+    LDPREF_EBUDGET_EXCEEDED = 23,
+    LDPREF_ELOCAL_BUDGET_EXCEEDED = 24,
+    LDPREF_EUNAUTHORIZED = 25,
+    LDPREF_EBAD_ENROLLMENT_TOKEN = 26,
+    LDPREF_EALREADY_ENROLLED = 27,
+    LDPREF_ENOT_FOUND = 28,
+    LDPREF_EMETHOD_NOT_ALLOWED = 29,
+    LDPREF_ENO_TASK = 30,
+    LDPREF_EBATCH_TOO_LARGE = 31,
+    LDPREF_EUNKNOWN_CAMPAIGN = 32,
+    LDPREF_ECAMPAIGN_EXISTS = 33,
+    LDPREF_EBAD_TASK = 34,
+    LDPREF_ENETWORK = 35,
+    LDPREF_EPROTOCOL = 36,
+    LDPREF_EKEY_FILE = 37,
+    LDPREF_ESTORAGE = 38,
+    LDPREF_EUNAVAILABLE = 39,
+    LDPREF_EINTERNAL = 40,
+    LDPREF_ENOT_ENROLLED = 41,
+    LDPREF_EBAD_REQUEST = 42,
+    LDPREF_EUNKNOWN_LOSS = 43,
+    LDPREF_EBAD_HYPERPARAMETER = 44,
+    LDPREF_EUNKNOWN_MODEL = 45,
+    LDPREF_EUNKNOWN_RUN = 46,
+    LDPREF_ENO_ACTIVE_MODEL = 47,
+    LDPREF_ERETRAIN_IN_PROGRESS = 48,
+    LDPREF_ERUN_FINISHED = 49,
+    LDPREF_EDIMENSION_MISMATCH = 50,
+    LDPREF_ETOO_MANY_CANDIDATES = 51,
+    LDPREF_EEMPTY_TEXT = 52,
+    LDPREF_EBAD_CORRUPTION = 53,
+    LDPREF_ENO_LABELS = 54,
+    LDPREF_ECANCELLED = 55,
+    LDPREF_EFEATURES_REQUIRED = 56,
+    LDPREF_ETRAINING_FAILED = 57,
+    LDPREF_ERROR_END /* one past the last code; grows when codes are added */
+} ldpref_error;
+
+/* A one-line human message for a code. Static storage, never NULL. */
+const char *ldpref_strerror(int code);
+/* The stable wire name of a code ("bad_signature"); "unknown_error" if the
+ * code is not in the table. Static storage, never NULL. */
+const char *ldpref_error_name(int code);
+
+/* The library version, e.g. "0.1.0". Static storage. */
+const char *ldpref_version(void);
+
+/* ---------------------------------------------------------------------------
+ * Options and handle
+ */
+
+/* Longest server URL, path and token the options accept (bytes, without NUL). */
+#define LDPREF_PATH_MAX 4096
+
+/*
+ * Options for ldpref_client_open(). Fill with ldpref_options_init(), then
+ * override fields. String fields are borrowed: they must stay valid until
+ * ldpref_client_open() returns (the handle keeps copies).
+ */
+typedef struct ldpref_options {
+    const char *server_url;       /* default "http://127.0.0.1:8080" */
+    const char *key_path;         /* Ed25519 secret key file (ldpref_keygen); NULL: no key
+                                     (operator-only use) */
+    const char *ledger_path;      /* NULL: "<key_path>.ledger" */
+    double max_epsilon_per_label; /* own cap on one label's epsilon; default 1.0;
+                                     INFINITY allows unprivatized labels */
+    double max_epsilon_total;     /* own cap on the sum of epsilons spent; default 1000 */
+    long timeout_ms;              /* whole-request timeout; default 30000 */
+    long connect_timeout_ms;      /* default 5000 */
+    const char *operator_token;   /* bearer token for ldpref_admin_*; NULL for annotators */
+    const char *ca_file;          /* optional CA bundle for https (CURLOPT_CAINFO) */
+
+    /* CTL corruption SIMULATION (corruption, then LDP; docs/client.md
+     * "Simulated annotators"). For simulated annotators in experiments ONLY;
+     * off by default. When simulate_ctl_alpha > 0, the TRUE answer of each
+     * newly answered comparison is replaced, with probability alpha, by the
+     * strategy's answer BEFORE randomized response. Both coins are
+     * deterministic functions of (seed, the comparison's memo key); RR still
+     * uses only the OS CSPRNG. Nothing of it is sent: the signed label is the
+     * standard one. Answers drawn this way are marked simulated in the
+     * ledger and in receipts (ldpref_receipt.simulated). */
+    double simulate_ctl_alpha;         /* in [0, 0.5]; 0 (default) = off */
+    const char *simulate_ctl_strategy; /* NULL = "flip"; "flip", "anti" (opposes the
+                                          annotator's own true preference: for one
+                                          simulated annotator the same as flip),
+                                          "constant0"/"constant1" ("a"/"b" in the
+                                          PRESENTED order), "random"; "backdoor" is
+                                          rejected (annotator tasks carry no features) */
+    uint64_t simulate_ctl_seed;        /* default 0 */
+} ldpref_options;
+
+/* Fills *opts with the defaults above. */
+void ldpref_options_init(ldpref_options *opts);
+
+typedef struct ldpref_client ldpref_client;
+
+/*
+ * Opens a client. Validates the options and loads the key (if key_path is
+ * set; LDPREF_EKEY_FILE if it is missing, malformed, or readable by group or
+ * others). The ledger is opened (and created, mode 0600) on first use.
+ * On success *out is a new handle, freed with ldpref_client_close().
+ * On failure *out is NULL.
+ */
+int ldpref_client_open(const ldpref_options *opts, ldpref_client **out) LDPREF_WUR;
+
+/* Closes a handle and wipes its secrets. Accepts NULL. */
+void ldpref_client_close(ldpref_client *c);
+
+/* Details of the last failure on this handle (e.g. the server's error name
+ * and message). Borrowed; valid until the next call on the handle. Never NULL. */
+const char *ldpref_errmsg(const ldpref_client *c);
+
+/* Frees memory the library returned as char* (JSON text). Accepts NULL. */
+void ldpref_free(void *p);
+
+/* ---------------------------------------------------------------------------
+ * Keys
+ */
+
+/* Room for an unpadded base64url public key plus NUL. */
+#define LDPREF_KEY_B64_SIZE 48
+
+/*
+ * Generates an Ed25519 key pair. Writes the secret key to key_path (created
+ * with O_CREAT|O_EXCL, mode 0600; an existing file is never overwritten:
+ * LDPREF_EKEY_FILE) and the public key, base64url text, to "<key_path>.pub".
+ * If pub_b64 is non-NULL the public key is also written there.
+ */
+int ldpref_keygen(const char *key_path, char pub_b64[LDPREF_KEY_B64_SIZE]) LDPREF_WUR;
+
+/* The handle's public key as unpadded base64url. LDPREF_EKEY_FILE if the
+ * handle has no key. */
+int ldpref_public_key(const ldpref_client *c, char out[LDPREF_KEY_B64_SIZE]);
+
+/* ---------------------------------------------------------------------------
+ * Annotator operations
+ */
+
+/* Result of POST /v1/annotators. */
+typedef struct ldpref_enrollment {
+    int64_t annotator_id;
+    char pseudonym[64];
+    char campaign[129];
+    double epsilon_budget; /* the campaign's per-annotator budget */
+} ldpref_enrollment;
+
+/* Enrolls the handle's public key with a one-time token from an operator
+ * (the request is signed: proof of possession). out may be NULL. */
+int ldpref_enroll(ldpref_client *c, const char *token, ldpref_enrollment *out);
+
+/* A comparison task as served to this annotator. a/b is the presentation
+ * order. All strings are owned by the array they came in. */
+typedef struct ldpref_task {
+    int64_t task_id;
+    char *campaign;
+    char *prompt;
+    char *a;
+    char *b;
+    double epsilon_proposed; /* the campaign's proposal (INFINITY for null) */
+    double epsilon_min;
+    double epsilon_max;
+} ldpref_task;
+
+/*
+ * Fetches up to count (1..1000) tasks (signed request). On success *tasks is
+ * a new array of *n tasks, freed with ldpref_tasks_free(*tasks, *n). When the
+ * server has nothing, returns LDPREF_ENO_TASK with *tasks NULL and *n 0.
+ * The tasks are also remembered in the ledger (as keyed hashes of their
+ * content, never the text) so that ldpref_answer_id() can answer them later.
+ */
+int ldpref_next_tasks(ldpref_client *c, int count, ldpref_task **tasks, size_t *n);
+
+/* Frees an array from ldpref_next_tasks(). Accepts NULL. */
+void ldpref_tasks_free(ldpref_task *tasks, size_t n);
+
+/* The server's acknowledgement of a label. z is the privatized answer as
+ * sent (1 = "b" reported preferred), never the true one. */
+typedef struct ldpref_receipt {
+    int64_t label_id;
+    int64_t task_id;
+    int z;
+    double epsilon;      /* INFINITY for an unprivatized label */
+    int64_t received_at; /* server time, Unix ms */
+    int resent;          /* 1 if this receipt came back for a resend (HTTP 200) */
+    int simulated;       /* 1 if the answer was drawn with CTL simulation on (the
+                            ledger's record of this comparison; never sent) */
+} ldpref_receipt;
+
+/*
+ * Answers a task with the annotator's TRUE preference (prefer_b = 1 if b is
+ * better, 0 if a is). The true answer stays on the device: the library
+ * randomizes it (or reuses the memoized randomized answer for the same
+ * comparison), records the spend and the signed message in the ledger, and
+ * only then sends. If a message for this task id was stored before, that
+ * identical message is resent instead. Errors before sending
+ * (LDPREF_ELOCAL_BUDGET_EXCEEDED, LDPREF_EEPSILON_OUT_OF_RANGE when the own
+ * cap is below the campaign's minimum) send nothing. If sending fails
+ * (LDPREF_ENETWORK, ...) the message stays in the outbox for
+ * ldpref_resend_pending(). out may be NULL. Check the result.
+ */
+int ldpref_answer(ldpref_client *c, const ldpref_task *t, int prefer_b,
+                  ldpref_receipt *out) LDPREF_WUR;
+
+/* As ldpref_answer() for a task fetched earlier with ldpref_next_tasks() on
+ * this ledger and server (LDPREF_EUNKNOWN_TASK if it is not remembered). */
+int ldpref_answer_id(ldpref_client *c, int64_t task_id, int prefer_b,
+                     ldpref_receipt *out) LDPREF_WUR;
+
+/* One item of a batch answer. */
+typedef struct ldpref_batch_item {
+    const ldpref_task *task; /* borrowed; NULL: look task_id up in the ledger */
+    int64_t task_id;         /* used when task is NULL */
+    int prefer_b;            /* the TRUE preference */
+    int error;               /* out: LDPREF_OK or the item's error code */
+    ldpref_receipt receipt;  /* out: valid when error == LDPREF_OK */
+    char message[256];       /* out: details when error != LDPREF_OK */
+} ldpref_batch_item;
+
+/*
+ * Answers n items through the batch endpoint (in chunks of at most 1000).
+ * Each item is prepared exactly as by ldpref_answer() (memo, budget, outbox);
+ * items that fail locally are not sent. Returns LDPREF_OK when every item
+ * was processed (look at each item's error), or a whole-call error
+ * (e.g. LDPREF_ENETWORK: the prepared messages stay in the outbox).
+ */
+int ldpref_answer_batch(ldpref_client *c, ldpref_batch_item *items, size_t n) LDPREF_WUR;
+
+/*
+ * Resends every outbox message that has no receipt yet. *sent (may be NULL)
+ * gets the number acknowledged now, *pending (may be NULL) the number still
+ * without a receipt. Returns LDPREF_OK, or the first whole-call error.
+ */
+int ldpref_resend_pending(ldpref_client *c, size_t *sent, size_t *pending);
+
+/* Local privacy accounting from the ledger. */
+typedef struct ldpref_budget {
+    double spent;             /* sum of epsilons spent on this device */
+    double max_epsilon_total; /* the handle's caps */
+    double max_epsilon_per_label;
+    int64_t labels;    /* distinct comparisons answered (memo entries) */
+    int64_t pending;   /* outbox messages without a receipt */
+    int64_t simulated; /* memo entries drawn with CTL simulation on */
+} ldpref_budget;
+
+int ldpref_budget_get(ldpref_client *c, ldpref_budget *out);
+
+/* ---------------------------------------------------------------------------
+ * Operator operations (need options.operator_token). Results that are JSON
+ * come back as NUL-terminated text in *json_out, freed with ldpref_free().
+ */
+
+/* Uploads a JSONL task file (see docs/protocol.md) to campaign (NULL:
+ * "default"). *json_out (may be NULL) gets {"loaded", "task_ids",
+ * "skipped_duplicates"}. */
+int ldpref_admin_tasks_load(ldpref_client *c, const char *jsonl_path, const char *campaign,
+                            char **json_out);
+
+/* Creates count (1..1000) one-time enrollment tokens for campaign (NULL:
+ * "default"). *json_out gets {"tokens": [...]}. */
+int ldpref_admin_enrollment_tokens(ldpref_client *c, const char *campaign, int count,
+                                   char **json_out);
+
+/* A campaign to create. Fill with ldpref_campaign_init(). */
+typedef struct ldpref_campaign {
+    const char *name; /* borrowed */
+    double epsilon_min;
+    double epsilon_max;
+    int allow_infinite;
+    double epsilon_budget;
+    double epsilon_default;
+} ldpref_campaign;
+
+/* Defaults of the server's "default" campaign: [0.01, 10], no infinity,
+ * budget 1000, proposal 1; name NULL (must be set). */
+void ldpref_campaign_init(ldpref_campaign *spec);
+
+/* Creates a campaign. *json_out (may be NULL) gets the server's campaign. */
+int ldpref_admin_campaign_create(ldpref_client *c, const ldpref_campaign *spec, char **json_out);
+
+/* Revokes an annotator key (base64url). */
+int ldpref_admin_revoke(ldpref_client *c, const char *key_b64);
+
+/* Server statistics. *json_out gets the server's JSON. */
+int ldpref_admin_stats(ldpref_client *c, char **json_out);
+
+/* Streams the export (JSONL) for campaign (NULL: all) into out (borrowed). */
+int ldpref_admin_export(ldpref_client *c, const char *campaign, FILE *out);
+
+/* As ldpref_admin_export() into a file created (mode 0600) at path. */
+int ldpref_admin_export_path(ldpref_client *c, const char *campaign, const char *path);
+
+/*
+ * As ldpref_admin_export() for a view: NULL or "clean" (the labels as
+ * received; version must be 0) or "corrupted": the training view of model
+ * version (0: the active one, LDPREF_ENO_ACTIVE_MODEL if none), with
+ * chosen/rejected oriented by the corrupted label plus "corrupted" and
+ * "corruption_id" per line. The corrupted view has the model's own campaign
+ * selection: campaign must be NULL.
+ */
+int ldpref_admin_export_view(ldpref_client *c, const char *campaign, const char *view,
+                             int64_t version, FILE *out);
+
+/* As ldpref_admin_export_view() into a file created (mode 0600) at path. */
+int ldpref_admin_export_view_path(ldpref_client *c, const char *campaign, const char *view,
+                                  int64_t version, const char *path);
+
+/* ---------------------------------------------------------------------------
+ * Learning (docs/protocol.md "Learning endpoints"). All but ldpref_score*
+ * need options.operator_token (LDPREF_EUNAUTHORIZED without). Every *json_out
+ * is set to NULL first, and on success (may be NULL when not wanted) gets
+ * the server's JSON as NUL-terminated text, freed with ldpref_free().
+ * Server errors come back as their codes (LDPREF_EUNKNOWN_LOSS,
+ * LDPREF_EBAD_HYPERPARAMETER, LDPREF_EUNKNOWN_RUN, ...) with the server's
+ * message in ldpref_errmsg().
+ */
+
+/* Largest request text the learning calls send (the server's body cap). */
+#define LDPREF_REQUEST_MAX 65536
+
+/* Starts a training run. request_json (borrowed; NULL means "{}") is a JSON
+ * object with the optional fields of POST /v1/retrain (loss, campaign,
+ * cutoff, seed, beta, ...). *json_out gets the new run object. */
+int ldpref_admin_retrain(ldpref_client *c, const char *request_json, char **json_out);
+
+/* One run object (run >= 1). */
+int ldpref_admin_run_get(ldpref_client *c, int64_t run, char **json_out);
+
+/* The newest runs: {"runs": [...]}. limit 1..1000, or 0 for the server's
+ * default (20). */
+int ldpref_admin_runs(ldpref_client *c, int limit, char **json_out);
+
+/* Requests cancellation of a queued or running run; *json_out gets the run.
+ * LDPREF_ERUN_FINISHED if it already ended. */
+int ldpref_admin_run_cancel(ldpref_client *c, int64_t run, char **json_out);
+
+/*
+ * Polls run every poll_ms (10..3600000; 0 means 500) until its status is
+ * succeeded, failed or cancelled. on_progress (may be NULL) is called with
+ * every run object polled, including the last (run_json borrowed for the
+ * call). Returns LDPREF_OK if the run succeeded; otherwise the run's error
+ * code: the code named by its "error" object (e.g. LDPREF_ENO_LABELS), or
+ * LDPREF_ECANCELLED / LDPREF_ETRAINING_FAILED when it names none we know.
+ * Whenever the run ended, *json_out gets its final run object (also when
+ * the return is the run's error). A failure to poll (LDPREF_ENETWORK, ...)
+ * is returned as is; the run goes on on the server.
+ */
+int ldpref_admin_run_wait(ldpref_client *c, int64_t run, long poll_ms,
+                          void (*on_progress)(void *ctx, const char *run_json), void *ctx,
+                          char **json_out);
+
+/* {"models": [...], "active_version": v or null}, newest first. */
+int ldpref_admin_models(ldpref_client *c, char **json_out);
+
+/* One model with its full model file ("model": {..., "theta"}); version >= 1,
+ * or 0 for the active one (LDPREF_ENO_ACTIVE_MODEL if none). */
+int ldpref_admin_model_get(ldpref_client *c, int64_t version, char **json_out);
+
+/* Serves model version (>= 1) from now on (roll back or forward). */
+int ldpref_admin_model_activate(ldpref_client *c, int64_t version, char **json_out);
+
+/* The periodic retraining schedule {"interval_s", "every_labels", "request"}. */
+int ldpref_admin_schedule_get(ldpref_client *c, char **json_out);
+
+/* Stores a schedule (schedule_json: a JSON object, borrowed); *json_out gets
+ * the stored schedule. */
+int ldpref_admin_schedule_set(ldpref_client *c, const char *schedule_json, char **json_out);
+
+/* Server-side corruption settings for a campaign (LTC simulation). Fill with
+ * ldpref_corruption_init(). Strings are borrowed. */
+typedef struct ldpref_corruption {
+    const char *campaign; /* NULL: "default" */
+    double alpha;         /* [0, 0.5]; 0 disables */
+    const char *strategy; /* flip, constant0, constant1, random, anti, backdoor */
+    uint64_t seed;        /* 0 .. 2^53 */
+    int64_t feature;      /* backdoor's feature index (>= 0); -1: none */
+} ldpref_corruption;
+
+/* campaign NULL, alpha 0, strategy "flip", seed 0, feature -1. */
+void ldpref_corruption_init(ldpref_corruption *spec);
+
+/* Stores new settings (append-only); *json_out gets them with their "id". */
+int ldpref_admin_corruption_set(ldpref_client *c, const ldpref_corruption *spec, char **json_out);
+
+/* The settings in force for campaign (NULL: the server's default). */
+int ldpref_admin_corruption_get(ldpref_client *c, const char *campaign, char **json_out);
+
+/* Largest number of candidates one score request may carry (protocol cap). */
+#define LDPREF_SCORE_CANDIDATES_MAX 1024
+
+/* POST /v1/score with request_json (a JSON object, borrowed): either
+ * {"prompt", "candidates": [{"text", "features"?, "ref_logprob"?}], "version"?}
+ * or {"task_ids": [...], "version"?}. No operator token needed. */
+int ldpref_score(ldpref_client *c, const char *request_json, char **json_out);
+
+/*
+ * Scores k (1..LDPREF_SCORE_CANDIDATES_MAX) candidate texts for prompt with
+ * model version (0: the active one). rewards_out and probs_out (each may be
+ * NULL) get k numbers, in the order of texts; *version_out (may be NULL)
+ * the version that answered. Texts are borrowed; each at most 65536 bytes.
+ */
+int ldpref_score_texts(ldpref_client *c, const char *prompt, const char *const *texts, size_t k,
+                       int64_t version, double *rewards_out, double *probs_out,
+                       int64_t *version_out);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

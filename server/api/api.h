@@ -1,0 +1,109 @@
+/*
+ * api.h — the endpoint handlers, independent of any HTTP library.
+ *
+ * A handler takes a parsed request (method, path, query parameters, body,
+ * bearer token) and produces a response (success status or error code,
+ * content type, body or stream). Nothing here knows sockets or
+ * libmicrohttpd, so tests and fuzzers call the handlers directly. Error codes
+ * are mapped to HTTP statuses by the HTTP layer (server/http.c).
+ *
+ * Label submissions are asynchronous so that no HTTP worker thread blocks
+ * on the group commit: lp_api_begin verifies the signatures in the calling
+ * thread, calls async->suspend, queues the labels for the writer, and
+ * returns LP_API_PENDING; when they are durable, async->resume is called
+ * from the writer thread and the caller finishes with lp_api_finish.
+ * lp_api_handle wraps this into one blocking call.
+ */
+#ifndef LP_API_H
+#define LP_API_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+typedef struct lp_store lp_store; /* server/db/store.h */
+typedef struct lp_api lp_api;
+
+typedef struct lp_api_opts {
+    size_t body_max, batch_body_max, upload_max;
+    int train_threads; /* default threads of a training run (>= 1) */
+    int json_depth;
+    size_t batch_max;
+    int64_t timestamp_window_ms;
+} lp_api_opts;
+
+typedef struct lp_param {
+    const char *key, *value;
+} lp_param;
+
+typedef struct lp_request {
+    const char *method;     /* "GET", "POST", ... */
+    const char *path;       /* without the query string */
+    const lp_param *params; /* decoded query parameters */
+    size_t n_params;
+    const char *body; /* may be NULL when body_len == 0 */
+    size_t body_len;
+    const char *bearer; /* token of "Authorization: Bearer", or NULL */
+} lp_request;           /* everything borrowed for the duration of the call */
+
+/* A body produced piece by piece (export). read returns the number of bytes
+ * written into buf (<= max), 0 at the end, -1 on error; free releases ctx. */
+typedef struct lp_stream {
+    ssize_t (*read)(void *ctx, char *buf, size_t max);
+    void (*free)(void *ctx);
+    void *ctx;
+} lp_stream;
+
+typedef struct lp_response {
+    int status;               /* success status (200, 201) when error == 0 */
+    int error;                /* LP_E* code, 0 on success */
+    const char *content_type; /* static string */
+    char *body;               /* owned (free); for errors {"error","message"} */
+    size_t body_len;
+    lp_stream stream; /* used instead of body when stream.read != NULL */
+} lp_response;
+
+/* Frees the body and the stream (if still owned). Accepts NULL. */
+void lp_response_clear(lp_response *r);
+
+typedef struct lp_async {
+    void (*suspend)(void *ctx); /* called before work is queued */
+    void (*resume)(void *ctx);  /* called (any thread) when the work is done */
+    void *ctx;
+} lp_async;
+
+typedef struct lp_pending lp_pending;
+
+#define LP_API_DONE 0
+#define LP_API_PENDING 1
+
+/* Creates the handler set over a store (borrowed; must outlive the api). */
+lp_api *lp_api_new(lp_store *store, const lp_api_opts *opts);
+void lp_api_free(lp_api *api);
+/* Attaches the learner (borrowed; must outlive the api) that serves the
+ * learning endpoints; without one they answer 503 unavailable. */
+struct lp_learner;
+void lp_api_set_learner(lp_api *api, struct lp_learner *learner);
+
+/* From now on /v1/healthz answers 503 unavailable. */
+void lp_api_set_draining(lp_api *api);
+
+/* The body size cap for a route, so the HTTP layer can refuse early. */
+size_t lp_api_body_cap(const lp_api *api, const char *method, const char *path);
+
+/* Starts handling req. LP_API_DONE: resp is filled. LP_API_PENDING: *pending
+ * is set, async->suspend has been called, and async->resume will be called
+ * exactly once; then call lp_api_finish. async may be NULL only via
+ * lp_api_handle. */
+int lp_api_begin(lp_api *api, const lp_request *req, const lp_async *async, lp_response *resp,
+                 lp_pending **pending);
+/* Completes a pending request (after resume) and frees pending. */
+void lp_api_finish(lp_api *api, lp_pending *pending, lp_response *resp);
+/* Frees a pending request whose response is no longer wanted (after
+ * resume). Accepts NULL. */
+void lp_api_pending_free(lp_pending *pending);
+
+/* Handles req synchronously (tests, fuzzing). */
+void lp_api_handle(lp_api *api, const lp_request *req, lp_response *resp);
+
+#endif

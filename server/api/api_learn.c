@@ -1,0 +1,724 @@
+/*
+ * api_learn.c — the learning endpoints: retrain runs, schedule, models,
+ * activation, score, corruption settings, and the corrupted export view
+ * (docs/protocol.md, "Learning endpoints"). The router (api.c) has checked
+ * the operator token where one is required; every handler answers
+ * `unavailable` when the server runs without a learner.
+ */
+#include "api_internal.h"
+
+#include "clock.h"
+#include "error.h"
+#include "retrain.h"
+#include "taskfile.h"
+#include "wire.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#define SCORE_CANDIDATES_MAX 1024
+#define SCORE_TASKS_MAX 1000
+#define RUNS_LIST_MAX 1000
+
+static int no_learner(lp_response *resp)
+{
+    return lp_api_error(resp, LP_EUNAVAILABLE, "this server runs without a learner");
+}
+
+static json_t *int_or_null(int64_t v)
+{
+    return v ? json_integer((json_int_t)v) : json_null();
+}
+
+static json_t *real_or_null(double v)
+{
+    return isfinite(v) ? json_real(v) : json_null();
+}
+
+/* Parses stored JSON text; an empty object if it does not parse. */
+static json_t *stored_json(const char *text)
+{
+    json_t *j = text ? json_loads(text, 0, NULL) : NULL;
+    return j ? j : json_object();
+}
+
+/* A query parameter as a positive integer; 0 if absent; -1 if malformed. */
+static int64_t param_id(const lp_request *req, const char *key)
+{
+    const char *v = lp_api_param(req, key);
+    if (v == NULL)
+        return 0;
+    char *end;
+    long long x = strtoll(v, &end, 10);
+    return *v != '\0' && *end == '\0' && x > 0 ? (int64_t)x : -1;
+}
+
+/* ---- runs ---- */
+
+static json_t *run_json(const lp_run *r)
+{
+    json_t *err = json_null();
+    if (r->error != 0)
+        err = json_pack("{s:s, s:s}", "error", lp_error_name(r->error), "message",
+                        r->message[0] ? r->message : lp_error_message(r->error));
+    return json_pack("{s:I, s:s, s:s, s:o, s:I, s:o, s:o, s:o, s:I, "
+                     "s:{s:i, s:i, s:o, s:o}, s:o, s:o}",
+                     "run", (json_int_t)r->id, "status", lp_run_status_name(r->status), "trigger",
+                     r->trigger, "request", stored_json(r->request), "created_at",
+                     (json_int_t)r->created_ms, "started_at", int_or_null(r->started_ms),
+                     "finished_at", int_or_null(r->finished_ms), "cutoff", int_or_null(r->cutoff),
+                     "labels", (json_int_t)r->labels, "progress", "iteration", r->iterations,
+                     "evaluations", r->evaluations, "objective", real_or_null(r->objective),
+                     "grad_norm", real_or_null(r->grad_norm), "model_version",
+                     int_or_null(r->model_version), "error", err);
+}
+
+int lp_api_retrain_start(lp_api *api, const lp_request *req, lp_response *resp)
+{
+    if (api->learner == NULL)
+        return no_learner(resp);
+    json_t *root = NULL;
+    if (req->body_len > 0 && lp_api_parse_body(api, req, &root, resp) != LP_OK)
+        return LP_API_DONE;
+    lp_train_request tr;
+    char msg[LP_MSG_MAX];
+    int rc =
+        lp_train_request_parse(api->store, root, api->opts.train_threads, &tr, msg, sizeof msg);
+    json_decref(root);
+    if (rc != LP_OK)
+        return lp_api_error(resp, rc, msg);
+    lp_run run;
+    if ((rc = lp_learner_start(api->learner, &tr, "manual", &run)) != LP_OK)
+        return lp_api_error(resp, rc, NULL);
+    json_t *j = run_json(&run);
+    lp_run_clear(&run);
+    return lp_api_json(resp, 202, j);
+}
+
+int lp_api_retrain_get(lp_api *api, const lp_request *req, lp_response *resp)
+{
+    if (api->learner == NULL)
+        return no_learner(resp);
+    int64_t id = param_id(req, "run");
+    if (id < 0)
+        return lp_api_error(resp, LP_EBAD_REQUEST, "run must be a positive integer");
+    lp_run run;
+    int rc;
+    if (id > 0) {
+        if ((rc = lp_learner_run_get(api->learner, id, &run)) != LP_OK)
+            return lp_api_error(resp, rc, NULL);
+        json_t *j = run_json(&run);
+        lp_run_clear(&run);
+        return lp_api_json(resp, 200, j);
+    }
+    int64_t limit = param_id(req, "limit");
+    if (limit < 0 || limit > RUNS_LIST_MAX)
+        return lp_api_error(resp, LP_EBAD_REQUEST, "limit must be 1..1000");
+    lp_run *runs;
+    size_t n;
+    if ((rc = lp_registry_run_list(api->store, limit ? (size_t)limit : 20, &runs, &n)) != LP_OK)
+        return lp_api_error(resp, rc, NULL);
+    json_t *arr = json_array();
+    for (size_t i = 0; i < n; i++) {
+        /* the active run's live progress is in memory */
+        if (!lp_run_status_final(runs[i].status) &&
+            lp_learner_run_get(api->learner, runs[i].id, &run) == LP_OK) {
+            json_array_append_new(arr, run_json(&run));
+            lp_run_clear(&run);
+        } else
+            json_array_append_new(arr, run_json(&runs[i]));
+        lp_run_clear(&runs[i]);
+    }
+    free(runs);
+    return lp_api_json(resp, 200, json_pack("{s:o}", "runs", arr));
+}
+
+/* Parses a body {"<key>": positive integer} with no other field. */
+static int body_id(lp_api *api, const lp_request *req, const char *key, int64_t *id,
+                   lp_response *resp)
+{
+    json_t *root = NULL;
+    if (lp_api_parse_body(api, req, &root, resp) != LP_OK)
+        return -1;
+    const char *const fields[] = {key, NULL};
+    char msg[LP_MSG_MAX];
+    int rc = json_is_object(root) ? LP_OK
+                                  : lp_fail(LP_EWRONG_TYPE, msg, sizeof msg, "expected an object");
+    if (rc == LP_OK)
+        rc = lp_json_only_fields(root, fields, msg, sizeof msg);
+    if (rc == LP_OK)
+        rc = lp_json_get_int(root, key, 1, INT64_MAX, id, msg, sizeof msg);
+    json_decref(root);
+    if (rc != LP_OK) {
+        lp_api_error(resp, rc, msg);
+        return -1;
+    }
+    return 0;
+}
+
+int lp_api_retrain_cancel(lp_api *api, const lp_request *req, lp_response *resp)
+{
+    if (api->learner == NULL)
+        return no_learner(resp);
+    int64_t id;
+    if (body_id(api, req, "run", &id, resp) != 0)
+        return LP_API_DONE;
+    lp_run run;
+    int rc = lp_learner_cancel(api->learner, id, &run);
+    if (rc != LP_OK) {
+        if (rc == LP_ERUN_FINISHED)
+            lp_run_clear(&run);
+        return lp_api_error(resp, rc, NULL);
+    }
+    json_t *j = run_json(&run);
+    lp_run_clear(&run);
+    return lp_api_json(resp, 200, j);
+}
+
+/* ---- schedule ---- */
+
+static int schedule_reply(lp_api *api, lp_response *resp)
+{
+    lp_schedule sc;
+    int rc = lp_registry_schedule_get(api->store, &sc);
+    if (rc != LP_OK)
+        return lp_api_error(resp, rc, NULL);
+    json_t *j =
+        json_pack("{s:I, s:I, s:o}", "interval_s", (json_int_t)sc.interval_s, "every_labels",
+                  (json_int_t)sc.every_labels, "request", stored_json(sc.request));
+    lp_schedule_clear(&sc);
+    return lp_api_json(resp, 200, j);
+}
+
+int lp_api_schedule_get(lp_api *api, const lp_request *req, lp_response *resp)
+{
+    if (api->learner == NULL)
+        return no_learner(resp);
+    return schedule_reply(api, resp);
+}
+
+int lp_api_schedule_put(lp_api *api, const lp_request *req, lp_response *resp)
+{
+    if (api->learner == NULL)
+        return no_learner(resp);
+    static const char *const fields[] = {"interval_s", "every_labels", "request", NULL};
+    json_t *root = NULL;
+    if (lp_api_parse_body(api, req, &root, resp) != LP_OK)
+        return LP_API_DONE;
+    char msg[LP_MSG_MAX];
+    lp_schedule sc = {0};
+    int rc = json_is_object(root) ? LP_OK
+                                  : lp_fail(LP_EWRONG_TYPE, msg, sizeof msg, "expected an object");
+    if (rc == LP_OK)
+        rc = lp_json_only_fields(root, fields, msg, sizeof msg);
+    if (rc == LP_OK && json_object_get(root, "interval_s") != NULL)
+        rc = lp_json_get_int(root, "interval_s", 0, 365LL * 86400, &sc.interval_s, msg, sizeof msg);
+    if (rc == LP_OK && json_object_get(root, "every_labels") != NULL)
+        rc =
+            lp_json_get_int(root, "every_labels", 0, 1000000000, &sc.every_labels, msg, sizeof msg);
+    const json_t *rq = json_object_get(root, "request");
+    lp_train_request tr;
+    if (rc == LP_OK && rq != NULL && json_is_object(rq) && json_object_get(rq, "cutoff") != NULL)
+        rc = lp_fail(LP_EBAD_HYPERPARAMETER, msg, sizeof msg,
+                     "a scheduled run always trains up to the newest label: no \"cutoff\"");
+    if (rc == LP_OK)
+        rc = lp_train_request_parse(api->store, rq, api->opts.train_threads, &tr, msg, sizeof msg);
+    if (rc == LP_OK) {
+        json_t *norm = lp_train_request_json(&tr);
+        json_object_del(norm, "cutoff");
+        if (!tr.campaign)
+            json_object_del(norm, "campaign");
+        sc.request = norm ? json_dumps(norm, JSON_COMPACT | JSON_PRESERVE_ORDER) : NULL;
+        json_decref(norm);
+        rc = sc.request ? lp_registry_schedule_set(api->store, &sc) : LP_ENO_MEMORY;
+        free(sc.request);
+    }
+    json_decref(root);
+    if (rc != LP_OK)
+        return lp_api_error(resp, rc, msg[0] ? msg : NULL);
+    lp_learner_schedule_changed(api->learner);
+    return schedule_reply(api, resp);
+}
+
+/* ---- models ---- */
+
+/* A field of a stored summary (new reference), null if it is missing. */
+static json_t *summary_field(const json_t *summary, const char *key)
+{
+    json_t *v = json_object_get(summary, key);
+    return v ? json_incref(v) : json_null();
+}
+
+static json_t *model_json(const lp_model_record *m, int64_t active, int with_model)
+{
+    json_t *summary = stored_json(m->summary);
+    json_t *o = json_pack(
+        "{s:I, s:I, s:I, s:s, s:o, s:o, s:o, s:I, s:I, s:o, s:o, s:o, "
+        "s:o, s:I, s:b}",
+        "version", (json_int_t)m->version, "created_at", (json_int_t)m->created_ms, "run",
+        (json_int_t)m->run, "loss", m->loss, "link", summary_field(summary, "link"), "beta",
+        summary_field(summary, "beta"), "campaign",
+        m->campaign ? json_string(m->campaign_name) : json_null(), "cutoff", (json_int_t)m->cutoff,
+        "labels", (json_int_t)m->labels, "features", summary_field(summary, "features"), "hyper",
+        summary_field(summary, "hyper"), "corruption", stored_json(m->corruption), "metrics",
+        summary_field(summary, "metrics"), "duration_ms", (json_int_t)m->duration_ms, "active",
+        m->version == active);
+    json_decref(summary);
+    if (o != NULL && with_model)
+        json_object_set_new(o, "model", stored_json(m->model));
+    return o;
+}
+
+static int64_t active_version(lp_api *api)
+{
+    lp_served *sv = lp_learner_served(api->learner);
+    int64_t v = sv ? lp_served_version(sv) : 0;
+    lp_served_unref(sv);
+    return v;
+}
+
+int lp_api_models_get(lp_api *api, const lp_request *req, lp_response *resp)
+{
+    if (api->learner == NULL)
+        return no_learner(resp);
+    int64_t active = active_version(api);
+    int64_t version = param_id(req, "version");
+    const char *want_active = lp_api_param(req, "active");
+    if (version < 0)
+        return lp_api_error(resp, LP_EBAD_REQUEST, "version must be a positive integer");
+    if (want_active != NULL && strcmp(want_active, "1") == 0) {
+        if (active == 0)
+            return lp_api_error(resp, LP_ENO_ACTIVE_MODEL, NULL);
+        version = active;
+    }
+    int rc;
+    if (version > 0) {
+        lp_model_record m;
+        if ((rc = lp_registry_model_get(api->store, version, &m)) != LP_OK)
+            return lp_api_error(resp, rc, NULL);
+        json_t *j = model_json(&m, active, 1);
+        lp_model_record_clear(&m);
+        return lp_api_json(resp, 200, j);
+    }
+    lp_model_record *ms;
+    size_t n;
+    if ((rc = lp_registry_model_list(api->store, &ms, &n)) != LP_OK)
+        return lp_api_error(resp, rc, NULL);
+    json_t *arr = json_array();
+    for (size_t i = 0; i < n; i++) {
+        json_array_append_new(arr, model_json(&ms[i], active, 0));
+        lp_model_record_clear(&ms[i]);
+    }
+    free(ms);
+    return lp_api_json(
+        resp, 200, json_pack("{s:o, s:o}", "models", arr, "active_version", int_or_null(active)));
+}
+
+int lp_api_models_activate(lp_api *api, const lp_request *req, lp_response *resp)
+{
+    if (api->learner == NULL)
+        return no_learner(resp);
+    int64_t version;
+    if (body_id(api, req, "version", &version, resp) != 0)
+        return LP_API_DONE;
+    int rc = lp_learner_activate(api->learner, version);
+    if (rc != LP_OK)
+        return lp_api_error(resp, rc, NULL);
+    lp_model_record m;
+    if ((rc = lp_registry_model_get(api->store, version, &m)) != LP_OK)
+        return lp_api_error(resp, rc, NULL);
+    json_t *j = model_json(&m, version, 0);
+    lp_model_record_clear(&m);
+    return lp_api_json(resp, 200, j);
+}
+
+/* ---- score ---- */
+
+typedef struct score_item {
+    const char *prompt, *text;
+    double *dense; /* owned */
+    size_t dim;
+    double log_ref;
+    int has_ref;
+} score_item;
+
+/* A candidate object: {"text"?, "features"?, "ref_logprob"?}. */
+static int parse_candidate(const json_t *c, size_t i, score_item *it, char *msg, size_t msglen)
+{
+    static const char *const fields[] = {"text", "features", "ref_logprob", NULL};
+    if (!json_is_object(c))
+        return lp_fail(LP_EWRONG_TYPE, msg, msglen, "candidates[%zu] must be an object", i);
+    int rc = lp_json_only_fields(c, fields, msg, msglen);
+    if (rc != LP_OK)
+        return rc;
+    const json_t *t = json_object_get(c, "text");
+    if (t != NULL && !json_is_string(t))
+        return lp_fail(LP_EWRONG_TYPE, msg, msglen, "candidates[%zu].text must be a string", i);
+    if (t != NULL && json_string_length(t) > LP_TASK_TEXT_MAX)
+        return lp_fail(LP_ETOO_LONG, msg, msglen, "candidates[%zu].text is too long", i);
+    it->text = t ? json_string_value(t) : NULL;
+    const json_t *f = json_object_get(c, "features");
+    if (f != NULL) {
+        if (!json_is_array(f) || json_array_size(f) > LP_FEATURES_MAX)
+            return lp_fail(LP_EWRONG_TYPE, msg, msglen,
+                           "candidates[%zu].features must be an array of at most %d numbers", i,
+                           LP_FEATURES_MAX);
+        it->dim = json_array_size(f);
+        it->dense = malloc((it->dim ? it->dim : 1) * sizeof *it->dense);
+        if (it->dense == NULL)
+            return lp_fail(LP_ENO_MEMORY, msg, msglen, "out of memory");
+        for (size_t j = 0; j < it->dim; j++) {
+            const json_t *x = json_array_get(f, j);
+            if (!json_is_number(x) || !isfinite(json_number_value(x)))
+                return lp_fail(LP_EWRONG_TYPE, msg, msglen,
+                               "candidates[%zu].features[%zu] must be a finite number", i, j);
+            it->dense[j] = json_number_value(x);
+        }
+    }
+    const json_t *r = json_object_get(c, "ref_logprob");
+    if (r != NULL) {
+        if (!json_is_number(r) || !isfinite(json_number_value(r)))
+            return lp_fail(LP_EWRONG_TYPE, msg, msglen,
+                           "candidates[%zu].ref_logprob must be a finite number", i);
+        it->log_ref = json_number_value(r);
+        it->has_ref = 1;
+    }
+    return LP_OK;
+}
+
+/* Rewards and policy of K items under sv, appended to arr. */
+static int score_items(lp_served *sv, const score_item *items, size_t K, json_t *arr, char *msg,
+                       size_t msglen)
+{
+    double *r = calloc(K, sizeof *r), *lr = calloc(K, sizeof *lr);
+    double *pi = calloc(K, sizeof *pi), *ratio = calloc(K, sizeof *ratio);
+    lp_sparse f = {0};
+    int rc = r && lr && pi && ratio ? LP_OK : LP_ENO_MEMORY;
+    int all_ref = 1;
+    for (size_t k = 0; k < K && rc == LP_OK; k++) {
+        rc = lp_served_features(sv, items[k].prompt, items[k].text, items[k].dense, items[k].dim,
+                                &f);
+        if (rc == LP_EDIMENSION_MISMATCH)
+            lp_fail(rc, msg, msglen, "candidate %zu has %zu features, the model %zu", k,
+                    items[k].dim, lp_served_model(sv)->d);
+        else if (rc != LP_OK)
+            lp_fail(rc, msg, msglen, "candidate %zu: %s", k, lp_error_message(rc));
+        r[k] = rc == LP_OK ? lp_served_reward(sv, &f) : 0.0;
+        lr[k] = items[k].log_ref;
+        all_ref &= items[k].has_ref;
+    }
+    lp_sparse_free(&f);
+    if (rc == LP_OK && lp_served_policy(sv, r, all_ref ? lr : NULL, K, pi, ratio) != LP_OK)
+        rc = lp_fail(LP_EINTERNAL, msg, msglen, "the policy could not be computed");
+    for (size_t k = 0; k < K && rc == LP_OK; k++)
+        json_array_append_new(arr, json_pack("{s:f, s:f, s:f}", "reward", r[k], "probability",
+                                             pi[k], "log_ratio", ratio[k]));
+    free(r);
+    free(lr);
+    free(pi);
+    free(ratio);
+    return rc;
+}
+
+/* Reads a task's prompt, responses and stored features for scoring. */
+static int task_items(lp_api *api, int64_t id, score_item items[2], lp_task *t)
+{
+    int rc = lp_store_task_get(api->store, id, t);
+    if (rc != LP_OK)
+        return rc;
+    items[0].prompt = items[1].prompt = t->prompt;
+    items[0].text = t->response0;
+    items[1].text = t->response1;
+    rc = lp_registry_task_features(api->store, id, &items[0].dense, &items[1].dense, &items[0].dim);
+    items[1].dim = items[0].dim;
+    return rc;
+}
+
+static void free_items(score_item *items, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        free(items[i].dense);
+    free(items);
+}
+
+static int score_tasks(lp_api *api, lp_served *sv, const json_t *ids, json_t *out, char *msg,
+                       size_t msglen)
+{
+    if (!json_is_array(ids) || json_array_size(ids) == 0)
+        return lp_fail(LP_EWRONG_TYPE, msg, msglen, "task_ids must be a non-empty array");
+    if (json_array_size(ids) > SCORE_TASKS_MAX)
+        return lp_fail(LP_ETOO_MANY_CANDIDATES, msg, msglen, "at most %d task ids",
+                       SCORE_TASKS_MAX);
+    json_t *tasks = json_array();
+    json_object_set_new(out, "tasks", tasks);
+    for (size_t i = 0; i < json_array_size(ids); i++) {
+        const json_t *x = json_array_get(ids, i);
+        if (!json_is_integer(x) || json_integer_value(x) < 1)
+            return lp_fail(LP_EWRONG_TYPE, msg, msglen, "task_ids[%zu] must be a positive id", i);
+        int64_t id = json_integer_value(x);
+        score_item *items = calloc(2, sizeof *items);
+        lp_task t = {0};
+        int rc = items ? task_items(api, id, items, &t) : LP_ENO_MEMORY;
+        json_t *cands = json_array();
+        char why[LP_MSG_MAX] = "";
+        if (rc == LP_OK)
+            rc = score_items(sv, items, 2, cands, why, sizeof why);
+        if (rc != LP_OK)
+            lp_fail(rc, msg, msglen, "task %lld: %s", (long long)id,
+                    why[0] ? why : lp_error_message(rc));
+        lp_task_clear(&t);
+        free_items(items, 2);
+        if (rc != LP_OK) {
+            json_decref(cands);
+            return rc;
+        }
+        json_array_append_new(
+            tasks, json_pack("{s:I, s:o}", "task_id", (json_int_t)id, "candidates", cands));
+    }
+    return LP_OK;
+}
+
+static int score_prompt(lp_served *sv, const json_t *root, json_t *out, char *msg, size_t msglen)
+{
+    const char *prompt = "";
+    int rc = LP_OK;
+    if (json_object_get(root, "prompt") != NULL)
+        rc = lp_json_get_string(root, "prompt", LP_TASK_TEXT_MAX, &prompt, msg, msglen);
+    const json_t *cands = json_object_get(root, "candidates");
+    if (rc != LP_OK)
+        return rc;
+    if (cands == NULL)
+        return lp_fail(LP_EMISSING_FIELD, msg, msglen, "candidates or task_ids is required");
+    if (!json_is_array(cands) || json_array_size(cands) == 0)
+        return lp_fail(LP_EWRONG_TYPE, msg, msglen, "candidates must be a non-empty array");
+    size_t K = json_array_size(cands);
+    if (K > SCORE_CANDIDATES_MAX)
+        return lp_fail(LP_ETOO_MANY_CANDIDATES, msg, msglen, "at most %d candidates",
+                       SCORE_CANDIDATES_MAX);
+    score_item *items = calloc(K, sizeof *items);
+    if (items == NULL)
+        return lp_fail(LP_ENO_MEMORY, msg, msglen, "out of memory");
+    for (size_t k = 0; k < K && rc == LP_OK; k++) {
+        items[k].prompt = prompt;
+        rc = parse_candidate(json_array_get(cands, k), k, &items[k], msg, msglen);
+    }
+    json_t *arr = json_array();
+    if (rc == LP_OK)
+        rc = score_items(sv, items, K, arr, msg, msglen);
+    free_items(items, K);
+    if (rc == LP_OK)
+        json_object_set_new(out, "candidates", arr);
+    else
+        json_decref(arr);
+    return rc;
+}
+
+int lp_api_score(lp_api *api, const lp_request *req, lp_response *resp)
+{
+    if (api->learner == NULL)
+        return no_learner(resp);
+    struct timespec t0, t1;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    static const char *const fields[] = {"prompt", "candidates", "task_ids", "version", NULL};
+    json_t *root = NULL;
+    if (lp_api_parse_body(api, req, &root, resp) != LP_OK)
+        return LP_API_DONE;
+    char msg[LP_MSG_MAX] = "";
+    int rc = json_is_object(root) ? LP_OK
+                                  : lp_fail(LP_EWRONG_TYPE, msg, sizeof msg, "expected an object");
+    if (rc == LP_OK)
+        rc = lp_json_only_fields(root, fields, msg, sizeof msg);
+    int64_t version = 0;
+    if (rc == LP_OK && json_object_get(root, "version") != NULL)
+        rc = lp_json_get_int(root, "version", 1, INT64_MAX, &version, msg, sizeof msg);
+    if (rc == LP_OK && json_object_get(root, "task_ids") != NULL &&
+        json_object_get(root, "candidates") != NULL)
+        rc = lp_fail(LP_EBAD_REQUEST, msg, sizeof msg, "give candidates or task_ids, not both");
+    lp_served *sv = NULL;
+    if (rc == LP_OK) {
+        if (version > 0)
+            rc = lp_learner_model(api->learner, version, &sv);
+        else if ((sv = lp_learner_served(api->learner)) == NULL)
+            rc = LP_ENO_ACTIVE_MODEL;
+        if (rc != LP_OK)
+            msg[0] = '\0';
+    }
+    json_t *out = NULL;
+    if (rc == LP_OK) {
+        const lp_model *m = lp_served_model(sv);
+        out = json_pack("{s:I, s:s, s:s, s:f}", "model_version", (json_int_t)lp_served_version(sv),
+                        "loss", lp_loss_name(m->loss.kind), "link",
+                        m->link == LP_LINK_KL ? "kl" : "chimix", "beta", m->beta);
+        const json_t *ids = json_object_get(root, "task_ids");
+        rc = out == NULL ? LP_ENO_MEMORY
+             : ids       ? score_tasks(api, sv, ids, out, msg, sizeof msg)
+                         : score_prompt(sv, root, out, msg, sizeof msg);
+    }
+    lp_served_unref(sv);
+    json_decref(root);
+    if (rc != LP_OK) {
+        json_decref(out);
+        return lp_api_error(resp, rc, msg[0] ? msg : NULL);
+    }
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    lp_metrics_score((double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) / 1e9);
+    return lp_api_json(resp, 200, out);
+}
+
+/* ---- corruption settings ---- */
+
+static json_t *corruption_json(const lp_corruption *c, const char *campaign)
+{
+    if (c->id == 0)
+        return json_pack("{s:n, s:s, s:f, s:n, s:n, s:n}", "id", "campaign", campaign, "alpha", 0.0,
+                         "strategy", "seed", "feature");
+    return json_pack("{s:I, s:s, s:f, s:s, s:I, s:o, s:I}", "id", (json_int_t)c->id, "campaign",
+                     campaign, "alpha", c->alpha, "strategy", lp_adversary_name(c->strategy),
+                     "seed", (json_int_t)c->seed, "feature",
+                     c->strategy == LP_ADV_BACKDOOR ? json_integer(c->feature) : json_null(),
+                     "created_at", (json_int_t)c->created_ms);
+}
+
+int lp_api_corruption_get(lp_api *api, const lp_request *req, lp_response *resp)
+{
+    if (api->learner == NULL)
+        return no_learner(resp);
+    const char *name = lp_api_param(req, "campaign");
+    lp_campaign c;
+    int rc = lp_store_campaign_by_name(api->store, name ? name : "default", &c);
+    lp_corruption cs;
+    if (rc == LP_OK)
+        rc = lp_registry_corruption_current(api->store, c.id, &cs);
+    if (rc != LP_OK)
+        return lp_api_error(resp, rc, NULL);
+    return lp_api_json(resp, 200, corruption_json(&cs, c.name));
+}
+
+int lp_api_corruption_put(lp_api *api, const lp_request *req, lp_response *resp)
+{
+    if (api->learner == NULL)
+        return no_learner(resp);
+    static const char *const fields[] = {"campaign", "alpha", "strategy", "seed", "feature", NULL};
+    json_t *root = NULL;
+    if (lp_api_parse_body(api, req, &root, resp) != LP_OK)
+        return LP_API_DONE;
+    char msg[LP_MSG_MAX] = "";
+    lp_corruption cs = {0};
+    lp_campaign c;
+    const char *name = "default", *strategy = "flip";
+    int rc = json_is_object(root) ? LP_OK
+                                  : lp_fail(LP_EWRONG_TYPE, msg, sizeof msg, "expected an object");
+    if (rc == LP_OK)
+        rc = lp_json_only_fields(root, fields, msg, sizeof msg);
+    if (rc == LP_OK && json_object_get(root, "campaign") != NULL)
+        rc = lp_json_get_string(root, "campaign", LP_CAMPAIGN_NAME_MAX, &name, msg, sizeof msg);
+    if (rc == LP_OK && json_object_get(root, "strategy") != NULL)
+        rc = lp_json_get_string(root, "strategy", 32, &strategy, msg, sizeof msg);
+    const json_t *alpha = json_object_get(root, "alpha");
+    if (rc == LP_OK && alpha == NULL)
+        rc = lp_fail(LP_EMISSING_FIELD, msg, sizeof msg, "field \"alpha\" is required");
+    if (rc == LP_OK && (!json_is_number(alpha) || !(json_number_value(alpha) >= 0.0) ||
+                        !(json_number_value(alpha) <= 0.5)))
+        rc = lp_fail(LP_EBAD_CORRUPTION, msg, sizeof msg, "\"alpha\" must be a number in [0, 0.5]");
+    if (rc == LP_OK && lp_adversary_parse(strategy, &cs.strategy) != LP_OK)
+        rc = lp_fail(LP_EBAD_CORRUPTION, msg, sizeof msg,
+                     "\"strategy\" must be flip, constant0, constant1, random, anti or backdoor");
+    int64_t seed = 0, feature = 0;
+    if (rc == LP_OK && json_object_get(root, "seed") != NULL &&
+        lp_json_get_int(root, "seed", 0, (int64_t)LP_CORRUPT_SEED_MAX, &seed, msg, sizeof msg) !=
+            LP_OK)
+        rc = lp_fail(LP_EBAD_CORRUPTION, msg, sizeof msg,
+                     "\"seed\" must be an integer in [0, 2^53]");
+    if (rc == LP_OK && json_object_get(root, "feature") != NULL &&
+        lp_json_get_int(root, "feature", 0, LP_FEAT_HASH_MAX, &feature, msg, sizeof msg) != LP_OK)
+        rc = lp_fail(LP_EBAD_CORRUPTION, msg, sizeof msg,
+                     "\"feature\" must be a feature index >= 0");
+    if (rc == LP_OK && (rc = lp_store_campaign_by_name(api->store, name, &c)) != LP_OK)
+        msg[0] = '\0';
+    if (rc == LP_OK) {
+        cs.campaign = c.id;
+        cs.alpha = json_number_value(alpha);
+        cs.seed = (uint64_t)seed;
+        cs.feature = feature;
+        rc = lp_registry_corruption_add(api->store, &cs);
+    }
+    json_decref(root);
+    if (rc != LP_OK)
+        return lp_api_error(resp, rc, msg[0] ? msg : NULL);
+    return lp_api_json(resp, 200, corruption_json(&cs, c.name));
+}
+
+/* ---- the corrupted export view ---- */
+
+/* Rebuilds the view spec a model was trained on: its cut-off, campaign,
+ * feature plan and the corruption settings recorded with it. */
+int lp_api_model_view(lp_api *api, int64_t version, lp_view_spec *spec, lp_corruption **settings,
+                      lp_served **anti, char *msg, size_t msglen)
+{
+    memset(spec, 0, sizeof *spec);
+    *settings = NULL;
+    *anti = NULL;
+    if (api->learner == NULL)
+        return lp_fail(LP_EUNAVAILABLE, msg, msglen, "this server runs without a learner");
+    lp_model_record m;
+    int rc = lp_registry_model_get(api->store, version, &m);
+    if (rc != LP_OK)
+        return lp_fail(rc, msg, msglen, "no model version %lld", (long long)version);
+    spec->campaign = m.campaign;
+    spec->cutoff = m.cutoff;
+    json_t *summary = stored_json(m.summary), *corr = stored_json(m.corruption);
+    const json_t *feat = json_object_get(summary, "features");
+    const json_t *kind = json_object_get(feat, "kind");
+    lp_feat_spec_init(&spec->text);
+    if (kind && json_is_string(kind) && strcmp(json_string_value(kind), "text") == 0) {
+        spec->features = LP_FEATURES_TEXT;
+        spec->text.hash_dim = (uint32_t)json_integer_value(json_object_get(feat, "hash_dim"));
+        spec->text.bigrams = json_is_true(json_object_get(feat, "bigrams"));
+        spec->text.cross_prompt = json_is_true(json_object_get(feat, "cross_prompt"));
+        spec->text.cross_max = (int)json_integer_value(json_object_get(feat, "cross_max"));
+        spec->text.length = json_is_true(json_object_get(feat, "length"));
+    } else
+        spec->features = LP_FEATURES_DENSE;
+    size_t n = json_is_array(corr) ? json_array_size(corr) : 0;
+    *settings = calloc(n ? n : 1, sizeof **settings);
+    if (*settings == NULL)
+        rc = lp_fail(LP_ENO_MEMORY, msg, msglen, "out of memory");
+    for (size_t k = 0; k < n && rc == LP_OK; k++) {
+        const json_t *o = json_array_get(corr, k);
+        lp_corruption *c = &(*settings)[k];
+        lp_campaign camp;
+        const json_t *cn = json_object_get(o, "campaign"), *st = json_object_get(o, "strategy");
+        if (!json_is_string(cn) || !json_is_string(st) ||
+            lp_store_campaign_by_name(api->store, json_string_value(cn), &camp) != LP_OK ||
+            lp_adversary_parse(json_string_value(st), &c->strategy) != LP_OK) {
+            rc = lp_fail(LP_EINTERNAL, msg, msglen, "model %lld: unreadable corruption record",
+                         (long long)version);
+            break;
+        }
+        c->id = json_integer_value(json_object_get(o, "id"));
+        c->campaign = camp.id;
+        snprintf(c->campaign_name, sizeof c->campaign_name, "%s", camp.name);
+        c->alpha = json_number_value(json_object_get(o, "alpha"));
+        c->seed = (uint64_t)json_integer_value(json_object_get(o, "seed"));
+        c->feature = json_integer_value(json_object_get(o, "feature"));
+        int64_t av = json_integer_value(json_object_get(o, "anti_model"));
+        if (c->strategy == LP_ADV_ANTI && *anti == NULL && av > 0 &&
+            (rc = lp_learner_model(api->learner, av, anti)) != LP_OK)
+            lp_fail(rc, msg, msglen, "the anti model %lld is unavailable", (long long)av);
+    }
+    spec->settings = *settings;
+    spec->n_settings = n;
+    spec->anti_model = *anti;
+    json_decref(summary);
+    json_decref(corr);
+    lp_model_record_clear(&m);
+    if (rc != LP_OK) {
+        free(*settings);
+        *settings = NULL;
+        lp_served_unref(*anti);
+        *anti = NULL;
+    }
+    return rc;
+}

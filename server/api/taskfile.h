@@ -1,0 +1,38 @@
+/*
+ * taskfile.h — parsing a JSONL task upload (POST /v1/tasks).
+ *
+ * One comparison per line, format auto-detected per line (docs/protocol.md):
+ *   pairs.jsonl  {"id", "prompt", "chosen", "rejected", ...extra ignored}
+ *   TRL          {"prompt", "chosen", "rejected"}
+ *   generic      {"id"?, "prompt", "responses": [r0, r1]}
+ * chosen becomes response 0 (reference_preferred 0). Optional dense features:
+ * "features": [[...], [...]] (generic) or "chosen_features" and
+ * "rejected_features". A line without an id gets a content-derived source id
+ * ("h:" + BLAKE2b of prompt and responses), so re-uploading is idempotent.
+ * Blank lines are skipped. The first malformed line fails the whole file.
+ */
+#ifndef LP_TASKFILE_H
+#define LP_TASKFILE_H
+
+#include "store.h"
+
+#include <stddef.h>
+
+#define LP_TASK_TEXT_MAX 65536 /* prompt and each response, bytes */
+#define LP_TASK_ID_MAX 128     /* source id, bytes */
+#define LP_TASKS_PER_UPLOAD_MAX 1000000
+
+typedef struct lp_taskfile {
+    lp_task_in *tasks; /* n entries, borrowing from the owned storage below */
+    size_t n;
+    void *priv; /* parsed documents, ids, feature arrays */
+} lp_taskfile;
+
+/* Parses body[0..len). Returns LP_OK, or LP_EBAD_TASK with msg naming the
+ * 1-based line and the problem (or LP_ENO_MEMORY). On success free with
+ * lp_taskfile_free; on failure nothing is left to free. */
+int lp_taskfile_parse(const char *body, size_t len, int max_depth, lp_taskfile *out, char *msg,
+                      size_t msglen);
+void lp_taskfile_free(lp_taskfile *tf);
+
+#endif

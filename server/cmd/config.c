@@ -1,0 +1,231 @@
+/*
+ * config.c — the option table and its loader. See config.h.
+ *
+ * Adding an option means adding one row to OPTIONS and one field to
+ * lp_config: help, environment lookup, parsing and bounds checks all come
+ * from the row.
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+typedef enum opt_type { OPT_STR, OPT_INT, OPT_SIZE, OPT_SYNC, OPT_FLAG } opt_type;
+
+typedef struct opt_def {
+    const char *name; /* flag without the leading "--" */
+    const char *env;
+    opt_type type;
+    size_t offset;
+    const char *def; /* default, as text (parsed like any other value) */
+    int64_t min, max;
+    const char *help;
+} opt_def;
+
+#define OFF(f) offsetof(lp_config, f)
+#define KIB (int64_t)1024
+#define MIB (KIB * 1024)
+#define GIB (MIB * 1024)
+
+static const opt_def OPTIONS[] = {
+    {"host", "LDPREF_HOST", OPT_STR, OFF(host), "127.0.0.1", 0, 0,
+     "address to bind (IPv4 or IPv6 literal, or a host name)"},
+    {"port", "LDPREF_PORT", OPT_INT, OFF(port), "8080", 0, 65535,
+     "TCP port; 0 picks an ephemeral port (printed at start)"},
+    {"db", "LDPREF_DB", OPT_STR, OFF(db), "var/ldpref.db", 0, 0, "SQLite database file"},
+    {"threads", "LDPREF_THREADS", OPT_INT, OFF(threads), "0", 0, 256,
+     "event-loop pool size when --connection-threads is 0; 0 = number of CPUs"},
+    {"connection-threads", "LDPREF_CONNECTION_THREADS", OPT_INT, OFF(connection_threads), "256", 0,
+     4096,
+     "serve each connection on its own thread, at most this many connections at once; "
+     "0 = a pool of --threads event-loop threads instead (for many idle connections)"},
+    {"body-max", "LDPREF_BODY_MAX", OPT_SIZE, OFF(body_max), "65536", 1024, 64 * MIB,
+     "request body cap for single requests, bytes"},
+    {"batch-body-max", "LDPREF_BATCH_BODY_MAX", OPT_SIZE, OFF(batch_body_max), "4194304", 1024, GIB,
+     "request body cap for /v1/labels/batch, bytes"},
+    {"upload-max", "LDPREF_UPLOAD_MAX", OPT_SIZE, OFF(upload_max), "67108864", 1024, 4 * GIB,
+     "request body cap for task uploads, bytes"},
+    {"json-depth", "LDPREF_JSON_DEPTH", OPT_INT, OFF(json_depth), "32", 2, 1024,
+     "maximum JSON nesting depth"},
+    {"batch-max", "LDPREF_BATCH_MAX", OPT_INT, OFF(batch_max), "1000", 1, 100000,
+     "maximum labels in one batch"},
+    {"timestamp-window", "LDPREF_TIMESTAMP_WINDOW", OPT_INT, OFF(timestamp_window), "300", 1,
+     86400 * 365, "accepted clock skew of signed timestamps, seconds (+/-)"},
+    {"sync", "LDPREF_SYNC", OPT_SYNC, OFF(sync), "full", 0, 1,
+     "durability: full (fsync each commit; survives power loss) or normal (survives a "
+     "process crash; an OS crash may lose the last commits)"},
+    {"connection-timeout", "LDPREF_CONNECTION_TIMEOUT", OPT_INT, OFF(connection_timeout), "30", 1,
+     3600, "idle connection timeout, seconds"},
+    {"read-connections", "LDPREF_READ_CONNECTIONS", OPT_INT, OFF(read_connections), "4", 1, 64,
+     "SQLite read connections in the pool"},
+    {"train-threads", "LDPREF_TRAIN_THREADS", OPT_INT, OFF(train_threads), "1", 1, 64,
+     "default threads of a training run (runs at idle priority)"},
+    {"learner", "LDPREF_LEARNER", OPT_INT, OFF(learner), "1", 0, 1,
+     "1: retraining, models and score endpoints on; 0: off"},
+    {"new-operator-token", NULL, OPT_FLAG, OFF(new_operator_token), "0", 0, 1,
+     "mint one more operator token, print it, and exit"},
+    {"help", NULL, OPT_FLAG, OFF(help), "0", 0, 1, "print this help and exit"},
+};
+#define N_OPTIONS (sizeof OPTIONS / sizeof OPTIONS[0])
+
+const char *lp_config_sync_name(int64_t sync)
+{
+    return sync == LP_SYNC_FULL ? "full" : "normal";
+}
+
+static int set_value(lp_config *cfg, const opt_def *o, const char *text, const char *source,
+                     char *err, size_t errlen)
+{
+    char *base = (char *)cfg + o->offset;
+    if (o->type == OPT_STR) {
+        size_t n = strlen(text);
+        if (n == 0 || n >= LP_CONFIG_STR_MAX) {
+            snprintf(err, errlen, "--%s (from %s): must be 1..%d bytes", o->name, source,
+                     LP_CONFIG_STR_MAX - 1);
+            return -1;
+        }
+        memcpy(base, text, n + 1);
+        return 0;
+    }
+    int64_t v;
+    if (o->type == OPT_SYNC) {
+        if (strcmp(text, "full") == 0)
+            v = LP_SYNC_FULL;
+        else if (strcmp(text, "normal") == 0)
+            v = LP_SYNC_NORMAL;
+        else {
+            snprintf(err, errlen, "--%s (from %s): \"%.64s\" is not full or normal", o->name,
+                     source, text);
+            return -1;
+        }
+    } else {
+        char *end = NULL;
+        errno = 0;
+        long long ll = strtoll(text, &end, 10);
+        if (errno != 0 || end == text) {
+            snprintf(err, errlen, "--%s (from %s): \"%.64s\" is not an integer", o->name, source,
+                     text);
+            return -1;
+        }
+        if (o->type == OPT_SIZE && *end != '\0') { /* optional K/M/G suffix */
+            int64_t mult = *end == 'K' || *end == 'k'   ? KIB
+                           : *end == 'M' || *end == 'm' ? MIB
+                           : *end == 'G' || *end == 'g' ? GIB
+                                                        : 0;
+            if (mult == 0 || end[1] != '\0' || ll > INT64_MAX / mult || ll < 0) {
+                snprintf(err, errlen, "--%s (from %s): \"%.64s\" is not a size", o->name, source,
+                         text);
+                return -1;
+            }
+            ll *= mult;
+        } else if (*end != '\0') {
+            snprintf(err, errlen, "--%s (from %s): \"%.64s\" is not an integer", o->name, source,
+                     text);
+            return -1;
+        }
+        v = ll;
+        if (v < o->min || v > o->max) {
+            snprintf(err, errlen, "--%s (from %s): %lld is outside [%lld, %lld]", o->name, source,
+                     (long long)v, (long long)o->min, (long long)o->max);
+            return -1;
+        }
+    }
+    memcpy(base, &v, sizeof v);
+    return 0;
+}
+
+static void resolve(lp_config *cfg)
+{
+    if (cfg->threads == 0) {
+        long n = sysconf(_SC_NPROCESSORS_ONLN);
+        cfg->threads = n < 1 ? 1 : n > 256 ? 256 : n;
+    }
+}
+
+void lp_config_defaults(lp_config *cfg)
+{
+    char err[256];
+    memset(cfg, 0, sizeof *cfg);
+    for (size_t i = 0; i < N_OPTIONS; i++) {
+        int rc = set_value(cfg, &OPTIONS[i], OPTIONS[i].def, "default", err, sizeof err);
+        (void)rc;
+    }
+    resolve(cfg);
+}
+
+static const opt_def *find_option(const char *name, size_t len)
+{
+    for (size_t i = 0; i < N_OPTIONS; i++)
+        if (strlen(OPTIONS[i].name) == len && strncmp(OPTIONS[i].name, name, len) == 0)
+            return &OPTIONS[i];
+    return NULL;
+}
+
+int lp_config_load(lp_config *cfg, int argc, char **argv, lp_config_getenv_fn getenv_fn, char *err,
+                   size_t errlen)
+{
+    lp_config_defaults(cfg);
+    cfg->threads = 0; /* resolved again after env and flags */
+    for (size_t i = 0; i < N_OPTIONS; i++) {
+        const opt_def *o = &OPTIONS[i];
+        if (o->env == NULL)
+            continue;
+        const char *v = getenv_fn ? getenv_fn(o->env) : getenv(o->env);
+        if (v != NULL && set_value(cfg, o, v, o->env, err, errlen) != 0)
+            return -1;
+    }
+    for (int i = 1; i < argc; i++) {
+        const char *arg = argv[i];
+        if (strncmp(arg, "--", 2) != 0) {
+            snprintf(err, errlen, "unexpected argument \"%.64s\" (see --help)", arg);
+            return -1;
+        }
+        const char *name = arg + 2;
+        const char *eq = strchr(name, '=');
+        size_t nlen = eq ? (size_t)(eq - name) : strlen(name);
+        const opt_def *o = find_option(name, nlen);
+        if (o == NULL) {
+            snprintf(err, errlen, "unknown option \"%.64s\" (see --help)", arg);
+            return -1;
+        }
+        const char *value;
+        if (o->type == OPT_FLAG) {
+            if (eq != NULL) {
+                snprintf(err, errlen, "--%s takes no value", o->name);
+                return -1;
+            }
+            value = "1";
+        } else if (eq != NULL) {
+            value = eq + 1;
+        } else if (i + 1 < argc) {
+            value = argv[++i];
+        } else {
+            snprintf(err, errlen, "--%s needs a value", o->name);
+            return -1;
+        }
+        if (set_value(cfg, o, value, "command line", err, errlen) != 0)
+            return -1;
+    }
+    resolve(cfg);
+    return 0;
+}
+
+void lp_config_usage(FILE *out, const char *prog)
+{
+    fprintf(out, "usage: %s [options]\n\nOptions (environment variable; default):\n", prog);
+    for (size_t i = 0; i < N_OPTIONS; i++) {
+        const opt_def *o = &OPTIONS[i];
+        char flag[64];
+        snprintf(flag, sizeof flag, "--%s%s", o->name,
+                 o->type == OPT_FLAG   ? ""
+                 : o->type == OPT_STR  ? " STR"
+                 : o->type == OPT_SYNC ? " full|normal"
+                                       : " N");
+        fprintf(out, "  %-28s %s\n", flag, o->help);
+        if (o->type != OPT_FLAG)
+            fprintf(out, "  %-28s (%s; default %s)\n", "", o->env, o->def);
+    }
+    fprintf(out, "\nPrecedence: defaults < environment < flags. Sizes accept K, M, G.\n");
+}

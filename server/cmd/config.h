@@ -1,0 +1,66 @@
+/*
+ * config.h — ldpref-server configuration.
+ *
+ * One table of options (server/config.c) is the single source of truth: it
+ * gives each option's flag name, environment variable (LDPREF_*), type,
+ * default, bounds and help text, and feeds --help, validation and defaults.
+ * Precedence: built-in defaults < environment < command-line flags.
+ */
+#ifndef LP_CONFIG_H
+#define LP_CONFIG_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#define LP_CONFIG_STR_MAX 1024
+
+typedef enum lp_sync_level {
+    LP_SYNC_NORMAL = 0, /* WAL + synchronous=NORMAL: survives a process crash */
+    LP_SYNC_FULL = 1    /* WAL + synchronous=FULL: also survives OS crash / power loss */
+} lp_sync_level;
+
+typedef struct lp_config {
+    char host[LP_CONFIG_STR_MAX];
+    int64_t port;
+    char db[LP_CONFIG_STR_MAX];
+    int64_t threads;            /* resolved: never 0 after lp_config_load */
+    int64_t connection_threads; /* 0: event-loop pool of `threads` */
+    int64_t body_max;
+    int64_t batch_body_max;
+    int64_t upload_max;
+    int64_t json_depth;
+    int64_t batch_max;
+    int64_t timestamp_window;   /* seconds */
+    int64_t sync;               /* lp_sync_level */
+    int64_t connection_timeout; /* seconds */
+    int64_t read_connections;
+    int64_t train_threads;
+    int64_t learner;            /* 1: learning endpoints on */
+    int64_t new_operator_token; /* flag */
+    int64_t help;               /* flag */
+} lp_config;
+
+/* Looks up an environment variable; returns NULL when unset. */
+typedef const char *(*lp_config_getenv_fn)(const char *name);
+
+/* Fills cfg with the built-in defaults (threads resolved to nproc). */
+void lp_config_defaults(lp_config *cfg);
+
+/*
+ * Loads the configuration: defaults, then environment (via getenv_fn, or the
+ * process environment when NULL), then argv[1..argc). Accepts "--name value"
+ * and "--name=value"; flags take no value. Every value is validated against
+ * the option's type and bounds. Returns 0 on success, -1 with a message in
+ * err (errlen bytes) naming the option and the source of the bad value.
+ */
+int lp_config_load(lp_config *cfg, int argc, char **argv, lp_config_getenv_fn getenv_fn, char *err,
+                   size_t errlen);
+
+/* Writes the --help text (generated from the option table) to out. */
+void lp_config_usage(FILE *out, const char *prog);
+
+/* "full" or "normal". */
+const char *lp_config_sync_name(int64_t sync);
+
+#endif

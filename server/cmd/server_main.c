@@ -1,0 +1,153 @@
+/*
+ * main.c — ldpref-server: options, store, first operator token, learner,
+ * HTTP, and a graceful shutdown on SIGTERM/SIGINT (stop accepting, finish
+ * in-flight requests, cancel a training run, drain the writer, close the
+ * database).
+ *
+ * stdout carries exactly two kinds of lines that tools parse:
+ *   "operator token: <token>"   (only when a new database got its first token,
+ *                                or with --new-operator-token)
+ *   "listening on http://HOST:PORT"
+ * Everything else (logs) goes to stderr; secrets are never logged.
+ */
+#include "api.h"
+#include "auth.h"
+#include "config.h"
+#include "error.h"
+#include "http.h"
+#include "metrics.h"
+#include "retrain.h"
+#include "rr.h"
+#include "store.h"
+
+#include <signal.h>
+#include <sodium.h>
+#include <stdio.h>
+#include <string.h>
+
+#define SHUTDOWN_GRACE_MS 30000
+
+/* The learner pauses while this counter moves (retrain.h). */
+static uint64_t user_activity(void *ctx)
+{
+    (void)ctx;
+    return lp_metrics_activity();
+}
+
+int main(int argc, char **argv)
+{
+    lp_config cfg;
+    char err[512];
+    if (lp_config_load(&cfg, argc, argv, NULL, err, sizeof err) != 0) {
+        fprintf(stderr, "ldpref-server: %s\n", err);
+        return 2;
+    }
+    if (cfg.help) {
+        lp_config_usage(stdout, "ldpref-server");
+        return 0;
+    }
+    if (lp_rng_init() != LP_OK) {
+        fprintf(stderr, "ldpref-server: the system random number generator is unavailable\n");
+        return 1;
+    }
+    /* Signals are handled by sigwait in this thread only: block them before
+     * any other thread exists so every thread inherits the mask. */
+    sigset_t sigs;
+    sigemptyset(&sigs);
+    sigaddset(&sigs, SIGTERM);
+    sigaddset(&sigs, SIGINT);
+    pthread_sigmask(SIG_BLOCK, &sigs, NULL);
+    signal(SIGPIPE, SIG_IGN);
+
+    lp_store_opts so = {.path = cfg.db,
+                        .sync_full = cfg.sync == LP_SYNC_FULL,
+                        .read_conns = (int)cfg.read_connections};
+    lp_store *store = NULL;
+    if (lp_store_open(&so, &store, err, sizeof err) != LP_OK) {
+        fprintf(stderr, "ldpref-server: %s\n", err);
+        return 1;
+    }
+    char token[LP_AUTH_TOKEN_MAX];
+    if (cfg.new_operator_token) {
+        int rc = lp_auth_operator_mint(store, token);
+        if (rc == LP_OK) {
+            printf("operator token: %s\n", token);
+            fflush(stdout);
+        } else {
+            fprintf(stderr, "ldpref-server: cannot mint a token: %s\n", lp_error_name(rc));
+        }
+        sodium_memzero(token, sizeof token);
+        lp_store_close(store);
+        return rc == LP_OK ? 0 : 1;
+    }
+    int created = 0;
+    int rc = lp_auth_bootstrap(store, token, &created);
+    if (rc != LP_OK) {
+        fprintf(stderr, "ldpref-server: cannot create the first operator token: %s\n",
+                lp_error_name(rc));
+        lp_store_close(store);
+        return 1;
+    }
+    if (created) {
+        printf("operator token: %s\n", token);
+        fflush(stdout);
+        sodium_memzero(token, sizeof token);
+    }
+
+    lp_api_opts ao = {.body_max = (size_t)cfg.body_max,
+                      .batch_body_max = (size_t)cfg.batch_body_max,
+                      .upload_max = (size_t)cfg.upload_max,
+                      .json_depth = (int)cfg.json_depth,
+                      .batch_max = (size_t)cfg.batch_max,
+                      .timestamp_window_ms = cfg.timestamp_window * 1000};
+    ao.train_threads = (int)cfg.train_threads;
+    lp_learner *learner = NULL;
+    if (cfg.learner) {
+        lp_learner_opts lo = {
+            .threads = (int)cfg.train_threads, .scheduler = 1, .activity = user_activity};
+        if (lp_learner_new(store, &lo, &learner, err, sizeof err) != LP_OK) {
+            fprintf(stderr, "ldpref-server: %s\n", err);
+            lp_store_close(store);
+            return 1;
+        }
+    }
+    lp_api *api = lp_api_new(store, &ao);
+    if (api != NULL)
+        lp_api_set_learner(api, learner);
+    lp_http_opts ho = {.host = cfg.host,
+                       .port = (int)cfg.port,
+                       .threads = (int)cfg.threads,
+                       .connection_threads = (int)cfg.connection_threads,
+                       .connection_timeout = (int)cfg.connection_timeout};
+    lp_http *http = NULL;
+    int port = 0;
+    if (api == NULL || lp_http_start(api, &ho, &http, &port, err, sizeof err) != 0) {
+        fprintf(stderr, "ldpref-server: %s\n", api ? err : "out of memory");
+        lp_api_free(api);
+        lp_learner_free(learner);
+        lp_store_close(store);
+        return 1;
+    }
+    const char *host = strchr(cfg.host, ':') ? "[%s]" : "%s";
+    char hostbuf[LP_CONFIG_STR_MAX + 2];
+    snprintf(hostbuf, sizeof hostbuf, host, cfg.host);
+    printf("listening on http://%s:%d\n", hostbuf, port);
+    fflush(stdout);
+    if (cfg.connection_threads > 0)
+        fprintf(stderr, "ldpref-server %s: db %s, sync %s, a thread per connection (up to %lld)\n",
+                LDPREF_VERSION, cfg.db, lp_config_sync_name(cfg.sync),
+                (long long)cfg.connection_threads);
+    else
+        fprintf(stderr, "ldpref-server %s: db %s, sync %s, %lld event-loop threads\n",
+                LDPREF_VERSION, cfg.db, lp_config_sync_name(cfg.sync), (long long)cfg.threads);
+
+    int sig = 0;
+    sigwait(&sigs, &sig);
+    fprintf(stderr, "ldpref-server: signal %d, shutting down\n", sig);
+    lp_http_stop(http, SHUTDOWN_GRACE_MS);
+    lp_api_free(api);
+    lp_learner_free(learner); /* cancels a running training run */
+    lp_store_close(store);    /* drains the writer, checkpoints, closes */
+    fprintf(stderr, "ldpref-server: stopped\n");
+    return 0;
+}

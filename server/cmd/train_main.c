@@ -1,0 +1,1072 @@
+/*
+ * train_main.c — ldpref-train: the offline trainer CLI.
+ *
+ *   ldpref-train fit       --data FILE --loss NAME --out MODEL.json [options]
+ *   ldpref-train simulate  --out DATA.jsonl --theta-out THETA.json [options]
+ *   ldpref-train evaluate  --model MODEL.json (--truth THETA.json | --data FILE)
+ *   ldpref-train score     --model MODEL.json --candidates FILE
+ *   ldpref-train cv        --data FILE [grid options]   (k-fold table)
+ *   ldpref-train sweep     [--grid default|quick | --block SPEC] --out FILE.jsonl
+ *   ldpref-train report    --in FILE.jsonl --dir DIR   (the study's Markdown + gnuplot)
+ *
+ * Each subcommand's options come from one table that also prints --help.
+ * Progress lines go to stderr only when it is a terminal (or --progress).
+ * Exit status: 0 success, 1 runtime failure, 2 usage error.
+ */
+#include "dataset.h"
+#include "error.h"
+#include "evaluate.h"
+#include "featurize.h"
+#include "losses.h"
+#include "model.h"
+#include "objective.h"
+#include "optimize.h"
+#include "policy.h"
+#include "prng.h"
+#include "simulate.h"
+#include "study.h"
+#include "sweep.h"
+#include "wire.h"
+
+#include <cblas.h>
+#include <jansson.h>
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+/* ---- option tables ---------------------------------------------------- */
+
+typedef enum opt_type { O_STR, O_DBL, O_INT, O_U64, O_FLAG, O_NOFLAG } opt_type;
+
+typedef struct opt {
+    const char *name, *arg, *help;
+    opt_type type;
+    void *ptr;
+} opt;
+
+static void print_help(const char *cmd, const char *synopsis, const opt *t)
+{
+    printf("usage: ldpref-train %s %s\n\noptions:\n", cmd, synopsis);
+    for (; t->name; t++) {
+        char lhs[64];
+        snprintf(lhs, sizeof lhs, "--%s%s%s", t->name, t->arg ? " " : "", t->arg ? t->arg : "");
+        printf("  %-26s %s\n", lhs, t->help);
+    }
+    printf("  %-26s %s\n", "--help", "show this help");
+}
+
+static double parse_double(const char *s, int *ok)
+{
+    if (strcmp(s, "inf") == 0 || strcmp(s, "null") == 0 || strcmp(s, "none") == 0)
+        return INFINITY;
+    char *end;
+    double v = strtod(s, &end);
+    *ok = *s != '\0' && *end == '\0' && !isnan(v);
+    return v;
+}
+
+/* Parses argv against t. Returns 0, 1 for --help, 2 on error. */
+static int parse_opts(int argc, char **argv, const opt *t, const char *cmd, const char *syn)
+{
+    for (int i = 0; i < argc; i++) {
+        const char *a = argv[i];
+        if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
+            print_help(cmd, syn, t);
+            return 1;
+        }
+        if (strncmp(a, "--", 2) != 0) {
+            fprintf(stderr, "ldpref-train %s: unexpected argument '%s'\n", cmd, a);
+            return 2;
+        }
+        const opt *o = t;
+        while (o->name && strcmp(o->name, a + 2) != 0)
+            o++;
+        if (o->name == NULL) {
+            fprintf(stderr, "ldpref-train %s: unknown option '%s' (see --help)\n", cmd, a);
+            return 2;
+        }
+        if (o->type == O_FLAG || o->type == O_NOFLAG) {
+            *(int *)o->ptr = o->type == O_FLAG;
+            continue;
+        }
+        if (i + 1 >= argc) {
+            fprintf(stderr, "ldpref-train %s: %s needs a value\n", cmd, a);
+            return 2;
+        }
+        const char *v = argv[++i];
+        int ok = 1;
+        switch (o->type) {
+        case O_STR:
+            *(const char **)o->ptr = v;
+            break;
+        case O_DBL:
+            *(double *)o->ptr = parse_double(v, &ok);
+            break;
+        case O_INT: {
+            char *end;
+            long x = strtol(v, &end, 10);
+            ok = *v && !*end && x >= -2147483647L && x <= 2147483647L;
+            *(int *)o->ptr = (int)x;
+            break;
+        }
+        case O_U64: {
+            char *end;
+            unsigned long long x = strtoull(v, &end, 10);
+            ok = *v && !*end && *v != '-';
+            *(uint64_t *)o->ptr = (uint64_t)x;
+            break;
+        }
+        default:
+            break;
+        }
+        if (!ok) {
+            fprintf(stderr, "ldpref-train %s: bad value '%s' for %s\n", cmd, v, a);
+            return 2;
+        }
+    }
+    return 0;
+}
+
+static int fail(const char *cmd, int code, const char *msg)
+{
+    fprintf(stderr, "ldpref-train %s: %s: %s\n", cmd, lp_error_name(code),
+            msg && *msg ? msg : lp_error_message(code));
+    return 1;
+}
+
+/* Shared featurizer options. */
+typedef struct feat_cli {
+    int hash_dim, no_bigrams, cross, cross_max, no_length;
+} feat_cli;
+
+#define FEAT_OPTS(F)                                                                               \
+    {"hash-dim", "N", "text: hashed buckets (default 4096)", O_INT, &(F).hash_dim},                \
+        {"no-bigrams", NULL, "text: unigrams only", O_FLAG, &(F).no_bigrams},                      \
+        {"cross-prompt", NULL, "text: cross prompt words with response words", O_FLAG,             \
+         &(F).cross},                                                                              \
+        {"cross-max", "N", "text: prompt words used for crossing (default 32)", O_INT,             \
+         &(F).cross_max},                                                                          \
+    {                                                                                              \
+        "no-length", NULL, "text: omit the two length features", O_FLAG, &(F).no_length            \
+    }
+
+static void feat_cli_init(feat_cli *f)
+{
+    f->hash_dim = 4096;
+    f->no_bigrams = 0;
+    f->cross = 0;
+    f->cross_max = 32;
+    f->no_length = 0;
+}
+
+static void feat_from_cli(const feat_cli *f, lp_feat_spec *s)
+{
+    lp_feat_spec_init(s);
+    s->hash_dim = f->hash_dim > 0 ? (uint32_t)f->hash_dim : 0;
+    s->bigrams = !f->no_bigrams;
+    s->cross_prompt = f->cross;
+    s->cross_max = f->cross_max;
+    s->length = !f->no_length;
+}
+
+static int precision_pref(const char *p, int *out)
+{
+    if (strcmp(p, "auto") == 0)
+        *out = -1;
+    else if (strcmp(p, "float") == 0 || strcmp(p, "float32") == 0)
+        *out = 1;
+    else if (strcmp(p, "double") == 0 || strcmp(p, "float64") == 0)
+        *out = 0;
+    else
+        return 0;
+    return 1;
+}
+
+/* ---- fit -------------------------------------------------------------- */
+
+typedef struct fit_cli {
+    const char *data, *loss, *out, *optimizer, *kernel, *precision, *link;
+    double rmax, tau, l2, bound, gtol, lr, beta;
+    int max_iter, memory, batch, epochs, threads, progress, quiet;
+    uint64_t seed;
+    feat_cli feat;
+} fit_cli;
+
+/*
+ * Runs one fit on ds with the CLI settings into a new model (theta owned
+ * by the model). Returns 0 or an error code (msg filled).
+ */
+static int run_fit(const fit_cli *c, lp_dataset *ds, lp_model **out, char *msg, size_t msglen)
+{
+    lp_loss_kind kind;
+    if (lp_loss_parse(c->loss, &kind) != LP_OK)
+        return lp_fail(LP_EINVALID_ARGUMENT, msg, msglen,
+                       "unknown loss '%s' (square-chipo, chipo, dpo, rdpo, rr-mle, rr-sgd, ipo)",
+                       c->loss);
+    lp_method method = kind == LP_LOSS_RR_SGD ? LP_OPT_SGD : LP_OPT_LBFGS;
+    if (c->optimizer && lp_method_parse(c->optimizer, &method) != LP_OK)
+        return lp_fail(LP_EINVALID_ARGUMENT, msg, msglen, "unknown optimizer '%s'", c->optimizer);
+    lp_objective_opts oo;
+    lp_objective_opts_init(&oo, kind);
+    oo.loss.rmax = c->rmax;
+    oo.loss.tau = c->tau;
+    oo.l2 = c->l2;
+    oo.threads = c->threads;
+    oo.kernel = c->kernel && strcmp(c->kernel, "blas") == 0 ? LP_KERNEL_BLAS : LP_KERNEL_FUSED;
+    if (!(c->rmax > 0) || !(c->tau > 0) || !(c->l2 >= 0) || c->threads < 1 || !(c->beta > 0) ||
+        isinf(c->beta))
+        return lp_fail(LP_EINVALID_ARGUMENT, msg, msglen,
+                       "need --rmax > 0, --tau > 0, --l2 >= 0, --threads >= 1, finite --beta > 0");
+    lp_fit_opts fo;
+    lp_fit_opts_init(&fo, method);
+    fo.max_iter = c->max_iter;
+    fo.gtol = c->gtol;
+    fo.memory = c->memory;
+    fo.norm_bound = c->bound;
+    if (c->lr > 0)
+        fo.lr = c->lr;
+    fo.batch = c->batch;
+    fo.epochs = c->epochs;
+    fo.seed = c->seed;
+    fo.progress = c->progress;
+    lp_model *m = NULL;
+    int rc = lp_model_fit(ds, &oo, &fo, c->beta, &m);
+    if (rc != LP_OK)
+        return rc == LP_ENO_MEMORY
+                   ? lp_fail(rc, msg, msglen, "out of memory")
+                   : lp_fail(rc, msg, msglen, "fit failed (check the optimizer options)");
+    if (c->link)
+        m->link = strcmp(c->link, "kl") == 0 ? LP_LINK_KL : LP_LINK_CHIMIX;
+    snprintf(m->source, sizeof m->source, "%s", c->data ? c->data : "");
+    *out = m;
+    return LP_OK;
+}
+
+static void fit_cli_init(fit_cli *c)
+{
+    memset(c, 0, sizeof *c);
+    c->precision = "auto";
+    c->rmax = 1.0;
+    c->tau = 0.5;
+    c->l2 = 0.0;
+    c->bound = INFINITY;
+    c->gtol = 1e-8;
+    c->lr = 0.0;
+    c->beta = 1.0;
+    c->max_iter = 500;
+    c->memory = 10;
+    c->batch = 1;
+    c->epochs = 1;
+    c->threads = 2;
+    c->progress = isatty(2);
+    feat_cli_init(&c->feat);
+}
+
+static int cmd_fit(int argc, char **argv)
+{
+    fit_cli c;
+    fit_cli_init(&c);
+    const opt t[] = {
+        {"data", "FILE", "training data, JSONL (dense, server export, or text pairs)", O_STR,
+         &c.data},
+        {"loss", "NAME", "square-chipo|chipo|dpo|rdpo|rr-mle|rr-sgd|ipo", O_STR, &c.loss},
+        {"out", "MODEL.json", "where to write the model", O_STR, &c.out},
+        {"rmax", "R", "clip margins at 2R for square-chipo/chipo (default 1)", O_DBL, &c.rmax},
+        {"tau", "T", "ipo: target c(eps) zbar/(2T) (default 0.5)", O_DBL, &c.tau},
+        {"l2", "L", "objective (1/n)[sum loss + L ||theta||^2] (default 0)", O_DBL, &c.l2},
+        {"norm-bound", "B", "constrain ||theta|| <= B (default none); reported when active", O_DBL,
+         &c.bound},
+        {"optimizer", "NAME", "lbfgs|sgd|adam (default lbfgs; sgd for rr-sgd)", O_STR,
+         &c.optimizer},
+        {"max-iter", "N", "L-BFGS iterations (default 500)", O_INT, &c.max_iter},
+        {"gtol", "G", "L-BFGS: stop at |grad| < G max(1,|theta|) (default 1e-8)", O_DBL, &c.gtol},
+        {"memory", "M", "L-BFGS history (default 10)", O_INT, &c.memory},
+        {"lr", "ETA", "SGD step lr/sqrt(t) (default 0.5) / Adam step (default 0.01)", O_DBL, &c.lr},
+        {"batch", "N", "SGD/Adam minibatch (default 1)", O_INT, &c.batch},
+        {"epochs", "N", "SGD/Adam passes (default 1)", O_INT, &c.epochs},
+        {"seed", "S", "seed for SGD/Adam order (default 0)", O_U64, &c.seed},
+        {"threads", "T", "threads for the loss/gradient pass (default 2)", O_INT, &c.threads},
+        {"kernel", "K", "dense kernel: fused (default) or blas", O_STR, &c.kernel},
+        {"precision", "P", "dense storage: auto|float|double (auto: double up to 2^24 values)",
+         O_STR, &c.precision},
+        {"beta", "B", "policy temperature recorded in the model (default 1)", O_DBL, &c.beta},
+        {"link", "L", "chimix|kl (default: the loss family's)", O_STR, &c.link},
+        {"progress", NULL, "progress lines on stderr even when not a terminal", O_FLAG,
+         &c.progress},
+        {"quiet", NULL, "no progress and no summary", O_FLAG, &c.quiet},
+        FEAT_OPTS(c.feat),
+        {NULL, NULL, NULL, O_STR, NULL}};
+    const char *syn = "--data FILE --loss NAME --out MODEL.json [options]";
+    int p = parse_opts(argc, argv, t, "fit", syn);
+    if (p)
+        return p == 1 ? 0 : 2;
+    if (!c.data || !c.loss || !c.out) {
+        fprintf(stderr, "ldpref-train fit: --data, --loss and --out are required (see --help)\n");
+        return 2;
+    }
+    if (c.quiet)
+        c.progress = 0;
+    lp_load_opts lo = {0};
+    if (!precision_pref(c.precision, &lo.prefer_f32)) {
+        fprintf(stderr, "ldpref-train fit: --precision must be auto, float or double\n");
+        return 2;
+    }
+    openblas_set_num_threads(c.threads);
+    lp_feat_spec fs;
+    feat_from_cli(&c.feat, &fs);
+    lp_featurizer *fz = lp_featurizer_new(&fs);
+    if (fz == NULL)
+        return fail("fit", LP_EINVALID_ARGUMENT, "bad featurizer options");
+    lo.fz = fz;
+    char msg[512] = "";
+    lp_dataset *ds = NULL;
+    int rc = lp_dataset_load(c.data, &lo, &ds, NULL, msg, sizeof msg);
+    if (rc != LP_OK) {
+        lp_featurizer_free(fz);
+        return fail("fit", rc, msg);
+    }
+    lp_model *m = NULL;
+    rc = run_fit(&c, ds, &m, msg, sizeof msg);
+    if (rc == LP_OK) {
+        m->text = ds->storage == LP_STORE_CSR;
+        m->feat = fs;
+        rc = lp_model_write(m, c.out);
+        if (rc != LP_OK)
+            snprintf(msg, sizeof msg, "cannot write %s", c.out);
+    }
+    if (rc == LP_OK && !c.quiet) {
+        fprintf(stderr,
+                "fit: %s on %zu labels x %zu features (%s): objective %.10g, |grad| %.3g, "
+                "%d iterations, %d evaluations, status %s, |theta| %.4g\n",
+                lp_loss_name(m->loss.kind), ds->n, ds->d, lp_storage_name(ds->storage),
+                m->res.objective, m->res.grad_norm, m->res.iterations, m->res.evaluations,
+                m->res.status, m->res.theta_norm);
+        if (m->res.bound_active)
+            fprintf(stderr, "fit: the norm bound is ACTIVE: |theta| = %.6g at B = %g\n",
+                    m->res.theta_norm, m->fit.norm_bound);
+        if (!isfinite(m->res.objective))
+            fprintf(stderr, "fit: the objective diverged; use --norm-bound or --l2\n");
+    }
+    lp_model_free(m);
+    lp_dataset_free(ds);
+    lp_featurizer_free(fz);
+    return rc == LP_OK ? 0 : fail("fit", rc, msg);
+}
+
+/* ---- simulate --------------------------------------------------------- */
+
+static void write_pair(void *ctx, const double *f0, const double *f1, size_t d, int y, int z,
+                       double eps)
+{
+    FILE *f = ctx;
+    fputs("{\"x0\":[", f);
+    for (size_t j = 0; j < d; j++)
+        fprintf(f, j ? ",%.17g" : "%.17g", f0[j]);
+    fputs("],\"x1\":[", f);
+    for (size_t j = 0; j < d; j++)
+        fprintf(f, j ? ",%.17g" : "%.17g", f1[j]);
+    if (isinf(eps))
+        fprintf(f, "],\"z\":%d,\"epsilon\":null,\"y\":%d}\n", z, y);
+    else
+        fprintf(f, "],\"z\":%d,\"epsilon\":%.17g,\"y\":%d}\n", z, eps, y);
+}
+
+static int write_theta(const char *path, const double *th, size_t d, const lp_sim_opts *o)
+{
+    json_t *r = json_object();
+    json_object_set_new(r, "kind", json_string("theta_star"));
+    json_object_set_new(r, "margin_sd", json_real(o->margin_sd));
+    json_object_set_new(r, "seed", json_integer((json_int_t)o->seed));
+    json_t *a = json_array();
+    for (size_t j = 0; j < d; j++)
+        json_array_append_new(a, json_real(th[j]));
+    json_object_set_new(r, "theta", a);
+    int rc = json_dump_file(r, path, JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(17)) == 0 ? LP_OK
+                                                                                         : LP_EIO;
+    json_decref(r);
+    return rc;
+}
+
+static int cmd_simulate(int argc, char **argv)
+{
+    const char *out = NULL, *theta_out = NULL, *order = "CTL", *adv = "flip";
+    int n = 1000, d = 16, K = 4, bk = 0;
+    double eps = INFINITY, alpha = 0.0, sd = 2.0;
+    uint64_t seed = 0;
+    const opt t[] = {
+        {"out", "DATA.jsonl", "write dense JSONL labels here (\"-\": stdout)", O_STR, &out},
+        {"theta-out", "THETA.json", "write theta* here ({\"theta\": [...]})", O_STR, &theta_out},
+        {"n", "N", "labels (default 1000)", O_INT, &n},
+        {"d", "D", "feature dimension (default 16)", O_INT, &d},
+        {"K", "K", "candidates per prompt (default 4)", O_INT, &K},
+        {"eps", "E", "RR budget per label, or inf (default inf)", O_DBL, &eps},
+        {"alpha", "A", "Huber corruption rate in [0, 0.5] (default 0)", O_DBL, &alpha},
+        {"order", "O", "CTL (corrupt, then RR) or LTC (RR, then corrupt) (default CTL)", O_STR,
+         &order},
+        {"adversary", "S", "flip|anti|backdoor|constant0|constant1|random (default flip)", O_STR,
+         &adv},
+        {"backdoor-k", "K", "feature index for the backdoor adversary (default 0)", O_INT, &bk},
+        {"margin-sd", "S", "standard deviation of the true margin (default 2)", O_DBL, &sd},
+        {"seed", "S", "PRNG seed (default 0)", O_U64, &seed},
+        {NULL, NULL, NULL, O_STR, NULL}};
+    int p =
+        parse_opts(argc, argv, t, "simulate", "--out DATA.jsonl --theta-out THETA.json [options]");
+    if (p)
+        return p == 1 ? 0 : 2;
+    lp_sim_opts o;
+    lp_sim_opts_init(&o);
+    if (!out || !theta_out || n < 1 || d < 1 || K < 2 || bk < 0 ||
+        lp_order_parse(order, &o.order) || lp_adversary_parse(adv, &o.adv)) {
+        fprintf(stderr, "ldpref-train simulate: need --out, --theta-out, n,d >= 1, K >= 2, a "
+                        "known --order and --adversary (see --help)\n");
+        return 2;
+    }
+    o.n = (size_t)n;
+    o.d = (size_t)d;
+    o.K = K;
+    o.eps = eps;
+    o.alpha = alpha;
+    o.backdoor_k = (size_t)bk;
+    o.margin_sd = sd;
+    o.seed = seed;
+    double *th = calloc((size_t)d, sizeof *th);
+    if (th == NULL)
+        return fail("simulate", LP_ENO_MEMORY, NULL);
+    lp_sim_theta_star(o.d, sd, seed, th);
+    FILE *f = strcmp(out, "-") == 0 ? stdout : fopen(out, "w");
+    if (f == NULL) {
+        free(th);
+        return fail("simulate", LP_EIO, out);
+    }
+    o.on_pair = write_pair;
+    o.on_pair_ctx = f;
+    lp_dataset *ds = NULL;
+    int rc = lp_simulate(&o, th, &ds);
+    if (f != stdout && fclose(f) != 0 && rc == LP_OK)
+        rc = LP_EIO;
+    if (rc == LP_OK)
+        rc = write_theta(theta_out, th, o.d, &o);
+    lp_dataset_free(ds);
+    free(th);
+    return rc == LP_OK
+               ? 0
+               : fail("simulate", rc,
+                      "simulation failed (check eps > 0, alpha in [0,0.5], backdoor-k < d)");
+}
+
+/* ---- evaluate --------------------------------------------------------- */
+
+static int cmd_evaluate(int argc, char **argv)
+{
+    const char *model = NULL, *truth = NULL, *data = NULL, *link = NULL;
+    int pairs = 20000, prompts = 2000, K = 4;
+    double beta = NAN;
+    uint64_t seed = 1;
+    feat_cli fc;
+    feat_cli_init(&fc);
+    const opt t[] = {
+        {"model", "MODEL.json", "the fitted model", O_STR, &model},
+        {"truth", "THETA.json", "theta* from simulate: accuracy, cosine, norm ratio, subopt", O_STR,
+         &truth},
+        {"data", "FILE", "labelled data: held-out accuracy", O_STR, &data},
+        {"pairs", "N", "fresh pairs for accuracy (default 20000)", O_INT, &pairs},
+        {"prompts", "N", "fresh prompts for suboptimality (default 2000)", O_INT, &prompts},
+        {"K", "K", "candidates per prompt (default 4)", O_INT, &K},
+        {"beta", "B", "policy temperature (default: the model's)", O_DBL, &beta},
+        {"link", "L", "chimix|kl (default: the model's)", O_STR, &link},
+        {"seed", "S", "seed of the fresh draws (default 1)", O_U64, &seed},
+        {NULL, NULL, NULL, O_STR, NULL}};
+    int p = parse_opts(argc, argv, t, "evaluate",
+                       "--model MODEL.json (--truth THETA.json | --data FILE)");
+    if (p)
+        return p == 1 ? 0 : 2;
+    if (!model || (!truth && !data) || pairs < 0 || prompts < 0 || K < 2) {
+        fprintf(stderr, "ldpref-train evaluate: need --model and --truth or --data\n");
+        return 2;
+    }
+    char msg[512] = "";
+    lp_model *m = NULL, *ts = NULL;
+    int rc = lp_model_read(model, &m, msg, sizeof msg);
+    if (rc != LP_OK)
+        return fail("evaluate", rc, msg);
+    json_t *outj = json_object();
+    if (truth) {
+        rc = lp_model_read(truth, &ts, msg, sizeof msg);
+        if (rc == LP_OK && ts->d != m->d)
+            rc = lp_fail(LP_EINVALID_ARGUMENT, msg, sizeof msg,
+                         "theta* has %zu values, the model %zu", ts->d, m->d);
+        if (rc == LP_OK) {
+            lp_eval_opts eo;
+            lp_eval_opts_init(&eo);
+            eo.pairs = (size_t)pairs;
+            eo.prompts = (size_t)prompts;
+            eo.K = K;
+            eo.beta = isnan(beta) ? m->beta : beta;
+            eo.link = link ? (strcmp(link, "kl") == 0 ? LP_LINK_KL : LP_LINK_CHIMIX) : m->link;
+            eo.seed = seed;
+            lp_eval_result r;
+            rc = lp_evaluate_truth(m->theta, ts->theta, m->d, &eo, &r);
+            if (rc == LP_OK) {
+                json_object_set_new(outj, "accuracy", json_real(r.accuracy));
+                json_object_set_new(outj, "cosine", json_real(r.cosine));
+                json_object_set_new(outj, "norm_ratio", json_real(r.norm_ratio));
+                json_object_set_new(outj, "suboptimality", json_real(r.suboptimality));
+                json_object_set_new(outj, "J_star", json_real(r.j_star));
+                json_object_set_new(outj, "J_hat", json_real(r.j_hat));
+                json_object_set_new(outj, "beta", json_real(eo.beta));
+                json_object_set_new(outj, "K", json_integer(K));
+            }
+        }
+    }
+    if (rc == LP_OK && data) {
+        lp_feat_spec fs = m->feat;
+        lp_featurizer *fz = m->text ? lp_featurizer_new(&fs) : NULL;
+        lp_load_opts lo = {.fz = fz, .prefer_f32 = 0};
+        lp_dataset *ds = NULL;
+        rc = lp_dataset_load(data, &lo, &ds, NULL, msg, sizeof msg);
+        if (rc == LP_OK && ds->d != m->d)
+            rc = lp_fail(LP_EINVALID_ARGUMENT, msg, sizeof msg,
+                         "data has %zu features, the model %zu", ds->d, m->d);
+        if (rc == LP_OK) {
+            json_object_set_new(outj, "heldout_accuracy",
+                                json_real(lp_evaluate_accuracy(ds, m->theta)));
+            json_object_set_new(outj, "n", json_integer((json_int_t)ds->n));
+        }
+        lp_dataset_free(ds);
+        lp_featurizer_free(fz);
+    }
+    if (rc == LP_OK) {
+        json_dumpf(outj, stdout, JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(10));
+        putchar('\n');
+    }
+    json_decref(outj);
+    lp_model_free(m);
+    lp_model_free(ts);
+    return rc == LP_OK ? 0 : fail("evaluate", rc, msg);
+}
+
+/* ---- score ------------------------------------------------------------ */
+
+static int score_line(const lp_model *m, lp_featurizer *fz, json_t *o, double beta,
+                      lp_link_kind link, char *msg, size_t msglen)
+{
+    const json_t *feats = json_object_get(o, "features");
+    const json_t *resp = json_object_get(o, "responses");
+    const json_t *arr = feats ? feats : resp;
+    if (arr == NULL || !json_is_array(arr) || json_array_size(arr) == 0 ||
+        json_array_size(arr) > LP_POLICY_MAX_K)
+        return lp_fail(LP_EMISSING_FIELD, msg, msglen,
+                       "need \"features\" (arrays of numbers) or \"responses\" (strings)");
+    size_t K = json_array_size(arr);
+    double *r = calloc(3 * K, sizeof *r), *pi = r + K, *lref = r + 2 * K;
+    if (r == NULL)
+        return lp_fail(LP_ENO_MEMORY, msg, msglen, "out of memory");
+    int rc = LP_OK;
+    const char *prompt = NULL;
+    if (resp && !feats) {
+        const json_t *pj = json_object_get(o, "prompt");
+        prompt = pj && json_is_string(pj) ? json_string_value(pj) : "";
+        if (fz == NULL)
+            rc = lp_fail(LP_EWRONG_TYPE, msg, msglen, "the model has dense features");
+    }
+    lp_sparse sv = {0};
+    for (size_t k = 0; k < K && rc == LP_OK; k++) {
+        const json_t *v = json_array_get(arr, k);
+        if (feats) {
+            if (!json_is_array(v) || json_array_size(v) != m->d) {
+                rc = lp_fail(LP_EWRONG_TYPE, msg, msglen, "features[%zu] must have %zu numbers", k,
+                             m->d);
+                break;
+            }
+            for (size_t j = 0; j < m->d; j++) {
+                const json_t *x = json_array_get(v, j);
+                if (!json_is_number(x) || !isfinite(json_number_value(x))) {
+                    rc = lp_fail(LP_EWRONG_TYPE, msg, msglen, "features[%zu][%zu] is not a number",
+                                 k, j);
+                    break;
+                }
+                r[k] += m->theta[j] * json_number_value(x);
+            }
+        } else {
+            if (!json_is_string(v)) {
+                rc = lp_fail(LP_EWRONG_TYPE, msg, msglen, "responses[%zu] must be a string", k);
+                break;
+            }
+            rc = lp_featurize(fz, prompt, json_string_value(v), &sv);
+            for (size_t t = 0; rc == LP_OK && t < sv.nnz; t++)
+                r[k] += m->theta[sv.idx[t]] * sv.val[t];
+        }
+    }
+    lp_sparse_free(&sv);
+    const json_t *lr = json_object_get(o, "ref_logprobs");
+    if (rc == LP_OK && lr != NULL) {
+        if (!json_is_array(lr) || json_array_size(lr) != K)
+            rc = lp_fail(LP_EWRONG_TYPE, msg, msglen, "ref_logprobs must have %zu numbers", K);
+        for (size_t k = 0; rc == LP_OK && k < K; k++)
+            lref[k] = json_number_value(json_array_get(lr, k));
+    }
+    double lambda = 0;
+    if (rc == LP_OK)
+        rc = lp_policy_probs(link, r, lr ? lref : NULL, K, beta, pi, NULL, &lambda);
+    if (rc == LP_OK) {
+        json_t *res = json_object(), *ra = json_array(), *pa = json_array();
+        for (size_t k = 0; k < K; k++) {
+            json_array_append_new(ra, json_real(r[k]));
+            json_array_append_new(pa, json_real(pi[k]));
+        }
+        json_object_set_new(res, "rewards", ra);
+        json_object_set_new(res, "probs", pa);
+        json_object_set_new(res, "lambda", json_real(lambda));
+        json_dumpf(res, stdout, JSON_COMPACT | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(17));
+        putchar('\n');
+        json_decref(res);
+    }
+    free(r);
+    return rc;
+}
+
+static int cmd_score(int argc, char **argv)
+{
+    const char *model = NULL, *cand = NULL, *link = NULL;
+    double beta = NAN;
+    const opt t[] = {
+        {"model", "MODEL.json", "the fitted model", O_STR, &model},
+        {"candidates", "FILE",
+         "JSONL: {\"features\": [[...], ...]} or {\"prompt\": s, \"responses\": [s, ...]}, "
+         "optional \"ref_logprobs\"",
+         O_STR, &cand},
+        {"beta", "B", "policy temperature (default: the model's)", O_DBL, &beta},
+        {"link", "L", "chimix|kl (default: the model's)", O_STR, &link},
+        {NULL, NULL, NULL, O_STR, NULL}};
+    int p = parse_opts(argc, argv, t, "score", "--model MODEL.json --candidates FILE");
+    if (p)
+        return p == 1 ? 0 : 2;
+    if (!model || !cand) {
+        fprintf(stderr, "ldpref-train score: need --model and --candidates\n");
+        return 2;
+    }
+    char msg[512] = "";
+    lp_model *m = NULL;
+    int rc = lp_model_read(model, &m, msg, sizeof msg);
+    if (rc != LP_OK)
+        return fail("score", rc, msg);
+    lp_featurizer *fz = m->text ? lp_featurizer_new(&m->feat) : NULL;
+    FILE *f = strcmp(cand, "-") == 0 ? stdin : fopen(cand, "r");
+    if (f == NULL) {
+        lp_model_free(m);
+        lp_featurizer_free(fz);
+        return fail("score", LP_EIO, cand);
+    }
+    char *line = NULL, m2[LP_MSG_MAX];
+    size_t cap = 0, lineno = 0;
+    lp_link_kind lk = link ? (strcmp(link, "kl") == 0 ? LP_LINK_KL : LP_LINK_CHIMIX) : m->link;
+    while (rc == LP_OK && getline(&line, &cap, f) >= 0) {
+        lineno++;
+        json_error_t err;
+        json_t *o = json_loads(line, 0, &err);
+        if (o == NULL || !json_is_object(o))
+            rc = lp_fail(LP_EMALFORMED_JSON, msg, sizeof msg, "line %zu: %s", lineno,
+                         o ? "not an object" : err.text);
+        else if ((rc = score_line(m, fz, o, isnan(beta) ? m->beta : beta, lk, m2, sizeof m2)))
+            lp_fail(rc, msg, sizeof msg, "line %zu: %s", lineno, m2);
+        json_decref(o);
+    }
+    free(line);
+    if (f != stdin)
+        fclose(f);
+    lp_featurizer_free(fz);
+    lp_model_free(m);
+    return rc == LP_OK ? 0 : fail("score", rc, msg);
+}
+
+/* ---- cv --------------------------------------------------------------- */
+
+/* Splits a comma list into up to max items (in place). */
+static int split_list(char *s, char **items, int max)
+{
+    int n = 0;
+    for (char *tok = strtok(s, ","); tok && n < max; tok = strtok(NULL, ","))
+        items[n++] = tok;
+    return n;
+}
+
+/*
+ * k-fold cross-validation of several losses under simulated privatisation
+ * and corruption of the *training* labels. Pairs are randomly oriented
+ * (a1 is the human-chosen response with probability 1/2, as the server
+ * randomises positions), the clean label y is the human choice, and the
+ * test metric is the fraction of held-out pairs where the model prefers
+ * the human-chosen response (ties 1/2). Each cell averages folds x seeds.
+ */
+static int cmd_cv(int argc, char **argv)
+{
+    fit_cli c;
+    fit_cli_init(&c);
+    c.loss = "square-chipo";
+    c.progress = 0;
+    c.l2 = 1.0;
+    const char *losses_s = "square-chipo,chipo,rdpo", *eps_s = "1,inf", *alpha_s = "0,0.1",
+               *orders_s = "CTL,LTC", *adv = "flip";
+    int folds = 5, seeds = 3;
+    uint64_t seed0 = 0;
+    const opt t[] = {
+        {"data", "FILE", "labelled pairs (text or dense JSONL)", O_STR, &c.data},
+        {"losses", "LIST", "comma list (default square-chipo,chipo,rdpo)", O_STR, &losses_s},
+        {"eps", "LIST", "RR budgets, inf = none (default 1,inf)", O_STR, &eps_s},
+        {"alpha", "LIST", "Huber rates (default 0,0.1)", O_STR, &alpha_s},
+        {"orders", "LIST", "CTL,LTC (default both)", O_STR, &orders_s},
+        {"adversary", "S", "corruption strategy (default flip)", O_STR, &adv},
+        {"folds", "K", "folds (default 5)", O_INT, &folds},
+        {"seeds", "S", "RR/corruption repetitions per fold (default 3)", O_INT, &seeds},
+        {"seed", "S", "base seed (default 0)", O_U64, &seed0},
+        {"l2", "L", "L2 weight (default 1)", O_DBL, &c.l2},
+        {"rmax", "R", "clip for square-chipo/chipo (default 1)", O_DBL, &c.rmax},
+        {"norm-bound", "B", "norm bound (default none)", O_DBL, &c.bound},
+        {"max-iter", "N", "L-BFGS iterations (default 500)", O_INT, &c.max_iter},
+        {"threads", "T", "threads (default 2)", O_INT, &c.threads},
+        FEAT_OPTS(c.feat),
+        {NULL, NULL, NULL, O_STR, NULL}};
+    int p = parse_opts(argc, argv, t, "cv", "--data FILE [options]");
+    if (p)
+        return p == 1 ? 0 : 2;
+    lp_adversary av;
+    if (!c.data || folds < 2 || seeds < 1 || lp_adversary_parse(adv, &av)) {
+        fprintf(stderr,
+                "ldpref-train cv: need --data, --folds >= 2, --seeds >= 1, a known --adversary\n");
+        return 2;
+    }
+    char lbuf[256], ebuf[256], abuf[256], obuf[64];
+    snprintf(lbuf, sizeof lbuf, "%s", losses_s);
+    snprintf(ebuf, sizeof ebuf, "%s", eps_s);
+    snprintf(abuf, sizeof abuf, "%s", alpha_s);
+    snprintf(obuf, sizeof obuf, "%s", orders_s);
+    char *L[8], *E[8], *A[8], *O[2];
+    int nl = split_list(lbuf, L, 8), ne = split_list(ebuf, E, 8), na = split_list(abuf, A, 8),
+        no = split_list(obuf, O, 2);
+    lp_feat_spec fs;
+    feat_from_cli(&c.feat, &fs);
+    lp_featurizer *fz = lp_featurizer_new(&fs);
+    lp_load_opts lo = {.fz = fz, .prefer_f32 = 0};
+    char msg[512] = "";
+    lp_dataset *all = NULL;
+    int rc = fz ? lp_dataset_load(c.data, &lo, &all, NULL, msg, sizeof msg) : LP_EINVALID_ARGUMENT;
+    if (rc != LP_OK) {
+        lp_featurizer_free(fz);
+        return fail("cv", rc, msg);
+    }
+    openblas_set_num_threads(c.threads);
+    size_t n = all->n;
+    /* Orientation: y_i = 1 means a1 is the human-chosen response. */
+    lp_prng g;
+    lp_prng_seed(&g, seed0 ^ 0x6f7269656e74ULL);
+    int *fold_of = NULL;
+    int8_t *human = malloc(n);
+    size_t *perm = malloc(n * sizeof *perm), *tr = malloc(n * sizeof *tr),
+           *te = malloc(n * sizeof *te);
+    if (!human || !perm || !tr || !te) {
+        rc = LP_ENO_MEMORY;
+        goto out;
+    }
+    for (size_t i = 0; i < n; i++) {
+        int h = all->z[i]; /* the file's preference */
+        if (lp_prng_bernoulli(&g, 0.5)) {
+            /* swap a0/a1: negate the difference row */
+            if (all->storage == LP_STORE_CSR)
+                for (size_t k = all->rowptr[i]; k < all->rowptr[i + 1]; k++)
+                    all->val[k] = -all->val[k];
+            else
+                for (size_t j = 0; j < all->d; j++)
+                    all->xd[i * all->d + j] = -all->xd[i * all->d + j];
+            h = 1 - h;
+        }
+        human[i] = (int8_t)h;
+        perm[i] = i;
+    }
+    /* Folds split by prompt (group key), never inside a prompt's ranking:
+     * pairs of one prompt share responses, which would leak across folds.
+     * Each group goes to fold (position of its first pair in a seeded
+     * shuffle) mod k. */
+    for (size_t i = n; i > 1; i--) {
+        size_t j = (size_t)lp_prng_below(&g, i), tmp = perm[i - 1];
+        perm[i - 1] = perm[j];
+        perm[j] = tmp;
+    }
+    fold_of = malloc(n * sizeof *fold_of);
+    if (fold_of == NULL) {
+        rc = LP_ENO_MEMORY;
+        goto out;
+    }
+    {
+        size_t ngroups = 0;
+        for (size_t r = 0; r < n; r++) {
+            size_t i = perm[r];
+            fold_of[i] = -1;
+            for (size_t q = 0; q < r && all->group; q++) /* n is small (cv is for small sets) */
+                if (all->group[perm[q]] == all->group[i] && all->group[i] != 0) {
+                    fold_of[i] = fold_of[perm[q]];
+                    break;
+                }
+            if (fold_of[i] < 0)
+                fold_of[i] = (int)(ngroups++ % (size_t)folds);
+        }
+    }
+    printf(
+        "| loss | eps | alpha | order | held-out accuracy (mean ± sd over %d folds × %d seeds) |\n"
+        "|---|---|---|---|---|\n",
+        folds, seeds);
+    for (int li = 0; li < nl && rc == LP_OK; li++)
+        for (int ei = 0; ei < ne && rc == LP_OK; ei++)
+            for (int ai = 0; ai < na && rc == LP_OK; ai++)
+                for (int oi = 0; oi < no && rc == LP_OK; oi++) {
+                    int ok = 1;
+                    double eps = parse_double(E[ei], &ok), alpha = parse_double(A[ai], &ok);
+                    lp_order ord;
+                    if (!ok || lp_order_parse(O[oi], &ord) || !(eps > 0) || alpha < 0 ||
+                        alpha > 0.5) {
+                        rc = lp_fail(LP_EINVALID_ARGUMENT, msg, sizeof msg, "bad grid value");
+                        break;
+                    }
+                    double s1 = 0, s2 = 0;
+                    int cnt = 0;
+                    for (int f = 0; f < folds && rc == LP_OK; f++) {
+                        size_t ntr = 0, nte = 0;
+                        for (size_t r = 0; r < n; r++) {
+                            size_t i = perm[r];
+                            if (fold_of[i] == f)
+                                te[nte++] = i;
+                            else
+                                tr[ntr++] = i;
+                        }
+                        for (int s = 0; s < seeds && rc == LP_OK; s++) {
+                            lp_dataset *dtr = lp_dataset_subset(all, tr, ntr);
+                            lp_dataset *dte = lp_dataset_subset(all, te, nte);
+                            if (!dtr || !dte) {
+                                lp_dataset_free(dtr);
+                                lp_dataset_free(dte);
+                                rc = LP_ENO_MEMORY;
+                                break;
+                            }
+                            /* The same noise for every loss and order: the
+                             * stream depends on (seed, fold, s) only. */
+                            lp_prng_seed(&g,
+                                         seed0 * 1000003ULL + (uint64_t)f * 1009ULL + (uint64_t)s);
+                            for (size_t k = 0; k < ntr; k++) {
+                                int y = human[tr[k]];
+                                lp_adv_view v = {.truth = y, .backdoor = 0};
+                                dtr->z[k] =
+                                    (uint8_t)lp_corrupt_label(&g, y, eps, alpha, ord, av, &v);
+                                dtr->eps[k] = eps;
+                            }
+                            for (size_t k = 0; k < nte; k++) {
+                                dte->z[k] = (uint8_t)human[te[k]];
+                                dte->eps[k] = INFINITY;
+                            }
+                            c.loss = L[li];
+                            lp_model *m = NULL;
+                            rc = run_fit(&c, dtr, &m, msg, sizeof msg);
+                            if (rc == LP_OK) {
+                                double acc = lp_evaluate_accuracy(dte, m->theta);
+                                s1 += acc;
+                                s2 += acc * acc;
+                                cnt++;
+                            }
+                            lp_model_free(m);
+                            lp_dataset_free(dtr);
+                            lp_dataset_free(dte);
+                        }
+                    }
+                    if (rc != LP_OK)
+                        break;
+                    double mean = s1 / cnt, var = s2 / cnt - mean * mean;
+                    printf("| %s | %s | %s | %s | %.3f ± %.3f |\n", L[li], E[ei], A[ai],
+                           isinf(eps) && alpha == 0 ? "–" : lp_order_name(ord), mean,
+                           sqrt(var > 0 ? var : 0));
+                    fflush(stdout);
+                }
+out:
+    free(fold_of);
+    free(human);
+    free(perm);
+    free(tr);
+    free(te);
+    lp_dataset_free(all);
+    lp_featurizer_free(fz);
+    return rc == LP_OK ? 0 : fail("cv", rc, msg);
+}
+
+/* ---- sweep ------------------------------------------------------------ */
+
+static int sweep_sink(void *ctx, const lp_sweep_row *row)
+{
+    FILE *f = ctx;
+    int rc = lp_sweep_row_write(f, row);
+    fflush(f);
+    return rc;
+}
+
+/* Runs a grid of simulate/fit/evaluate (sweep.h) and writes JSONL rows. */
+static int cmd_sweep(int argc, char **argv)
+{
+    lp_sweep_opts o;
+    lp_sweep_opts_init(&o);
+    o.progress = isatty(2);
+    const char *grid = "default", *block = NULL, *out = "-";
+    int d = (int)o.d, bk = 0, pairs = (int)o.eval_pairs, prompts = (int)o.eval_prompts, dry = 0;
+    const opt t[] = {
+        {"grid", "NAME", "built-in grid: default (the study) or quick (make test)", O_STR, &grid},
+        {"block", "SPEC",
+         "one custom block instead: NAME:n=..;eps=..;alpha=..;order=..;adv=..;loss=..", O_STR,
+         &block},
+        {"out", "FILE", "JSONL, one line per (setting, seed, loss) (default stdout)", O_STR, &out},
+        {"seeds", "S", "seeds per setting (default 5)", O_INT, &o.seeds},
+        {"seed", "S", "base seed (default 0)", O_U64, &o.seed},
+        {"jobs", "J", "worker threads; results do not depend on it (default 2)", O_INT, &o.jobs},
+        {"d", "D", "feature dimension (default 16)", O_INT, &d},
+        {"margin-sd", "S", "sd of the true margin (default 2)", O_DBL, &o.margin_sd},
+        {"backdoor-k", "K", "backdoor feature (default 0)", O_INT, &bk},
+        {"rmax", "R", "clip margins at 2R (default 3)", O_DBL, &o.rmax},
+        {"l2", "L", "L2 weight (default 0)", O_DBL, &o.l2},
+        {"bound-ratio", "R", "norm bound B = R |theta*| (default 3; inf: none)", O_DBL,
+         &o.bound_ratio},
+        {"max-iter", "N", "L-BFGS iterations (default 500)", O_INT, &o.max_iter},
+        {"K", "K", "candidates per evaluation prompt (default 4)", O_INT, &o.K},
+        {"beta", "B", "policy temperature (default 1)", O_DBL, &o.beta},
+        {"pairs", "N", "fresh pairs for accuracy (default 20000)", O_INT, &pairs},
+        {"prompts", "N", "fresh prompts for suboptimality (default 4000)", O_INT, &prompts},
+        {"progress", NULL, "progress lines on stderr even when not a terminal", O_FLAG,
+         &o.progress},
+        {"count", NULL, "print the number of rows the grid would produce and exit", O_FLAG, &dry},
+        {NULL, NULL, NULL, O_STR, NULL}};
+    int p =
+        parse_opts(argc, argv, t, "sweep", "[--grid NAME | --block SPEC] [--out FILE] [options]");
+    if (p)
+        return p == 1 ? 0 : 2;
+    char msg[512] = "";
+    lp_sweep_grid g;
+    memset(&g, 0, sizeof g);
+    int rc = LP_OK;
+    if (block) {
+        g.nblocks = 1;
+        rc = lp_sweep_block_parse(block, &g.block[0], msg, sizeof msg);
+    } else if (lp_sweep_grid_named(grid, &g) != LP_OK) {
+        rc = lp_fail(LP_EINVALID_ARGUMENT, msg, sizeof msg, "unknown grid '%s'", grid);
+    }
+    if (rc != LP_OK || d < 1 || bk < 0 || pairs < 1 || prompts < 1) {
+        fprintf(stderr, "ldpref-train sweep: %s\n", *msg ? msg : "need d, pairs, prompts >= 1");
+        return 2;
+    }
+    o.d = (size_t)d;
+    o.backdoor_k = (size_t)bk;
+    o.eval_pairs = (size_t)pairs;
+    o.eval_prompts = (size_t)prompts;
+    if (dry) {
+        printf("%zu\n", lp_sweep_rows(&g, &o));
+        return 0;
+    }
+    openblas_set_num_threads(1);
+    FILE *f = strcmp(out, "-") == 0 ? stdout : fopen(out, "w");
+    if (f == NULL)
+        return fail("sweep", LP_EIO, out);
+    rc = lp_sweep_run(&g, &o, sweep_sink, f, msg, sizeof msg);
+    if (f != stdout && fclose(f) != 0 && rc == LP_OK)
+        rc = lp_fail(LP_EIO, msg, sizeof msg, "cannot write %s", out);
+    return rc == LP_OK ? 0 : fail("sweep", rc, msg);
+}
+
+/* Writes the study report (study.h) for a sweep's JSONL. */
+static int cmd_report(int argc, char **argv)
+{
+    lp_study_report_opts ro = {.sweep_seconds = NAN, .total_seconds = NAN};
+    const char *in = NULL;
+    const opt t[] = {
+        {"in", "FILE", "the sweep's JSONL", O_STR, &in},
+        {"dir", "DIR", "output directory: README.md and gp/*.gp (run gnuplot from DIR)", O_STR,
+         &ro.dir},
+        {"name", "TEXT", "how the report refers to the JSONL (default: --in)", O_STR,
+         &ro.sweep_name},
+        {"cv-table", "FILE", "Markdown table from `ldpref-train cv` to include", O_STR,
+         &ro.cv_table},
+        {"command", "TEXT", "the command that produced the run", O_STR, &ro.command},
+        {"sweep-seconds", "S", "wall time of the sweep", O_DBL, &ro.sweep_seconds},
+        {"total-seconds", "S", "wall time of the whole reproduction", O_DBL, &ro.total_seconds},
+        {"machine", "TEXT", "a sentence about the machine and its load", O_STR, &ro.machine},
+        {NULL, NULL, NULL, O_STR, NULL}};
+    int p = parse_opts(argc, argv, t, "report", "--in FILE.jsonl --dir DIR [options]");
+    if (p)
+        return p == 1 ? 0 : 2;
+    if (!in || !ro.dir) {
+        fprintf(stderr, "ldpref-train report: need --in and --dir\n");
+        return 2;
+    }
+    if (ro.sweep_name == NULL)
+        ro.sweep_name = in;
+    char msg[512] = "";
+    lp_study *s = NULL;
+    int rc = lp_study_load(in, &s, msg, sizeof msg);
+    if (rc == LP_OK)
+        rc = lp_study_report(s, &ro, msg, sizeof msg);
+    if (rc == LP_OK) {
+        lp_study_verdict v;
+        void (*claims[4])(const lp_study *, lp_study_verdict *) = {
+            lp_study_claim1, lp_study_claim2, lp_study_claim3, lp_study_claim4};
+        for (int i = 0; i < 4; i++) {
+            claims[i](s, &v);
+            printf("claim %d: %s\n", i + 1, v.text);
+        }
+    }
+    lp_study_free(s);
+    return rc == LP_OK ? 0 : fail("report", rc, msg);
+}
+
+/* ---- main ------------------------------------------------------------- */
+
+static void usage(FILE *f)
+{
+    fprintf(f, "usage: ldpref-train COMMAND [options]   (ldpref-train COMMAND --help)\n\n"
+               "commands:\n"
+               "  fit       fit a model: --data FILE --loss NAME --out MODEL.json\n"
+               "  simulate  synthetic Bradley-Terry labels with RR and corruption (research)\n"
+               "  evaluate  a model against theta* (simulation) or labelled data\n"
+               "  score     rewards and policy probabilities over candidate sets\n"
+               "  cv        k-fold table: losses x eps x alpha x order on one data set\n"
+               "  sweep     simulate/fit/evaluate over a grid of settings and seeds, JSONL rows\n"
+               "  report    the study report (Markdown, gnuplot scripts) from a sweep's JSONL\n"
+               "  version   print the version\n");
+}
+
+int main(int argc, char **argv)
+{
+    if (argc < 2) {
+        usage(stderr);
+        return 2;
+    }
+    const char *cmd = argv[1];
+    if (strcmp(cmd, "--help") == 0 || strcmp(cmd, "-h") == 0 || strcmp(cmd, "help") == 0) {
+        usage(stdout);
+        return 0;
+    }
+    if (strcmp(cmd, "version") == 0 || strcmp(cmd, "--version") == 0) {
+        printf("ldpref-train %s\n", LDPREF_VERSION);
+        return 0;
+    }
+    if (strcmp(cmd, "fit") == 0)
+        return cmd_fit(argc - 2, argv + 2);
+    if (strcmp(cmd, "simulate") == 0)
+        return cmd_simulate(argc - 2, argv + 2);
+    if (strcmp(cmd, "evaluate") == 0)
+        return cmd_evaluate(argc - 2, argv + 2);
+    if (strcmp(cmd, "score") == 0)
+        return cmd_score(argc - 2, argv + 2);
+    if (strcmp(cmd, "cv") == 0)
+        return cmd_cv(argc - 2, argv + 2);
+    if (strcmp(cmd, "sweep") == 0)
+        return cmd_sweep(argc - 2, argv + 2);
+    if (strcmp(cmd, "report") == 0)
+        return cmd_report(argc - 2, argv + 2);
+    fprintf(stderr, "ldpref-train: unknown command '%s'\n", cmd);
+    usage(stderr);
+    return 2;
+}

@@ -1,0 +1,708 @@
+/* registry.c — learning records in SQLite. See registry.h. */
+#include "registry.h"
+
+#include "buf.h"
+#include "clock.h"
+#include "error.h"
+
+#include <math.h>
+#include <sqlite3.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ---- small statement helpers ---- */
+
+static int prep(sqlite3 *db, const char *sql, sqlite3_stmt **st)
+{
+    if (sqlite3_prepare_v2(db, sql, -1, st, NULL) != SQLITE_OK) {
+        fprintf(stderr, "registry: %s: %s\n", sql, sqlite3_errmsg(db));
+        return LP_ESTORAGE;
+    }
+    return LP_OK;
+}
+
+/* Steps a statement that returns no rows, then finalizes it. */
+static int exec_done(sqlite3 *db, sqlite3_stmt *st)
+{
+    int rc = sqlite3_step(st);
+    if (rc != SQLITE_DONE)
+        fprintf(stderr, "registry: %s\n", sqlite3_errmsg(db));
+    sqlite3_finalize(st);
+    return rc == SQLITE_DONE ? LP_OK : LP_ESTORAGE;
+}
+
+static char *dup_text(sqlite3_stmt *st, int col)
+{
+    const unsigned char *t = sqlite3_column_text(st, col);
+    return t ? strdup((const char *)t) : NULL;
+}
+
+static void copy_text(sqlite3_stmt *st, int col, char *dst, size_t cap)
+{
+    const unsigned char *t = sqlite3_column_text(st, col);
+    snprintf(dst, cap, "%s", t ? (const char *)t : "");
+}
+
+static void bind_text_or_null(sqlite3_stmt *st, int i, const char *t)
+{
+    if (t != NULL && t[0] != '\0')
+        sqlite3_bind_text(st, i, t, -1, SQLITE_STATIC);
+    else
+        sqlite3_bind_null(st, i);
+}
+
+static void bind_int_or_null(sqlite3_stmt *st, int i, int64_t v)
+{
+    if (v != 0)
+        sqlite3_bind_int64(st, i, v);
+    else
+        sqlite3_bind_null(st, i);
+}
+
+static void bind_real_or_null(sqlite3_stmt *st, int i, double v)
+{
+    if (isfinite(v))
+        sqlite3_bind_double(st, i, v);
+    else
+        sqlite3_bind_null(st, i);
+}
+
+/* ---- corruption settings ---- */
+
+#define CORRUPTION_COLS                                                                            \
+    "SELECT s.id, s.campaign, c.name, s.alpha, s.strategy, s.seed, s.feature, s.created_ms "       \
+    "FROM corruption_settings s JOIN campaigns c ON c.id = s.campaign "
+
+static void read_corruption(sqlite3_stmt *st, lp_corruption *c)
+{
+    memset(c, 0, sizeof *c);
+    c->id = sqlite3_column_int64(st, 0);
+    c->campaign = sqlite3_column_int64(st, 1);
+    copy_text(st, 2, c->campaign_name, sizeof c->campaign_name);
+    c->alpha = sqlite3_column_double(st, 3);
+    lp_adversary a = LP_ADV_FLIP;
+    const unsigned char *name = sqlite3_column_text(st, 4);
+    if (name != NULL)
+        lp_adversary_parse((const char *)name, &a);
+    c->strategy = a;
+    c->seed = (uint64_t)sqlite3_column_int64(st, 5);
+    c->feature = sqlite3_column_int64(st, 6);
+    c->created_ms = sqlite3_column_int64(st, 7);
+}
+
+static int corruption_add_fn(sqlite3 *db, void *ctx)
+{
+    lp_corruption *c = ctx;
+    sqlite3_stmt *st;
+    if (prep(db,
+             "INSERT INTO corruption_settings (campaign, alpha, strategy, seed, feature, "
+             "created_ms) VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+             &st) != LP_OK)
+        return LP_ESTORAGE;
+    sqlite3_bind_int64(st, 1, c->campaign);
+    sqlite3_bind_double(st, 2, c->alpha);
+    sqlite3_bind_text(st, 3, lp_adversary_name(c->strategy), -1, SQLITE_STATIC);
+    sqlite3_bind_int64(st, 4, (sqlite3_int64)c->seed);
+    sqlite3_bind_int64(st, 5, c->feature);
+    sqlite3_bind_int64(st, 6, c->created_ms);
+    int rc = exec_done(db, st);
+    if (rc == LP_OK)
+        c->id = sqlite3_last_insert_rowid(db);
+    return rc;
+}
+
+int lp_registry_corruption_add(lp_store *s, lp_corruption *c)
+{
+    c->created_ms = lp_now_ms();
+    return lp_store_write_call(s, corruption_add_fn, c);
+}
+
+struct corruption_query {
+    int64_t campaign;
+    lp_corruption *one;
+    lp_corruption *many;
+    size_t n;
+};
+
+static int corruption_current_fn(sqlite3 *db, void *ctx)
+{
+    struct corruption_query *q = ctx;
+    sqlite3_stmt *st;
+    if (prep(db, CORRUPTION_COLS "WHERE s.campaign = ?1 ORDER BY s.id DESC LIMIT 1", &st) != LP_OK)
+        return LP_ESTORAGE;
+    sqlite3_bind_int64(st, 1, q->campaign);
+    int rc = sqlite3_step(st);
+    if (rc == SQLITE_ROW)
+        read_corruption(st, q->one);
+    else
+        memset(q->one, 0, sizeof *q->one);
+    sqlite3_finalize(st);
+    return rc == SQLITE_ROW || rc == SQLITE_DONE ? LP_OK : LP_ESTORAGE;
+}
+
+int lp_registry_corruption_current(lp_store *s, int64_t campaign, lp_corruption *out)
+{
+    struct corruption_query q = {.campaign = campaign, .one = out};
+    return lp_store_read_call(s, corruption_current_fn, &q);
+}
+
+static int corruption_active_fn(sqlite3 *db, void *ctx)
+{
+    struct corruption_query *q = ctx;
+    sqlite3_stmt *st;
+    if (prep(db,
+             CORRUPTION_COLS "WHERE s.id IN (SELECT MAX(id) FROM corruption_settings "
+                             "GROUP BY campaign) AND s.alpha > 0 ORDER BY s.campaign",
+             &st) != LP_OK)
+        return LP_ESTORAGE;
+    size_t cap = 0;
+    int rc;
+    while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+        if (lp_array_reserve((void **)&q->many, &cap, q->n, sizeof *q->many, 4) != LP_OK) {
+            sqlite3_finalize(st);
+            return LP_ENO_MEMORY;
+        }
+        read_corruption(st, &q->many[q->n++]);
+    }
+    sqlite3_finalize(st);
+    return rc == SQLITE_DONE ? LP_OK : LP_ESTORAGE;
+}
+
+int lp_registry_corruption_active(lp_store *s, lp_corruption **out, size_t *n)
+{
+    struct corruption_query q = {0};
+    int rc = lp_store_read_call(s, corruption_active_fn, &q);
+    if (rc != LP_OK) {
+        free(q.many);
+        q.many = NULL;
+        q.n = 0;
+    }
+    *out = q.many;
+    *n = q.n;
+    return rc;
+}
+
+/* ---- runs ---- */
+
+static const char *const STATUS_NAMES[LP_RUN_STATUS_COUNT] = {
+    "queued", "snapshot", "training", "storing", "succeeded", "failed", "cancelled"};
+
+const char *lp_run_status_name(lp_run_status st)
+{
+    return (unsigned)st < LP_RUN_STATUS_COUNT ? STATUS_NAMES[st] : "unknown";
+}
+
+int lp_run_status_final(lp_run_status st)
+{
+    return st == LP_RUN_SUCCEEDED || st == LP_RUN_FAILED || st == LP_RUN_CANCELLED;
+}
+
+static lp_run_status status_parse(const unsigned char *t)
+{
+    for (int k = 0; t != NULL && k < LP_RUN_STATUS_COUNT; k++)
+        if (strcmp((const char *)t, STATUS_NAMES[k]) == 0)
+            return (lp_run_status)k;
+    return LP_RUN_FAILED;
+}
+
+void lp_run_clear(lp_run *r)
+{
+    if (r == NULL)
+        return;
+    free(r->request);
+    r->request = NULL;
+}
+
+#define RUN_COLS                                                                                   \
+    "SELECT id, trigger_kind, request, status, cutoff, labels, iterations, objective, "            \
+    "error, message, model_version, created_ms, started_ms, finished_ms, evaluations, "            \
+    "grad_norm FROM training_runs "
+
+static void read_run(sqlite3_stmt *st, lp_run *r)
+{
+    memset(r, 0, sizeof *r);
+    r->id = sqlite3_column_int64(st, 0);
+    copy_text(st, 1, r->trigger, sizeof r->trigger);
+    r->request = dup_text(st, 2);
+    r->status = status_parse(sqlite3_column_text(st, 3));
+    r->cutoff = sqlite3_column_int64(st, 4);
+    r->labels = sqlite3_column_int64(st, 5);
+    r->iterations = sqlite3_column_int(st, 6);
+    r->objective = sqlite3_column_type(st, 7) == SQLITE_NULL ? NAN : sqlite3_column_double(st, 7);
+    const unsigned char *err = sqlite3_column_text(st, 8);
+    r->error = err ? lp_error_from_name((const char *)err) : 0;
+    if (r->error < 0)
+        r->error = LP_EINTERNAL;
+    copy_text(st, 9, r->message, sizeof r->message);
+    r->model_version = sqlite3_column_int64(st, 10);
+    r->created_ms = sqlite3_column_int64(st, 11);
+    r->started_ms = sqlite3_column_int64(st, 12);
+    r->finished_ms = sqlite3_column_int64(st, 13);
+    r->evaluations = sqlite3_column_int(st, 14);
+    r->grad_norm = sqlite3_column_type(st, 15) == SQLITE_NULL ? NAN : sqlite3_column_double(st, 15);
+}
+
+static int run_create_fn(sqlite3 *db, void *ctx)
+{
+    lp_run *r = ctx;
+    sqlite3_stmt *st;
+    if (prep(db,
+             "INSERT INTO training_runs (trigger_kind, request, status, created_ms) "
+             "VALUES (?1, ?2, 'queued', ?3)",
+             &st) != LP_OK)
+        return LP_ESTORAGE;
+    sqlite3_bind_text(st, 1, r->trigger, -1, SQLITE_STATIC);
+    sqlite3_bind_text(st, 2, r->request ? r->request : "{}", -1, SQLITE_STATIC);
+    sqlite3_bind_int64(st, 3, r->created_ms);
+    int rc = exec_done(db, st);
+    if (rc == LP_OK)
+        r->id = sqlite3_last_insert_rowid(db);
+    return rc;
+}
+
+int lp_registry_run_create(lp_store *s, lp_run *r)
+{
+    r->created_ms = lp_now_ms();
+    r->status = LP_RUN_QUEUED;
+    return lp_store_write_call(s, run_create_fn, r);
+}
+
+static int run_update_fn(sqlite3 *db, void *ctx)
+{
+    const lp_run *r = ctx;
+    sqlite3_stmt *st;
+    if (prep(db,
+             "UPDATE training_runs SET status = ?2, cutoff = ?3, labels = ?4, iterations = ?5, "
+             "objective = ?6, error = ?7, message = ?8, model_version = ?9, started_ms = ?10, "
+             "finished_ms = ?11, evaluations = ?12, grad_norm = ?13 WHERE id = ?1",
+             &st) != LP_OK)
+        return LP_ESTORAGE;
+    sqlite3_bind_int64(st, 1, r->id);
+    sqlite3_bind_text(st, 2, lp_run_status_name(r->status), -1, SQLITE_STATIC);
+    bind_int_or_null(st, 3, r->cutoff);
+    sqlite3_bind_int64(st, 4, r->labels);
+    sqlite3_bind_int(st, 5, r->iterations);
+    bind_real_or_null(st, 6, r->objective);
+    bind_text_or_null(st, 7, r->error ? lp_error_name(r->error) : NULL);
+    bind_text_or_null(st, 8, r->error ? r->message : NULL);
+    bind_int_or_null(st, 9, r->model_version);
+    bind_int_or_null(st, 10, r->started_ms);
+    bind_int_or_null(st, 11, r->finished_ms);
+    sqlite3_bind_int(st, 12, r->evaluations);
+    bind_real_or_null(st, 13, r->grad_norm);
+    return exec_done(db, st);
+}
+
+int lp_registry_run_update(lp_store *s, const lp_run *r)
+{
+    return lp_store_write_call(s, run_update_fn, (void *)r);
+}
+
+struct run_query {
+    int64_t id;
+    size_t limit;
+    lp_run *runs;
+    size_t n;
+};
+
+static int run_query_fn(sqlite3 *db, void *ctx)
+{
+    struct run_query *q = ctx;
+    sqlite3_stmt *st;
+    int rc = q->id ? prep(db, RUN_COLS "WHERE id = ?1", &st)
+                   : prep(db, RUN_COLS "ORDER BY id DESC LIMIT ?1", &st);
+    if (rc != LP_OK)
+        return rc;
+    sqlite3_bind_int64(st, 1, q->id ? q->id : (int64_t)q->limit);
+    size_t cap = q->id ? 1 : q->limit;
+    q->runs = calloc(cap ? cap : 1, sizeof *q->runs);
+    if (q->runs == NULL) {
+        sqlite3_finalize(st);
+        return LP_ENO_MEMORY;
+    }
+    while (q->n < cap && (rc = sqlite3_step(st)) == SQLITE_ROW)
+        read_run(st, &q->runs[q->n++]);
+    sqlite3_finalize(st);
+    return rc == SQLITE_ROW || rc == SQLITE_DONE || q->n == cap ? LP_OK : LP_ESTORAGE;
+}
+
+int lp_registry_run_get(lp_store *s, int64_t id, lp_run *out)
+{
+    struct run_query q = {.id = id};
+    int rc = id > 0 ? lp_store_read_call(s, run_query_fn, &q) : LP_OK;
+    if (rc == LP_OK && q.n == 0)
+        rc = LP_EUNKNOWN_RUN;
+    if (rc == LP_OK)
+        *out = q.runs[0];
+    else if (q.runs != NULL && q.n > 0)
+        lp_run_clear(&q.runs[0]);
+    free(q.runs);
+    return rc;
+}
+
+int lp_registry_run_list(lp_store *s, size_t limit, lp_run **out, size_t *n)
+{
+    struct run_query q = {.limit = limit ? limit : 1};
+    int rc = lp_store_read_call(s, run_query_fn, &q);
+    if (rc != LP_OK) {
+        for (size_t i = 0; i < q.n; i++)
+            lp_run_clear(&q.runs[i]);
+        free(q.runs);
+        q.runs = NULL;
+        q.n = 0;
+    }
+    *out = q.runs;
+    *n = q.n;
+    return rc;
+}
+
+static int runs_interrupted_fn(sqlite3 *db, void *ctx)
+{
+    sqlite3_stmt *st;
+    if (prep(db,
+             "UPDATE training_runs SET status = 'failed', error = 'training_failed', "
+             "message = 'interrupted: the server stopped during the run', finished_ms = ?1 "
+             "WHERE status NOT IN ('succeeded', 'failed', 'cancelled')",
+             &st) != LP_OK)
+        return LP_ESTORAGE;
+    sqlite3_bind_int64(st, 1, lp_now_ms());
+    return exec_done(db, st);
+}
+
+int lp_registry_runs_interrupted(lp_store *s)
+{
+    return lp_store_write_call(s, runs_interrupted_fn, NULL);
+}
+
+/* ---- models ---- */
+
+void lp_model_record_clear(lp_model_record *m)
+{
+    if (m == NULL)
+        return;
+    free(m->corruption);
+    free(m->summary);
+    free(m->model);
+    m->corruption = m->summary = m->model = NULL;
+}
+
+struct model_add {
+    lp_model_record *m;
+    int activate;
+};
+
+static int activation_insert(sqlite3 *db, int64_t version)
+{
+    sqlite3_stmt *st;
+    if (prep(db, "INSERT INTO activations (version, activated_ms) VALUES (?1, ?2)", &st) != LP_OK)
+        return LP_ESTORAGE;
+    sqlite3_bind_int64(st, 1, version);
+    sqlite3_bind_int64(st, 2, lp_now_ms());
+    return exec_done(db, st);
+}
+
+static int model_add_fn(sqlite3 *db, void *ctx)
+{
+    struct model_add *a = ctx;
+    lp_model_record *m = a->m;
+    sqlite3_stmt *st;
+    if (prep(db,
+             "INSERT INTO models (run, loss, campaign, cutoff, labels, corruption, duration_ms, "
+             "model, created_ms, summary) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
+             &st) != LP_OK)
+        return LP_ESTORAGE;
+    sqlite3_bind_int64(st, 1, m->run);
+    sqlite3_bind_text(st, 2, m->loss, -1, SQLITE_STATIC);
+    bind_int_or_null(st, 3, m->campaign);
+    sqlite3_bind_int64(st, 4, m->cutoff);
+    sqlite3_bind_int64(st, 5, m->labels);
+    sqlite3_bind_text(st, 6, m->corruption ? m->corruption : "[]", -1, SQLITE_STATIC);
+    sqlite3_bind_int64(st, 7, m->duration_ms);
+    sqlite3_bind_text(st, 8, m->model, -1, SQLITE_STATIC);
+    sqlite3_bind_int64(st, 9, m->created_ms);
+    sqlite3_bind_text(st, 10, m->summary ? m->summary : "{}", -1, SQLITE_STATIC);
+    int rc = exec_done(db, st);
+    if (rc != LP_OK)
+        return rc;
+    m->version = sqlite3_last_insert_rowid(db);
+    return a->activate ? activation_insert(db, m->version) : LP_OK;
+}
+
+int lp_registry_model_add(lp_store *s, lp_model_record *m, int activate)
+{
+    if (m->model == NULL)
+        return LP_EINVALID_ARGUMENT;
+    m->created_ms = lp_now_ms();
+    struct model_add a = {.m = m, .activate = activate};
+    return lp_store_write_call(s, model_add_fn, &a);
+}
+
+#define MODEL_COLS                                                                                 \
+    "SELECT m.version, m.run, m.loss, m.campaign, m.cutoff, m.labels, m.corruption, "              \
+    "m.duration_ms, m.created_ms, m.summary, c.name, "
+
+static void read_model(sqlite3_stmt *st, lp_model_record *m, int with_model)
+{
+    memset(m, 0, sizeof *m);
+    m->version = sqlite3_column_int64(st, 0);
+    m->run = sqlite3_column_int64(st, 1);
+    copy_text(st, 2, m->loss, sizeof m->loss);
+    m->campaign = sqlite3_column_int64(st, 3);
+    m->cutoff = sqlite3_column_int64(st, 4);
+    m->labels = sqlite3_column_int64(st, 5);
+    m->corruption = dup_text(st, 6);
+    m->duration_ms = sqlite3_column_int64(st, 7);
+    m->created_ms = sqlite3_column_int64(st, 8);
+    m->summary = dup_text(st, 9);
+    copy_text(st, 10, m->campaign_name, sizeof m->campaign_name);
+    if (with_model)
+        m->model = dup_text(st, 11);
+}
+
+struct model_query {
+    int64_t version; /* 0: list */
+    lp_model_record *models;
+    size_t n, cap;
+};
+
+static int model_query_fn(sqlite3 *db, void *ctx)
+{
+    struct model_query *q = ctx;
+    sqlite3_stmt *st;
+#define MODEL_FROM " FROM models m LEFT JOIN campaigns c ON c.id = m.campaign "
+    int rc = q->version ? prep(db, MODEL_COLS "m.model" MODEL_FROM "WHERE m.version = ?1", &st)
+                        : prep(db, MODEL_COLS "NULL" MODEL_FROM "ORDER BY m.version DESC", &st);
+    if (rc != LP_OK)
+        return rc;
+    if (q->version)
+        sqlite3_bind_int64(st, 1, q->version);
+    while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+        if (lp_array_reserve((void **)&q->models, &q->cap, q->n, sizeof *q->models, 8) != LP_OK) {
+            sqlite3_finalize(st);
+            return LP_ENO_MEMORY;
+        }
+        read_model(st, &q->models[q->n++], q->version != 0);
+    }
+    sqlite3_finalize(st);
+    return rc == SQLITE_DONE ? LP_OK : LP_ESTORAGE;
+}
+
+static void model_query_free(struct model_query *q)
+{
+    for (size_t i = 0; i < q->n; i++)
+        lp_model_record_clear(&q->models[i]);
+    free(q->models);
+}
+
+int lp_registry_model_get(lp_store *s, int64_t version, lp_model_record *out)
+{
+    struct model_query q = {.version = version};
+    int rc = version > 0 ? lp_store_read_call(s, model_query_fn, &q) : LP_OK;
+    if (rc == LP_OK && (q.n == 0 || q.models[0].model == NULL))
+        rc = LP_EUNKNOWN_MODEL;
+    if (rc != LP_OK) {
+        model_query_free(&q);
+        return rc;
+    }
+    *out = q.models[0];
+    free(q.models);
+    return LP_OK;
+}
+
+int lp_registry_model_list(lp_store *s, lp_model_record **out, size_t *n)
+{
+    struct model_query q = {0};
+    int rc = lp_store_read_call(s, model_query_fn, &q);
+    if (rc != LP_OK) {
+        model_query_free(&q);
+        q.models = NULL;
+        q.n = 0;
+    }
+    *out = q.models;
+    *n = q.n;
+    return rc;
+}
+
+static int activate_fn(sqlite3 *db, void *ctx)
+{
+    int64_t version = *(int64_t *)ctx;
+    sqlite3_stmt *st;
+    if (prep(db, "SELECT 1 FROM models WHERE version = ?1", &st) != LP_OK)
+        return LP_ESTORAGE;
+    sqlite3_bind_int64(st, 1, version);
+    int rc = sqlite3_step(st);
+    sqlite3_finalize(st);
+    if (rc == SQLITE_DONE)
+        return LP_EUNKNOWN_MODEL;
+    if (rc != SQLITE_ROW)
+        return LP_ESTORAGE;
+    return activation_insert(db, version);
+}
+
+int lp_registry_activate(lp_store *s, int64_t version)
+{
+    return lp_store_write_call(s, activate_fn, &version);
+}
+
+/* Runs a one-integer query ("SELECT x ...", optional ?1 bound to arg). */
+struct scalar_query {
+    const char *sql;
+    int64_t arg;
+    int64_t value;
+};
+
+static int scalar_fn(sqlite3 *db, void *ctx)
+{
+    struct scalar_query *q = ctx;
+    sqlite3_stmt *st;
+    if (prep(db, q->sql, &st) != LP_OK)
+        return LP_ESTORAGE;
+    if (sqlite3_bind_parameter_count(st) >= 1)
+        sqlite3_bind_int64(st, 1, q->arg);
+    int rc = sqlite3_step(st);
+    q->value = rc == SQLITE_ROW ? sqlite3_column_int64(st, 0) : 0;
+    sqlite3_finalize(st);
+    return rc == SQLITE_ROW || rc == SQLITE_DONE ? LP_OK : LP_ESTORAGE;
+}
+
+int lp_registry_active_version(lp_store *s, int64_t *version)
+{
+    struct scalar_query q = {.sql = "SELECT version FROM activations ORDER BY id DESC LIMIT 1"};
+    int rc = lp_store_read_call(s, scalar_fn, &q);
+    *version = rc == LP_OK ? q.value : 0;
+    return rc;
+}
+
+int lp_registry_max_label(lp_store *s, int64_t campaign, int64_t *out)
+{
+    struct scalar_query q = {
+        .sql = campaign ? "SELECT COALESCE(MAX(l.id), 0) FROM labels l JOIN tasks t ON "
+                          "t.id = l.task WHERE t.campaign = ?1"
+                        : "SELECT COALESCE(MAX(id), 0) FROM labels",
+        .arg = campaign};
+    int rc = lp_store_read_call(s, scalar_fn, &q);
+    *out = rc == LP_OK ? q.value : 0;
+    return rc;
+}
+
+/* ---- schedule ---- */
+
+void lp_schedule_clear(lp_schedule *sc)
+{
+    if (sc == NULL)
+        return;
+    free(sc->request);
+    sc->request = NULL;
+}
+
+static int schedule_set_fn(sqlite3 *db, void *ctx)
+{
+    const lp_schedule *sc = ctx;
+    sqlite3_stmt *st;
+    if (prep(db,
+             "INSERT INTO retrain_schedule (interval_s, every_labels, request, created_ms) "
+             "VALUES (?1, ?2, ?3, ?4)",
+             &st) != LP_OK)
+        return LP_ESTORAGE;
+    sqlite3_bind_int64(st, 1, sc->interval_s);
+    sqlite3_bind_int64(st, 2, sc->every_labels);
+    sqlite3_bind_text(st, 3, sc->request ? sc->request : "{}", -1, SQLITE_STATIC);
+    sqlite3_bind_int64(st, 4, lp_now_ms());
+    return exec_done(db, st);
+}
+
+int lp_registry_schedule_set(lp_store *s, const lp_schedule *sc)
+{
+    return lp_store_write_call(s, schedule_set_fn, (void *)sc);
+}
+
+static int schedule_get_fn(sqlite3 *db, void *ctx)
+{
+    lp_schedule *sc = ctx;
+    sqlite3_stmt *st;
+    if (prep(db,
+             "SELECT interval_s, every_labels, request FROM retrain_schedule "
+             "ORDER BY id DESC LIMIT 1",
+             &st) != LP_OK)
+        return LP_ESTORAGE;
+    int rc = sqlite3_step(st);
+    if (rc == SQLITE_ROW) {
+        sc->interval_s = sqlite3_column_int64(st, 0);
+        sc->every_labels = sqlite3_column_int64(st, 1);
+        sc->request = dup_text(st, 2);
+    }
+    sqlite3_finalize(st);
+    if (rc != SQLITE_ROW && rc != SQLITE_DONE)
+        return LP_ESTORAGE;
+    if (sc->request == NULL && (sc->request = strdup("{}")) == NULL)
+        return LP_ENO_MEMORY;
+    return LP_OK;
+}
+
+int lp_registry_schedule_get(lp_store *s, lp_schedule *out)
+{
+    memset(out, 0, sizeof *out);
+    int rc = lp_store_read_call(s, schedule_get_fn, out);
+    if (rc != LP_OK)
+        lp_schedule_clear(out);
+    return rc;
+}
+
+/* ---- tasks ---- */
+
+struct task_features {
+    int64_t task;
+    double *f0, *f1;
+    size_t dim;
+};
+
+static double *blob_values(sqlite3_stmt *st, int col, size_t dim)
+{
+    double *v = malloc(dim * sizeof *v);
+    if (v != NULL)
+        memcpy(v, sqlite3_column_blob(st, col), dim * sizeof *v); /* may be unaligned */
+    return v;
+}
+
+static int task_features_fn(sqlite3 *db, void *ctx)
+{
+    struct task_features *q = ctx;
+    sqlite3_stmt *st;
+    if (prep(db, "SELECT features0, features1 FROM tasks WHERE id = ?1", &st) != LP_OK)
+        return LP_ESTORAGE;
+    sqlite3_bind_int64(st, 1, q->task);
+    int rc = sqlite3_step(st), out = LP_OK;
+    if (rc == SQLITE_DONE)
+        out = LP_EUNKNOWN_TASK;
+    else if (rc != SQLITE_ROW)
+        out = LP_ESTORAGE;
+    else {
+        size_t n0 = (size_t)sqlite3_column_bytes(st, 0), n1 = (size_t)sqlite3_column_bytes(st, 1);
+        if (sqlite3_column_type(st, 0) == SQLITE_BLOB && n0 == n1 && n0 >= sizeof(double)) {
+            q->dim = n0 / sizeof(double);
+            q->f0 = blob_values(st, 0, q->dim);
+            q->f1 = blob_values(st, 1, q->dim);
+            if (q->f0 == NULL || q->f1 == NULL)
+                out = LP_ENO_MEMORY;
+        }
+    }
+    sqlite3_finalize(st);
+    return out;
+}
+
+int lp_registry_task_features(lp_store *s, int64_t task, double **f0, double **f1, size_t *dim)
+{
+    struct task_features q = {.task = task};
+    int rc = lp_store_read_call(s, task_features_fn, &q);
+    if (rc != LP_OK) {
+        free(q.f0);
+        free(q.f1);
+        q.f0 = q.f1 = NULL;
+        q.dim = 0;
+    }
+    *f0 = q.f0;
+    *f1 = q.f1;
+    *dim = q.dim;
+    return rc;
+}

@@ -1,0 +1,141 @@
+/*
+ * registry.h — the learning records in SQLite (schema/002_learn.sql):
+ * training runs, models, activations, corruption settings, the retrain
+ * schedule. Writes go through the store's writer (lp_store_write_call),
+ * reads through its read pool, so they share the store's durability and
+ * never block label ingest for longer than one small transaction.
+ *
+ * Strings that hold JSON (a run's request, a model's corruption list and
+ * model file) are stored and returned as text; rendering is the API's job.
+ * Returned strings are owned by the record and freed by its *_clear.
+ */
+#ifndef LP_REGISTRY_H
+#define LP_REGISTRY_H
+
+#include "adversary.h"
+#include "store.h"
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* ---- corruption settings ---- */
+
+/* One settings record of a campaign's LTC corruption (server/service/corrupt.h). */
+typedef struct lp_corruption {
+    int64_t id;       /* settings record id; 0 = no corruption */
+    int64_t campaign; /* campaign id */
+    char campaign_name[LP_CAMPAIGN_NAME_MAX + 1];
+    double alpha; /* [0, 0.5] */
+    lp_adversary strategy;
+    uint64_t seed;   /* [0, 2^53] so that it survives JSON numbers */
+    int64_t feature; /* backdoor: the feature index compared */
+    int64_t created_ms;
+} lp_corruption;
+
+/* Appends settings (campaign, alpha, strategy, seed, feature set); fills id
+ * and created_ms. */
+int lp_registry_corruption_add(lp_store *s, lp_corruption *c);
+/* The settings in force for a campaign (newest record); id = 0 if none. */
+int lp_registry_corruption_current(lp_store *s, int64_t campaign, lp_corruption *out);
+/* The settings in force with alpha > 0, one per campaign, by campaign id;
+ * *out caller-owned (free()). */
+int lp_registry_corruption_active(lp_store *s, lp_corruption **out, size_t *n);
+
+/* ---- training runs ---- */
+
+typedef enum lp_run_status {
+    LP_RUN_QUEUED = 0,
+    LP_RUN_SNAPSHOT,
+    LP_RUN_TRAINING,
+    LP_RUN_STORING,
+    LP_RUN_SUCCEEDED,
+    LP_RUN_FAILED,
+    LP_RUN_CANCELLED,
+    LP_RUN_STATUS_COUNT
+} lp_run_status;
+
+const char *lp_run_status_name(lp_run_status st);
+/* Whether the status is final (succeeded, failed, cancelled). */
+int lp_run_status_final(lp_run_status st);
+
+typedef struct lp_run {
+    int64_t id;
+    char trigger[16]; /* "manual", "interval", "labels" */
+    char *request;    /* normalized request JSON, owned */
+    lp_run_status status;
+    int64_t cutoff; /* 0: not yet known */
+    int64_t labels;
+    int iterations, evaluations;
+    double objective, grad_norm; /* NAN when unknown */
+    int error;                   /* LP_E* code when failed or cancelled, else 0 */
+    char message[256];
+    int64_t model_version;                       /* 0: none */
+    int64_t created_ms, started_ms, finished_ms; /* 0: not yet */
+} lp_run;
+
+void lp_run_clear(lp_run *r);
+/* Inserts a queued run (request borrowed); fills r->id and created_ms. */
+int lp_registry_run_create(lp_store *s, lp_run *r);
+/* Stores the run's status, counters, error and times. */
+int lp_registry_run_update(lp_store *s, const lp_run *r);
+/* LP_EUNKNOWN_RUN if there is none. */
+int lp_registry_run_get(lp_store *s, int64_t id, lp_run *out);
+/* The newest runs first, at most limit; *out caller-owned (free each with
+ * lp_run_clear, then free()). */
+int lp_registry_run_list(lp_store *s, size_t limit, lp_run **out, size_t *n);
+/* Marks runs left unfinished by a previous process as failed. */
+int lp_registry_runs_interrupted(lp_store *s);
+
+/* ---- models ---- */
+
+typedef struct lp_model_record {
+    int64_t version;
+    int64_t run;
+    char loss[32];
+    int64_t campaign;                             /* 0: all campaigns */
+    char campaign_name[LP_CAMPAIGN_NAME_MAX + 1]; /* "" for all */
+    int64_t cutoff, labels, duration_ms, created_ms;
+    char *corruption; /* JSON array text, owned */
+    char *summary;    /* the model file without theta (JSON text), owned */
+    char *model;      /* model file JSON text, owned; NULL when listed */
+} lp_model_record;
+
+void lp_model_record_clear(lp_model_record *m);
+/* Appends a model (strings borrowed) and, when activate is set, its
+ * activation, in one transaction; fills version and created_ms. */
+int lp_registry_model_add(lp_store *s, lp_model_record *m, int activate);
+/* With the model text. LP_EUNKNOWN_MODEL. */
+int lp_registry_model_get(lp_store *s, int64_t version, lp_model_record *out);
+/* Newest first, without model text; *out caller-owned (clear each, free()). */
+int lp_registry_model_list(lp_store *s, lp_model_record **out, size_t *n);
+/* Appends an activation. LP_EUNKNOWN_MODEL. */
+int lp_registry_activate(lp_store *s, int64_t version);
+/* The served version (newest activation); 0 if none. */
+int lp_registry_active_version(lp_store *s, int64_t *version);
+
+/* ---- schedule ---- */
+
+typedef struct lp_schedule {
+    int64_t interval_s;   /* 0: off */
+    int64_t every_labels; /* 0: off */
+    char *request;        /* retrain request JSON, owned */
+} lp_schedule;
+
+void lp_schedule_clear(lp_schedule *sc);
+/* Appends a schedule (request borrowed). */
+int lp_registry_schedule_set(lp_store *s, const lp_schedule *sc);
+/* The newest schedule; both triggers 0 and request "{}" if none. */
+int lp_registry_schedule_get(lp_store *s, lp_schedule *out);
+
+/* ---- tasks ---- */
+
+/* A task's stored feature vectors: *f0, *f1 new arrays of *dim values
+ * (free()), or NULL and 0 when the task has none. LP_EUNKNOWN_TASK. */
+int lp_registry_task_features(lp_store *s, int64_t task, double **f0, double **f1, size_t *dim);
+
+/* ---- label counters for the scheduler ---- */
+
+/* The newest label id (0 if none), optionally of one campaign (0: all). */
+int lp_registry_max_label(lp_store *s, int64_t campaign, int64_t *out);
+
+#endif

@@ -1,0 +1,288 @@
+/* model.c — model files in JSON. See model.h. */
+#include "model.h"
+
+#include "error.h"
+#include "wire.h"
+
+#include <jansson.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+void lp_model_summarize(lp_model *m, const lp_dataset *ds)
+{
+    m->n = ds->n;
+    m->n_z1 = 0;
+    for (size_t i = 0; i < ds->n; i++)
+        m->n_z1 += ds->z[i];
+    m->n_bins = lp_dataset_eps_hist(ds, m->bins, LP_MODEL_EPS_BINS, &m->n_eps_other);
+    double margins = 0.0, acc = 0.0;
+    for (size_t i = 0; i < ds->n; i++) {
+        double mm = lp_dataset_row_dot(ds, i, m->theta);
+        double u = ds->z[i] ? mm : -mm;
+        margins += u;
+        acc += u > 0.0;
+    }
+    m->rw_margins = margins / (double)ds->n;
+    m->rw_accuracy = acc / (double)ds->n;
+    m->have_rewards = ds->sum_chosen != NULL && ds->sum_rejected != NULL;
+    if (m->have_rewards) {
+        double c = 0, r = 0;
+        for (size_t j = 0; j < ds->d; j++) {
+            c += m->theta[j] * ds->sum_chosen[j];
+            r += m->theta[j] * ds->sum_rejected[j];
+        }
+        m->rw_chosen = c / (double)ds->n;
+        m->rw_rejected = r / (double)ds->n;
+    }
+}
+
+int lp_model_fit(const lp_dataset *ds, const lp_objective_opts *oo, const lp_fit_opts *fo,
+                 double beta, lp_model **out)
+{
+    *out = NULL;
+    lp_objective *ob = lp_objective_new(ds, oo);
+    lp_model *m = calloc(1, sizeof *m);
+    double *theta = calloc(ds->d, sizeof *theta);
+    if (ob == NULL || m == NULL || theta == NULL) {
+        lp_objective_free(ob);
+        free(m);
+        free(theta);
+        return LP_ENO_MEMORY;
+    }
+    int rc = lp_fit(ob, fo, theta, &m->res);
+    lp_objective_free(ob);
+    if (rc != LP_OK) {
+        free(m);
+        free(theta);
+        return rc;
+    }
+    m->loss = oo->loss;
+    m->link = lp_loss_default_link(oo->loss.kind);
+    m->beta = beta;
+    m->l2 = oo->l2;
+    m->fit = *fo;
+    m->fit.progress = 0;
+    m->fit.on_progress = NULL;
+    m->fit.progress_ctx = NULL;
+    m->threads = oo->threads;
+    m->kernel = oo->kernel;
+    m->precision = lp_storage_name(ds->storage);
+    m->d = ds->d;
+    m->theta = theta;
+    lp_model_summarize(m, ds);
+    *out = m;
+    return LP_OK;
+}
+
+static json_t *num_or_null(double v)
+{
+    return isfinite(v) ? json_real(v) : json_null();
+}
+
+json_t *lp_model_to_json(const lp_model *m)
+{
+    json_t *root = json_object();
+    json_object_set_new(root, "format", json_string("ldpref-model"));
+    json_object_set_new(root, "format_version", json_integer(LP_MODEL_FORMAT_VERSION));
+    json_object_set_new(root, "loss", json_string(lp_loss_name(m->loss.kind)));
+    json_object_set_new(root, "link", json_string(m->link == LP_LINK_KL ? "kl" : "chimix"));
+    json_object_set_new(root, "beta", json_real(m->beta));
+    json_t *h = json_object();
+    json_object_set_new(h, "rmax", num_or_null(m->loss.rmax));
+    json_object_set_new(h, "tau", json_real(m->loss.tau));
+    json_object_set_new(h, "l2", json_real(m->l2));
+    json_object_set_new(h, "norm_bound", num_or_null(m->fit.norm_bound));
+    json_object_set_new(h, "optimizer", json_string(lp_method_name(m->fit.method)));
+    json_object_set_new(h, "max_iter", json_integer(m->fit.max_iter));
+    json_object_set_new(h, "gtol", json_real(m->fit.gtol));
+    json_object_set_new(h, "memory", json_integer(m->fit.memory));
+    json_object_set_new(h, "lr", json_real(m->fit.lr));
+    json_object_set_new(h, "batch", json_integer(m->fit.batch));
+    json_object_set_new(h, "epochs", json_integer(m->fit.epochs));
+    json_object_set_new(h, "seed", json_integer((json_int_t)m->fit.seed));
+    json_object_set_new(h, "threads", json_integer(m->threads));
+    json_object_set_new(h, "kernel", json_string(m->kernel == LP_KERNEL_BLAS ? "blas" : "fused"));
+    json_object_set_new(h, "precision", json_string(m->precision ? m->precision : "float64"));
+    json_object_set_new(root, "hyper", h);
+    json_t *f = json_object();
+    json_object_set_new(f, "kind", json_string(m->text ? "text" : "dense"));
+    json_object_set_new(f, "dim", json_integer((json_int_t)m->d));
+    if (m->text) {
+        json_object_set_new(f, "hash", json_string("fnv1a64-v1"));
+        json_object_set_new(f, "hash_dim", json_integer(m->feat.hash_dim));
+        json_object_set_new(f, "bigrams", json_boolean(m->feat.bigrams));
+        json_object_set_new(f, "cross_prompt", json_boolean(m->feat.cross_prompt));
+        json_object_set_new(f, "cross_max", json_integer(m->feat.cross_max));
+        json_object_set_new(f, "length", json_boolean(m->feat.length));
+    }
+    json_object_set_new(root, "features", f);
+    json_t *dsum = json_object();
+    json_object_set_new(dsum, "source", json_string(m->source));
+    json_object_set_new(dsum, "n", json_integer((json_int_t)m->n));
+    json_object_set_new(dsum, "n_z1", json_integer((json_int_t)m->n_z1));
+    json_t *hist = json_array();
+    for (size_t b = 0; b < m->n_bins; b++) {
+        json_t *e = json_object();
+        json_object_set_new(e, "epsilon", lp_json_epsilon(m->bins[b].eps));
+        json_object_set_new(e, "count", json_integer((json_int_t)m->bins[b].count));
+        json_array_append_new(hist, e);
+    }
+    json_object_set_new(dsum, "epsilon_histogram", hist);
+    json_object_set_new(dsum, "epsilon_other", json_integer((json_int_t)m->n_eps_other));
+    json_object_set_new(root, "data", dsum);
+    json_t *mt = json_object();
+    json_object_set_new(mt, "rewards/chosen",
+                        m->have_rewards ? num_or_null(m->rw_chosen) : json_null());
+    json_object_set_new(mt, "rewards/rejected",
+                        m->have_rewards ? num_or_null(m->rw_rejected) : json_null());
+    json_object_set_new(mt, "rewards/margins", num_or_null(m->rw_margins));
+    json_object_set_new(mt, "rewards/accuracies", num_or_null(m->rw_accuracy));
+    json_object_set_new(mt, "objective", num_or_null(m->res.objective));
+    json_object_set_new(mt, "grad_norm", num_or_null(m->res.grad_norm));
+    json_object_set_new(mt, "theta_norm", num_or_null(m->res.theta_norm));
+    json_object_set_new(mt, "iterations", json_integer(m->res.iterations));
+    json_object_set_new(mt, "evaluations", json_integer(m->res.evaluations));
+    json_object_set_new(mt, "status", json_string(m->res.status));
+    json_object_set_new(mt, "converged", json_boolean(m->res.converged));
+    json_object_set_new(mt, "norm_bound_active", json_boolean(m->res.bound_active));
+    json_object_set_new(root, "metrics", mt);
+    json_t *th = json_array();
+    for (size_t j = 0; j < m->d; j++)
+        json_array_append_new(th, json_real(m->theta[j]));
+    json_object_set_new(root, "theta", th);
+    return root;
+}
+
+int lp_model_write(const lp_model *m, const char *path)
+{
+    json_t *root = lp_model_to_json(m);
+    if (root == NULL)
+        return LP_ENO_MEMORY;
+    int rc = LP_OK;
+    size_t flags = LP_MODEL_JSON_FLAGS;
+    if (strcmp(path, "-") == 0) {
+        if (json_dumpf(root, stdout, flags) != 0 || fputc('\n', stdout) == EOF)
+            rc = LP_EIO;
+    } else {
+        FILE *fp = fopen(path, "w");
+        if (fp == NULL)
+            rc = LP_EIO;
+        else {
+            if (json_dumpf(root, fp, flags) != 0 || fputc('\n', fp) == EOF)
+                rc = LP_EIO;
+            if (fclose(fp) != 0)
+                rc = LP_EIO;
+        }
+    }
+    json_decref(root);
+    return rc;
+}
+
+void lp_model_free(lp_model *m)
+{
+    if (m == NULL)
+        return;
+    free(m->theta);
+    free(m);
+}
+
+static double get_num(const json_t *o, const char *k, double dflt)
+{
+    const json_t *v = o ? json_object_get(o, k) : NULL;
+    if (v != NULL && json_is_null(v))
+        return INFINITY;
+    return v && json_is_number(v) ? json_number_value(v) : dflt;
+}
+
+int lp_model_read(const char *path, lp_model **out, char *msg, size_t msglen)
+{
+    *out = NULL;
+    json_error_t err;
+    json_t *root = json_load_file(path, JSON_REJECT_DUPLICATES, &err);
+    if (root == NULL)
+        return lp_fail(err.line <= 0 ? LP_EIO : LP_EMALFORMED_JSON, msg, msglen, "%s: %s", path,
+                       err.text);
+    int rc = lp_model_from_json(root, path, out, msg, msglen);
+    json_decref(root);
+    return rc;
+}
+
+int lp_model_from_json(const json_t *root, const char *path, lp_model **out, char *msg,
+                       size_t msglen)
+{
+    *out = NULL;
+    int rc = LP_OK;
+    lp_model *m = calloc(1, sizeof *m);
+    const json_t *th = json_object_get(root, "theta");
+    if (m == NULL) {
+        rc = lp_fail(LP_ENO_MEMORY, msg, msglen, "out of memory");
+        goto done;
+    }
+    if (th == NULL || !json_is_array(th) || json_array_size(th) == 0) {
+        rc = lp_fail(LP_EMISSING_FIELD, msg, msglen, "%s: no \"theta\" array", path);
+        goto done;
+    }
+    const json_t *ver = json_object_get(root, "format_version");
+    if (ver != NULL &&
+        (!json_is_integer(ver) || json_integer_value(ver) > LP_MODEL_FORMAT_VERSION)) {
+        rc = lp_fail(LP_EWRONG_TYPE, msg, msglen, "%s: unsupported format_version", path);
+        goto done;
+    }
+    m->d = json_array_size(th);
+    m->theta = malloc(m->d * sizeof *m->theta);
+    if (m->theta == NULL) {
+        rc = lp_fail(LP_ENO_MEMORY, msg, msglen, "out of memory");
+        goto done;
+    }
+    for (size_t j = 0; j < m->d; j++) {
+        const json_t *v = json_array_get(th, j);
+        if (!json_is_number(v) || !isfinite(json_number_value(v))) {
+            rc = lp_fail(LP_EWRONG_TYPE, msg, msglen, "%s: theta[%zu] is not a finite number", path,
+                         j);
+            goto done;
+        }
+        m->theta[j] = json_number_value(v);
+    }
+    lp_loss_kind kind = LP_LOSS_SQUARE_CHIPO;
+    const json_t *ls = json_object_get(root, "loss");
+    if (ls != NULL && (!json_is_string(ls) || lp_loss_parse(json_string_value(ls), &kind))) {
+        rc = lp_fail(LP_EWRONG_TYPE, msg, msglen, "%s: unknown loss", path);
+        goto done;
+    }
+    lp_loss_spec_init(&m->loss, kind);
+    const json_t *h = json_object_get(root, "hyper");
+    m->loss.rmax = get_num(h, "rmax", 1.0);
+    m->loss.tau = get_num(h, "tau", 0.5);
+    m->l2 = get_num(h, "l2", 0.0);
+    m->beta = get_num(root, "beta", 1.0);
+    const json_t *lk = json_object_get(root, "link");
+    m->link = lk && json_is_string(lk)
+                  ? (strcmp(json_string_value(lk), "kl") == 0 ? LP_LINK_KL : LP_LINK_CHIMIX)
+                  : lp_loss_default_link(kind);
+    lp_feat_spec_init(&m->feat);
+    const json_t *f = json_object_get(root, "features");
+    const json_t *kd = f ? json_object_get(f, "kind") : NULL;
+    if (kd && json_is_string(kd) && strcmp(json_string_value(kd), "text") == 0) {
+        m->text = 1;
+        m->feat.hash_dim = (uint32_t)get_num(f, "hash_dim", 4096);
+        m->feat.bigrams = json_is_true(json_object_get(f, "bigrams"));
+        m->feat.cross_prompt = json_is_true(json_object_get(f, "cross_prompt"));
+        m->feat.cross_max = (int)get_num(f, "cross_max", 32);
+        m->feat.length = json_is_true(json_object_get(f, "length"));
+        if (lp_feat_dim(&m->feat) != m->d) {
+            rc = lp_fail(LP_EWRONG_TYPE, msg, msglen,
+                         "%s: theta has %zu values, the text features %zu", path, m->d,
+                         lp_feat_dim(&m->feat));
+            goto done;
+        }
+    }
+done:
+    if (rc != LP_OK) {
+        lp_model_free(m);
+        return rc;
+    }
+    *out = m;
+    return LP_OK;
+}

@@ -1,0 +1,661 @@
+/* objective.c — fused loss-and-gradient passes. See objective.h. */
+#include "objective.h"
+
+#include <assert.h>
+#include <cblas.h>
+#include <math.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#include <immintrin.h>
+#define LP_HAVE_X86 1
+#else
+#define LP_HAVE_X86 0
+#endif
+
+#define BLAS_BLOCK 256                 /* rows per gemv block (256 KiB of float32 at d = 256) */
+#define MIN_WORK_PER_THREAD (1u << 18) /* values per thread before threading pays */
+#define MAX_THREADS 64
+#define MAX_CHUNKS 64                 /* row chunks per evaluation */
+#define MIN_WORK_PER_CHUNK (1u << 16) /* values per chunk */
+#define MAX_ACC_VALUES (1u << 21)     /* chunk accumulators: at most 16 MiB */
+
+struct lp_objective {
+    const lp_dataset *ds;
+    lp_objective_opts o;
+    lp_label_consts *k; /* n */
+};
+
+void lp_objective_opts_init(lp_objective_opts *o, lp_loss_kind kind)
+{
+    lp_loss_spec_init(&o->loss, kind);
+    o->l2 = 0.0;
+    o->threads = 1;
+    o->kernel = LP_KERNEL_FUSED;
+    o->simd = LP_SIMD_AUTO;
+}
+
+lp_objective *lp_objective_new(const lp_dataset *ds, const lp_objective_opts *o)
+{
+    if (ds == NULL || ds->n == 0 || o->threads < 1 || !(o->l2 >= 0.0) || !(o->loss.rmax > 0.0) ||
+        !(o->loss.tau > 0.0) || o->simd < LP_SIMD_AUTO || o->simd > LP_SIMD_AVX512)
+        return NULL;
+    lp_objective *ob = calloc(1, sizeof *ob);
+    if (ob == NULL)
+        return NULL;
+    ob->ds = ds;
+    ob->o = *o;
+    if (ob->o.threads > MAX_THREADS)
+        ob->o.threads = MAX_THREADS;
+    ob->k = malloc(ds->n * sizeof *ob->k);
+    if (ob->k == NULL) {
+        free(ob);
+        return NULL;
+    }
+    lp_objective_relabel(ob);
+    return ob;
+}
+
+void lp_objective_free(lp_objective *ob)
+{
+    if (ob == NULL)
+        return;
+    free(ob->k);
+    free(ob);
+}
+
+void lp_objective_relabel(lp_objective *ob)
+{
+    const lp_dataset *ds = ob->ds;
+    double last = NAN;
+    lp_label_consts kk = {0};
+    for (size_t i = 0; i < ds->n; i++) {
+        if (!(ds->eps[i] == last)) { /* labels usually share eps: reuse */
+            lp_label_consts_from_eps(ds->eps[i], &kk);
+            last = ds->eps[i];
+        }
+        ob->k[i] = kk;
+    }
+}
+
+const lp_label_consts *lp_objective_consts(const lp_objective *ob)
+{
+    return ob->k;
+}
+const lp_dataset *lp_objective_data(const lp_objective *ob)
+{
+    return ob->ds;
+}
+const lp_objective_opts *lp_objective_options(const lp_objective *ob)
+{
+    return &ob->o;
+}
+
+int lp_objective_simd(void)
+{
+    return lp_objective_simd_best() >= LP_SIMD_AVX2;
+}
+
+lp_simd lp_objective_simd_best(void)
+{
+#if LP_HAVE_X86
+    static lp_simd cached = LP_SIMD_AUTO;
+    if (cached == LP_SIMD_AUTO) {
+        __builtin_cpu_init();
+        if (__builtin_cpu_supports("avx512f"))
+            cached = LP_SIMD_AVX512;
+        else if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"))
+            cached = LP_SIMD_AVX2;
+        else
+            cached = LP_SIMD_NONE;
+    }
+    return cached;
+#else
+    return LP_SIMD_NONE;
+#endif
+}
+
+lp_simd lp_objective_simd_used(const lp_objective *ob)
+{
+    lp_simd best = lp_objective_simd_best();
+    return ob->o.simd == LP_SIMD_AUTO || ob->o.simd > best ? best : ob->o.simd;
+}
+
+/* A kernel's input: rows [r0, r1) (one chunk), its own gradient accumulator. */
+typedef struct slice {
+    const lp_objective *ob;
+    const double *theta;
+    const float *theta_f; /* float copy for the BLAS float kernel */
+    size_t r0, r1;
+    double loss;
+    double *grad; /* d, zeroed by the caller */
+    float *mbuf;  /* BLAS kernel scratch: BLAS_BLOCK margins */
+    double *xbuf; /* AVX2 float32 kernel scratch: 4 rows widened to double */
+} slice;
+
+static inline double label_grad(const lp_objective *ob, size_t i, double m, double *g)
+{
+    return lp_loss_point(&ob->o.loss, m, ob->ds->z[i] ? 1 : -1, &ob->k[i], g);
+}
+
+/* Portable fused rows (float32 or float64 dense). */
+#define DEFINE_FUSED_PORTABLE(NAME, T, FIELD)                                                      \
+    static void NAME(slice *s)                                                                     \
+    {                                                                                              \
+        const lp_objective *ob = s->ob;                                                            \
+        size_t d = ob->ds->d;                                                                      \
+        const double *th = s->theta;                                                               \
+        double *gr = s->grad, loss = 0.0;                                                          \
+        for (size_t i = s->r0; i < s->r1; i++) {                                                   \
+            const T *x = ob->ds->FIELD + i * d;                                                    \
+            double a0 = 0, a1 = 0, a2 = 0, a3 = 0;                                                 \
+            size_t j = 0;                                                                          \
+            for (; j + 4 <= d; j += 4) {                                                           \
+                a0 += (double)x[j] * th[j];                                                        \
+                a1 += (double)x[j + 1] * th[j + 1];                                                \
+                a2 += (double)x[j + 2] * th[j + 2];                                                \
+                a3 += (double)x[j + 3] * th[j + 3];                                                \
+            }                                                                                      \
+            for (; j < d; j++)                                                                     \
+                a0 += (double)x[j] * th[j];                                                        \
+            double g;                                                                              \
+            loss += label_grad(ob, i, (a0 + a1) + (a2 + a3), &g);                                  \
+            if (g != 0.0)                                                                          \
+                for (j = 0; j < d; j++)                                                            \
+                    gr[j] += g * (double)x[j];                                                     \
+        }                                                                                          \
+        s->loss = loss;                                                                            \
+    }
+DEFINE_FUSED_PORTABLE(fused_f32_portable, float, xf)
+DEFINE_FUSED_PORTABLE(fused_f64_portable, double, xd)
+
+#if LP_HAVE_X86
+__attribute__((target("avx2,fma"))) static inline double hsum256(__m256d v)
+{
+    __m128d lo = _mm256_castpd256_pd128(v), hi = _mm256_extractf128_pd(v, 1);
+    lo = _mm_add_pd(lo, hi);
+    return _mm_cvtsd_f64(lo) + _mm_cvtsd_f64(_mm_unpackhi_pd(lo, lo));
+}
+
+/* AVX2 fused rows, float32 storage. Rows go in blocks of 4: each row is
+ * widened to double once (into s->xbuf, L1-resident) while its margin is
+ * accumulated, then the block's four g_i x_i are added to the gradient in
+ * one sweep, so the gradient is loaded and stored once per 4 rows and no
+ * float is converted twice. */
+__attribute__((target("avx2,fma"))) static void fused_f32_avx2(slice *s)
+{
+    const lp_objective *ob = s->ob;
+    size_t d = ob->ds->d, d8 = d & ~(size_t)7;
+    const double *th = s->theta;
+    double *gr = s->grad, loss = 0.0;
+    double *xb = s->xbuf; /* 4 * d doubles */
+    for (size_t i0 = s->r0; i0 < s->r1; i0 += 4) {
+        size_t nb = s->r1 - i0 < 4 ? s->r1 - i0 : 4;
+        double g[4] = {0, 0, 0, 0};
+        int any = 0;
+        for (size_t b = 0; b < nb; b++) {
+            const float *x = ob->ds->xf + (i0 + b) * d;
+            double *w = xb + b * d;
+            __m256d a0 = _mm256_setzero_pd(), a1 = a0;
+            for (size_t j = 0; j < d8; j += 8) {
+                __m256 f = _mm256_loadu_ps(x + j);
+                __m256d lo = _mm256_cvtps_pd(_mm256_castps256_ps128(f));
+                __m256d hi = _mm256_cvtps_pd(_mm256_extractf128_ps(f, 1));
+                _mm256_storeu_pd(w + j, lo);
+                _mm256_storeu_pd(w + j + 4, hi);
+                a0 = _mm256_fmadd_pd(lo, _mm256_loadu_pd(th + j), a0);
+                a1 = _mm256_fmadd_pd(hi, _mm256_loadu_pd(th + j + 4), a1);
+            }
+            double m = hsum256(_mm256_add_pd(a0, a1));
+            for (size_t j = d8; j < d; j++) {
+                w[j] = (double)x[j];
+                m += w[j] * th[j];
+            }
+            loss += label_grad(ob, i0 + b, m, &g[b]);
+            any |= g[b] != 0.0;
+        }
+        if (!any)
+            continue;
+        const double *w0 = xb, *w1 = xb + d, *w2 = xb + 2 * d, *w3 = xb + 3 * d;
+        if (nb < 4) { /* tail block: unused rows contribute g = 0 x (stale) = 0 */
+            for (size_t b = nb; b < 4; b++)
+                for (size_t j = 0; j < d; j++)
+                    xb[b * d + j] = 0.0;
+        }
+        __m256d g0 = _mm256_set1_pd(g[0]), g1 = _mm256_set1_pd(g[1]);
+        __m256d g2 = _mm256_set1_pd(g[2]), g3 = _mm256_set1_pd(g[3]);
+        size_t d4 = d & ~(size_t)3;
+        for (size_t j = 0; j < d4; j += 4) {
+            __m256d acc = _mm256_loadu_pd(gr + j);
+            acc = _mm256_fmadd_pd(_mm256_loadu_pd(w0 + j), g0, acc);
+            acc = _mm256_fmadd_pd(_mm256_loadu_pd(w1 + j), g1, acc);
+            acc = _mm256_fmadd_pd(_mm256_loadu_pd(w2 + j), g2, acc);
+            acc = _mm256_fmadd_pd(_mm256_loadu_pd(w3 + j), g3, acc);
+            _mm256_storeu_pd(gr + j, acc);
+        }
+        for (size_t j = d4; j < d; j++)
+            gr[j] += w0[j] * g[0] + w1[j] * g[1] + w2[j] * g[2] + w3[j] * g[3];
+    }
+    s->loss = loss;
+}
+
+/* AVX-512: tanh(y) for 8 doubles, via t = exp(-2|y|) and (1-t)/(1+t).
+ * |y| is clamped at 20 (tanh = +-1 in double beyond 19.1); exp by
+ * range reduction to |r| <= ln2/2 and a degree-13 Taylor polynomial
+ * (truncation < 1e-17), scaled by vscalefpd. Absolute error ~2e-16 (the
+ * 1 - t cancellation for small |y|; libm's tanh differs from it by less
+ * than 4e-16 on [-25, 25]), which is all square-chipo needs: its loss
+ * (p - c zbar)^2 and derivative (p - c zbar)(1 - p^2) are then off by a few
+ * 1e-16 absolute, like a double rounding. y must not be NaN (the caller
+ * clips margins first; a NaN margin is clipped to -2 rmax). */
+__attribute__((target("avx512f"))) static inline __m512d tanh8(__m512d y)
+{
+    const __m512d one = _mm512_set1_pd(1.0);
+    __m512d a = _mm512_min_pd(_mm512_abs_pd(y), _mm512_set1_pd(20.0));
+    __m512d x = _mm512_mul_pd(a, _mm512_set1_pd(-2.0));
+    __m512d k = _mm512_roundscale_pd(_mm512_mul_pd(x, _mm512_set1_pd(1.4426950408889634)),
+                                     _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    __m512d r = _mm512_fnmadd_pd(k, _mm512_set1_pd(6.93147180369123816490e-01), x);
+    r = _mm512_fnmadd_pd(k, _mm512_set1_pd(1.90821492927058770002e-10), r);
+    static const double c[14] = {1.0 / 6227020800.0,
+                                 1.0 / 479001600.0,
+                                 1.0 / 39916800.0,
+                                 1.0 / 3628800.0,
+                                 1.0 / 362880.0,
+                                 1.0 / 40320.0,
+                                 1.0 / 5040.0,
+                                 1.0 / 720.0,
+                                 1.0 / 120.0,
+                                 1.0 / 24.0,
+                                 1.0 / 6.0,
+                                 0.5,
+                                 1.0,
+                                 1.0};
+    __m512d p = _mm512_set1_pd(c[0]);
+    for (int i = 1; i < 14; i++)
+        p = _mm512_fmadd_pd(p, r, _mm512_set1_pd(c[i]));
+    __m512d t = _mm512_scalef_pd(p, k);
+    __m512d th = _mm512_div_pd(_mm512_sub_pd(one, t), _mm512_add_pd(one, t));
+    /* copy y's sign bit */
+    __m512i sign = _mm512_and_si512(_mm512_castpd_si512(y), _mm512_set1_epi64(INT64_MIN));
+    return _mm512_castsi512_pd(_mm512_or_si512(_mm512_castpd_si512(th), sign));
+}
+
+/* Square-chipo loss and derivative for nb <= 8 labels (rows i0.., margins
+ * m[0..8)), the vector form of lp_loss_point's square-chipo case: same
+ * clip rule (inside iff |m| < 2 rmax; NaN is outside, clipped to -2 rmax),
+ * tanh8 for tanh. Writes g[0..8) (0 from lane nb on); returns the sum of
+ * the nb losses. */
+__attribute__((target("avx512f"))) static double sqchipo8(const lp_objective *ob, size_t i0,
+                                                          size_t nb, const double *m, double *g)
+{
+    double cz[8] = {0}, l[8];
+    for (size_t b = 0; b < nb; b++)
+        cz[b] = ob->ds->z[i0 + b] ? ob->k[i0 + b].c : -ob->k[i0 + b].c;
+    __m512d R = _mm512_set1_pd(2.0 * ob->o.loss.rmax), mv = _mm512_loadu_pd(m);
+    __mmask8 inside = _mm512_cmp_pd_mask(_mm512_abs_pd(mv), R, _CMP_LT_OQ);
+    __mmask8 pos = _mm512_cmp_pd_mask(mv, _mm512_setzero_pd(), _CMP_GT_OQ);
+    __m512d out = _mm512_mask_blend_pd(pos, _mm512_sub_pd(_mm512_setzero_pd(), R), R);
+    __m512d mc = _mm512_mask_blend_pd(inside, out, mv);
+    __m512d p = tanh8(_mm512_mul_pd(mc, _mm512_set1_pd(0.5)));
+    __m512d e = _mm512_sub_pd(p, _mm512_loadu_pd(cz));
+    __m512d gv = _mm512_mul_pd(e, _mm512_fnmadd_pd(p, p, _mm512_set1_pd(1.0)));
+    __mmask8 live = (__mmask8)((1u << nb) - 1u);
+    _mm512_storeu_pd(g, _mm512_maskz_mov_pd(inside & live, gv));
+    _mm512_storeu_pd(l, _mm512_mul_pd(e, e));
+    double loss = 0.0;
+    for (size_t b = 0; b < nb; b++)
+        loss += l[b];
+    return loss;
+}
+
+/* 8 floats widened to 8 doubles. */
+__attribute__((target("avx512f"))) static inline __m512d cvt8(const float *x)
+{
+    return _mm512_cvtps_pd(_mm256_loadu_ps(x));
+}
+
+/* gr[0..16) += the 16 floats of c, widened to double. */
+__attribute__((target("avx512f"))) static inline void add_f32x16(double *gr, __m512 c)
+{
+    __m256 lo = _mm512_castps512_ps256(c);
+    __m256 hi = _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(c), 1));
+    _mm512_storeu_pd(gr, _mm512_add_pd(_mm512_loadu_pd(gr), _mm512_cvtps_pd(lo)));
+    _mm512_storeu_pd(gr + 8, _mm512_add_pd(_mm512_loadu_pd(gr + 8), _mm512_cvtps_pd(hi)));
+}
+
+/* AVX-512 fused rows, float32 storage.
+ *
+ * Contract: rows [s->r0, s->r1) of ds->xf, theta in double; adds
+ * sum_i g_i x_i into the double gradient s->grad and sets s->loss. Any d.
+ * Rows go in blocks of F512_BLOCK, each row read from memory once:
+ *   1. margins in double: 8 floats at a time widened (vcvtps2pd) and FMA'd
+ *      with theta into 4 accumulators;
+ *   2. g_i = loss'(m_i) in double (square-chipo: 8 rows at once through
+ *      sqchipo8; the other losses: lp_loss_point);
+ *   3. for each 32-column stripe the block's 8 terms g_i x_ij are summed
+ *      in float (g_i rounded to float, x_ij as stored; the rows are still
+ *      in L1), then widened and added to the double gradient.
+ * The margins, the loss and the sum over blocks are double. The gradient's
+ * 8-term float partial sums add an error of at most 10 u_f sum_i |g_i x_ij|
+ * (u_f = 2^-24), the relative precision of the float32 features
+ * themselves; they halve the float->double widenings, the pass's
+ * bottleneck (measured: 15% less time per evaluation, and the same L-BFGS
+ * path to 12 digits of the objective). Short blocks, blocks with a g_i
+ * outside [2^-100, 2^100] (float would lose or overflow it) and the
+ * columns past the last 32-stripe are summed in double. Deterministic:
+ * fixed blocks and order. */
+#define F512_BLOCK 8
+__attribute__((target("avx512f"))) static void fused_f32_avx512(slice *s)
+{
+    const lp_objective *ob = s->ob;
+    size_t d = ob->ds->d;
+    const double *th = s->theta;
+    const float *X = ob->ds->xf;
+    double *gr = s->grad, loss = 0.0;
+    int sq = ob->o.loss.kind == LP_LOSS_SQUARE_CHIPO;
+    for (size_t i0 = s->r0; i0 < s->r1; i0 += F512_BLOCK) {
+        size_t nb = s->r1 - i0 < F512_BLOCK ? s->r1 - i0 : F512_BLOCK;
+        double m[F512_BLOCK] = {0}, g[F512_BLOCK] = {0};
+        for (size_t b = 0; b < nb; b++) {
+            const float *x = X + (i0 + b) * d;
+            __m512d a0 = _mm512_setzero_pd(), a1 = a0, a2 = a0, a3 = a0;
+            size_t j = 0;
+            for (; j + 32 <= d; j += 32) {
+                a0 = _mm512_fmadd_pd(cvt8(x + j), _mm512_loadu_pd(th + j), a0);
+                a1 = _mm512_fmadd_pd(cvt8(x + j + 8), _mm512_loadu_pd(th + j + 8), a1);
+                a2 = _mm512_fmadd_pd(cvt8(x + j + 16), _mm512_loadu_pd(th + j + 16), a2);
+                a3 = _mm512_fmadd_pd(cvt8(x + j + 24), _mm512_loadu_pd(th + j + 24), a3);
+            }
+            for (; j + 8 <= d; j += 8)
+                a0 = _mm512_fmadd_pd(cvt8(x + j), _mm512_loadu_pd(th + j), a0);
+            double mm =
+                _mm512_reduce_add_pd(_mm512_add_pd(_mm512_add_pd(a0, a1), _mm512_add_pd(a2, a3)));
+            for (; j < d; j++)
+                mm += (double)x[j] * th[j];
+            m[b] = mm;
+        }
+        if (sq) {
+            loss += sqchipo8(ob, i0, nb, m, g);
+        } else {
+            for (size_t b = 0; b < nb; b++)
+                loss += label_grad(ob, i0 + b, m[b], &g[b]);
+        }
+        int any = 0, in_float_range = 1;
+        for (size_t b = 0; b < nb; b++) {
+            double a = fabs(g[b]);
+            any |= a != 0.0;
+            in_float_range &= a == 0.0 || (a >= 0x1p-100 && a <= 0x1p100);
+        }
+        if (!any)
+            continue;
+        const float *xb = X + i0 * d;
+        size_t j = 0;
+        if (nb == F512_BLOCK && in_float_range) {
+            __m512 gv[F512_BLOCK];
+            for (size_t b = 0; b < F512_BLOCK; b++)
+                gv[b] = _mm512_set1_ps((float)g[b]);
+            for (; j + 32 <= d; j += 32) {
+                __m512 c0 = _mm512_mul_ps(_mm512_loadu_ps(xb + j), gv[0]);
+                __m512 c1 = _mm512_mul_ps(_mm512_loadu_ps(xb + j + 16), gv[0]);
+#pragma GCC unroll 8
+                for (size_t b = 1; b < F512_BLOCK; b++) {
+                    const float *x = xb + b * d + j;
+                    c0 = _mm512_fmadd_ps(_mm512_loadu_ps(x), gv[b], c0);
+                    c1 = _mm512_fmadd_ps(_mm512_loadu_ps(x + 16), gv[b], c1);
+                }
+                add_f32x16(gr + j, c0);
+                add_f32x16(gr + j + 16, c1);
+            }
+        }
+        for (; j < d; j++) { /* column tail; short or out-of-range blocks: all columns */
+            double acc = gr[j];
+            for (size_t b = 0; b < nb; b++)
+                acc += (double)xb[b * d + j] * g[b];
+            gr[j] = acc;
+        }
+    }
+    s->loss = loss;
+}
+
+/* AVX2 fused rows, float64 storage. */
+__attribute__((target("avx2,fma"))) static void fused_f64_avx2(slice *s)
+{
+    const lp_objective *ob = s->ob;
+    size_t d = ob->ds->d, d8 = d & ~(size_t)7;
+    const double *th = s->theta;
+    double *gr = s->grad, loss = 0.0;
+    for (size_t i = s->r0; i < s->r1; i++) {
+        const double *x = ob->ds->xd + i * d;
+        __m256d a0 = _mm256_setzero_pd(), a1 = a0;
+        for (size_t j = 0; j < d8; j += 8) {
+            a0 = _mm256_fmadd_pd(_mm256_loadu_pd(x + j), _mm256_loadu_pd(th + j), a0);
+            a1 = _mm256_fmadd_pd(_mm256_loadu_pd(x + j + 4), _mm256_loadu_pd(th + j + 4), a1);
+        }
+        double m = hsum256(_mm256_add_pd(a0, a1));
+        for (size_t j = d8; j < d; j++)
+            m += x[j] * th[j];
+        double g;
+        loss += label_grad(ob, i, m, &g);
+        if (g == 0.0)
+            continue;
+        __m256d gv = _mm256_set1_pd(g);
+        for (size_t j = 0; j < d8; j += 8) {
+            _mm256_storeu_pd(gr + j,
+                             _mm256_fmadd_pd(_mm256_loadu_pd(x + j), gv, _mm256_loadu_pd(gr + j)));
+            _mm256_storeu_pd(gr + j + 4, _mm256_fmadd_pd(_mm256_loadu_pd(x + j + 4), gv,
+                                                         _mm256_loadu_pd(gr + j + 4)));
+        }
+        for (size_t j = d8; j < d; j++)
+            gr[j] += g * x[j];
+    }
+    s->loss = loss;
+}
+#endif
+
+/* Blocked rows through OpenBLAS gemv: margins of a block, then the block's
+ * gradient contribution X_b^T g_b. */
+static void blas_rows(slice *s)
+{
+    const lp_objective *ob = s->ob;
+    const lp_dataset *ds = ob->ds;
+    size_t d = ds->d;
+    double loss = 0.0;
+    float gb[BLAS_BLOCK], gacc_f[4096];
+    double mb[BLAS_BLOCK], gbd[BLAS_BLOCK];
+    int f32 = ds->storage == LP_STORE_F32;
+    for (size_t r = s->r0; r < s->r1; r += BLAS_BLOCK) {
+        size_t b = s->r1 - r < BLAS_BLOCK ? s->r1 - r : BLAS_BLOCK;
+        if (f32) {
+            cblas_sgemv(CblasRowMajor, CblasNoTrans, (int)b, (int)d, 1.0f, ds->xf + r * d, (int)d,
+                        s->theta_f, 1, 0.0f, s->mbuf, 1);
+            for (size_t t = 0; t < b; t++)
+                mb[t] = s->mbuf[t];
+        } else {
+            cblas_dgemv(CblasRowMajor, CblasNoTrans, (int)b, (int)d, 1.0, ds->xd + r * d, (int)d,
+                        s->theta, 1, 0.0, mb, 1);
+        }
+        for (size_t t = 0; t < b; t++) {
+            double g;
+            loss += label_grad(ob, r + t, mb[t], &g);
+            gb[t] = (float)g;
+            gbd[t] = g;
+        }
+        if (f32) {
+            /* d <= 4096 here (checked by the caller); float accumulation per block. */
+            cblas_sgemv(CblasRowMajor, CblasTrans, (int)b, (int)d, 1.0f, ds->xf + r * d, (int)d, gb,
+                        1, 0.0f, gacc_f, 1);
+            for (size_t j = 0; j < d; j++)
+                s->grad[j] += gacc_f[j];
+        } else {
+            cblas_dgemv(CblasRowMajor, CblasTrans, (int)b, (int)d, 1.0, ds->xd + r * d, (int)d, gbd,
+                        1, 1.0, s->grad, 1);
+        }
+    }
+    s->loss = loss;
+}
+
+static void csr_rows(slice *s)
+{
+    const lp_objective *ob = s->ob;
+    const lp_dataset *ds = ob->ds;
+    double loss = 0.0;
+    for (size_t i = s->r0; i < s->r1; i++) {
+        double m = 0.0;
+        for (size_t k = ds->rowptr[i]; k < ds->rowptr[i + 1]; k++)
+            m += ds->val[k] * s->theta[ds->col[k]];
+        double g;
+        loss += label_grad(ob, i, m, &g);
+        if (g != 0.0)
+            for (size_t k = ds->rowptr[i]; k < ds->rowptr[i + 1]; k++)
+                s->grad[ds->col[k]] += g * ds->val[k];
+    }
+    s->loss = loss;
+}
+
+typedef void (*rows_fn)(slice *s);
+
+/* The kernel for ob's storage, kernel option and instruction set. */
+static rows_fn pick_rows(const lp_objective *ob)
+{
+    const lp_dataset *ds = ob->ds;
+    if (ds->storage == LP_STORE_CSR)
+        return csr_rows;
+    if (ob->o.kernel == LP_KERNEL_BLAS && ds->d <= 4096)
+        return blas_rows;
+#if LP_HAVE_X86
+    lp_simd simd = lp_objective_simd_used(ob);
+    if (ds->storage == LP_STORE_F32 && simd >= LP_SIMD_AVX512)
+        return fused_f32_avx512;
+    if (ds->storage == LP_STORE_F32 && simd >= LP_SIMD_AVX2)
+        return fused_f32_avx2;
+    if (ds->storage == LP_STORE_F64 && simd >= LP_SIMD_AVX2)
+        return fused_f64_avx2;
+#endif
+    return ds->storage == LP_STORE_F32 ? fused_f32_portable : fused_f64_portable;
+}
+
+/* One thread: claims chunks from *next until none is left and runs the
+ * kernel on each into the chunk's own accumulator. Which thread runs a
+ * chunk does not change its result. */
+typedef struct worker {
+    slice proto; /* ob, theta, theta_f and this thread's scratch */
+    rows_fn rows;
+    size_t nchunks;
+    atomic_size_t *next;
+    double *acc;  /* nchunks x d, zeroed */
+    double *loss; /* nchunks */
+} worker;
+
+static void *run_worker(void *arg)
+{
+    worker *w = arg;
+    size_t n = w->proto.ob->ds->n, d = w->proto.ob->ds->d, K = w->nchunks;
+    for (size_t k; (k = atomic_fetch_add(w->next, 1)) < K;) {
+        slice s = w->proto;
+        s.r0 = n * k / K;
+        s.r1 = n * (k + 1) / K;
+        s.grad = w->acc + k * d;
+        w->rows(&s);
+        w->loss[k] = s.loss;
+    }
+    return NULL;
+}
+
+/* Rows are cut into K chunks, K a function of the data's size only; the
+ * chunks' partial sums are added in chunk order, so the result does not
+ * depend on the thread count or on scheduling. */
+double lp_objective_eval(lp_objective *ob, const double *theta, double *grad)
+{
+    const lp_dataset *ds = ob->ds;
+    size_t n = ds->n, d = ds->d;
+    size_t work = ds->storage == LP_STORE_CSR ? ds->nnz : n * d;
+    size_t K = work / MIN_WORK_PER_CHUNK;
+    if (K > MAX_CHUNKS)
+        K = MAX_CHUNKS;
+    if (K > MAX_ACC_VALUES / d)
+        K = MAX_ACC_VALUES / d;
+    if (K > n)
+        K = n;
+    if (K < 1)
+        K = 1;
+    int T = ob->o.threads;
+    while (T > 1 && work / (size_t)T < MIN_WORK_PER_THREAD)
+        T--;
+    if ((size_t)T > K)
+        T = (int)K;
+    rows_fn rows = pick_rows(ob);
+    int blas = rows == blas_rows && ds->storage == LP_STORE_F32;
+    int xb = rows == fused_f32_avx2;
+    double *acc = calloc(K * d, sizeof *acc), *closs = malloc(K * sizeof *closs);
+    float *thf = blas ? malloc(d * sizeof *thf) : NULL;
+    float *mbuf = blas ? malloc((size_t)T * BLAS_BLOCK * sizeof *mbuf) : NULL;
+    double *xbuf = xb ? malloc((size_t)T * 4 * d * sizeof *xbuf) : NULL;
+    if (acc == NULL || closs == NULL || (blas && (thf == NULL || mbuf == NULL)) ||
+        (xb && xbuf == NULL)) {
+        free(acc);
+        free(closs);
+        free(thf);
+        free(mbuf);
+        free(xbuf);
+        return NAN; /* out of memory: the optimizer treats NaN as failure */
+    }
+    if (blas)
+        for (size_t j = 0; j < d; j++)
+            thf[j] = (float)theta[j];
+    /* Our chunks are the parallelism: OpenBLAS runs single-threaded inside
+     * them and gets its previous thread count back afterwards. */
+    int blas_threads = ob->o.kernel == LP_KERNEL_BLAS ? openblas_get_num_threads() : 0;
+    if (ob->o.kernel == LP_KERNEL_BLAS && T > 1)
+        openblas_set_num_threads(1);
+    atomic_size_t next = 0;
+    worker w[MAX_THREADS];
+    pthread_t tid[MAX_THREADS];
+    for (int t = 0; t < T; t++) {
+        w[t] = (worker){.proto = {.ob = ob,
+                                  .theta = theta,
+                                  .theta_f = thf,
+                                  .mbuf = mbuf ? mbuf + (size_t)t * BLAS_BLOCK : NULL,
+                                  .xbuf = xbuf ? xbuf + (size_t)t * 4 * d : NULL},
+                        .rows = rows,
+                        .nchunks = K,
+                        .next = &next,
+                        .acc = acc,
+                        .loss = closs};
+    }
+    int started = 1; /* a thread that fails to start leaves its chunks to the others */
+    for (int t = 1; t < T; t++)
+        if (pthread_create(&tid[t], NULL, run_worker, &w[t]) == 0)
+            started++;
+        else
+            break;
+    run_worker(&w[0]);
+    for (int t = 1; t < started; t++)
+        pthread_join(tid[t], NULL);
+    if (ob->o.kernel == LP_KERNEL_BLAS && T > 1)
+        openblas_set_num_threads(blas_threads);
+    double loss = 0.0, reg = 0.0;
+    for (size_t k = 0; k < K; k++)
+        loss += closs[k];
+    for (size_t j = 0; j < d; j++)
+        reg += theta[j] * theta[j];
+    double inv_n = 1.0 / (double)n;
+    if (grad != NULL) {
+        for (size_t j = 0; j < d; j++) {
+            double g = 0.0;
+            for (size_t k = 0; k < K; k++)
+                g += acc[k * d + j];
+            grad[j] = (g + 2.0 * ob->o.l2 * theta[j]) * inv_n;
+        }
+    }
+    free(acc);
+    free(closs);
+    free(thf);
+    free(mbuf);
+    free(xbuf);
+    return (loss + ob->o.l2 * reg) * inv_n;
+}

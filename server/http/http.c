@@ -1,0 +1,381 @@
+/*
+ * http.c — libmicrohttpd glue. See http.h.
+ *
+ * Per-request state (struct req_state) is allocated on the first callback
+ * of a request into *req_cls and freed in the completion callback, whatever
+ * happened in between. Lifecycle of a request: ACCUMULATE (body chunks) ->
+ * a response is queued at once (with a thread per connection, after the
+ * handler has waited for the commit), or, in the event-loop pool, PENDING
+ * (connection suspended until the writer commits) -> RESUMED -> response
+ * queued.
+ */
+#include "http.h"
+
+#include "error.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <microhttpd.h>
+#include <netdb.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+#define PARAMS_MAX 16
+#define STREAM_BLOCK (64 * 1024)
+/* Per-connection memory of libmicrohttpd (headers, read and write buffers;
+ * bodies reach the handler in chunks of at most about half of it). MHD
+ * zero-fills the whole area before every request of a keep-alive
+ * connection, so its default of 32 KiB cost a 32 KiB memset per label. */
+#define CONNECTION_MEMORY (16 * 1024)
+
+struct lp_http {
+    struct MHD_Daemon *d;
+    lp_api *api;
+    int per_connection; /* a thread per connection: handlers may block */
+    pthread_mutex_t lock;
+    pthread_cond_t idle;
+    long in_flight;
+};
+
+enum phase { ACCUMULATE, PENDING, RESUMED };
+
+struct req_state {
+    lp_http *h;
+    struct MHD_Connection *conn;
+    char *body;
+    size_t len, cap, limit;
+    int too_large;
+    _Atomic int phase;
+    lp_pending *pending;
+    lp_param params[PARAMS_MAX];
+    size_t n_params;
+};
+
+/* ---- responses ---- */
+
+struct stream_box {
+    lp_stream s;
+};
+
+static ssize_t stream_reader(void *cls, uint64_t pos, char *buf, size_t max)
+{
+    (void)pos;
+    struct stream_box *b = cls;
+    ssize_t n = b->s.read(b->s.ctx, buf, max);
+    if (n < 0)
+        return MHD_CONTENT_READER_END_WITH_ERROR;
+    if (n == 0)
+        return MHD_CONTENT_READER_END_OF_STREAM;
+    return n;
+}
+
+static void stream_free(void *cls)
+{
+    struct stream_box *b = cls;
+    if (b->s.free)
+        b->s.free(b->s.ctx);
+    free(b);
+}
+
+/* Queues resp (taking what it owns) on the connection. */
+static enum MHD_Result send_response(struct MHD_Connection *conn, lp_response *resp)
+{
+    struct MHD_Response *r = NULL;
+    const char *ct = resp->content_type ? resp->content_type : "application/json";
+    unsigned int status = resp->error ? (unsigned)lp_error_http_status(resp->error)
+                                      : (unsigned)(resp->status ? resp->status : 200);
+    if (resp->stream.read != NULL) {
+        struct stream_box *b = malloc(sizeof *b);
+        if (b != NULL) {
+            b->s = resp->stream;
+            r = MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, STREAM_BLOCK, stream_reader, b,
+                                                  stream_free);
+            if (r == NULL)
+                free(b);
+            else
+                memset(&resp->stream, 0, sizeof resp->stream); /* now MHD's */
+        }
+    } else {
+        r = MHD_create_response_from_buffer(resp->body_len, resp->body ? resp->body : (void *)"",
+                                            resp->body ? MHD_RESPMEM_MUST_FREE
+                                                       : MHD_RESPMEM_PERSISTENT);
+        if (r != NULL)
+            resp->body = NULL; /* now MHD's */
+    }
+    lp_response_clear(resp);
+    if (r == NULL)
+        return MHD_NO;
+    MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE,
+                            status >= 400 ? "application/json" : ct);
+    enum MHD_Result ret = MHD_queue_response(conn, status, r);
+    MHD_destroy_response(r);
+    return ret;
+}
+
+static enum MHD_Result send_error(struct MHD_Connection *conn, int code)
+{
+    char body[256];
+    int n = snprintf(body, sizeof body, "{\"error\":\"%s\",\"message\":\"%s\"}",
+                     lp_error_name(code), lp_error_message(code));
+    lp_response resp = {.error = code, .content_type = "application/json"};
+    resp.body = malloc((size_t)n + 1);
+    if (resp.body == NULL)
+        return MHD_NO;
+    memcpy(resp.body, body, (size_t)n + 1);
+    resp.body_len = (size_t)n;
+    return send_response(conn, &resp);
+}
+
+/* ---- request state ---- */
+
+static void state_free(struct req_state *st)
+{
+    if (st == NULL)
+        return;
+    lp_api_pending_free(st->pending);
+    free(st->body);
+    free(st);
+}
+
+static enum MHD_Result collect_param(void *cls, enum MHD_ValueKind kind, const char *key,
+                                     const char *value)
+{
+    (void)kind;
+    struct req_state *st = cls;
+    if (st->n_params >= PARAMS_MAX)
+        return MHD_NO;
+    st->params[st->n_params].key = key;
+    st->params[st->n_params].value = value ? value : "";
+    st->n_params++;
+    return MHD_YES;
+}
+
+static const char *bearer_token(struct MHD_Connection *conn)
+{
+    const char *v =
+        MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_AUTHORIZATION);
+    if (v == NULL || strncasecmp(v, "Bearer ", 7) != 0)
+        return NULL;
+    v += 7;
+    while (*v == ' ')
+        v++;
+    return *v ? v : NULL;
+}
+
+static void on_suspend(void *ctx)
+{
+    struct req_state *st = ctx;
+    atomic_store(&st->phase, PENDING);
+    MHD_suspend_connection(st->conn);
+}
+
+static void on_resume(void *ctx) /* writer thread */
+{
+    struct req_state *st = ctx;
+    atomic_store(&st->phase, RESUMED);
+    MHD_resume_connection(st->conn);
+}
+
+static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const char *url,
+                                  const char *method, const char *version, const char *upload_data,
+                                  size_t *upload_data_size, void **req_cls)
+{
+    (void)version;
+    lp_http *h = cls;
+    struct req_state *st = *req_cls;
+    if (st == NULL) { /* first call: headers only */
+        st = calloc(1, sizeof *st);
+        if (st == NULL)
+            return MHD_NO;
+        st->h = h;
+        st->conn = conn;
+        st->limit = lp_api_body_cap(h->api, method, url);
+        atomic_init(&st->phase, ACCUMULATE);
+        *req_cls = st;
+        pthread_mutex_lock(&h->lock);
+        h->in_flight++;
+        pthread_mutex_unlock(&h->lock);
+        const char *cl =
+            MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
+        if (cl != NULL && strtoull(cl, NULL, 10) > st->limit) {
+            st->too_large = 1; /* answer now; the body is never read */
+            return send_error(conn, LP_EBODY_TOO_LARGE);
+        }
+        return MHD_YES;
+    }
+    if (*upload_data_size > 0) {
+        size_t n = *upload_data_size;
+        *upload_data_size = 0;
+        if (st->too_large)
+            return MHD_YES;
+        if (n > st->limit - st->len) {
+            st->too_large = 1;
+            free(st->body);
+            st->body = NULL;
+            st->len = st->cap = 0;
+            return MHD_YES;
+        }
+        if (st->len + n + 1 > st->cap) {
+            size_t cap = st->cap ? st->cap : 1024;
+            while (cap < st->len + n + 1)
+                cap *= 2;
+            char *b = realloc(st->body, cap);
+            if (b == NULL)
+                return MHD_NO;
+            st->body = b;
+            st->cap = cap;
+        }
+        memcpy(st->body + st->len, upload_data, n);
+        st->len += n;
+        st->body[st->len] = '\0';
+        return MHD_YES;
+    }
+    lp_response resp;
+    int phase = atomic_load(&st->phase);
+    if (phase == RESUMED) {
+        lp_pending *p = st->pending;
+        st->pending = NULL;
+        lp_api_finish(h->api, p, &resp);
+        return send_response(conn, &resp);
+    }
+    if (phase == PENDING) /* spurious call while suspended */
+        return MHD_YES;
+    if (st->too_large)
+        return send_error(conn, LP_EBODY_TOO_LARGE);
+    MHD_get_connection_values(conn, MHD_GET_ARGUMENT_KIND, collect_param, st);
+    lp_request req = {.method = method,
+                      .path = url,
+                      .params = st->params,
+                      .n_params = st->n_params,
+                      .body = st->body,
+                      .body_len = st->len,
+                      .bearer = bearer_token(conn)};
+    if (h->per_connection) { /* this thread is the connection's own: wait here */
+        lp_api_handle(h->api, &req, &resp);
+        return send_response(conn, &resp);
+    }
+    lp_async async = {on_suspend, on_resume, st};
+    if (lp_api_begin(h->api, &req, &async, &resp, &st->pending) == LP_API_PENDING)
+        return MHD_YES;
+    return send_response(conn, &resp);
+}
+
+static void on_completed(void *cls, struct MHD_Connection *conn, void **req_cls,
+                         enum MHD_RequestTerminationCode toe)
+{
+    (void)conn;
+    (void)toe;
+    lp_http *h = cls;
+    struct req_state *st = *req_cls;
+    if (st == NULL)
+        return;
+    state_free(st);
+    *req_cls = NULL;
+    pthread_mutex_lock(&h->lock);
+    if (--h->in_flight == 0)
+        pthread_cond_broadcast(&h->idle);
+    pthread_mutex_unlock(&h->lock);
+}
+
+static void log_mhd(void *cls, const char *fmt, va_list ap)
+{
+    (void)cls;
+    fprintf(stderr, "http: ");
+    vfprintf(stderr, fmt, ap);
+}
+
+int lp_http_start(lp_api *api, const lp_http_opts *opts, lp_http **out, int *bound_port, char *err,
+                  size_t errlen)
+{
+    *out = NULL;
+    struct addrinfo hints = {.ai_family = AF_UNSPEC,
+                             .ai_socktype = SOCK_STREAM,
+                             .ai_flags = AI_PASSIVE | AI_NUMERICSERV};
+    struct addrinfo *ai = NULL;
+    char port[16];
+    snprintf(port, sizeof port, "%d", opts->port);
+    int gai = getaddrinfo(opts->host, port, &hints, &ai);
+    if (gai != 0) {
+        snprintf(err, errlen, "cannot resolve %s: %s", opts->host, gai_strerror(gai));
+        return -1;
+    }
+    lp_http *h = calloc(1, sizeof *h);
+    if (h == NULL) {
+        freeaddrinfo(ai);
+        snprintf(err, errlen, "out of memory");
+        return -1;
+    }
+    h->api = api;
+    pthread_mutex_init(&h->lock, NULL);
+    pthread_cond_init(&h->idle, NULL);
+    h->per_connection = opts->connection_threads > 0;
+    unsigned int flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_AUTO | MHD_USE_ERROR_LOG;
+    if (ai->ai_family == AF_INET6)
+        flags |= MHD_USE_IPv6;
+    /* Either a thread per connection, up to a limit, or a pool of event-loop
+     * threads; the pool's size option must not be given in the first case. */
+    struct MHD_OptionItem model[] = {
+        {MHD_OPTION_CONNECTION_LIMIT, opts->connection_threads, NULL},
+        {MHD_OPTION_END, 0, NULL},
+    };
+    if (h->per_connection) {
+        flags |= MHD_USE_THREAD_PER_CONNECTION | MHD_USE_ITC;
+    } else {
+        flags |= MHD_ALLOW_SUSPEND_RESUME;
+        model[0] = (struct MHD_OptionItem){MHD_OPTION_THREAD_POOL_SIZE, opts->threads, NULL};
+    }
+    h->d = MHD_start_daemon(
+        flags, (uint16_t)opts->port, NULL, NULL, on_request, h, MHD_OPTION_EXTERNAL_LOGGER, log_mhd,
+        NULL, MHD_OPTION_SOCK_ADDR, ai->ai_addr, MHD_OPTION_ARRAY, model,
+        MHD_OPTION_CONNECTION_TIMEOUT, (unsigned int)opts->connection_timeout,
+        MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)CONNECTION_MEMORY, MHD_OPTION_NOTIFY_COMPLETED,
+        on_completed, h, MHD_OPTION_LISTEN_BACKLOG_SIZE, (unsigned int)1024, MHD_OPTION_END);
+    freeaddrinfo(ai);
+    if (h->d == NULL) {
+        snprintf(err, errlen, "cannot listen on %s:%d", opts->host, opts->port);
+        pthread_mutex_destroy(&h->lock);
+        pthread_cond_destroy(&h->idle);
+        free(h);
+        return -1;
+    }
+    const union MHD_DaemonInfo *info = MHD_get_daemon_info(h->d, MHD_DAEMON_INFO_BIND_PORT);
+    *bound_port = info ? info->port : opts->port;
+    *out = h;
+    return 0;
+}
+
+void lp_http_stop(lp_http *h, int grace_ms)
+{
+    if (h == NULL)
+        return;
+    lp_api_set_draining(h->api);
+    MHD_socket fd = MHD_quiesce_daemon(h->d); /* no new connections */
+    if (fd != MHD_INVALID_SOCKET)
+        close(fd);
+    struct timespec deadline;
+    clock_gettime(CLOCK_REALTIME, &deadline);
+    deadline.tv_sec += grace_ms / 1000;
+    deadline.tv_nsec += (long)(grace_ms % 1000) * 1000000L;
+    if (deadline.tv_nsec >= 1000000000L) {
+        deadline.tv_sec++;
+        deadline.tv_nsec -= 1000000000L;
+    }
+    pthread_mutex_lock(&h->lock);
+    while (h->in_flight > 0)
+        if (pthread_cond_timedwait(&h->idle, &h->lock, &deadline) == ETIMEDOUT)
+            break;
+    if (h->in_flight > 0)
+        fprintf(stderr, "http: %ld requests still in flight at shutdown\n", h->in_flight);
+    pthread_mutex_unlock(&h->lock);
+    MHD_stop_daemon(h->d);
+    pthread_mutex_destroy(&h->lock);
+    pthread_cond_destroy(&h->idle);
+    free(h);
+}

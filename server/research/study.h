@@ -1,0 +1,92 @@
+/*
+ * study.h — the privacy/robustness study report: reads the rows of a
+ * sweep (sweep.h), aggregates them over seeds, judges the papers' four
+ * claims with fixed, documented rules, and writes a Markdown report with
+ * one table per claim plus gnuplot scripts (data inline) for the SVG plots.
+ *
+ * Blocks used: "privacy" (alpha = 0, n x eps; claims 1-2) and
+ * "corruption" (n fixed, eps x alpha x order x adversary; claims 3-4).
+ *
+ * Ownership: lp_study_load returns a caller-owned study freed with
+ * lp_study_free (NULL ok).
+ */
+#ifndef LP_STUDY_H
+#define LP_STUDY_H
+
+#include "sweep.h"
+
+#include <stddef.h>
+
+typedef struct lp_study {
+    lp_sweep_row *rows;
+    size_t n, cap;
+} lp_study;
+
+/* Loads sweep JSONL. Returns 0, LP_EIO, or a parse error naming the line. */
+int lp_study_load(const char *path, lp_study **out, char *msg, size_t msglen);
+void lp_study_free(lp_study *s);
+
+/* Which rows to aggregate; lp_study_filter_any sets every field to "any". */
+typedef struct lp_study_filter {
+    const char *block;    /* NULL: any */
+    size_t n;             /* 0: any */
+    double eps;           /* NAN: any (INFINITY matches unprivatized) */
+    double alpha;         /* < 0: any */
+    int order, adv, loss; /* -1: any */
+} lp_study_filter;
+
+void lp_study_filter_any(lp_study_filter *f);
+
+typedef struct lp_study_stat {
+    size_t count;
+    double mean, sd, se; /* sample sd; se = sd / sqrt(count); NAN if count = 0 */
+} lp_study_stat;
+
+/* A metric (lp_sweep_row_metric key) over the matching rows. */
+lp_study_stat lp_study_stat_of(const lp_study *s, const lp_study_filter *f, const char *metric);
+
+/* Paired by seed: metric(a-row) - metric(b-row) over the seeds that have
+ * exactly one row in each. */
+lp_study_stat lp_study_paired(const lp_study *s, const lp_study_filter *a, const lp_study_filter *b,
+                              const char *metric);
+
+/* How many standard errors a difference must exceed to count. */
+#define LP_STUDY_K_SE 2.0
+/* Smallest accuracy difference that counts (half a percentage point). */
+#define LP_STUDY_ACC_MARGIN 0.005
+
+typedef enum lp_verdict_level {
+    LP_VERDICT_SUPPORTED = 0,
+    LP_VERDICT_PARTLY,
+    LP_VERDICT_NOT_SUPPORTED,
+    LP_VERDICT_NO_DATA
+} lp_verdict_level;
+
+typedef struct lp_study_verdict {
+    lp_verdict_level level;
+    char text[1536]; /* one sentence (or two) with the evidence */
+} lp_study_verdict;
+
+const char *lp_verdict_name(lp_verdict_level l);
+
+/* The four claims (rules in study.c and in the report). */
+void lp_study_claim1(const lp_study *s, lp_study_verdict *v);
+void lp_study_claim2(const lp_study *s, lp_study_verdict *v);
+void lp_study_claim3(const lp_study *s, lp_study_verdict *v);
+void lp_study_claim4(const lp_study *s, lp_study_verdict *v);
+
+typedef struct lp_study_report_opts {
+    const char *dir;        /* output directory (exists) */
+    const char *sweep_name; /* how the JSONL is referred to in the report */
+    const char *cv_table;   /* Markdown table from `ldpref-train cv`, or NULL */
+    const char *command;    /* the command that produced the run */
+    double sweep_seconds;   /* wall time of the sweep (NAN: unknown) */
+    double total_seconds;   /* wall time of the whole reproduction (NAN: unknown) */
+    const char *machine;    /* free text about the machine, or NULL */
+} lp_study_report_opts;
+
+/* Writes DIR/README.md and DIR/gp/<plot>.gp (gnuplot, data inline, each
+ * writing DIR/<plot>.svg when run from DIR). Returns 0 or LP_EIO. */
+int lp_study_report(const lp_study *s, const lp_study_report_opts *o, char *msg, size_t msglen);
+
+#endif
