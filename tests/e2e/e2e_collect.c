@@ -9,6 +9,7 @@
 #include "check.h"
 #include "error.h"
 #include "ldpref.h"
+#include "operator_client.h"
 #include "raw_annotator.h"
 #include "rr.h"
 #include "server_proc.h"
@@ -44,31 +45,11 @@ static void check_error_reply(const char *what, const http_reply *r, int want)
                  lp_error_http_status(want), r->status, r->body ? r->body : "");
 }
 
-static char *first_token(const char *json_text)
-{
-    json_t *j = json_loads(json_text, 0, NULL);
-    const char *t = json_string_value(json_array_get(json_object_get(j, "tokens"), 0));
-    char *copy = t ? strdup(t) : NULL;
-    json_decref(j);
-    return copy;
-}
-
-static ldpref_client *operator_client(void)
-{
-    ldpref_options o;
-    ldpref_options_init(&o);
-    o.server_url = srv.url;
-    o.operator_token = srv.token;
-    ldpref_client *c = NULL;
-    CHECK_ERR(ldpref_client_open(&o, &c), LP_OK);
-    return c;
-}
-
 static char *new_token(ldpref_client *op, const char *campaign)
 {
     char *json = NULL;
     CHECK_ERR(ldpref_admin_enrollment_tokens(op, campaign, 1, &json), LP_OK);
-    char *tok = json ? first_token(json) : NULL;
+    char *tok = json ? first_enrollment_token(json) : NULL;
     ldpref_free(json);
     return tok;
 }
@@ -97,7 +78,7 @@ static void test_cli_flow(void)
 
     const char *tok_cmd[] = {"ldpref", "admin", "enroll-token", NULL};
     CHECK_INT(cli(&out, tok_cmd), 0);
-    char *token = out ? first_token(out) : NULL;
+    char *token = out ? first_enrollment_token(out) : NULL;
     CHECK(token != NULL);
     free(out);
 
@@ -450,7 +431,7 @@ int main(void)
     CHECK_INT(raw_get(srv.url, "/v1/healthz", NULL, &r), 200);
     http_reply_free(&r);
 
-    ldpref_client *op = operator_client();
+    ldpref_client *op = operator_client_open(&srv);
     test_cli_flow();
     test_library_flow(op);
     test_bad_labels(op);

@@ -11,6 +11,7 @@
 #include "check.h"
 #include "error.h"
 #include "ldpref.h"
+#include "operator_client.h"
 #include "rr.h"
 #include "server_proc.h"
 
@@ -40,17 +41,6 @@ static json_t *parse(const char *text)
 static int64_t int_field(const json_t *obj, const char *key)
 {
     return json_integer_value(json_object_get(obj, key));
-}
-
-static ldpref_client *operator_client(void)
-{
-    ldpref_options o;
-    ldpref_options_init(&o);
-    o.server_url = srv.url;
-    o.operator_token = srv.token;
-    ldpref_client *c = NULL;
-    CHECK_ERR(ldpref_client_open(&o, &c), LP_OK);
-    return c;
 }
 
 /* An enrolled annotator; alpha > 0 turns CTL simulation on. */
@@ -500,7 +490,7 @@ int main(void)
     }
     snprintf(env_server, sizeof env_server, "LDPREF_SERVER=%s", srv.url);
     snprintf(env_token, sizeof env_token, "LDPREF_OPERATOR_TOKEN=%s", srv.token);
-    ldpref_client *op = operator_client();
+    ldpref_client *op = operator_client_open(&srv);
     if (op) {
         test_before_labels(op);
         CHECK_ERR(ldpref_admin_tasks_load(op, OASST, NULL, NULL), LP_OK);

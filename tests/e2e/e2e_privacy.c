@@ -17,6 +17,7 @@
 #include "check.h"
 #include "error.h"
 #include "ldpref.h"
+#include "operator_client.h"
 #include "rr.h"
 #include "server_proc.h"
 #include "tcp_proxy.h"
@@ -274,12 +275,7 @@ int main(void)
         check_record(0, __FILE__, __LINE__, "server starts");
         return check_summary();
     }
-    ldpref_options o;
-    ldpref_options_init(&o);
-    o.server_url = srv.url;
-    o.operator_token = srv.token;
-    ldpref_client *op = NULL;
-    CHECK_ERR(ldpref_client_open(&o, &op), LP_OK);
+    ldpref_client *op = operator_client_open(&srv);
     load_tasks(op, "w", "q", N_LABELS + 20, 0);
 
     test_wire_never_carries_truth(op);

@@ -13,7 +13,9 @@
 #include "check.h"
 #include "clock.h"
 #include "error.h"
+#include "files.h"
 #include "store.h"
+#include "store_fixture.h"
 #include "wire.h"
 
 #include <math.h>
@@ -28,7 +30,7 @@
 static lp_store *store;
 static lp_api *api;
 static char optok[LP_AUTH_TOKEN_MAX];
-static char dir[] = "/tmp/ldpref-test-api-XXXXXX";
+static store_fixture fx;
 
 typedef struct annot {
     uint8_t pk[32], sk[64];
@@ -80,27 +82,6 @@ static int64_t stat_of(const char *key)
     int64_t v = j ? json_integer_value(json_object_get(j, key)) : -1;
     json_decref(j);
     return v;
-}
-
-static char *read_file(const char *path, size_t *len)
-{
-    FILE *f = fopen(path, "rb");
-    if (!f)
-        return NULL;
-    fseek(f, 0, SEEK_END);
-    long n = ftell(f);
-    rewind(f);
-    char *b = malloc((size_t)n + 1);
-    if (fread(b, 1, (size_t)n, f) != (size_t)n) {
-        free(b);
-        b = NULL;
-    }
-    fclose(f);
-    if (b) {
-        b[n] = 0;
-        *len = (size_t)n;
-    }
-    return b;
 }
 
 static void enroll_token(const char *campaign, char *out)
@@ -212,7 +193,7 @@ static char *submit(const char *body, const char *want, int want_status, int lin
 static void test_tasks_upload(void)
 {
     size_t len = 0;
-    char *pairs = read_file(PAIRS, &len);
+    char *pairs = file_read_all(PAIRS, &len);
     CHECK(pairs != NULL);
     if (!pairs)
         return;
@@ -522,14 +503,11 @@ static void test_labels(void)
 
 int main(void)
 {
-    if (sodium_init() < 0 || mkdtemp(dir) == NULL) {
-        printf("0 passed, 1 failed\n");
-        return 1;
-    }
-    char path[256], err[256];
-    snprintf(path, sizeof path, "%s/test.db", dir);
-    lp_store_opts so = {.path = path, .sync_full = 0, .read_conns = 2};
-    CHECK_INT(lp_store_open(&so, &store, err, sizeof err), LP_OK);
+    int opened = store_fixture_open(&fx, "test-api", 2);
+    CHECK_INT(opened, LP_OK);
+    if (opened != LP_OK)
+        return check_summary();
+    store = fx.store;
     int created = 0;
     CHECK_INT(lp_auth_bootstrap(store, optok, &created), LP_OK);
     CHECK_INT(created, 1);
@@ -554,10 +532,6 @@ int main(void)
     CHECK_INT(st, 503);
     json_decref(j);
     lp_api_free(api);
-    lp_store_close(store);
-    char cmd[512];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
-    if (system(cmd) != 0)
-        fprintf(stderr, "could not remove %s\n", dir);
+    store_fixture_close(&fx);
     return check_summary();
 }

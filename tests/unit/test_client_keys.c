@@ -8,6 +8,8 @@
 
 #include "check.h"
 #include "error.h"
+#include "files.h"
+#include "tmpdir.h"
 
 #include <fcntl.h>
 #include <stdio.h>
@@ -16,7 +18,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-static char dir[] = "/tmp/ldpref-keys-XXXXXX";
+static char dir[64];
 
 static int open_with_key(const char *key, ldpref_client **c)
 {
@@ -26,20 +28,17 @@ static int open_with_key(const char *key, ldpref_client **c)
     return ldpref_client_open(&o, c);
 }
 
+/* The file's text into buf ("" if it cannot be read). */
 static void read_file(const char *path, char *buf, size_t cap)
 {
-    buf[0] = '\0';
-    FILE *f = fopen(path, "r");
-    if (f == NULL)
-        return;
-    size_t n = fread(buf, 1, cap - 1, f);
-    buf[n] = '\0';
-    fclose(f);
+    char *text = file_read_all(path, NULL);
+    snprintf(buf, cap, "%s", text ? text : "");
+    free(text);
 }
 
 int main(void)
 {
-    CHECK(mkdtemp(dir) != NULL);
+    CHECK(tmpdir_create(dir, sizeof dir, "keys") == 0);
     char key[256], pub_path[256];
     snprintf(key, sizeof key, "%s/key", dir);
     snprintf(pub_path, sizeof pub_path, "%s/key.pub", dir);
@@ -130,8 +129,6 @@ int main(void)
     CHECK_ERR(ldpref_client_open(&o, &c), LP_EBAD_EPSILON);
     CHECK_ERR(ldpref_client_open(NULL, &c), LP_EINVALID_ARGUMENT);
 
-    char cmd[300];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
-    CHECK(system(cmd) == 0);
+    CHECK(tmpdir_remove(dir) == 0);
     return check_summary();
 }
