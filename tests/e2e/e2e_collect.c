@@ -212,7 +212,8 @@ static void test_tight_campaign_setup(ldpref_client *op)
     CHECK_INT(raw_next(&tight, 6, &tasks), 200);
     CHECK_INT(json_array_size(tasks), 6);
     for (int i = 0; i < 6; i++)
-        tight_tasks[i] = json_integer_value(json_object_get(json_array_get(tasks, (size_t)i), "task_id"));
+        tight_tasks[i] =
+            json_integer_value(json_object_get(json_array_get(tasks, (size_t)i), "task_id"));
     json_decref(tasks);
 }
 
@@ -283,7 +284,6 @@ static void test_bad_labels_store_nothing(void)
         check_record(server_db_count(&srv, "labels") == labels, __FILE__, __LINE__,
                      "%s stored nothing", cases[i].what);
     }
-
 }
 
 /* Budget 2.5: labels of 1.0 on t1, then 1.0 on t2 would reach 3.0. */

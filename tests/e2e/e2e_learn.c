@@ -735,9 +735,10 @@ static void test_swap_while_scoring(int64_t va, int64_t vb)
     CHECK_INT(s.mixed, 0);
 }
 
-static void test_dense_and_bad_input(void)
+/* A small dense campaign (features f = (len0, len1-ish, 1, k)), labelled
+ * and trained: the model is dense. Returns its version. */
+static int64_t test_dense_campaign_model(void)
 {
-    /* a small dense campaign: features f = (len0, len1-ish, 1, k) */
     long st;
     json_decref(call("POST", "/v1/campaigns",
                      "{\"name\":\"dense\",\"allow_infinite\":true,\"epsilon_default\":null}", &st));
@@ -765,11 +766,12 @@ static void test_dense_and_bad_input(void)
     json_t *md = model_get(vd);
     CHECK_STR(json_string_value(json_object_get(json_object_get(md, "features"), "kind")), "dense");
     json_decref(md);
+    return vd;
+}
 
-    long long runs = server_db_count(&srv, "training_runs"),
-              models = server_db_count(&srv, "models");
-    long long corr = server_db_count(&srv, "corruption_settings"),
-              acts = server_db_count(&srv, "activations");
+/* Score requests that do not fit the model or the limits. */
+static void test_bad_score_requests(int64_t vd)
+{
     char req[256];
     snprintf(req, sizeof req, "{\"version\":%lld,\"candidates\":[{\"features\":[1,2]}]}",
              (long long)vd);
@@ -792,7 +794,11 @@ static void test_dense_and_bad_input(void)
     snprintf(many + off, big - off, "]}");
     expect_error("POST", "/v1/score", many, LP_ETOO_MANY_CANDIDATES);
     free(many);
+}
 
+/* Bad training, model, run, corruption and schedule requests. */
+static void test_bad_learning_requests(void)
+{
     expect_error("POST", "/v1/retrain", "{\"loss\":\"nope\"}", LP_EUNKNOWN_LOSS);
     expect_error("POST", "/v1/retrain", "{\"rmax\":-1}", LP_EBAD_HYPERPARAMETER);
     expect_error("POST", "/v1/retrain", "{\"max_iter\":0}", LP_EBAD_HYPERPARAMETER);
@@ -816,7 +822,12 @@ static void test_dense_and_bad_input(void)
                  LP_EUNKNOWN_CAMPAIGN);
     expect_error("PUT", "/v1/retrain/schedule", "{\"request\":{\"cutoff\":3}}",
                  LP_EBAD_HYPERPARAMETER);
-    /* the operator token is required */
+}
+
+/* The learning endpoints require the operator token. */
+static void test_operator_token_required(void)
+{
+    http_reply r;
     char url2[256];
     snprintf(url2, sizeof url2, "%s/v1/retrain", srv.url);
     http_raw("POST", url2, "{}", 2, NULL, &r);
@@ -827,6 +838,20 @@ static void test_dense_and_bad_input(void)
     http_error_name(&r, name, sizeof name);
     CHECK_STR(name, "unauthorized");
     http_reply_free(&r);
+}
+
+/* Bad input of every kind stores nothing: no run, model, corruption
+ * setting or activation. */
+static void test_dense_and_bad_input(void)
+{
+    int64_t vd = test_dense_campaign_model();
+    long long runs = server_db_count(&srv, "training_runs"),
+              models = server_db_count(&srv, "models");
+    long long corr = server_db_count(&srv, "corruption_settings"),
+              acts = server_db_count(&srv, "activations");
+    test_bad_score_requests(vd);
+    test_bad_learning_requests();
+    test_operator_token_required();
     CHECK_INT(server_db_count(&srv, "training_runs"), runs);
     CHECK_INT(server_db_count(&srv, "models"), models);
     CHECK_INT(server_db_count(&srv, "corruption_settings"), corr);
