@@ -7,6 +7,7 @@
  * side (LTC) corruption, ingest and scoring concurrent with training and
  * model swaps, reproducibility, and the exact errors of bad input.
  */
+#include "annotator_client.h"
 #include "check.h"
 #include "error.h"
 #include "ldpref.h"
@@ -238,15 +239,11 @@ static ldpref_client *annotator(const char *campaign, const char *name, double e
     long st;
     json_t *j = call("POST", "/v1/enrollment-tokens", body, &st);
     const char *token = json_string_value(json_array_get(json_object_get(j, "tokens"), 0));
-    char key[512];
-    snprintf(key, sizeof key, "%s/%s.key", srv.dir, name);
-    CHECK_ERR(ldpref_keygen(key, NULL), LP_OK);
+    char key[512], file[128];
+    snprintf(file, sizeof file, "%s.key", name);
+    CHECK_ERR(annotator_key_ensure(srv.dir, file, key, sizeof key), LP_OK);
     ldpref_options o;
-    ldpref_options_init(&o);
-    o.server_url = srv.url;
-    o.key_path = key;
-    o.max_epsilon_per_label = eps_cap;
-    o.max_epsilon_total = isinf(eps_cap) ? INFINITY : 1e6;
+    annotator_options_init(&o, srv.url, key, eps_cap, isinf(eps_cap) ? INFINITY : 1e6);
     ldpref_client *c = NULL;
     CHECK_ERR(ldpref_client_open(&o, &c), LP_OK);
     ldpref_enrollment en;

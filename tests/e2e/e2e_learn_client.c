@@ -8,6 +8,7 @@
  * view; cancellation, schedule, run lists, and server errors mapped to their
  * codes. Simulated labels reach the server as ordinary labels.
  */
+#include "annotator_client.h"
 #include "check.h"
 #include "error.h"
 #include "ldpref.h"
@@ -50,9 +51,9 @@ static ldpref_client *annotator(ldpref_client *op, const char *name, double alph
     CHECK_ERR(ldpref_admin_enrollment_tokens(op, NULL, 1, &json), LP_OK);
     json_t *j = parse(json);
     const char *token = json_string_value(json_array_get(json_object_get(j, "tokens"), 0));
-    char key[400];
-    snprintf(key, sizeof key, "%s/%s.key", srv.dir, name);
-    CHECK_ERR(ldpref_keygen(key, NULL), LP_OK);
+    char key[400], file[128];
+    snprintf(file, sizeof file, "%s.key", name);
+    CHECK_ERR(annotator_key_ensure(srv.dir, file, key, sizeof key), LP_OK);
     ldpref_options o;
     ldpref_options_init(&o);
     o.server_url = srv.url;

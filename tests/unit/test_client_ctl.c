@@ -20,6 +20,7 @@
  */
 #include "ldpref.h"
 
+#include "annotator_client.h"
 #include "canon.h"
 #include "check.h"
 #include "ctl.h"
@@ -79,15 +80,10 @@ static ldpref_client *open_client(const char *name, double alpha, const char *st
                                   uint64_t seed, double cap, int *rc_out)
 {
     char key[128];
-    snprintf(key, sizeof key, "%s/%s", dir, name);
-    if (access(key, F_OK) != 0 && ldpref_keygen(key, NULL) != LDPREF_OK)
+    if (annotator_key_ensure(dir, name, key, sizeof key) != LDPREF_OK)
         return NULL;
     ldpref_options o;
-    ldpref_options_init(&o);
-    o.server_url = url;
-    o.key_path = key;
-    o.max_epsilon_per_label = cap;
-    o.max_epsilon_total = INFINITY;
+    annotator_options_init(&o, url, key, cap, INFINITY);
     o.connect_timeout_ms = 2000;
     o.timeout_ms = 4000;
     o.simulate_ctl_alpha = alpha;

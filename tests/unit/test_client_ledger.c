@@ -14,6 +14,7 @@
  */
 #include "ldpref.h"
 
+#include "annotator_client.h"
 #include "check.h"
 #include "error.h"
 #include "internal.h"
@@ -34,15 +35,10 @@ static char url[64];
 static ldpref_client *client(const char *name, double cap_label, double cap_total)
 {
     char key[256];
-    snprintf(key, sizeof key, "%s/%s", dir, name);
-    if (access(key, F_OK) != 0 && ldpref_keygen(key, NULL) != LDPREF_OK)
+    if (annotator_key_ensure(dir, name, key, sizeof key) != LDPREF_OK)
         return NULL;
     ldpref_options o;
-    ldpref_options_init(&o);
-    o.server_url = url;
-    o.key_path = key;
-    o.max_epsilon_per_label = cap_label;
-    o.max_epsilon_total = cap_total;
+    annotator_options_init(&o, url, key, cap_label, cap_total);
     o.connect_timeout_ms = 2000;
     o.timeout_ms = 4000;
     ldpref_client *c = NULL;

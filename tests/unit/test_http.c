@@ -164,22 +164,14 @@ static void expect_error(const server *s, const char *method, const char *target
     wire_reply_free(&r);
 }
 
-static int64_t label_count(void)
+/* Rows in the store: labels, or tasks. */
+enum row_kind { LABEL_ROWS, TASK_ROWS };
+static int64_t stored_rows(enum row_kind kind)
 {
     lp_stats st;
     if (lp_store_stats(fx.store, &st) != LP_OK)
         return -1;
-    int64_t n = st.labels;
-    lp_stats_clear(&st);
-    return n;
-}
-
-static int64_t task_count(void)
-{
-    lp_stats st;
-    if (lp_store_stats(fx.store, &st) != LP_OK)
-        return -1;
-    int64_t n = st.tasks;
+    int64_t n = kind == LABEL_ROWS ? st.labels : st.tasks;
     lp_stats_clear(&st);
     return n;
 }
@@ -375,7 +367,7 @@ static void test_streaming_export(const server *s, const char *campaign)
     json_t *tasks = NULL;
     CHECK_INT(raw_next(&a, EXPORT_LABELS, &tasks), 200);
     CHECK_INT(json_array_size(tasks), EXPORT_LABELS);
-    int64_t before = label_count();
+    int64_t before = stored_rows(LABEL_ROWS);
     for (size_t i = 0; i < json_array_size(tasks); i++) {
         int64_t id = json_integer_value(json_object_get(json_array_get(tasks, i), "task_id"));
         lp_label_msg m = raw_label(&a, id, (int)(i % 2), 1.0);
@@ -384,7 +376,7 @@ static void test_streaming_export(const server *s, const char *campaign)
         http_reply_free(&hr);
     }
     json_decref(tasks);
-    CHECK_INT(label_count(), before + EXPORT_LABELS);
+    CHECK_INT(stored_rows(LABEL_ROWS), before + EXPORT_LABELS);
 
     snprintf(target, sizeof target, "/v1/export?campaign=%s", campaign);
     CHECK_INT(roundtrip(s, "GET", target, optok, NULL, 0, &r), 0);
@@ -436,7 +428,7 @@ static void send_headers_only(const server *s, const char *target, size_t len, w
 
 static void test_body_caps_per_route(const server *s)
 {
-    int64_t labels = label_count(), tasks = task_count();
+    int64_t labels = stored_rows(LABEL_ROWS), tasks = stored_rows(TASK_ROWS);
     static const struct {
         const char *target;
         size_t cap;
@@ -457,8 +449,8 @@ static void test_body_caps_per_route(const server *s)
                      s->model, routes[i].target, r.status, r.body ? r.body : "");
         wire_reply_free(&r);
     }
-    CHECK_INT(label_count(), labels);
-    CHECK_INT(task_count(), tasks);
+    CHECK_INT(stored_rows(LABEL_ROWS), labels);
+    CHECK_INT(stored_rows(TASK_ROWS), tasks);
 }
 
 /* A Content-Length over the cap is answered from the headers alone: the
@@ -485,7 +477,7 @@ static void test_body_cap_before_reading(const server *s)
  * handled normally. */
 static void test_chunked_bodies(const server *s, const char *campaign)
 {
-    int64_t labels = label_count();
+    int64_t labels = stored_rows(LABEL_ROWS);
     int fd = wire_connect(s->port, TIMEOUT_MS);
     CHECK(fd >= 0);
     if (fd < 0)
@@ -505,7 +497,7 @@ static void test_chunked_bodies(const server *s, const char *campaign)
     check_error_reply("chunked body over the cap", &r, LP_EBODY_TOO_LARGE);
     wire_reply_free(&r);
     close(fd);
-    CHECK_INT(label_count(), labels);
+    CHECK_INT(stored_rows(LABEL_ROWS), labels);
 
     char body[128], req[1024];
     int len = snprintf(body, sizeof body, "{\"name\":\"%s\"}", campaign);

@@ -71,6 +71,19 @@ static void refuse(const char *what, const char *body, int line, const char *why
     expect_refusal(what, body, strlen(body), line, why);
 }
 
+/* A refusal case: the upload, the line it names, what the message says. */
+typedef struct refusal {
+    const char *what, *body;
+    int line;
+    const char *why;
+} refusal;
+
+static void refuse_all(const refusal *cases, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        refuse(cases[i].what, cases[i].body, cases[i].line, cases[i].why);
+}
+
 /* ---- accepted formats ---- */
 
 static void test_pairs_format_with_context(void)
@@ -319,20 +332,21 @@ static void test_refuses_empty_uploads(void)
 
 static void test_refuses_bad_json(void)
 {
-    refuse("truncated", "{\"prompt\": \"p\", \"chosen\": ", 1, "line 1 column");
-    refuse("not JSON", "prompt=p&chosen=a", 1, "line 1 column");
-    refuse("trailing garbage", "{\"prompt\":\"p\",\"responses\":[\"a\",\"b\"]} x", 1, "column");
-    refuse("duplicate key", "{\"prompt\":\"p\",\"prompt\":\"q\",\"responses\":[\"a\",\"b\"]}", 1,
-           "duplicate");
-    refuse("object over two lines", "{\"prompt\":\"p\",\n\"responses\":[\"a\",\"b\"]}", 1,
-           "column");
-    refuse("number overflow",
-           "{\"prompt\":\"p\",\"responses\":[\"a\",\"b\"],\"features\":[[1e999],[1]]}", 1,
-           "column");
-    refuse("too deep",
-           "{\"prompt\":\"p\",\"responses\":[\"a\",\"b\"],\"x\":[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[["
-           "]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]}",
-           1, "nesting deeper than 32");
+    static const refusal cases[] = {
+        {"truncated", "{\"prompt\": \"p\", \"chosen\": ", 1, "line 1 column"},
+        {"not JSON", "prompt=p&chosen=a", 1, "line 1 column"},
+        {"trailing garbage", "{\"prompt\":\"p\",\"responses\":[\"a\",\"b\"]} x", 1, "column"},
+        {"duplicate key", "{\"prompt\":\"p\",\"prompt\":\"q\",\"responses\":[\"a\",\"b\"]}", 1,
+         "duplicate"},
+        {"object over two lines", "{\"prompt\":\"p\",\n\"responses\":[\"a\",\"b\"]}", 1, "column"},
+        {"number overflow",
+         "{\"prompt\":\"p\",\"responses\":[\"a\",\"b\"],\"features\":[[1e999],[1]]}", 1, "column"},
+        {"too deep",
+         "{\"prompt\":\"p\",\"responses\":[\"a\",\"b\"],\"x\":[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[["
+         "]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]}",
+         1, "nesting deeper than 32"},
+    };
+    refuse_all(cases, sizeof cases / sizeof cases[0]);
     /* Invalid UTF-8 and a raw NUL byte inside a string. */
     refuse("invalid UTF-8", "{\"prompt\":\"caf\xc3\",\"responses\":[\"a\",\"b\"]}", 1,
            "unable to decode byte 0xc3");
@@ -344,31 +358,34 @@ static void test_refuses_bad_json(void)
 
 static void test_refuses_wrong_shapes(void)
 {
-    refuse("array", "[\"p\", \"a\", \"b\"]", 1, "not a JSON object");
-    refuse("string", "\"p\"", 1, "not a JSON object");
-    refuse("number", "42", 1, "not a JSON object");
-    refuse("null", "null", 1, "not a JSON object");
-    refuse("no prompt", "{\"chosen\":\"a\",\"rejected\":\"b\"}", 1, "missing field \"prompt\"");
-    refuse("prompt a number", "{\"prompt\":1,\"chosen\":\"a\",\"rejected\":\"b\"}", 1,
-           "field \"prompt\" must be a string");
-    refuse("prompt null", "{\"prompt\":null,\"responses\":[\"a\",\"b\"]}", 1,
-           "field \"prompt\" must be a string");
-    refuse("no responses at all", "{\"prompt\":\"p\"}", 1, "missing field \"chosen\"");
-    refuse("no rejected", "{\"prompt\":\"p\",\"chosen\":\"a\"}", 1, "missing field \"rejected\"");
-    refuse("chosen an array", "{\"prompt\":\"p\",\"chosen\":[\"a\"],\"rejected\":\"b\"}", 1,
-           "field \"chosen\" must be a string");
-    refuse("rejected a number", "{\"prompt\":\"p\",\"chosen\":\"a\",\"rejected\":0}", 1,
-           "field \"rejected\" must be a string");
-    refuse("responses an object", "{\"prompt\":\"p\",\"responses\":{\"0\":\"a\"}}", 1,
-           "\"responses\" must be two strings");
-    refuse("one response", "{\"prompt\":\"p\",\"responses\":[\"a\"]}", 1,
-           "\"responses\" must be two strings");
-    refuse("three responses", "{\"prompt\":\"p\",\"responses\":[\"a\",\"b\",\"c\"]}", 1,
-           "\"responses\" must be two strings");
-    refuse("a response a number", "{\"prompt\":\"p\",\"responses\":[\"a\",2]}", 1,
-           "\"responses\" must be two strings");
-    refuse("responses null", "{\"prompt\":\"p\",\"responses\":null}", 1,
-           "\"responses\" must be two strings");
+    static const refusal cases[] = {
+        {"array", "[\"p\", \"a\", \"b\"]", 1, "not a JSON object"},
+        {"string", "\"p\"", 1, "not a JSON object"},
+        {"number", "42", 1, "not a JSON object"},
+        {"null", "null", 1, "not a JSON object"},
+        {"no prompt", "{\"chosen\":\"a\",\"rejected\":\"b\"}", 1, "missing field \"prompt\""},
+        {"prompt a number", "{\"prompt\":1,\"chosen\":\"a\",\"rejected\":\"b\"}", 1,
+         "field \"prompt\" must be a string"},
+        {"prompt null", "{\"prompt\":null,\"responses\":[\"a\",\"b\"]}", 1,
+         "field \"prompt\" must be a string"},
+        {"no responses at all", "{\"prompt\":\"p\"}", 1, "missing field \"chosen\""},
+        {"no rejected", "{\"prompt\":\"p\",\"chosen\":\"a\"}", 1, "missing field \"rejected\""},
+        {"chosen an array", "{\"prompt\":\"p\",\"chosen\":[\"a\"],\"rejected\":\"b\"}", 1,
+         "field \"chosen\" must be a string"},
+        {"rejected a number", "{\"prompt\":\"p\",\"chosen\":\"a\",\"rejected\":0}", 1,
+         "field \"rejected\" must be a string"},
+        {"responses an object", "{\"prompt\":\"p\",\"responses\":{\"0\":\"a\"}}", 1,
+         "\"responses\" must be two strings"},
+        {"one response", "{\"prompt\":\"p\",\"responses\":[\"a\"]}", 1,
+         "\"responses\" must be two strings"},
+        {"three responses", "{\"prompt\":\"p\",\"responses\":[\"a\",\"b\",\"c\"]}", 1,
+         "\"responses\" must be two strings"},
+        {"a response a number", "{\"prompt\":\"p\",\"responses\":[\"a\",2]}", 1,
+         "\"responses\" must be two strings"},
+        {"responses null", "{\"prompt\":\"p\",\"responses\":null}", 1,
+         "\"responses\" must be two strings"},
+    };
+    refuse_all(cases, sizeof cases / sizeof cases[0]);
 }
 
 static void test_refuses_bad_ids(void)
@@ -380,12 +397,15 @@ static void test_refuses_bad_ids(void)
     id[LP_TASK_ID_MAX + 1] = 0;
     snprintf(body, sizeof body, "{\"id\":\"%s\",\"prompt\":\"p\",\"responses\":[\"a\",\"b\"]}", id);
     refuse("id of 129 bytes", body, 1, "\"id\" must be 1..128 bytes");
-    refuse("real id", "{\"id\":1.5,\"prompt\":\"p\",\"responses\":[\"a\",\"b\"]}", 1,
-           "\"id\" must be a string or an integer");
-    refuse("boolean id", "{\"id\":true,\"prompt\":\"p\",\"responses\":[\"a\",\"b\"]}", 1,
-           "\"id\" must be a string or an integer");
-    refuse("array id", "{\"id\":[1],\"prompt\":\"p\",\"responses\":[\"a\",\"b\"]}", 1,
-           "\"id\" must be a string or an integer");
+    static const refusal cases[] = {
+        {"real id", "{\"id\":1.5,\"prompt\":\"p\",\"responses\":[\"a\",\"b\"]}", 1,
+         "\"id\" must be a string or an integer"},
+        {"boolean id", "{\"id\":true,\"prompt\":\"p\",\"responses\":[\"a\",\"b\"]}", 1,
+         "\"id\" must be a string or an integer"},
+        {"array id", "{\"id\":[1],\"prompt\":\"p\",\"responses\":[\"a\",\"b\"]}", 1,
+         "\"id\" must be a string or an integer"},
+    };
+    refuse_all(cases, sizeof cases / sizeof cases[0]);
 }
 
 static void test_refuses_oversize_and_nul_texts(void)
@@ -419,27 +439,28 @@ static void test_refuses_bad_features(void)
 {
 #define GENERIC "{\"prompt\":\"p\",\"responses\":[\"a\",\"b\"],\"features\":"
 #define PAIRED "{\"prompt\":\"p\",\"chosen\":\"a\",\"rejected\":\"b\","
-    refuse("features not an array", GENERIC "{}}", 1, "\"features\" must be [[...], [...]]");
-    refuse("one vector", GENERIC "[[1]]}", 1, "\"features\" must be [[...], [...]]");
-    refuse("three vectors", GENERIC "[[1],[2],[3]]}", 1, "\"features\" must be [[...], [...]]");
-    refuse("flat vector", GENERIC "[1,2]}", 1,
-           "\"features 0\" must be an array of 1..4096 numbers");
-    refuse("empty vector", GENERIC "[[1],[]]}", 1,
-           "\"features 1\" must be an array of 1..4096 numbers");
-    refuse("string value", GENERIC "[[1,\"2\"],[1,2]]}", 1,
-           "\"features 0\"[1] is not a finite number");
-    refuse("null value", GENERIC "[[1,2],[null,2]]}", 1,
-           "\"features 1\"[0] is not a finite number");
-    refuse("lengths differ", GENERIC "[[1,2],[1,2,3]]}", 1,
-           "feature vectors differ in length (2, 3)");
-    refuse("chosen_features alone", PAIRED "\"chosen_features\":[1]}", 1,
-           "\"chosen_features\" and \"rejected_features\" go together");
-    refuse("rejected_features alone", PAIRED "\"rejected_features\":[1]}", 1,
-           "\"chosen_features\" and \"rejected_features\" go together");
-    refuse("paired lengths differ", PAIRED "\"chosen_features\":[1],\"rejected_features\":[1,2]}",
-           1, "feature vectors differ in length (1, 2)");
-    refuse("paired not arrays", PAIRED "\"chosen_features\":1,\"rejected_features\":2}", 1,
-           "\"features 0\" must be an array");
+    static const refusal cases[] = {
+        {"features not an array", GENERIC "{}}", 1, "\"features\" must be [[...], [...]]"},
+        {"one vector", GENERIC "[[1]]}", 1, "\"features\" must be [[...], [...]]"},
+        {"three vectors", GENERIC "[[1],[2],[3]]}", 1, "\"features\" must be [[...], [...]]"},
+        {"flat vector", GENERIC "[1,2]}", 1, "\"features 0\" must be an array of 1..4096 numbers"},
+        {"empty vector", GENERIC "[[1],[]]}", 1,
+         "\"features 1\" must be an array of 1..4096 numbers"},
+        {"string value", GENERIC "[[1,\"2\"],[1,2]]}", 1,
+         "\"features 0\"[1] is not a finite number"},
+        {"null value", GENERIC "[[1,2],[null,2]]}", 1, "\"features 1\"[0] is not a finite number"},
+        {"lengths differ", GENERIC "[[1,2],[1,2,3]]}", 1,
+         "feature vectors differ in length (2, 3)"},
+        {"chosen_features alone", PAIRED "\"chosen_features\":[1]}", 1,
+         "\"chosen_features\" and \"rejected_features\" go together"},
+        {"rejected_features alone", PAIRED "\"rejected_features\":[1]}", 1,
+         "\"chosen_features\" and \"rejected_features\" go together"},
+        {"paired lengths differ", PAIRED "\"chosen_features\":[1],\"rejected_features\":[1,2]}", 1,
+         "feature vectors differ in length (1, 2)"},
+        {"paired not arrays", PAIRED "\"chosen_features\":1,\"rejected_features\":2}", 1,
+         "\"features 0\" must be an array"},
+    };
+    refuse_all(cases, sizeof cases / sizeof cases[0]);
 #undef GENERIC
 #undef PAIRED
     /* One value over the cap. */
@@ -461,16 +482,19 @@ static void test_refuses_bad_features(void)
  * lines and CRLF lines. */
 static void test_refusal_names_the_line(void)
 {
-    refuse("third line bad",
-           "{\"prompt\":\"p\",\"responses\":[\"a\",\"b\"]}\n"
-           "{\"prompt\":\"q\",\"responses\":[\"a\",\"b\"]}\n"
-           "{\"prompt\":\"r\"}\n"
-           "{\"prompt\":\"s\",\"responses\":[\"a\",\"b\"]}\n",
-           3, "missing field \"chosen\"");
-    refuse("blank lines counted", "\n\r\n  \n{\"prompt\":\"p\",\"responses\":[\"a\"]}", 4,
-           "\"responses\" must be two strings");
-    refuse("only the first bad line is named",
-           "{\"prompt\":\"p\",\"responses\":[\"a\",\"b\"]}\r\n[]\r\n{\r\n", 2, "not a JSON object");
+    static const refusal cases[] = {
+        {"third line bad",
+         "{\"prompt\":\"p\",\"responses\":[\"a\",\"b\"]}\n"
+         "{\"prompt\":\"q\",\"responses\":[\"a\",\"b\"]}\n"
+         "{\"prompt\":\"r\"}\n"
+         "{\"prompt\":\"s\",\"responses\":[\"a\",\"b\"]}\n",
+         3, "missing field \"chosen\""},
+        {"blank lines counted", "\n\r\n \n{\"prompt\":\"p\",\"responses\":[\"a\"]}", 4,
+         "\"responses\" must be two strings"},
+        {"only the first bad line is named",
+         "{\"prompt\":\"p\",\"responses\":[\"a\",\"b\"]}\r\n[]\r\n{\r\n", 2, "not a JSON object"},
+    };
+    refuse_all(cases, sizeof cases / sizeof cases[0]);
 }
 
 /* Freeing: NULL and a freed (zeroed) file are fine. */
