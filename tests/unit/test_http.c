@@ -44,7 +44,6 @@
 
 typedef struct server {
     const char *model; /* "thread per connection" or "event-loop pool" */
-    int connection_threads;
     lp_api *api;
     lp_http *h;
     int port;
@@ -61,11 +60,12 @@ static double now_ms(void)
     return t.tv_sec * 1e3 + t.tv_nsec / 1e6;
 }
 
+/* A server with its own api over the shared store, in the given threading
+ * model (connection_threads 0: the event-loop pool). Returns 0 or -1. */
 static int server_up(server *s, const char *model, int connection_threads)
 {
     memset(s, 0, sizeof *s);
     s->model = model;
-    s->connection_threads = connection_threads;
     lp_api_opts ao = {.body_max = BODY_MAX,
                       .batch_body_max = BATCH_BODY_MAX,
                       .upload_max = UPLOAD_MAX,
@@ -83,9 +83,14 @@ static int server_up(server *s, const char *model, int connection_threads)
     int rc = s->api ? lp_http_start(s->api, &ho, &s->h, &s->port, err, sizeof err) : -1;
     check_record(rc == 0 && s->port > 0, __FILE__, __LINE__, "%s: server starts (%s)", model, err);
     snprintf(s->url, sizeof s->url, "http://127.0.0.1:%d", s->port);
+    if (rc != 0) {
+        lp_api_free(s->api);
+        s->api = NULL;
+    }
     return rc;
 }
 
+/* Graceful stop (lp_http_stop with grace_ms), then the api is freed. */
 static void server_down(server *s, int grace_ms)
 {
     lp_http_stop(s->h, grace_ms);
