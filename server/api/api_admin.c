@@ -344,19 +344,19 @@ static int view_row(struct export_stream *es, lp_label_row *r, lp_view_row *vr)
     if (got <= 0)
         return got < 0 ? -1 : 0;
     *r = (lp_label_row){.label_id = vr->label_id,
-                         .task_id = vr->task_id,
-                         .timestamp_ms = vr->timestamp_ms,
-                         .received_ms = vr->received_ms,
-                         .campaign = vr->campaign_name,
-                         .pseudonym = vr->pseudonym,
-                         .prompt = vr->prompt,
-                         .response0 = vr->response0,
-                         .response1 = vr->response1,
-                         .z_task = vr->z_view,
-                         .epsilon = vr->epsilon,
-                         .features0 = vr->blob0,
-                         .features1 = vr->blob1,
-                         .dim = vr->blob_dim};
+                        .task_id = vr->task_id,
+                        .timestamp_ms = vr->timestamp_ms,
+                        .received_ms = vr->received_ms,
+                        .campaign = vr->campaign_name,
+                        .pseudonym = vr->pseudonym,
+                        .prompt = vr->prompt,
+                        .response0 = vr->response0,
+                        .response1 = vr->response1,
+                        .z_task = vr->z_view,
+                        .epsilon = vr->epsilon,
+                        .features0 = vr->blob0,
+                        .features1 = vr->blob1,
+                        .dim = vr->blob_dim};
     return 1;
 }
 

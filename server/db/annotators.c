@@ -129,8 +129,9 @@ static void kc_revoke(struct lp_keys *k, const uint8_t key[LP_KEY_BYTES])
 static const char SQL_OPTOKEN_INSERT[] =
     "INSERT INTO operator_tokens (hash, created_ms) VALUES (?1, ?2)";
 static const char SQL_OPTOKENS[] = "SELECT hash FROM operator_tokens";
-static const char SQL_ETOKEN_INSERT[] = "INSERT INTO enrollment_tokens (hash, campaign, created_ms) "
-                                        "VALUES (?1, ?2, ?3)";
+static const char SQL_ETOKEN_INSERT[] =
+    "INSERT INTO enrollment_tokens (hash, campaign, created_ms) "
+    "VALUES (?1, ?2, ?3)";
 
 struct optoken_job {
     lp_engine *engine;

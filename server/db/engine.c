@@ -406,8 +406,8 @@ int lp_engine_write(lp_engine *e, lp_job_fn fn, void *ctx, size_t items, unsigne
 /* ------------------------------------------------------------------ */
 /* open / close                                                        */
 
-int lp_engine_open(const lp_store_opts *opts, const lp_txn_cache *cache, lp_engine **out,
-                   char *err, size_t errlen)
+int lp_engine_open(const lp_store_opts *opts, const lp_txn_cache *cache, lp_engine **out, char *err,
+                   size_t errlen)
 {
     *out = NULL;
     lp_engine *e = calloc(1, sizeof *e);

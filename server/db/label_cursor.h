@@ -31,7 +31,7 @@ typedef struct lp_label_row {
 /* What the labels in range look like, for planning a read. */
 typedef struct lp_label_summary {
     int64_t labels;
-    int64_t without_features;           /* labels whose task has no stored features */
+    int64_t without_features;                     /* labels whose task has no stored features */
     int64_t feature_bytes_min, feature_bytes_max; /* of features0 over the others */
 } lp_label_summary;
 

@@ -389,16 +389,13 @@ int lp_store_labels_submit_async(lp_store *s, lp_label_item *items, size_t n,
     struct labels_job *lj = calloc(1, sizeof *lj);
     if (lj == NULL)
         return LP_ENO_MEMORY;
-    *lj = (struct labels_job){.job = {.fn = labels_fn,
-                                      .ctx = lj,
-                                      .items = n,
-                                      .flags = LP_JOB_BARE,
-                                      .done = async_done},
-                              .w = s->labels,
-                              .items = items,
-                              .n = n,
-                              .user_done = done,
-                              .user_ctx = ctx};
+    *lj = (struct labels_job){
+        .job = {.fn = labels_fn, .ctx = lj, .items = n, .flags = LP_JOB_BARE, .done = async_done},
+        .w = s->labels,
+        .items = items,
+        .n = n,
+        .user_done = done,
+        .user_ctx = ctx};
     int rc = lp_engine_write_async(s->engine, &lj->job);
     if (rc != LP_OK)
         free(lj);

@@ -51,8 +51,8 @@ typedef struct lp_txn_cache {
 /* Opens the database (creating and migrating as needed) and starts the
  * writer. cache may be NULL. LP_OK with *out set (lp_engine_close), or
  * LP_ESTORAGE / LP_ENO_MEMORY with a message in err. */
-int lp_engine_open(const lp_store_opts *opts, const lp_txn_cache *cache, lp_engine **out,
-                   char *err, size_t errlen);
+int lp_engine_open(const lp_store_opts *opts, const lp_txn_cache *cache, lp_engine **out, char *err,
+                   size_t errlen);
 /* Finishes every queued job, stops the writer, finalizes every cached
  * statement and closes all connections. Accepts NULL. */
 void lp_engine_close(lp_engine *e);
@@ -69,7 +69,7 @@ typedef struct lp_job {
     /* asynchronous jobs: called once, from the writer thread, after the
      * commit (rc set); the job may be freed inside */
     void (*done)(struct lp_job *j);
-    int rc;             /* out: fn's result, LP_ESTORAGE if the commit failed */
+    int rc;              /* out: fn's result, LP_ESTORAGE if the commit failed */
     struct lp_job *next; /* the engine's */
 } lp_job;
 
