@@ -235,7 +235,7 @@ static void test_group(void)
     /* two transactions: the gate alone, then every queued job together */
     CHECK_INT(after.commits - before.commits, 2);
     CHECK_INT(after.items - before.items, QUEUED + 1);
-    CHECK_INT(after.hist[7] - before.hist[7], 1); /* 64 < 100 <= 128 */
+    CHECK_INT(after.hist[7] - before.hist[7], 1);       /* 64 < 100 <= 128 */
     CHECK(atomic_load(&flushes) - flushes_before >= 2); /* before each commit */
 }
 

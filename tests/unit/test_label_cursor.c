@@ -77,8 +77,8 @@ static int64_t label(annot *a, int64_t campaign, size_t k, int z, double eps)
     CHECK_INT(it.rc, LP_OK);
     int64_t id = it.receipt.label_id;
     if (id > 0 && id < 64)
-        by_id[id] = (stored){campaign, it.msg.task_id, a->as[k].swapped ? 1 - z : z, eps,
-                             a->pseudonym};
+        by_id[id] =
+            (stored){campaign, it.msg.task_id, a->as[k].swapped ? 1 - z : z, eps, a->pseudonym};
     return id;
 }
 

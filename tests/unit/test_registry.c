@@ -295,7 +295,7 @@ static void test_schedule(void)
     CHECK_INT(sc.every_labels, 500);
     CHECK_STR(sc.request, "{\"epochs\":2}");
     lp_schedule_clear(&sc);
-    lp_schedule_clear(&sc); /* cleared twice is fine */
+    lp_schedule_clear(&sc);                                           /* cleared twice is fine */
     CHECK_INT(sql_count("SELECT count(*) FROM retrain_schedule"), 2); /* appended */
     lp_schedule neg = {.interval_s = -1, .request = "{}"};
     CHECK(lp_registry_schedule_set(s, &neg) != LP_OK);
@@ -305,7 +305,8 @@ static void test_schedule(void)
 static void test_tasks_and_labels(int64_t other)
 {
     double f0[3] = {1.5, -2, 0.25}, f1[3] = {0, 1e300, -1e-300};
-    lp_task_in t[2] = {{"with", "p", "a", "b", 1, f0, f1, 3}, {"without", "p", "a", "b", -1, NULL, NULL, 0}};
+    lp_task_in t[2] = {{"with", "p", "a", "b", 1, f0, f1, 3},
+                       {"without", "p", "a", "b", -1, NULL, NULL, 0}};
     size_t loaded, skipped;
     int64_t first, last;
     CHECK_INT(lp_store_tasks_load(s, other, t, 2, &loaded, &skipped, &first, &last), LP_OK);

@@ -117,8 +117,8 @@ int main(void)
     CHECK(w != NULL);
     if (w == NULL)
         return check_summary();
-    CHECK_INT(sqlite3_exec(w, "CREATE TABLE r (k INTEGER PRIMARY KEY, b BLOB NOT NULL)", NULL,
-                           NULL, NULL),
+    CHECK_INT(sqlite3_exec(w, "CREATE TABLE r (k INTEGER PRIMARY KEY, b BLOB NOT NULL)", NULL, NULL,
+                           NULL),
               SQLITE_OK);
     sqlite3 *reader = open_db(NULL);
     CHECK(reader != NULL);
