@@ -109,7 +109,9 @@ const char *ldpref_strerror(int code);
  * code is not in the table. Static storage, never NULL. */
 const char *ldpref_error_name(int code);
 
-/* The library version, e.g. "0.1.0". Static storage. */
+/* The library version, "MAJOR.MINOR.PATCH" (e.g. "0.2.0"); MAJOR.MINOR
+ * names the newest symbol version the library exports (LDPREF_0.2). Static
+ * storage. */
 const char *ldpref_version(void);
 
 /* ---------------------------------------------------------------------------
