@@ -79,8 +79,7 @@ int main(void)
     char prefix[40];
     snprintf(prefix, sizeof prefix, "%s.", node);
     check_record(strncmp(v, prefix, strlen(prefix)) == 0, __FILE__, __LINE__,
-                 "ldpref_version() %s starts with %s (newest map node LDPREF_%s)", v, prefix,
-                 node);
+                 "ldpref_version() %s starts with %s (newest map node LDPREF_%s)", v, prefix, node);
     const char *patch = v + strlen(prefix);
     int digits = patch[0] != '\0';
     for (const char *p = patch; *p; p++)
