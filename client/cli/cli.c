@@ -893,7 +893,9 @@ static const struct cflag F_TOKENS[] = {{"--count", "N", "how many tokens (1..10
                                         {NULL, NULL, NULL}};
 static const struct cflag F_CAMPAIGN_CREATE[] = {
     {"--epsilon-min", "X", "smallest epsilon accepted (default 0.01)"},
-    {"--epsilon-max", "X", "largest epsilon accepted (default 10; 'inf' for none)"},
+    {"--epsilon-max", "X",
+     "largest epsilon accepted (default 10; 'inf': no limit, unprivatized labels included, "
+     "as with --allow-infinite)"},
     {"--allow-infinite", NULL, "accept unprivatized labels (epsilon = null)"},
     {"--budget", "X", "total epsilon one annotator may spend (default 1000)"},
     {"--epsilon-default", "X", "epsilon proposed to clients (default 1)"},

@@ -333,8 +333,10 @@ int ldpref_admin_enrollment_tokens(ldpref_client *c, const char *campaign, int c
 typedef struct ldpref_campaign {
     const char *name; /* borrowed */
     double epsilon_min;
-    double epsilon_max;
-    int allow_infinite;
+    double epsilon_max; /* INFINITY: no upper bound, i.e. every finite epsilon and
+                           unprivatized labels (sent as the largest finite
+                           epsilon_max with allow_infinite true) */
+    int allow_infinite; /* accept unprivatized labels (epsilon infinite) */
     double epsilon_budget;
     double epsilon_default;
 } ldpref_campaign;

@@ -53,8 +53,9 @@ static void write_data(const char *path, const double scale[3], uint64_t seed)
             x1[j] = uniform(&seed) * scale[j];
         }
         int z = x1[2] - x0[2] + 0.5 * uniform(&seed) > 0;
-        fprintf(f, "{\"x0\": [%.17g, %.17g, %.17g], \"x1\": [%.17g, %.17g, %.17g], \"z\": %d, "
-                   "\"epsilon\": 1.0}\n",
+        fprintf(f,
+                "{\"x0\": [%.17g, %.17g, %.17g], \"x1\": [%.17g, %.17g, %.17g], \"z\": %d, "
+                "\"epsilon\": 1.0}\n",
                 x0[0], x0[1], x0[2], x1[0], x1[1], x1[2], z);
     }
     fclose(f);
@@ -119,8 +120,10 @@ static void test_early_stop(void)
                      __FILE__, __LINE__, "ill-conditioned data stops L-BFGS early (status %s)",
                      status);
         CHECK(isfinite(g) && g > 0);
-        snprintf(want, sizeof want, "warning: L-BFGS stopped before its gradient test: %s, "
-                                    "final |grad| %.3g", status, g);
+        snprintf(want, sizeof want,
+                 "warning: L-BFGS stopped before its gradient test: %s, "
+                 "final |grad| %.3g",
+                 status, g);
         check_record(out && strstr(out, want) != NULL, __FILE__, __LINE__,
                      "quiet=%d: stderr has \"%s\": %s", quiet, want, out ? out : "");
         /* The summary is the one thing --quiet removes. */
