@@ -1,6 +1,6 @@
 # ldpref — plain GNU make with pkg-config. Outputs go to $(BUILD).
 #
-#   make            build everything          make test     build and run all tests
+#   make            build everything          make test     install deps, build, run all tests
 #   make run        install deps, build, serve on 127.0.0.1:8080
 #   make bench      all benchmarks            make install PREFIX=/usr/local
 #   make SAN=1 BUILD=build/asan test          sanitizer build of the tests
@@ -194,7 +194,11 @@ $(BUILD)/study/%: $(BUILD)/obj/tests/study/%.o $(ALL_LIBS)
 
 tests: all $(UNIT_TESTS) $(E2E_TESTS) $(FUZZ_REPLAY)
 
-test: tests
+# Like `make run`, `make test` first installs what is missing (a fast no-op
+# when everything is there), then builds in a fresh make so pkg-config sees
+# the new packages.
+test: deps
+	$(MAKE) tests
 	BUILD=$(BUILD) tests/run.sh
 
 deps:

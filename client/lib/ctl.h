@@ -1,6 +1,6 @@
 /*
  * ctl.h — simulation of annotator-side corruption before randomized response
- * (CTL, DESIGN.md §2): for SIMULATED annotators in research experiments
+ * (CTL, docs/design.md §2.2): for SIMULATED annotators in research experiments
  * only, never on by default (ldpref_options.simulate_ctl_alpha = 0).
  *
  * With probability alpha the annotator's TRUE label is replaced by the

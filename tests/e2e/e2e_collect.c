@@ -23,7 +23,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#define OASST "../shared/data/oasst-en100/en_100.pairs.jsonl"
+#define OASST "tests/data/oasst-en100/en_100.pairs.jsonl"
 
 static server_proc srv;
 static char env_server[128], env_token[256];

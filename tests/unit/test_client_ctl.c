@@ -3,7 +3,7 @@
  *
  * - options: off by default; alpha outside [0, 0.5], unknown strategies and
  *   backdoor are refused at open;
- * - the coins follow the construction documented in client/ctl.h (recomputed
+ * - the coins follow the construction documented in client/lib/ctl.h (recomputed
  *   here independently with libsodium), are deterministic from (seed, memo
  *   key), depend on the seed, and hit at rate alpha (binomial bounds from
  *   the sample size, fixed keys and seeds, so the counts never change);
