@@ -1,7 +1,7 @@
 /*
  * registry.h — the learning records in SQLite (schema/002_learn.sql):
  * training runs, models, activations, corruption settings, the retrain
- * schedule. Writes go through the store's writer (lp_store_write_call),
+ * schedule. Writes are jobs of the storage engine's writer (engine.h),
  * reads through its read pool, so they share the store's durability and
  * never block label ingest for longer than one small transaction.
  *

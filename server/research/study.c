@@ -1,6 +1,7 @@
 /* study.c — aggregation, claim verdicts and the report of a sweep. See study.h. */
 #include "study.h"
 
+#include "buf.h"
 #include "error.h"
 #include "rr.h"
 #include "wire.h"
@@ -33,16 +34,9 @@ int lp_study_load(const char *path, lp_study **out, char *msg, size_t msglen)
         lineno++;
         if (line[0] == '\n' || line[0] == '\0')
             continue;
-        if (s->n == s->cap) {
-            size_t nc = s->cap ? 2 * s->cap : 256;
-            lp_sweep_row *r = realloc(s->rows, nc * sizeof *r);
-            if (r == NULL) {
-                rc = LP_ENO_MEMORY;
-                break;
-            }
-            s->rows = r;
-            s->cap = nc;
-        }
+        if ((rc = lp_array_reserve((void **)&s->rows, &s->cap, s->n, sizeof *s->rows, 256)) !=
+            LP_OK)
+            break;
         rc = lp_sweep_row_parse(line, &s->rows[s->n], m2, sizeof m2);
         if (rc != LP_OK)
             lp_fail(rc, msg, msglen, "%s line %zu: %s", path, lineno, m2);

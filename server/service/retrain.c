@@ -2,6 +2,7 @@
  * See retrain.h. */
 #include "retrain.h"
 
+#include "campaigns.h"
 #include "clock.h"
 #include "error.h"
 #include "model.h"

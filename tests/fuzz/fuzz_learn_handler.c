@@ -41,6 +41,7 @@
 #include "retrain.h"
 #include "store.h"
 #include "store_fixture.h"
+#include "tasks.h"
 
 #include <jansson.h>
 #include <sodium.h>

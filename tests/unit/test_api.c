@@ -16,6 +16,7 @@
 #include "files.h"
 #include "store.h"
 #include "store_fixture.h"
+#include "tasks.h"
 #include "wire.h"
 
 #include <math.h>

@@ -7,6 +7,7 @@
  */
 #include "auth.h"
 
+#include "annotators.h"
 #include "check.h"
 #include "error.h"
 #include "store.h"

@@ -19,10 +19,12 @@
 
 #include "api.h"
 #include "auth.h"
+#include "campaigns.h"
 #include "check.h"
 #include "error.h"
 #include "http_wire.h"
 #include "raw_annotator.h"
+#include "stats.h"
 #include "store.h"
 #include "store_fixture.h"
 

@@ -12,6 +12,7 @@
 #include "error.h"
 #include "store.h"
 #include "store_fixture.h"
+#include "tasks.h"
 
 #include <sodium.h>
 #include <stdio.h>
