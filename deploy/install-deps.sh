@@ -10,7 +10,8 @@ set -euo pipefail
 PKGS=(build-essential pkg-config
       libmicrohttpd-dev libjansson-dev libsodium-dev libsqlite3-dev sqlite3
       libcurl4-openssl-dev libopenblas-dev liblbfgs-dev
-      clang libclang-rt-dev clang-format gnuplot-nox)
+      clang libclang-rt-dev clang-format gnuplot-nox
+      xxd chromium)
 if [ "${1:-}" = "--dev" ]; then
   PKGS+=(python3-numpy python3-scipy)
 fi

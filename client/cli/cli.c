@@ -10,6 +10,7 @@
  * after the command. `ldpref --help` and `ldpref CMD --help` print help.
  */
 #include "ldpref.h"
+#include "ui.h"
 
 #include <assert.h>
 #include <errno.h>
@@ -192,6 +193,11 @@ static char *json_text(const json_t *v)
 }
 
 /* ---- annotator commands -------------------------------------------------- */
+
+static int cmd_ui(const struct cmd *cmd, ldpref_client *c, char **pos, int npos)
+{
+    return cli_ui(c, cflag_value(cmd, "--port"), cflag_value(cmd, "--no-browser") != NULL);
+}
 
 static int make_parent_dir(const char *path)
 {
@@ -962,6 +968,10 @@ static const struct cflag F_SCORE[] = {
     {"--version", "V", "model version (default: the active model)"},
     {NULL, NULL, NULL}};
 
+static const struct cflag F_UI[] = {{"--port", "N", "port on 127.0.0.1 (default: a free one)"},
+                                    {"--no-browser", NULL, "print the address only"},
+                                    {NULL, NULL, NULL}};
+
 static const struct cmd CMDS[] = {
     {"keygen", "keygen", "create a key pair at --key (mode 0600; never overwrites)", 0, 0, 0, NULL,
      cmd_keygen},
@@ -976,6 +986,8 @@ static const struct cmd CMDS[] = {
     {"answer-batch", "answer-batch FILE.jsonl",
      "answer many: lines {\"task_id\": N, \"choice\": \"a\"|\"b\"}; prints one result per line", 1,
      1, 1, F_SIM, cmd_answer_batch},
+    {"ui", "ui [--port N] [--no-browser]",
+     "label in your browser: a page served on 127.0.0.1 by this program", 0, 0, 1, F_UI, cmd_ui},
     {"resend", "resend", "resend signed labels that have no receipt yet", 0, 0, 1, NULL,
      cmd_resend},
     {"budget", "budget", "show the epsilon spent on this device and the caps", 0, 0, 1, NULL,
