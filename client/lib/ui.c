@@ -104,7 +104,8 @@ static int random_text(char out[UI_SECRET_TEXT])
 {
     uint8_t raw[UI_SECRET_BYTES];
     randombytes_buf(raw, sizeof raw);
-    sodium_bin2base64(out, UI_SECRET_TEXT, raw, sizeof raw, sodium_base64_VARIANT_URLSAFE_NO_PADDING);
+    sodium_bin2base64(out, UI_SECRET_TEXT, raw, sizeof raw,
+                      sodium_base64_VARIANT_URLSAFE_NO_PADDING);
     sodium_memzero(raw, sizeof raw);
     return out[0] ? LDPREF_OK : LDPREF_ERNG;
 }
@@ -118,8 +119,7 @@ static int secret_equal(const char *presented, const char *ours)
 
 /* ---- responses -------------------------------------------------------- */
 
-static enum MHD_Result queue(struct MHD_Connection *conn, unsigned status,
-                             struct MHD_Response *r)
+static enum MHD_Result queue(struct MHD_Connection *conn, unsigned status, struct MHD_Response *r)
 {
     if (r == NULL)
         return MHD_NO;
@@ -181,8 +181,8 @@ static enum MHD_Result send_asset(struct MHD_Connection *conn, const char *path)
 {
     for (const lpc_ui_asset *a = lpc_ui_assets; a->path; a++)
         if (strcmp(a->path, path) == 0) {
-            struct MHD_Response *r = MHD_create_response_from_buffer(
-                a->len, (void *)a->data, MHD_RESPMEM_PERSISTENT);
+            struct MHD_Response *r =
+                MHD_create_response_from_buffer(a->len, (void *)a->data, MHD_RESPMEM_PERSISTENT);
             if (r)
                 MHD_add_response_header(r, "Content-Type", content_type(path));
             return queue(conn, MHD_HTTP_OK, r);
@@ -250,8 +250,8 @@ static json_t *budget_json(ldpref_client *c)
         return json_null();
     return json_pack("{s:f, s:o, s:o, s:I, s:I}", "spent", b.spent, "max_epsilon_total",
                      eps_json(b.max_epsilon_total), "max_epsilon_per_label",
-                     eps_json(b.max_epsilon_per_label), "labels", (json_int_t)b.labels,
-                     "pending", (json_int_t)b.pending);
+                     eps_json(b.max_epsilon_per_label), "labels", (json_int_t)b.labels, "pending",
+                     (json_int_t)b.pending);
 }
 
 static void drop_task(ldpref_ui *ui)
@@ -264,9 +264,9 @@ static void drop_task(ldpref_ui *ui)
 static json_t *task_json(const ldpref_task *t)
 {
     return json_pack("{s:I, s:s, s:s, s:s, s:s, s:o, s:o, s:o}", "task_id", (json_int_t)t->task_id,
-                     "campaign", t->campaign, "prompt", t->prompt, "a", t->a, "b", t->b,
-                     "epsilon", eps_json(t->epsilon_proposed), "epsilon_min",
-                     eps_json(t->epsilon_min), "epsilon_max", eps_json(t->epsilon_max));
+                     "campaign", t->campaign, "prompt", t->prompt, "a", t->a, "b", t->b, "epsilon",
+                     eps_json(t->epsilon_proposed), "epsilon_min", eps_json(t->epsilon_min),
+                     "epsilon_max", eps_json(t->epsilon_max));
 }
 
 /* GET /api/task: the task on screen, fetched from the server when there is
@@ -368,8 +368,8 @@ static enum MHD_Result api_skip(ldpref_ui *ui, struct MHD_Connection *conn,
         return send_error(conn, 0, rc, ldpref_errmsg(ui->c));
     ui->skipped++;
     drop_task(ui);
-    return send_json(conn, MHD_HTTP_OK, json_pack("{s:I, s:b}", "task_id", (json_int_t)id,
-                                                  "skipped", 1));
+    return send_json(conn, MHD_HTTP_OK,
+                     json_pack("{s:I, s:b}", "task_id", (json_int_t)id, "skipped", 1));
 }
 
 /* GET /api/progress: the campaign's progress (null when the server cannot
@@ -379,16 +379,16 @@ static enum MHD_Result api_progress(ldpref_ui *ui, struct MHD_Connection *conn)
     ldpref_progress p;
     json_t *progress = json_null();
     if (ldpref_progress_get(ui->c, &p) == LDPREF_OK)
-        progress = json_pack(
-            "{s:s, s:I, s:I, s:I, s:I, s:I, s:o}", "campaign", p.campaign, "tasks_total",
-            (json_int_t)p.tasks_total, "tasks_complete", (json_int_t)p.tasks_complete, "labels",
-            (json_int_t)p.labels, "labels_needed", (json_int_t)p.labels_needed,
-            "annotator_labels", (json_int_t)p.annotator_labels, "annotator_quota",
-            p.annotator_quota > 0 ? json_integer(p.annotator_quota) : json_null());
+        progress =
+            json_pack("{s:s, s:I, s:I, s:I, s:I, s:I, s:o}", "campaign", p.campaign, "tasks_total",
+                      (json_int_t)p.tasks_total, "tasks_complete", (json_int_t)p.tasks_complete,
+                      "labels", (json_int_t)p.labels, "labels_needed", (json_int_t)p.labels_needed,
+                      "annotator_labels", (json_int_t)p.annotator_labels, "annotator_quota",
+                      p.annotator_quota > 0 ? json_integer(p.annotator_quota) : json_null());
     return send_json(conn, MHD_HTTP_OK,
                      json_pack("{s:o, s:o, s:{s:I, s:I}}", "progress", progress, "budget",
-                               budget_json(ui->c), "session", "answered",
-                               (json_int_t)ui->answered, "skipped", (json_int_t)ui->skipped));
+                               budget_json(ui->c), "session", "answered", (json_int_t)ui->answered,
+                               "skipped", (json_int_t)ui->skipped));
 }
 
 /* ---- dispatch ----------------------------------------------------------- */
@@ -435,8 +435,7 @@ static enum MHD_Result handle(ldpref_ui *ui, struct MHD_Connection *conn, const 
         !fetch_site_allowed(header(conn, "Sec-Fetch-Site")))
         return send_error(conn, MHD_HTTP_FORBIDDEN, LP_EUNAUTHORIZED,
                           "requests from other sites are refused");
-    const char *cookie =
-        MHD_lookup_connection_value(conn, MHD_COOKIE_KIND, ui->session_cookie);
+    const char *cookie = MHD_lookup_connection_value(conn, MHD_COOKIE_KIND, ui->session_cookie);
     int session = secret_equal(cookie, ui->session);
     const char *token = MHD_lookup_connection_value(conn, MHD_GET_ARGUMENT_KIND, "token");
     if (!session && token && strcmp(url, "/") == 0 && strcmp(method, "GET") == 0 &&
@@ -517,12 +516,11 @@ int ldpref_ui_start(ldpref_client *c, const ldpref_ui_options *o, ldpref_ui **ou
     sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
     /* One internal thread, no thread per connection: requests are served
      * one at a time, so the client handle is used by one thread only. */
-    ui->d = MHD_start_daemon(MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_AUTO, (uint16_t)o->port,
-                             NULL, NULL, on_request, ui, MHD_OPTION_SOCK_ADDR, &sa,
-                             MHD_OPTION_NOTIFY_COMPLETED, on_completed, ui,
-                             MHD_OPTION_CONNECTION_LIMIT, (unsigned int)32,
-                             MHD_OPTION_CONNECTION_TIMEOUT, (unsigned int)60,
-                             MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)65536, MHD_OPTION_END);
+    ui->d = MHD_start_daemon(
+        MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_AUTO, (uint16_t)o->port, NULL, NULL, on_request,
+        ui, MHD_OPTION_SOCK_ADDR, &sa, MHD_OPTION_NOTIFY_COMPLETED, on_completed, ui,
+        MHD_OPTION_CONNECTION_LIMIT, (unsigned int)32, MHD_OPTION_CONNECTION_TIMEOUT,
+        (unsigned int)60, MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)65536, MHD_OPTION_END);
     if (ui->d == NULL) {
         ldpref_ui_stop(ui);
         return lpc_fail(c, LDPREF_EIO, "cannot listen on 127.0.0.1:%d", o->port);

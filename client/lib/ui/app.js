@@ -88,7 +88,7 @@ function render(parent, text) {
   }
 }
 
-function eps(x) { return x === null ? '∞' : (+x).toPrecision(3).replace(/\.?0+$/, ''); }
+function eps(x) { return x === null ? '∞' : String(Number((+x).toPrecision(3))); }
 
 function showError(e) {
   const box = $('error');
