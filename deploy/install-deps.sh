@@ -7,6 +7,8 @@
 # Usage: deploy/install-deps.sh [--dev]   (--dev adds fuzzing/benchmark peers)
 set -euo pipefail
 
+# chromium: the headless browser of the web page test (e2e_ui); xxd: embeds
+# the page's files in libldpref at build time.
 PKGS=(build-essential pkg-config
       libmicrohttpd-dev libjansson-dev libsodium-dev libsqlite3-dev sqlite3
       libcurl4-openssl-dev libopenblas-dev liblbfgs-dev
