@@ -248,9 +248,9 @@ int cdp_navigate(cdp *b, const char *url)
 
 json_t *cdp_eval(cdp *b, const char *expr)
 {
-    json_t *r = cdp_call(b, "Runtime.evaluate",
-                         json_pack("{s:s, s:b, s:b}", "expression", expr, "returnByValue", 1,
-                                   "awaitPromise", 1));
+    json_t *r = cdp_call(
+        b, "Runtime.evaluate",
+        json_pack("{s:s, s:b, s:b}", "expression", expr, "returnByValue", 1, "awaitPromise", 1));
     if (r == NULL || json_object_get(r, "exceptionDetails")) {
         json_decref(r);
         return NULL;

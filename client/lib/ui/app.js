@@ -1,6 +1,6 @@
 // app.js — the annotator's page. It talks only to the local ldpref process
 // that served it (same origin). Task text is rendered by building DOM nodes
-// with textContent: never innerHTML, so HTML in a task shows as text.
+// with textContent, never parsed as HTML, so HTML in a task shows as text.
 'use strict';
 
 const $ = (id) => document.getElementById(id);
