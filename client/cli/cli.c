@@ -1070,6 +1070,12 @@ static void cmd_help(const struct cmd *cmd)
         printf("\nThe task must have been fetched with `ldpref next` using the same ledger.\n"
                "Answering the same comparison again (any task id, either order) reuses the\n"
                "first randomized answer and spends no new epsilon.\n");
+    if (cmd->flags == F_UI)
+        printf("\nPrints exactly one line, \"ldpref ui: http://127.0.0.1:PORT/?token=TOKEN\", and\n"
+               "opens it with $BROWSER or xdg-open. The page is served on this computer only;\n"
+               "the browser sends your TRUE answer to this process, which randomizes it before\n"
+               "anything is sent, exactly as `ldpref answer` does. The token works once: the\n"
+               "browser that opens it first gets the session. Ctrl-C stops the page.\n");
     if (cmd->flags == F_SIM)
         printf("\n--simulate-ctl-* are for SIMULATED annotators in experiments only (CTL:\n"
                "corruption, then LDP). The corruption coins are deterministic from the seed and\n"

@@ -403,6 +403,28 @@ static void test_browser_session(ldpref_client *op, const char *key)
     cdp_close(b);
 }
 
+/* The command's own errors: a bad port, a missing key. */
+static void test_cli_errors(const char *key)
+{
+    char env_server[128], env_key[512], missing[512];
+    snprintf(env_server, sizeof env_server, "LDPREF_SERVER=%s", srv.url);
+    snprintf(env_key, sizeof env_key, "LDPREF_KEY=%s", key);
+    snprintf(missing, sizeof missing, "LDPREF_KEY=%s/none.key", srv.dir);
+    const char *env[] = {env_server, env_key, NULL};
+    const char *env_missing[] = {env_server, missing, NULL};
+    char *out = NULL;
+    const char *bad_port[] = {"ldpref", "ui", "--no-browser", "--port", "65536", NULL};
+    CHECK_INT(run_tool(bad_port, env, &out), LDPREF_EINVALID_ARGUMENT);
+    CHECK(out != NULL && out[0] == '\0'); /* nothing on stdout */
+    free(out);
+    const char *no_key[] = {"ldpref", "ui", "--no-browser", NULL};
+    CHECK_INT(run_tool(no_key, env_missing, NULL), LDPREF_EKEY_FILE);
+    const char *help[] = {"ldpref", "ui", "--help", NULL};
+    CHECK_INT(run_tool(help, env, &out), 0);
+    CHECK(out != NULL && strstr(out, "ldpref ui: http://127.0.0.1:PORT/?token=TOKEN") != NULL);
+    free(out);
+}
+
 int main(void)
 {
     signal(SIGPIPE, SIG_IGN);
@@ -414,6 +436,7 @@ int main(void)
     char key[400];
     CHECK_INT(op ? load_tasks(op) : -1, LDPREF_OK);
     CHECK_INT(op ? enroll(op, key, sizeof key) : -1, LDPREF_OK);
+    test_cli_errors(key);
     pid_t ui = start_ui(key);
     CHECK(ui > 0);
     if (ui > 0 && ui_port > 0) {

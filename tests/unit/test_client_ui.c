@@ -65,8 +65,8 @@ static void check_error(const char *what, const socket_reply *r, int status, int
     int has_message = json_is_string(json_object_get(j, "message"));
     check_record(r->status == status && name && strcmp(name, lp_error_name(code)) == 0 &&
                      has_message,
-                 __FILE__, __LINE__, "%s: want %d %s, got %d %s", what, status,
-                 lp_error_name(code), r->status, socket_reply_body(r));
+                 __FILE__, __LINE__, "%s: want %d %s, got %d %s", what, status, lp_error_name(code),
+                 r->status, socket_reply_body(r));
     json_decref(j);
 }
 
@@ -181,7 +181,8 @@ static void test_session(void)
                  {"/favicon.svg", "image/svg+xml", "<svg"}};
     for (size_t i = 0; i < sizeof files / sizeof files[0]; i++) {
         request(port, &r, "GET", files[i].path, cookie, NULL);
-        check_record(r.status == 200 && socket_reply_has_header(&r, "Content-Type", files[i].type) &&
+        check_record(r.status == 200 &&
+                         socket_reply_has_header(&r, "Content-Type", files[i].type) &&
                          strstr(socket_reply_body(&r), files[i].contains) != NULL,
                      __FILE__, __LINE__, "%s is served as %s", files[i].path, files[i].type);
     }
