@@ -216,8 +216,20 @@ static const char *header(struct MHD_Connection *conn, const char *name)
     return MHD_lookup_connection_value(conn, MHD_HEADER_KIND, name);
 }
 
-/* GET /?token=...: the one-time exchange for the session and CSRF cookies,
- * then a redirect to "/" (the token leaves the address bar). */
+/* A redirect to "/": the token leaves the address bar. */
+static enum MHD_Result redirect_home(struct MHD_Connection *conn, const char *const *cookies,
+                                     size_t ncookies)
+{
+    struct MHD_Response *r = MHD_create_response_from_buffer(0, (void *)"", MHD_RESPMEM_PERSISTENT);
+    if (r == NULL)
+        return MHD_NO;
+    MHD_add_response_header(r, "Location", "/");
+    for (size_t i = 0; i < ncookies; i++)
+        MHD_add_response_header(r, "Set-Cookie", cookies[i]);
+    return queue(conn, MHD_HTTP_SEE_OTHER, r);
+}
+
+/* GET /?token=...: the one-time exchange for the session and CSRF cookies. */
 static enum MHD_Result exchange_token(ldpref_ui *ui, struct MHD_Connection *conn)
 {
     char cookie[2][160];
@@ -226,14 +238,10 @@ static enum MHD_Result exchange_token(ldpref_ui *ui, struct MHD_Connection *conn
     snprintf(cookie[1], sizeof cookie[1], "%s=%s; Path=/; SameSite=Strict", ui->csrf_cookie,
              ui->csrf);
     sodium_memzero(ui->token, sizeof ui->token);
-    struct MHD_Response *r = MHD_create_response_from_buffer(0, (void *)"", MHD_RESPMEM_PERSISTENT);
-    if (r == NULL)
-        return MHD_NO;
-    MHD_add_response_header(r, "Location", "/");
-    MHD_add_response_header(r, "Set-Cookie", cookie[0]);
-    MHD_add_response_header(r, "Set-Cookie", cookie[1]);
+    const char *const cookies[] = {cookie[0], cookie[1]};
+    enum MHD_Result ok = redirect_home(conn, cookies, 2);
     sodium_memzero(cookie, sizeof cookie);
-    return queue(conn, MHD_HTTP_SEE_OTHER, r);
+    return ok;
 }
 
 /* ---- the endpoints ------------------------------------------------------ */
@@ -441,6 +449,8 @@ static enum MHD_Result handle(ldpref_ui *ui, struct MHD_Connection *conn, const 
     if (!session && token && strcmp(url, "/") == 0 && strcmp(method, "GET") == 0 &&
         secret_equal(token, ui->token))
         return exchange_token(ui, conn);
+    if (session && token && strcmp(url, "/") == 0 && strcmp(method, "GET") == 0)
+        return redirect_home(conn, NULL, 0); /* the URL opened again in the same browser */
     if (!session)
         return send_error(conn, 0, LP_EUNAUTHORIZED,
                           token ? "this link was already used or is wrong: restart ldpref ui"

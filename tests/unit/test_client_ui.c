@@ -161,12 +161,17 @@ static void test_session(void)
     snprintf(line, sizeof line, "%s=%s; Path=/; SameSite=Strict", csrf_name, csrf);
     CHECK(socket_reply_has_header(&r, "Set-Cookie", line));
 
-    /* Spent: the token opens nothing again. */
+    /* Spent: the token opens nothing again, but the same browser (with
+     * its session) opening the URL again is sent home without cookies. */
     request(port, &r, "GET", path, "", NULL);
     check_error("the spent token", &r, 401, LP_EUNAUTHORIZED);
-    /* The cookie of another port's page is not ours. */
     char cookie[256], wrong[256], post[512];
     snprintf(cookie, sizeof cookie, "Cookie: %s=%s\r\n", name, session);
+    request(port, &r, "GET", path, cookie, NULL);
+    CHECK_INT(r.status, 303);
+    CHECK(socket_reply_has_header(&r, "Location", "/"));
+    CHECK(strstr(r.text, "Set-Cookie") == NULL);
+    /* The cookie of another port's page is not ours. */
     snprintf(wrong, sizeof wrong, "Cookie: ldpref_ui_1=%s; %s=%s\r\n", session, name, csrf);
     request(port, &r, "GET", "/", wrong, NULL);
     check_error("a wrong session", &r, 401, LP_EUNAUTHORIZED);

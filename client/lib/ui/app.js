@@ -135,6 +135,12 @@ function showDone(reason, message) {
     no_task_available: 'No task is available for you right now. Try again later.',
   }[reason] || message || 'Nothing to do.';
   d.appendChild(el('p', null, text));
+  if (reason === 'no_task_available') {
+    const again = el('button', null, 'Check again');
+    again.type = 'button';
+    again.addEventListener('click', () => loadTask().then(loadProgress));
+    d.appendChild(again);
+  }
   d.hidden = false;
 }
 
