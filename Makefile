@@ -1,6 +1,6 @@
 # ldpref — plain GNU make with pkg-config. Outputs go to $(BUILD).
 #
-#   make            build everything          make test     build and run all tests
+#   make            build everything          make test     install deps, build, run all tests
 #   make run        install deps, build, serve on 127.0.0.1:8080
 #   make bench      all benchmarks            make install PREFIX=/usr/local
 #   make SAN=1 BUILD=build/asan test          sanitizer build of the tests
@@ -14,7 +14,12 @@ PREFIX  ?= /usr/local
 CC      ?= cc
 SAN     ?=
 QUICK   ?= 0
-VERSION := 0.1.0
+# The one version of the project: the library (ldpref_version(), the
+# installed libldpref.so.$(VERSION), ldpref.pc), the CLIs' --version and the
+# server's /v1/healthz. Its MAJOR.MINOR is the newest symbol-version node of
+# client/lib/libldpref.map (LDPREF_0.2): tests/unit/test_client_version.c
+# fails when they disagree.
+VERSION := 0.2.0
 
 PKGS    := libmicrohttpd jansson libsodium sqlite3 libcurl openblas
 PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
@@ -113,11 +118,19 @@ FUZZ_REPLAY := $(patsubst tests/fuzz/%.c,$(BUILD)/tests/replay_%,$(FUZZ_SRC))
 BENCHES     := $(patsubst tests/bench/%.c,$(BUILD)/bench/%,$(wildcard tests/bench/bench_*.c))
 STUDIES     := $(patsubst tests/study/%.c,$(BUILD)/study/%,$(wildcard tests/study/*.c))
 
-.PHONY: all test run install uninstall clean bench check-layers \
+.PHONY: FORCE all test run install uninstall clean bench check-layers \
         fuzz fuzz-bins format check-format deps tests reproduce reproduce-live
 all: check-layers $(BINS) $(SO_CLIENT) $(BUILD)/ldpref.pc
 
-$(BUILD)/obj/%.o: %.c
+# Every object is compiled with -DLDPREF_VERSION: the stamp (rewritten only
+# when VERSION changes) rebuilds them when it does.
+VERSION_STAMP := $(BUILD)/version.stamp
+$(VERSION_STAMP): FORCE
+	@mkdir -p $(dir $@)
+	@echo '$(VERSION)' | cmp -s - $@ || echo '$(VERSION)' > $@
+FORCE:
+
+$(BUILD)/obj/%.o: %.c $(VERSION_STAMP)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $(LAYER_INC) -MMD -MP -c $< -o $@
 
@@ -181,7 +194,11 @@ $(BUILD)/study/%: $(BUILD)/obj/tests/study/%.o $(ALL_LIBS)
 
 tests: all $(UNIT_TESTS) $(E2E_TESTS) $(FUZZ_REPLAY)
 
-test: tests
+# Like `make run`, `make test` first installs what is missing (a fast no-op
+# when everything is there), then builds in a fresh make so pkg-config sees
+# the new packages.
+test: deps
+	$(MAKE) tests
 	BUILD=$(BUILD) tests/run.sh
 
 deps:

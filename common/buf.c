@@ -5,6 +5,7 @@
 
 #include <math.h>
 #include <stdarg.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -13,17 +14,13 @@ static int reserve(lp_buf *b, size_t extra)
 {
     if (b->oom)
         return -1;
-    if (b->len + extra + 1 <= b->cap)
+    if (extra < b->cap - b->len) /* fits with its NUL (cap > len once allocated) */
         return 0;
-    size_t cap = b->cap ? b->cap : 256;
-    while (cap < b->len + extra + 1)
-        cap *= 2;
-    char *d = realloc(b->data, cap);
-    if (d == NULL) {
+    size_t cap = extra < SIZE_MAX - b->len ? lp_grow_cap(b->cap, b->len + extra + 1, 256) : 0;
+    if (cap == 0 || lp_array_resize((void **)&b->data, cap, 1) != LP_OK) {
         b->oom = 1;
         return -1;
     }
-    b->data = d;
     b->cap = cap;
     return 0;
 }
@@ -108,15 +105,38 @@ void lp_buf_free(lp_buf *b)
     b->oom = 0;
 }
 
+size_t lp_grow_cap(size_t cap, size_t need, size_t first_cap)
+{
+    if (need <= cap)
+        return cap;
+    size_t grown = cap ? cap : first_cap ? first_cap : 1;
+    while (grown < need) {
+        if (grown > SIZE_MAX / 2)
+            return 0;
+        grown *= 2;
+    }
+    return grown;
+}
+
+int lp_array_resize(void **items, size_t count, size_t elem_size)
+{
+    if (elem_size != 0 && count > SIZE_MAX / elem_size)
+        return LP_ENO_MEMORY;
+    size_t bytes = count * elem_size;
+    void *resized = realloc(*items, bytes ? bytes : 1); /* never realloc(p, 0) */
+    if (resized == NULL)
+        return LP_ENO_MEMORY;
+    *items = resized;
+    return LP_OK;
+}
+
 int lp_array_reserve(void **items, size_t *cap, size_t n, size_t elem_size, size_t first_cap)
 {
     if (n < *cap)
         return LP_OK;
-    size_t grown_cap = *cap ? *cap * 2 : first_cap;
-    void *grown = realloc(*items, grown_cap * elem_size);
-    if (grown == NULL)
+    size_t grown_cap = n < SIZE_MAX ? lp_grow_cap(*cap, n + 1, first_cap) : 0;
+    if (grown_cap == 0 || lp_array_resize(items, grown_cap, elem_size) != LP_OK)
         return LP_ENO_MEMORY;
-    *items = grown;
     *cap = grown_cap;
     return LP_OK;
 }

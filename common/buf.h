@@ -1,5 +1,5 @@
 /*
- * buf.h — a growable byte buffer for building response bodies, and the
+ * buf.h — a growable byte buffer (response bodies, downloads), and the
  * doubling rule for growing arrays.
  *
  * An allocation failure is sticky: the buffer remembers it (oom = 1) and
@@ -27,9 +27,25 @@ char *lp_buf_take(lp_buf *b, size_t *len);
 void lp_buf_free(lp_buf *b);
 
 /*
+ * Growing arrays. The doubling rule: the capacity that holds need elements
+ * is cap itself when it already does, else cap (first_cap when cap is 0)
+ * doubled until it is >= need; 0 when that overflows size_t.
+ */
+size_t lp_grow_cap(size_t cap, size_t need, size_t first_cap);
+
+/*
+ * Reallocates *items to count elements of elem_size bytes. Returns 0 (LP_OK)
+ * or LP_ENO_MEMORY (no memory, or count * elem_size overflows; *items is then
+ * unchanged and still owned by the caller). For parallel arrays sharing one
+ * capacity: grow each to lp_grow_cap(...), then store the new capacity.
+ */
+int lp_array_resize(void **items, size_t count, size_t elem_size);
+
+/*
  * Makes room for one more element in a growing array *items of *cap
  * elements of elem_size bytes, n of them in use (doubling, first size
- * first_cap). Returns 0 (LP_OK) or LP_ENO_MEMORY (*items is then unchanged).
+ * first_cap). Returns 0 (LP_OK) or LP_ENO_MEMORY (*items and *cap are then
+ * unchanged).
  */
 int lp_array_reserve(void **items, size_t *cap, size_t n, size_t elem_size, size_t first_cap);
 

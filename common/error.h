@@ -3,7 +3,7 @@
  *
  * Every failure that crosses a module, process or network boundary is one of
  * these codes. Codes are positive, 0 is success, and a number is never reused
- * or renumbered: the same numbers are published in client/ldpref.h (checked at
+ * or renumbered: the same numbers are published in client/lib/ldpref.h (checked at
  * compile time) and the names travel on the wire as {"error": "<name>"}.
  *
  * Columns: number, enum suffix, wire name, HTTP status, message.

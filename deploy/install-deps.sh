@@ -1,27 +1,39 @@
 #!/usr/bin/env bash
 # Installs the Debian packages ldpref needs to build, test and run.
-# Idempotent: does nothing when every package is already installed.
+# Idempotent and fast: one dpkg query, and nothing else when every package is
+# already installed. Run by `make run`, `make test` and `.ci/run`.
+# As root it calls apt-get directly (CI: no terminal, no prompts); otherwise
+# through sudo. Without dpkg (not Debian) it installs nothing and says so.
 # Usage: deploy/install-deps.sh [--dev]   (--dev adds fuzzing/benchmark peers)
 set -euo pipefail
 
 PKGS=(build-essential pkg-config
       libmicrohttpd-dev libjansson-dev libsodium-dev libsqlite3-dev sqlite3
       libcurl4-openssl-dev libopenblas-dev liblbfgs-dev
-      clang libclang-rt-dev gnuplot-nox)
+      clang libclang-rt-dev clang-format gnuplot-nox)
 if [ "${1:-}" = "--dev" ]; then
   PKGS+=(python3-numpy python3-scipy)
 fi
 
+if ! command -v dpkg-query >/dev/null; then
+  echo "install-deps: no dpkg-query (not Debian); install by hand: ${PKGS[*]}" >&2
+  exit 0
+fi
+installed=$(dpkg-query -W -f='${db:Status-Abbrev} ${Package}\n' "${PKGS[@]}" 2>/dev/null \
+            | awk '$1 == "ii" { print $2 }' | sed 's/:.*//') || true
 missing=()
 for p in "${PKGS[@]}"; do
-  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" \
-    || missing+=("$p")
+  grep -qxF "$p" <<<"$installed" || missing+=("$p")
 done
 [ ${#missing[@]} -eq 0 ] && exit 0
 
-SUDO=""
-[ "$(id -u)" -ne 0 ] && SUDO="sudo"
+SUDO=()
+if [ "$(id -u)" -ne 0 ]; then
+  command -v sudo >/dev/null || {
+    echo "install-deps: missing ${missing[*]}; run as root or install sudo" >&2; exit 1; }
+  SUDO=(sudo DEBIAN_FRONTEND=noninteractive)
+fi
 echo "install-deps: installing ${missing[*]}" >&2
 export DEBIAN_FRONTEND=noninteractive
-$SUDO apt-get update -qq
-$SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"
+"${SUDO[@]}" apt-get update -qq
+"${SUDO[@]}" apt-get install -y -qq --no-install-recommends "${missing[@]}"

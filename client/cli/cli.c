@@ -896,7 +896,9 @@ static const struct cflag F_TOKENS[] = {{"--count", "N", "how many tokens (1..10
                                         {NULL, NULL, NULL}};
 static const struct cflag F_CAMPAIGN_CREATE[] = {
     {"--epsilon-min", "X", "smallest epsilon accepted (default 0.01)"},
-    {"--epsilon-max", "X", "largest epsilon accepted (default 10; 'inf' for none)"},
+    {"--epsilon-max", "X",
+     "largest epsilon accepted (default 10; 'inf': no limit, unprivatized labels included, "
+     "as with --allow-infinite)"},
     {"--allow-infinite", NULL, "accept unprivatized labels (epsilon = null)"},
     {"--budget", "X", "total epsilon one annotator may spend (default 1000)"},
     {"--epsilon-default", "X", "epsilon proposed to clients (default 1)"},
@@ -1038,7 +1040,7 @@ static void main_help(FILE *out)
                  "device (randomized response) before anything is sent.\n\nCommands:\n");
     for (size_t i = 0; i < NCMDS; i++)
         fprintf(out, "  %-44s %s\n", CMDS[i].usage, CMDS[i].summary);
-    fprintf(out, "  %-44s %s\n", "version", "print the version");
+    fprintf(out, "  %-44s %s\n", "version, --version", "print the library version");
     fprintf(out, "\nRun `ldpref COMMAND --help` for a command's options.\n");
     print_globals(out);
 }
@@ -1189,7 +1191,8 @@ int main(int argc, char **argv)
         free(words);
         return help || nwords > 0 ? 0 : LDPREF_EINVALID_ARGUMENT;
     }
-    if (strcmp(words[0], "version") == 0) {
+    /* "--version" in command position (a command's own --version takes a value). */
+    if (strcmp(words[0], "version") == 0 || strcmp(words[0], "--version") == 0) {
         printf("ldpref %s\n", ldpref_version());
         free(words);
         return 0;

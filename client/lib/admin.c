@@ -14,6 +14,7 @@
 #include <curl/curl.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <float.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -154,13 +155,16 @@ int ldpref_admin_campaign_create(ldpref_client *c, const ldpref_campaign *s, cha
         return lpc_fail(c, LDPREF_EINVALID_ARGUMENT, "campaign name must be 1..%d bytes",
                         LPC_NAME_MAX);
     if (!isfinite(s->epsilon_min) || !isfinite(s->epsilon_budget) || isnan(s->epsilon_default) ||
-        isnan(s->epsilon_max))
+        isnan(s->epsilon_max) || s->epsilon_max == -INFINITY)
         return lpc_fail(c, LDPREF_EBAD_EPSILON, "campaign epsilons must be numbers");
-    /* an infinite proposal (no privatization) travels as null */
+    /* No upper bound (epsilon_max INFINITY) is, in the protocol's terms, every
+     * finite epsilon (the largest finite epsilon_max) and infinity allowed.
+     * An infinite proposal (no privatization) travels as null. */
+    int unbounded = s->epsilon_max == INFINITY;
     json_t *req =
-               json_pack("{s:s, s:f, s:o, s:b, s:f, s:o}", "name", s->name, "epsilon_min",
-                         s->epsilon_min, "epsilon_max", lp_json_epsilon(s->epsilon_max),
-                         "allow_infinite", s->allow_infinite != 0, "epsilon_budget",
+               json_pack("{s:s, s:f, s:f, s:b, s:f, s:o}", "name", s->name, "epsilon_min",
+                         s->epsilon_min, "epsilon_max", unbounded ? DBL_MAX : s->epsilon_max,
+                         "allow_infinite", unbounded || s->allow_infinite != 0, "epsilon_budget",
                          s->epsilon_budget, "epsilon_default", lp_json_epsilon(s->epsilon_default)),
            *resp = NULL;
     if (req == NULL)

@@ -115,7 +115,7 @@ int ldpref_client_open(const ldpref_options *opts, ldpref_client **out)
     }
     c->ctl.alpha = opts->simulate_ctl_alpha;
     c->ctl.seed = opts->simulate_ctl_seed;
-    c->ctl.strategy = LPC_CTL_FLIP;
+    c->ctl.strategy = LP_ADV_FLIP;
     if (opts->simulate_ctl_strategy &&
         lpc_ctl_parse_strategy(opts->simulate_ctl_strategy, &c->ctl.strategy, c->errmsg,
                                sizeof c->errmsg) != LP_OK) {

@@ -13,33 +13,21 @@
 
 #define LPC_CTL_TAG "ldpref/ctl/v1"
 
-static const char *const NAMES[LPC_CTL_COUNT] = {
-    [LPC_CTL_FLIP] = "flip",           [LPC_CTL_ANTI] = "anti",
-    [LPC_CTL_CONSTANT0] = "constant0", [LPC_CTL_CONSTANT1] = "constant1",
-    [LPC_CTL_RANDOM] = "random",
-};
-
-int lpc_ctl_parse_strategy(const char *name, int *out, char *msg, size_t msglen)
+int lpc_ctl_parse_strategy(const char *name, lp_adversary *out, char *msg, size_t msglen)
 {
     if (name == NULL)
         return lp_fail(LP_EINVALID_ARGUMENT, msg, msglen, "CTL strategy missing");
-    for (int i = 0; i < LPC_CTL_COUNT; i++)
-        if (strcmp(name, NAMES[i]) == 0) {
-            *out = i;
-            return LP_OK;
-        }
-    if (strcmp(name, "backdoor") == 0)
+    lp_adversary a;
+    if (lp_adversary_parse(name, &a) != LP_OK)
+        return lp_fail(LP_EINVALID_ARGUMENT, msg, msglen,
+                       "unknown CTL strategy \"%.40s\" (flip, anti, constant0, constant1, random)",
+                       name);
+    if (a == LP_ADV_BACKDOOR)
         return lp_fail(LP_EINVALID_ARGUMENT, msg, msglen,
                        "CTL strategy backdoor needs task feature vectors, and the tasks served "
                        "to annotators carry none; use flip, anti, constant0, constant1 or random");
-    return lp_fail(LP_EINVALID_ARGUMENT, msg, msglen,
-                   "unknown CTL strategy \"%.40s\" (flip, anti, constant0, constant1, random)",
-                   name);
-}
-
-const char *lpc_ctl_strategy_name(int strategy)
-{
-    return strategy >= 0 && strategy < LPC_CTL_COUNT ? NAMES[strategy] : "unknown";
+    *out = a;
+    return LP_OK;
 }
 
 struct coin_stream {
@@ -87,22 +75,23 @@ int lpc_ctl_apply(const lpc_ctl *ctl, const uint8_t memo_key[LPC_MEMO_KEY_BYTES]
     if (!hit)
         return y_canon;
     switch (ctl->strategy) {
-    case LPC_CTL_FLIP:
-    case LPC_CTL_ANTI:
+    case LP_ADV_FLIP:
+    case LP_ADV_ANTI:
         return 1 - y_canon;
-    case LPC_CTL_CONSTANT0:
+    case LP_ADV_CONSTANT0:
         return 0 ^ (swapped != 0);
-    case LPC_CTL_CONSTANT1:
+    case LP_ADV_CONSTANT1:
         return 1 ^ (swapped != 0);
-    case LPC_CTL_RANDOM:
+    case LP_ADV_RANDOM:
         return lpc_ctl_coin(ctl->seed, memo_key, LPC_CTL_COIN_RANDOM, 0.5);
     default:
-        return y_canon; /* unreachable: strategies are validated at open */
+        return y_canon; /* unreachable: strategies are validated at open (no backdoor) */
     }
 }
 
 void lpc_ctl_describe(const lpc_ctl *ctl, char *out, size_t cap)
 {
+    const char *name = lp_adversary_name(ctl->strategy);
     snprintf(out, cap, "{\"ctl\":{\"alpha\":%.17g,\"strategy\":\"%s\",\"seed\":%llu}}", ctl->alpha,
-             lpc_ctl_strategy_name(ctl->strategy), (unsigned long long)ctl->seed);
+             name ? name : "unknown", (unsigned long long)ctl->seed);
 }

@@ -1,6 +1,6 @@
 /*
  * ctl.h — simulation of annotator-side corruption before randomized response
- * (CTL, DESIGN.md §2): for SIMULATED annotators in research experiments
+ * (CTL, docs/design.md §2.2): for SIMULATED annotators in research experiments
  * only, never on by default (ldpref_options.simulate_ctl_alpha = 0).
  *
  * With probability alpha the annotator's TRUE label is replaced by the
@@ -16,6 +16,11 @@
  * Nothing of this module's state or output reaches the wire: the label
  * message and its signed bytes are the standard ones.
  *
+ * Strategies (lp_adversary, common/adversary.h): flip (1 - y); anti
+ * (opposes the annotator's own true preference: for one simulated annotator
+ * the same label as flip); constant0 / constant1; random (a fair coin,
+ * deterministic from seed and memo key). backdoor is refused.
+ *
  * Orientation. Labels here are in the memo's canonical orientation
  * (y_canon = prefer_b XOR swapped). flip/anti/random do not depend on
  * orientation; constant0/constant1 are defined in the PRESENTED a/b order
@@ -25,38 +30,27 @@
 #ifndef LPC_CTL_H
 #define LPC_CTL_H
 
+#include "adversary.h"
 #include "ledger.h"
 
 #include <stddef.h>
 #include <stdint.h>
-
-typedef enum lpc_ctl_strategy {
-    LPC_CTL_FLIP = 0,  /* 1 - y */
-    LPC_CTL_ANTI,      /* opposes the annotator's own true preference: for one
-                          simulated annotator the same label as flip */
-    LPC_CTL_CONSTANT0, /* "a" (as presented) */
-    LPC_CTL_CONSTANT1, /* "b" (as presented) */
-    LPC_CTL_RANDOM,    /* a fair coin (deterministic from seed and memo key) */
-    LPC_CTL_COUNT
-} lpc_ctl_strategy;
 
 /* Coin purposes (the byte after the tag). */
 #define LPC_CTL_COIN_HUBER 1
 #define LPC_CTL_COIN_RANDOM 2
 
 typedef struct lpc_ctl {
-    double alpha; /* in [0, 0.5]; 0 = off */
-    int strategy; /* lpc_ctl_strategy */
+    double alpha;          /* in [0, 0.5]; 0 = off */
+    lp_adversary strategy; /* never LP_ADV_BACKDOOR (lpc_ctl_parse_strategy) */
     uint64_t seed;
 } lpc_ctl;
 
-/* The strategy for a name. LP_OK; LP_EINVALID_ARGUMENT for an unknown name
- * and for "backdoor" (tasks served to annotators carry no feature vectors),
- * with a message in msg. */
-int lpc_ctl_parse_strategy(const char *name, int *out, char *msg, size_t msglen);
-
-/* The name of a strategy ("flip", ...). Static storage. */
-const char *lpc_ctl_strategy_name(int strategy);
+/* The strategy for a name (common/adversary.h; its name is lp_adversary_name).
+ * LP_OK; LP_EINVALID_ARGUMENT for an unknown name and for "backdoor" (tasks
+ * served to annotators carry no feature vectors), with a message in msg and
+ * *out untouched. */
+int lpc_ctl_parse_strategy(const char *name, lp_adversary *out, char *msg, size_t msglen);
 
 /* Bernoulli(p) from the coin stream of (seed, memo_key, purpose). */
 int lpc_ctl_coin(uint64_t seed, const uint8_t memo_key[LPC_MEMO_KEY_BYTES], int purpose, double p);

@@ -8,6 +8,7 @@
  */
 #include "http.h"
 
+#include "buf.h"
 #include "error.h"
 #include "wire.h"
 
@@ -62,8 +63,8 @@ void lpc_http_free(lpc_http *h)
 }
 
 struct sink {
-    char *buf;
-    size_t len, cap, limit;
+    lp_buf body; /* collected answer (or error body of a streamed request) */
+    size_t limit;
     int over;
     FILE *file; /* 2xx bodies go here when set */
     CURL *curl;
@@ -85,24 +86,12 @@ static size_t on_data(char *data, size_t size, size_t nmemb, void *user)
             return n;
         }
     }
-    if (n > s->limit - s->len) {
+    if (n > s->limit - s->body.len) {
         s->over = 1;
         return 0;
     }
-    if (s->len + n + 1 > s->cap) {
-        size_t ncap = s->cap ? s->cap : 4096;
-        while (ncap < s->len + n + 1)
-            ncap *= 2;
-        char *grown = realloc(s->buf, ncap);
-        if (grown == NULL)
-            return 0;
-        s->buf = grown;
-        s->cap = ncap;
-    }
-    memcpy(s->buf + s->len, data, n);
-    s->len += n;
-    s->buf[s->len] = '\0';
-    return n;
+    lp_buf_append(&s->body, data, n);
+    return s->body.oom ? 0 : n;
 }
 
 int lpc_http_do(lpc_http *h, const lpc_http_req *req, long *status, char **body, size_t *len,
@@ -181,12 +170,10 @@ int lpc_http_do(lpc_http *h, const lpc_http_req *req, long *status, char **body,
     curl_easy_setopt(c, CURLOPT_HTTPHEADER, NULL);
     curl_easy_setopt(c, CURLOPT_ERRORBUFFER, NULL);
     if (rc != LP_OK) {
-        free(s.buf);
+        lp_buf_free(&s.body);
         return rc;
     }
-    if (s.buf == NULL && (s.buf = strdup("")) == NULL)
+    if ((*body = lp_buf_take(&s.body, len)) == NULL)
         return LP_ENO_MEMORY;
-    *body = s.buf;
-    *len = s.len;
     return LP_OK;
 }

@@ -109,7 +109,9 @@ const char *ldpref_strerror(int code);
  * code is not in the table. Static storage, never NULL. */
 const char *ldpref_error_name(int code);
 
-/* The library version, e.g. "0.1.0". Static storage. */
+/* The library version, "MAJOR.MINOR.PATCH" (e.g. "0.2.0"); MAJOR.MINOR
+ * names the newest symbol version the library exports (LDPREF_0.2). Static
+ * storage. */
 const char *ldpref_version(void);
 
 /* ---------------------------------------------------------------------------
@@ -331,8 +333,10 @@ int ldpref_admin_enrollment_tokens(ldpref_client *c, const char *campaign, int c
 typedef struct ldpref_campaign {
     const char *name; /* borrowed */
     double epsilon_min;
-    double epsilon_max;
-    int allow_infinite;
+    double epsilon_max; /* INFINITY: no upper bound, i.e. every finite epsilon and
+                           unprivatized labels (sent as the largest finite
+                           epsilon_max with allow_infinite true) */
+    int allow_infinite; /* accept unprivatized labels (epsilon infinite) */
     double epsilon_budget;
     double epsilon_default;
 } ldpref_campaign;

@@ -9,6 +9,7 @@
  */
 #include "ledger.h"
 
+#include "buf.h"
 #include "error.h"
 #include "wire.h"
 
@@ -412,16 +413,8 @@ int lpc_ledger_outbox_pending(lpc_ledger *l, const char *server, int64_t **ids, 
     size_t cap = 0;
     int step, rc = LP_OK;
     while ((step = sqlite3_step(st)) == SQLITE_ROW) {
-        if (*n == cap) {
-            size_t ncap = cap ? 2 * cap : 16;
-            int64_t *grown = realloc(*ids, ncap * sizeof **ids);
-            if (grown == NULL) {
-                rc = LP_ENO_MEMORY;
-                break;
-            }
-            *ids = grown;
-            cap = ncap;
-        }
+        if ((rc = lp_array_reserve((void **)ids, &cap, *n, sizeof **ids, 16)) != LP_OK)
+            break;
         (*ids)[(*n)++] = sqlite3_column_int64(st, 0);
     }
     if (rc == LP_OK && step != SQLITE_DONE)

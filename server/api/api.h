@@ -5,7 +5,7 @@
  * bearer token) and produces a response (success status or error code,
  * content type, body or stream). Nothing here knows sockets or
  * libmicrohttpd, so tests and fuzzers call the handlers directly. Error codes
- * are mapped to HTTP statuses by the HTTP layer (server/http.c).
+ * are mapped to HTTP statuses by the HTTP layer (server/http/http.c).
  *
  * Label submissions are asynchronous so that no HTTP worker thread blocks
  * on the group commit: lp_api_begin verifies the signatures in the calling

@@ -1,7 +1,7 @@
 /*
  * config.h — ldpref-server configuration.
  *
- * One table of options (server/config.c) is the single source of truth: it
+ * One table of options (server/cmd/config.c) is the single source of truth: it
  * gives each option's flag name, environment variable (LDPREF_*), type,
  * default, bounds and help text, and feeds --help, validation and defaults.
  * Precedence: built-in defaults < environment < command-line flags.

@@ -1,7 +1,7 @@
 /*
  * train_main.c — ldpref-train: the offline trainer CLI.
  *
- *   ldpref-train fit       --data FILE --loss NAME --out MODEL.json [options]
+ *   ldpref-train fit       --data FILE --out MODEL.json [--loss NAME] [options]
  *   ldpref-train simulate  --out DATA.jsonl --theta-out THETA.json [options]
  *   ldpref-train evaluate  --model MODEL.json (--truth THETA.json | --data FILE)
  *   ldpref-train score     --model MODEL.json --candidates FILE
@@ -11,7 +11,9 @@
  *
  * Each subcommand's options come from one table that also prints --help.
  * Progress lines go to stderr only when it is a terminal (or --progress).
- * Exit status: 0 success, 1 runtime failure, 2 usage error.
+ * Exit status: 0 success, 1 runtime failure, 2 usage error. fit succeeds
+ * whenever it wrote the model, also when the optimizer stopped before its
+ * convergence test (a warning on stderr names the reason; FIT_NOTE).
  */
 #include "dataset.h"
 #include "error.h"
@@ -187,6 +189,14 @@ static int precision_pref(const char *p, int *out)
 
 /* ---- fit -------------------------------------------------------------- */
 
+#define FIT_NOTE                                                                                   \
+    "\nThe loss defaults to square-chipo, as on the server.\n"                                     \
+    "Exit status 0 whenever the model was written. When L-BFGS stops before its gradient\n"        \
+    "test (rounding_error, minimum_step, max_linesearch, max_iterations, ...), the model holds\n"  \
+    "the best point reached and a warning on stderr names the reason and the final |grad|\n"       \
+    "(also with --quiet); the model records it as \"status\". A diverging objective is\n"          \
+    "reported the same way. Exit 1: the data could not be read or the fit failed to run.\n"
+
 typedef struct fit_cli {
     const char *data, *loss, *out, *optimizer, *kernel, *precision, *link;
     double rmax, tau, l2, bound, gtol, lr, beta;
@@ -245,9 +255,24 @@ static int run_fit(const fit_cli *c, lp_dataset *ds, lp_model **out, char *msg, 
     return LP_OK;
 }
 
+/* The warnings of FIT_NOTE, on stderr whatever --quiet says. */
+static void warn_early_stop(const lp_model *m)
+{
+    const lp_fit_result *r = &m->res;
+    if (!isfinite(r->objective))
+        fprintf(stderr, "fit: the objective diverged; use --norm-bound or --l2\n");
+    else if (m->fit.method == LP_OPT_LBFGS && !r->converged)
+        fprintf(stderr,
+                "ldpref-train fit: warning: L-BFGS stopped before its gradient test: %s, "
+                "final |grad| %.3g after %d iterations (--gtol %g); the model holds the best "
+                "point reached\n",
+                r->status, r->grad_norm, r->iterations, m->fit.gtol);
+}
+
 static void fit_cli_init(fit_cli *c)
 {
     memset(c, 0, sizeof *c);
+    c->loss = "square-chipo"; /* the server's default */
     c->precision = "auto";
     c->rmax = 1.0;
     c->tau = 0.5;
@@ -272,7 +297,7 @@ static int cmd_fit(int argc, char **argv)
     const opt t[] = {
         {"data", "FILE", "training data, JSONL (dense, server export, or text pairs)", O_STR,
          &c.data},
-        {"loss", "NAME", "square-chipo|chipo|dpo|rdpo|rr-mle|rr-sgd|ipo", O_STR, &c.loss},
+        {"loss", "NAME", "square-chipo (default)|chipo|dpo|rdpo|rr-mle|rr-sgd|ipo", O_STR, &c.loss},
         {"out", "MODEL.json", "where to write the model", O_STR, &c.out},
         {"rmax", "R", "clip margins at 2R for square-chipo/chipo (default 1)", O_DBL, &c.rmax},
         {"tau", "T", "ipo: target c(eps) zbar/(2T) (default 0.5)", O_DBL, &c.tau},
@@ -296,15 +321,17 @@ static int cmd_fit(int argc, char **argv)
         {"link", "L", "chimix|kl (default: the loss family's)", O_STR, &c.link},
         {"progress", NULL, "progress lines on stderr even when not a terminal", O_FLAG,
          &c.progress},
-        {"quiet", NULL, "no progress and no summary", O_FLAG, &c.quiet},
+        {"quiet", NULL, "no progress and no summary (warnings still shown)", O_FLAG, &c.quiet},
         FEAT_OPTS(c.feat),
         {NULL, NULL, NULL, O_STR, NULL}};
-    const char *syn = "--data FILE --loss NAME --out MODEL.json [options]";
+    const char *syn = "--data FILE --out MODEL.json [--loss NAME] [options]";
     int p = parse_opts(argc, argv, t, "fit", syn);
+    if (p == 1)
+        printf(FIT_NOTE);
     if (p)
         return p == 1 ? 0 : 2;
-    if (!c.data || !c.loss || !c.out) {
-        fprintf(stderr, "ldpref-train fit: --data, --loss and --out are required (see --help)\n");
+    if (!c.data || !c.out) {
+        fprintf(stderr, "ldpref-train fit: --data and --out are required (see --help)\n");
         return 2;
     }
     if (c.quiet)
@@ -347,9 +374,9 @@ static int cmd_fit(int argc, char **argv)
         if (m->res.bound_active)
             fprintf(stderr, "fit: the norm bound is ACTIVE: |theta| = %.6g at B = %g\n",
                     m->res.theta_norm, m->fit.norm_bound);
-        if (!isfinite(m->res.objective))
-            fprintf(stderr, "fit: the objective diverged; use --norm-bound or --l2\n");
     }
+    if (rc == LP_OK)
+        warn_early_stop(m);
     lp_model_free(m);
     lp_dataset_free(ds);
     lp_featurizer_free(fz);
@@ -1027,7 +1054,7 @@ static void usage(FILE *f)
 {
     fprintf(f, "usage: ldpref-train COMMAND [options]   (ldpref-train COMMAND --help)\n\n"
                "commands:\n"
-               "  fit       fit a model: --data FILE --loss NAME --out MODEL.json\n"
+               "  fit       fit a model: --data FILE --out MODEL.json [--loss NAME]\n"
                "  simulate  synthetic Bradley-Terry labels with RR and corruption (research)\n"
                "  evaluate  a model against theta* (simulation) or labelled data\n"
                "  score     rewards and policy probabilities over candidate sets\n"

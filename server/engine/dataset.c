@@ -1,6 +1,7 @@
 /* dataset.c — labelled pair storage and the JSONL loaders. See dataset.h. */
 #include "dataset.h"
 
+#include "buf.h"
 #include "error.h"
 #include "wire.h"
 
@@ -102,11 +103,15 @@ void lp_dataset_free(lp_dataset *ds)
     free(ds);
 }
 
-/* Makes room for one more row (and, for CSR, extra nonzeros). */
+/* Makes room for one more row (and, for CSR, extra nonzeros). The row
+ * arrays share ds->cap, the nonzero arrays ds->nnz_cap (buf.h's doubling
+ * rule); the dense matrix keeps its 64-byte alignment. */
 static int reserve_row(lp_dataset *ds, size_t extra_nnz)
 {
     if (ds->n == ds->cap) {
-        size_t nc = ds->cap ? ds->cap * 2 : 64;
+        size_t nc = lp_grow_cap(ds->cap, ds->n + 1, 64);
+        if (nc == 0)
+            return LP_ENO_MEMORY;
         if (ds->storage == LP_STORE_F32) {
             float *x = aligned_grow(ds->xf, ds->n * ds->d, nc * ds->d, sizeof(float));
             if (x == NULL)
@@ -117,42 +122,21 @@ static int reserve_row(lp_dataset *ds, size_t extra_nnz)
             if (x == NULL)
                 return LP_ENO_MEMORY;
             ds->xd = x;
-        } else {
-            size_t *r = realloc(ds->rowptr, (nc + 1) * sizeof *r);
-            if (r == NULL)
-                return LP_ENO_MEMORY;
-            ds->rowptr = r;
+        } else if (lp_array_resize((void **)&ds->rowptr, nc + 1, sizeof *ds->rowptr) != LP_OK) {
+            return LP_ENO_MEMORY;
         }
-        uint8_t *z = realloc(ds->z, nc);
-        if (z == NULL)
+        if (lp_array_resize((void **)&ds->z, nc, sizeof *ds->z) != LP_OK ||
+            lp_array_resize((void **)&ds->eps, nc, sizeof *ds->eps) != LP_OK ||
+            lp_array_resize((void **)&ds->y, nc, sizeof *ds->y) != LP_OK ||
+            lp_array_resize((void **)&ds->group, nc, sizeof *ds->group) != LP_OK)
             return LP_ENO_MEMORY;
-        ds->z = z;
-        double *e = realloc(ds->eps, nc * sizeof *e);
-        if (e == NULL)
-            return LP_ENO_MEMORY;
-        ds->eps = e;
-        int8_t *y = realloc(ds->y, nc);
-        if (y == NULL)
-            return LP_ENO_MEMORY;
-        ds->y = y;
-        uint64_t *gk = realloc(ds->group, nc * sizeof *gk);
-        if (gk == NULL)
-            return LP_ENO_MEMORY;
-        ds->group = gk;
         ds->cap = nc;
     }
     if (ds->storage == LP_STORE_CSR && ds->nnz + extra_nnz > ds->nnz_cap) {
-        size_t nc = ds->nnz_cap ? ds->nnz_cap : 1024;
-        while (nc < ds->nnz + extra_nnz)
-            nc *= 2;
-        uint32_t *c = realloc(ds->col, nc * sizeof *c);
-        if (c == NULL)
+        size_t nc = lp_grow_cap(ds->nnz_cap, ds->nnz + extra_nnz, 1024);
+        if (nc == 0 || lp_array_resize((void **)&ds->col, nc, sizeof *ds->col) != LP_OK ||
+            lp_array_resize((void **)&ds->val, nc, sizeof *ds->val) != LP_OK)
             return LP_ENO_MEMORY;
-        ds->col = c;
-        double *v = realloc(ds->val, nc * sizeof *v);
-        if (v == NULL)
-            return LP_ENO_MEMORY;
-        ds->val = v;
         ds->nnz_cap = nc;
     }
     return LP_OK;

@@ -1,6 +1,7 @@
 /* featurize.c — signed feature hashing of word n-grams. See featurize.h. */
 #include "featurize.h"
 
+#include "buf.h"
 #include "error.h"
 
 #include <assert.h>
@@ -14,8 +15,6 @@ struct lp_featurizer {
     uint8_t *mark;     /* 1 for indices in touched[] */
     uint32_t *touched; /* indices touched since the last flush */
     size_t ntouched;
-    char *buf; /* token scratch */
-    size_t bufcap;
 };
 
 void lp_sparse_free(lp_sparse *v)
@@ -29,21 +28,15 @@ void lp_sparse_free(lp_sparse *v)
     v->nnz = v->cap = 0;
 }
 
+/* Room for cap entries in v's two parallel arrays (buf.h's doubling rule). */
 static int sparse_reserve(lp_sparse *v, size_t cap)
 {
     if (cap <= v->cap)
         return LP_OK;
-    size_t nc = v->cap ? v->cap : 16;
-    while (nc < cap)
-        nc *= 2;
-    uint32_t *i = realloc(v->idx, nc * sizeof *i);
-    if (i == NULL)
+    size_t nc = lp_grow_cap(v->cap, cap, 16);
+    if (nc == 0 || lp_array_resize((void **)&v->idx, nc, sizeof *v->idx) != LP_OK ||
+        lp_array_resize((void **)&v->val, nc, sizeof *v->val) != LP_OK)
         return LP_ENO_MEMORY;
-    v->idx = i;
-    double *x = realloc(v->val, nc * sizeof *x);
-    if (x == NULL)
-        return LP_ENO_MEMORY;
-    v->val = x;
     v->cap = nc;
     return LP_OK;
 }
@@ -87,7 +80,6 @@ void lp_featurizer_free(lp_featurizer *fz)
     free(fz->acc);
     free(fz->mark);
     free(fz->touched);
-    free(fz->buf);
     free(fz);
 }
 
@@ -140,7 +132,7 @@ static int is_word_byte(unsigned char c)
     return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c >= 0x80;
 }
 
-/* Lower-cases text into fz->buf and splits it into tokens (caller frees *toks). */
+/* Lower-cases text into *copy and splits it into tokens (caller frees *copy and *toks). */
 static int tokenize(lp_featurizer *fz, const char *text, char **copy, tok **toks, size_t *ntok,
                     size_t *nlines)
 {

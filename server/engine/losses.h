@@ -1,6 +1,6 @@
 /*
  * losses.h — the per-label preference losses of ldpref, as functions of the
- * margin m = theta^T (f(x,a1) - f(x,a0)) (DESIGN.md §3).
+ * margin m = theta^T (f(x,a1) - f(x,a0)) (docs/design.md §3.2).
  *
  * Every loss sees the observed (privatized, possibly corrupted) label as
  * zbar = 2z-1 in {-1,+1} and the label's own privacy budget eps (+INFINITY

@@ -1,6 +1,6 @@
 /*
  * policy.h — from implicit rewards r_k = theta^T f(x, a_k) over a
- * candidate set to policy probabilities (DESIGN.md §3 "Output policy").
+ * candidate set to policy probabilities (docs/design.md §3.4).
  *
  * chi-mix link (square-chipo, chipo): pi_k = pi_ref,k phi^{-1}((r_k - lambda)/beta)
  * with phi(u) = u + log u and lambda the unique normaliser, found by

@@ -1,6 +1,6 @@
 /*
  * simulate.h — synthetic Bradley-Terry data with a known theta*, and the
- * label corruption of DESIGN.md §2, for research and tests only. Every
+ * label corruption of docs/design.md §2, for research and tests only. Every
  * draw comes from the seeded project PRNG (prng.h): the same options give
  * the same data. Never used on a real annotator's label.
  *

@@ -1,6 +1,7 @@
 /* study.c — aggregation, claim verdicts and the report of a sweep. See study.h. */
 #include "study.h"
 
+#include "buf.h"
 #include "error.h"
 #include "rr.h"
 #include "wire.h"
@@ -33,16 +34,9 @@ int lp_study_load(const char *path, lp_study **out, char *msg, size_t msglen)
         lineno++;
         if (line[0] == '\n' || line[0] == '\0')
             continue;
-        if (s->n == s->cap) {
-            size_t nc = s->cap ? 2 * s->cap : 256;
-            lp_sweep_row *r = realloc(s->rows, nc * sizeof *r);
-            if (r == NULL) {
-                rc = LP_ENO_MEMORY;
-                break;
-            }
-            s->rows = r;
-            s->cap = nc;
-        }
+        if ((rc = lp_array_reserve((void **)&s->rows, &s->cap, s->n, sizeof *s->rows, 256)) !=
+            LP_OK)
+            break;
         rc = lp_sweep_row_parse(line, &s->rows[s->n], m2, sizeof m2);
         if (rc != LP_OK)
             lp_fail(rc, msg, msglen, "%s line %zu: %s", path, lineno, m2);
@@ -1161,7 +1155,7 @@ int lp_study_report(const lp_study *s, const lp_study_report_opts *o, char *msg,
         fprintf(f, "| %d | %s | **%s** |\n", i + 1, claim_title[i], lp_verdict_name(v[i].level));
     fprintf(f,
             "\n## Set-up\n\n"
-            "- Simulation (`server/learn/simulate.c`): d = %zu features per response, "
+            "- Simulation (`server/research/simulate.c`): d = %zu features per response, "
             "f ~ N(0, I); θ* ~ N(0, I) rescaled to ‖θ*‖ = %.4g (the true margin θ*ᵀ(f₁ − f₀) "
             "has sd %.3g); Bradley–Terry labels y; randomized response at ε "
             "(flip rate q = 1/(1 + e^ε)); Huber corruption at rate α before (CTL) or after "
@@ -1241,7 +1235,7 @@ int lp_study_report(const lp_study *s, const lp_study_report_opts *o, char *msg,
     fprintf(f, "\n## Real data: OASST, 5-fold held-out accuracy\n\n");
     FILE *cv = o->cv_table ? fopen(o->cv_table, "r") : NULL;
     if (cv) {
-        fprintf(f, "`ldpref-train cv --data ../shared/data/oasst-en100/en_100.pairs.jsonl "
+        fprintf(f, "`ldpref-train cv --data tests/data/oasst-en100/en_100.pairs.jsonl "
                    "--seeds 3 --l2 1` (732 human-ranked pairs, 207 prompts; folds split by "
                    "prompt; only the training labels are privatized and corrupted with the "
                    "flip adversary; see docs/training.md for the protocol and its reading):\n\n");

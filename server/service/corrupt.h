@@ -1,10 +1,10 @@
 /*
  * corrupt.h — server-side (LTC) label corruption for experiments
- * (DESIGN.md §2): a deterministic view of the received labels.
+ * (docs/design.md §2.2): a deterministic view of the received labels.
  *
  * A received label is never changed. The corrupted view of label i under
  * settings (alpha, strategy, seed) is computed when a training snapshot is
- * built (or a view is exported): a project PRNG (server/learn/prng.h) is
+ * built (or a view is exported): a project PRNG (server/engine/prng.h) is
  * seeded with seed XOR mix(i), where mix is the splitmix64 finalizer of i;
  * its first draw is the Huber coin Bernoulli(alpha) (exact comparison), its
  * second the fair coin of the `random` strategy. So the view is a pure

@@ -4,7 +4,7 @@
  *
  * One worker thread runs one training run at a time: it builds a snapshot
  * of the labels up to a cut-off (snapshot.h), fits the requested loss
- * (server/learn), stores the model with its settings, metrics and the
+ * (server/engine), stores the model with its settings, metrics and the
  * corruption in force (registry.h), and — unless asked not to — swaps it
  * in as the served model. The worker runs under SCHED_IDLE (and the
  * objective's helper threads inherit it), so training uses only CPU time
@@ -29,8 +29,8 @@
 
 #include <stdint.h>
 
-/* A validated retrain request (docs/protocol.md, "POST /v1/retrain"); the
- * handler layer parses it from JSON. */
+/* A validated retrain request (docs/design.md §3.5; docs/protocol.md); the
+ * handler layer parses it from JSON (server/api/train_request.h). */
 typedef struct lp_train_request {
     lp_loss_spec loss;
     int64_t campaign; /* 0: all */

@@ -14,6 +14,7 @@
 #include "server_proc.h"
 #include "wire.h"
 
+#include <float.h>
 #include <math.h>
 #include <sodium.h>
 #include <sqlite3.h>
@@ -22,7 +23,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#define OASST "../shared/data/oasst-en100/en_100.pairs.jsonl"
+#define OASST "tests/data/oasst-en100/en_100.pairs.jsonl"
 
 static server_proc srv;
 static char env_server[128], env_token[256];
@@ -435,6 +436,116 @@ static void test_export(void)
     CHECK_INT(well_formed, n);
 }
 
+/* Runs the CLI and parses its single JSON output line (NULL on failure);
+ * *rc gets the exit status. */
+static json_t *cli_json(const char *const *argv, int *rc)
+{
+    char *out = NULL;
+    *rc = cli(&out, argv);
+    json_t *j = out ? json_loads(out, JSON_DISABLE_EOF_CHECK, NULL) : NULL;
+    free(out);
+    return j;
+}
+
+/* `admin campaign-create --epsilon-max inf` (documented in --help): no upper
+ * bound, sent as the protocol's largest finite epsilon_max with infinity
+ * allowed. Its annotators' labels with a large finite epsilon (above the
+ * default maximum 10) and with epsilon = infinity (unprivatized) are both
+ * accepted, through the CLI. */
+static void test_unbounded_campaign(ldpref_client *op)
+{
+    /* The library: +inf is the unbounded form; -inf and NaN are refused locally. */
+    ldpref_campaign spec;
+    ldpref_campaign_init(&spec);
+    spec.name = "open-lib";
+    const double bad[] = {-INFINITY, NAN};
+    for (int i = 0; i < 2; i++) {
+        spec.epsilon_max = bad[i];
+        CHECK_ERR(ldpref_admin_campaign_create(op, &spec, NULL), LP_EBAD_EPSILON);
+    }
+    spec.epsilon_max = INFINITY;
+    char *text = NULL;
+    CHECK_ERR(ldpref_admin_campaign_create(op, &spec, &text), LP_OK);
+    json_t *lib = text ? json_loads(text, 0, NULL) : NULL;
+    CHECK(json_is_true(json_object_get(lib, "allow_infinite")));
+    CHECK(json_number_value(json_object_get(lib, "epsilon_max")) == DBL_MAX);
+    CHECK(json_number_value(json_object_get(lib, "epsilon_default")) == 1.0);
+    json_decref(lib);
+    ldpref_free(text);
+
+    const char *create[] = {
+        "ldpref", "admin", "campaign-create", "open", "--epsilon-max", "inf", "--epsilon-default",
+        "inf",    NULL};
+    int rc;
+    json_t *c = cli_json(create, &rc);
+    CHECK_INT(rc, 0);
+    CHECK(json_is_true(json_object_get(c, "allow_infinite")));
+    CHECK(json_number_value(json_object_get(c, "epsilon_max")) == DBL_MAX);
+    CHECK(json_is_null(json_object_get(c, "epsilon_default")));
+    json_decref(c);
+    /* The flags keep their meaning with a finite maximum. */
+    const char *finite[] = {"ldpref", "admin", "campaign-create", "closed", "--epsilon-max",
+                            "20",     NULL};
+    c = cli_json(finite, &rc);
+    CHECK_INT(rc, 0);
+    CHECK(json_is_false(json_object_get(c, "allow_infinite")));
+    CHECK(json_number_value(json_object_get(c, "epsilon_max")) == 20.0);
+    json_decref(c);
+
+    char path[400];
+    snprintf(path, sizeof path, "%s/open.jsonl", srv.dir);
+    FILE *f = fopen(path, "w");
+    for (int i = 0; f && i < 2; i++)
+        fprintf(f, "{\"id\":\"o%d\",\"prompt\":\"q%d\",\"responses\":[\"u%d\",\"v%d\"]}\n", i, i, i,
+                i);
+    if (f)
+        fclose(f);
+    const char *load[] = {"ldpref", "admin", "tasks-load", path, "--campaign", "open", NULL};
+    CHECK_INT(cli(NULL, load), 0);
+
+    /* One annotator per epsilon: a cap of 50, and no cap at all (the local
+     * total cap counts infinity too, so it is lifted as well). */
+    long long labels = server_db_count(&srv, "labels");
+    const char *caps[] = {"50", "inf"};
+    for (int k = 0; k < 2; k++) {
+        const char *tok_cmd[] = {"ldpref", "admin", "enroll-token", "--campaign", "open", NULL};
+        char *out = NULL;
+        CHECK_INT(cli(&out, tok_cmd), 0);
+        char *token = out ? first_token(out) : NULL;
+        free(out);
+        char key[400], keyarg[420], caparg[64], totalarg[64];
+        snprintf(key, sizeof key, "%s/open%d.key", srv.dir, k);
+        snprintf(keyarg, sizeof keyarg, "--key=%s", key);
+        snprintf(caparg, sizeof caparg, "--epsilon-cap=%s", caps[k]);
+        snprintf(totalarg, sizeof totalarg, "--epsilon-total-cap=%s", k ? "inf" : "1000");
+        const char *keygen[] = {"ldpref", keyarg, "keygen", NULL};
+        CHECK_INT(cli(NULL, keygen), 0);
+        const char *enroll[] = {"ldpref", keyarg, "enroll", token ? token : "x", NULL};
+        CHECK_INT(cli(NULL, enroll), 0);
+        free(token);
+        const char *next[] = {"ldpref", keyarg, caparg, "next", NULL};
+        json_t *t = cli_json(next, &rc);
+        CHECK_INT(rc, 0);
+        CHECK(json_is_null(json_object_get(t, "epsilon"))); /* the proposal: infinity */
+        CHECK(json_number_value(json_object_get(t, "epsilon_max")) == DBL_MAX);
+        char id[32];
+        snprintf(id, sizeof id, "%lld",
+                 (long long)json_integer_value(json_object_get(t, "task_id")));
+        json_decref(t);
+        const char *answer[] = {"ldpref", keyarg, caparg, totalarg, "answer", id, "a", NULL};
+        json_t *r = cli_json(answer, &rc);
+        CHECK_INT(rc, 0);
+        const json_t *eps = json_object_get(r, "epsilon");
+        if (k == 0)
+            CHECK(json_number_value(eps) == 50.0);
+        else
+            CHECK(json_is_null(eps));
+        CHECK(json_integer_value(json_object_get(r, "label_id")) > 0);
+        json_decref(r);
+    }
+    CHECK_INT(server_db_count(&srv, "labels"), labels + 2);
+}
+
 int main(void)
 {
     lp_rng_init();
@@ -456,6 +567,7 @@ int main(void)
     test_bad_labels(op);
     test_bad_requests();
     test_export();
+    test_unbounded_campaign(op);
     ldpref_client_close(op);
 
     CHECK_INT(server_stop(&srv), 0); /* graceful SIGTERM exit */

@@ -23,7 +23,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#define OASST "../shared/data/oasst-en100/en_100.pairs.jsonl"
+#define OASST "tests/data/oasst-en100/en_100.pairs.jsonl"
 #define N_INF 1  /* annotators per half answering without privatization */
 #define N_EPS1 2 /* annotators per half at epsilon = 1 */
 

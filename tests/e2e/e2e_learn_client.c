@@ -20,7 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define OASST "../shared/data/oasst-en100/en_100.pairs.jsonl"
+#define OASST "tests/data/oasst-en100/en_100.pairs.jsonl"
 #define PER_ANNOTATOR 150
 
 static server_proc srv;

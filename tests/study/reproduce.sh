@@ -6,9 +6,10 @@
 #   make reproduce QUICK=1   reduced grid -> $BUILD/study-quick/ (never docs/)
 #
 # Steps: `ldpref-train sweep` (simulate, fit, evaluate in-process on JOBS
-# worker threads), `ldpref-train cv` on the OASST pairs (full run only, when
-# the data are present), `ldpref-train report` (tables, verdicts, gnuplot
-# scripts), then gnuplot draws the SVGs. Needs gnuplot (gnuplot-nox).
+# worker threads), `ldpref-train cv` on the OASST pairs (full run only; the
+# pairs ship in tests/data/oasst-en100/), `ldpref-train report` (tables,
+# verdicts, gnuplot scripts), then gnuplot draws the SVGs. Needs gnuplot
+# (gnuplot-nox).
 # Environment: BUILD (default build), QUICK (0/1), OUT (output directory),
 # JOBS (worker threads, default 2), OASST (the pairs file).
 # The same study against live servers is `make reproduce-live`
@@ -18,7 +19,7 @@ cd "$(dirname "$0")/../.."
 BUILD=${BUILD:-build}
 QUICK=${QUICK:-0}
 JOBS=${JOBS:-2}
-OASST=${OASST:-../shared/data/oasst-en100/en_100.pairs.jsonl}
+OASST=${OASST:-tests/data/oasst-en100/en_100.pairs.jsonl}
 TRAIN="$BUILD/ldpref-train"
 
 if [ "$QUICK" = 1 ]; then

@@ -23,7 +23,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#define PAIRS "../shared/data/oasst-en100/en_100.pairs.jsonl"
+#define PAIRS "tests/data/oasst-en100/en_100.pairs.jsonl"
 
 static lp_store *store;
 static lp_api *api;

@@ -1,7 +1,7 @@
 /*
  * test_client_errors.c — the public error surface of libldpref: every code
  * of the one error table has a public name and message, the public numbers
- * equal the table's (also checked at compile time in client/errors.c), and
+ * equal the table's (also checked at compile time in client/lib/errors.c), and
  * unknown codes degrade gracefully.
  */
 #include "ldpref.h"

@@ -1,5 +1,5 @@
 /*
- * test_corrupt.c — the server's LTC corruption view (server/corrupt.h): a
+ * test_corrupt.c — the server's LTC corruption view (server/service/corrupt.h): a
  * pure, seeded function of (settings, label id). Rates are checked over
  * 200,000 label ids against binomial bounds of 5 standard deviations
  * (a false alarm has probability below 1e-6 per check).

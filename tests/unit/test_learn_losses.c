@@ -1,6 +1,6 @@
 /*
  * test_learn_losses.c — the losses against the golden vectors in
- * ../shared/golden (DESIGN.md §3), finite-difference gradient checks of
+ * tests/data/golden (docs/design.md §3.2), finite-difference gradient checks of
  * every loss (near the clip edges, tiny/huge/infinite eps), objective
  * gradients in theta space for every storage and kernel, and the L-BFGS
  * optima against the golden optima.
@@ -32,7 +32,7 @@
 static const char *golden_dir(void)
 {
     const char *g = getenv("LDPREF_GOLDEN");
-    return g ? g : "../shared/golden";
+    return g ? g : "tests/data/golden";
 }
 
 /* data.csv: df_0..df_15, y, z. Builds a float64 dataset with eps = 1. */

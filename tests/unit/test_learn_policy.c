@@ -21,7 +21,7 @@
 
 static void test_golden(void)
 {
-    const char *dir = getenv("LDPREF_GOLDEN") ? getenv("LDPREF_GOLDEN") : "../shared/golden";
+    const char *dir = getenv("LDPREF_GOLDEN") ? getenv("LDPREF_GOLDEN") : "tests/data/golden";
     char path[512];
     snprintf(path, sizeof path, "%s/policy.json", dir);
     json_error_t err;

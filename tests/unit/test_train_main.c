@@ -1,0 +1,186 @@
+/*
+ * test_train_main.c — the real `ldpref-train fit` on data files written
+ * here (fixed seed):
+ * - the loss defaults to square-chipo (the server's default);
+ * - ill-conditioned features (columns at scales 1e6, 1e-6, 1) make L-BFGS
+ *   stop before its gradient test: the fit still exits 0 and writes the
+ *   model, and stderr carries a warning naming the model's recorded status
+ *   and final gradient norm, also under --quiet;
+ * - a well-conditioned fit converges and prints no warning;
+ * - --help states the default loss and the exit rule; a missing --out is a
+ *   usage error (2).
+ */
+#include "check.h"
+#include "error.h"
+#include "server_proc.h"
+
+#include <jansson.h>
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+static char dir[64];
+
+static uint64_t splitmix64(uint64_t *s)
+{
+    uint64_t z = (*s += 0x9E3779B97F4A7C15ull);
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    return z ^ (z >> 31);
+}
+
+/* Uniform in [-1, 1). */
+static double uniform(uint64_t *s)
+{
+    return (double)(splitmix64(s) >> 11) * 0x1.0p-52 - 1.0;
+}
+
+/* 200 dense labels with 3 features at the given column scales; z follows
+ * feature 2 plus noise. */
+static void write_data(const char *path, const double scale[3], uint64_t seed)
+{
+    FILE *f = fopen(path, "w");
+    if (f == NULL)
+        return;
+    for (int i = 0; i < 200; i++) {
+        double x0[3], x1[3];
+        for (int j = 0; j < 3; j++) {
+            x0[j] = uniform(&seed) * scale[j];
+            x1[j] = uniform(&seed) * scale[j];
+        }
+        int z = x1[2] - x0[2] + 0.5 * uniform(&seed) > 0;
+        fprintf(f,
+                "{\"x0\": [%.17g, %.17g, %.17g], \"x1\": [%.17g, %.17g, %.17g], \"z\": %d, "
+                "\"epsilon\": 1.0}\n",
+                x0[0], x0[1], x0[2], x1[0], x1[1], x1[2], z);
+    }
+    fclose(f);
+}
+
+/* Runs ldpref-train with args; stdout and stderr into *out (malloc'd).
+ * Returns the exit status. */
+static int train(const char *args, char **out)
+{
+    char bin[512], cmd[2048];
+    server_bin_path("ldpref-train", bin, sizeof bin);
+    snprintf(cmd, sizeof cmd, "%s %s 2>&1", bin, args);
+    FILE *p = popen(cmd, "r");
+    *out = NULL;
+    if (p == NULL)
+        return -1;
+    size_t cap = 1 << 16, len = 0, got;
+    char *buf = calloc(1, cap);
+    while (buf && len + 1 < cap && (got = fread(buf + len, 1, cap - 1 - len, p)) > 0)
+        len += got;
+    int st = pclose(p);
+    *out = buf;
+    return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+/* The model's loss, status and final gradient norm. */
+static int read_model(const char *path, char *loss, char *status, size_t len, double *grad_norm)
+{
+    json_t *m = json_load_file(path, 0, NULL);
+    const json_t *metrics = json_object_get(m, "metrics");
+    const char *l = json_string_value(json_object_get(m, "loss"));
+    const char *s = json_string_value(json_object_get(metrics, "status"));
+    const json_t *g = json_object_get(metrics, "grad_norm");
+    int ok = l && s && json_is_number(g);
+    if (ok) {
+        snprintf(loss, len, "%s", l);
+        snprintf(status, len, "%s", s);
+        *grad_norm = json_number_value(g);
+    }
+    json_decref(m);
+    return ok ? 0 : -1;
+}
+
+static void test_early_stop(void)
+{
+    char data[128], model[128], args[512], *out = NULL;
+    const double ill[3] = {1e6, 1e-6, 1.0};
+    snprintf(data, sizeof data, "%s/ill.jsonl", dir);
+    snprintf(model, sizeof model, "%s/ill.json", dir);
+    write_data(data, ill, 1);
+
+    for (int quiet = 0; quiet <= 1; quiet++) {
+        unlink(model);
+        snprintf(args, sizeof args, "fit --data %s --out %s --threads 1%s", data, model,
+                 quiet ? " --quiet" : "");
+        CHECK_INT(train(args, &out), 0);
+        char loss[64] = "", status[64] = "", want[160];
+        double g = NAN;
+        CHECK_INT(read_model(model, loss, status, sizeof loss, &g), 0);
+        CHECK_STR(loss, "square-chipo"); /* the default */
+        check_record(strcmp(status, "converged") != 0 && strcmp(status, "already_minimized") != 0,
+                     __FILE__, __LINE__, "ill-conditioned data stops L-BFGS early (status %s)",
+                     status);
+        CHECK(isfinite(g) && g > 0);
+        snprintf(want, sizeof want,
+                 "warning: L-BFGS stopped before its gradient test: %s, "
+                 "final |grad| %.3g",
+                 status, g);
+        check_record(out && strstr(out, want) != NULL, __FILE__, __LINE__,
+                     "quiet=%d: stderr has \"%s\": %s", quiet, want, out ? out : "");
+        /* The summary is the one thing --quiet removes. */
+        CHECK((out && strstr(out, "fit: square-chipo on 200 labels") != NULL) == !quiet);
+        free(out);
+    }
+}
+
+static void test_converged(void)
+{
+    char data[128], model[128], args[512], *out = NULL;
+    const double plain[3] = {1.0, 1.0, 1.0};
+    snprintf(data, sizeof data, "%s/plain.jsonl", dir);
+    snprintf(model, sizeof model, "%s/plain.json", dir);
+    write_data(data, plain, 2);
+    snprintf(args, sizeof args, "fit --data %s --out %s --loss dpo --threads 1", data, model);
+    CHECK_INT(train(args, &out), 0);
+    char loss[64] = "", status[64] = "";
+    double g = NAN;
+    CHECK_INT(read_model(model, loss, status, sizeof loss, &g), 0);
+    CHECK_STR(loss, "dpo");
+    CHECK_STR(status, "converged");
+    check_record(out && strstr(out, "warning") == NULL, __FILE__, __LINE__,
+                 "no warning for a converged fit: %s", out ? out : "");
+    CHECK(out && strstr(out, "status converged") != NULL);
+    free(out);
+}
+
+static void test_usage(void)
+{
+    char *out = NULL;
+    CHECK_INT(train("fit --help", &out), 0);
+    CHECK(out && strstr(out, "square-chipo (default)") != NULL);
+    CHECK(out && strstr(out, "defaults to square-chipo") != NULL);
+    CHECK(out && strstr(out, "Exit status 0 whenever the model was written") != NULL);
+    CHECK(out && strstr(out, "--loss NAME]") != NULL); /* optional in the synopsis */
+    free(out);
+    char args[256];
+    snprintf(args, sizeof args, "fit --data %s/plain.jsonl", dir);
+    CHECK_INT(train(args, &out), 2);
+    CHECK(out && strstr(out, "--data and --out are required") != NULL);
+    free(out);
+}
+
+int main(void)
+{
+    snprintf(dir, sizeof dir, "/tmp/ldpref-train-XXXXXX");
+    if (mkdtemp(dir) == NULL) {
+        check_record(0, __FILE__, __LINE__, "mkdtemp");
+        return check_summary();
+    }
+    test_early_stop();
+    test_converged();
+    test_usage();
+    char cmd[128];
+    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+    if (system(cmd) != 0)
+        check_record(0, __FILE__, __LINE__, "cleanup %s", dir);
+    return check_summary();
+}
