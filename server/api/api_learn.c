@@ -275,8 +275,9 @@ static json_t *summary_field(const json_t *summary, const char *key)
     return v ? json_incref(v) : json_null();
 }
 
-/* A model object: its provenance from the view, link, beta, features,
- * hyper and metrics from the model artifact. */
+/* A model object: its provenance (campaign, cut-off, feature plan,
+ * corruption) from the view; link, beta, hyper and metrics from the model
+ * artifact. */
 static json_t *model_json(const lp_model_view *m, int64_t active, int with_model)
 {
     json_t *summary = artifact_json(m->summary), *corruption = json_array();
@@ -291,9 +292,10 @@ static json_t *model_json(const lp_model_view *m, int64_t active, int with_model
                   summary_field(summary, "link"), "beta", summary_field(summary, "beta"),
                   "campaign", m->campaign ? json_string(m->campaign_name) : json_null(), "cutoff",
                   (json_int_t)m->cutoff, "labels", (json_int_t)m->labels, "features",
-                  summary_field(summary, "features"), "hyper", summary_field(summary, "hyper"),
-                  "corruption", corruption, "metrics", summary_field(summary, "metrics"),
-                  "duration_ms", (json_int_t)m->duration_ms, "active", m->version == active);
+                  lp_model_features_json(m->features == LP_FEATURES_TEXT, &m->text, m->dim),
+                  "hyper", summary_field(summary, "hyper"), "corruption", corruption, "metrics",
+                  summary_field(summary, "metrics"), "duration_ms", (json_int_t)m->duration_ms,
+                  "active", m->version == active);
     json_decref(summary);
     if (o != NULL && with_model)
         json_object_set_new(o, "model", artifact_json(m->model));
