@@ -1,6 +1,6 @@
 -- 001_init.sql — ldpref-server schema, version 1 (PRAGMA user_version = 1).
 --
--- Applied once by server/store.c (embedded there as server/schema_sql.c,
+-- Applied once by server/db/engine.c (embedded as server/db/schema_sql.c,
 -- which tests/unit/test_store.c checks byte-for-byte against this file).
 -- Received labels are append-only: triggers forbid UPDATE and DELETE.
 -- Feature vectors are BLOBs of IEEE-754 binary64 values in host byte order

@@ -5,12 +5,17 @@
  */
 #include "api_internal.h"
 
+#include "annotators.h"
 #include "auth.h"
-#include "retrain.h"
-#include "snapshot.h"
+#include "campaigns.h"
 #include "clock.h"
 #include "error.h"
+#include "label_cursor.h"
+#include "retrain.h"
+#include "snapshot.h"
+#include "stats.h"
 #include "taskfile.h"
+#include "tasks.h"
 #include "wire.h"
 
 #include <ctype.h>
@@ -307,7 +312,7 @@ int lp_api_metrics(lp_api *api, const lp_request *req, lp_response *resp)
 /* ---- export (streamed) ---- */
 
 struct export_stream {
-    lp_export *cur;          /* the received labels, or */
+    lp_label_cursor *cur;    /* the received labels, or */
     lp_view *view;           /* a model's training view (view=corrupted) */
     lp_corruption *settings; /* the view's, owned */
     lp_served *anti;         /* the view's anti model, owned */
@@ -330,7 +335,7 @@ static json_t *features_json(const void *blob, size_t dim)
 /* Formats the next row into es->line; 0 at the end, -1 on error. */
 /* The next row of the model view as an export row (oriented by the view's
  * label); *vr keeps the view's own fields. */
-static int view_row(struct export_stream *es, lp_export_row *r, lp_view_row *vr)
+static int view_row(struct export_stream *es, lp_label_row *r, lp_view_row *vr)
 {
     char msg[LP_MSG_MAX];
     int got = lp_view_next(es->view, vr, msg, sizeof msg);
@@ -338,30 +343,30 @@ static int view_row(struct export_stream *es, lp_export_row *r, lp_view_row *vr)
         fprintf(stderr, "export: %s\n", msg);
     if (got <= 0)
         return got < 0 ? -1 : 0;
-    *r = (lp_export_row){.label_id = vr->label_id,
-                         .task_id = vr->task_id,
-                         .timestamp_ms = vr->timestamp_ms,
-                         .received_ms = vr->received_ms,
-                         .campaign = vr->campaign_name,
-                         .pseudonym = vr->pseudonym,
-                         .prompt = vr->prompt,
-                         .response0 = vr->response0,
-                         .response1 = vr->response1,
-                         .z_task = vr->z_view,
-                         .epsilon = vr->epsilon,
-                         .features0 = vr->blob0,
-                         .features1 = vr->blob1,
-                         .dim = vr->blob_dim};
+    *r = (lp_label_row){.label_id = vr->label_id,
+                        .task_id = vr->task_id,
+                        .timestamp_ms = vr->timestamp_ms,
+                        .received_ms = vr->received_ms,
+                        .campaign = vr->campaign_name,
+                        .pseudonym = vr->pseudonym,
+                        .prompt = vr->prompt,
+                        .response0 = vr->response0,
+                        .response1 = vr->response1,
+                        .z_task = vr->z_view,
+                        .epsilon = vr->epsilon,
+                        .features0 = vr->blob0,
+                        .features1 = vr->blob1,
+                        .dim = vr->blob_dim};
     return 1;
 }
 
 static int export_fill(struct export_stream *es)
 {
-    lp_export_row r;
+    lp_label_row r;
     lp_view_row vr;
-    int got = es->view ? view_row(es, &r, &vr) : lp_store_export_next(es->cur, &r);
+    int got = es->view ? view_row(es, &r, &vr) : lp_label_cursor_next(es->cur, &r);
     if (got <= 0)
-        return got;
+        return got < 0 ? -1 : 0;
     /* chosen/rejected follow the privatized label: z_task = 1 means
      * response 1 was reported preferred */
     const char *chosen = r.z_task ? r.response1 : r.response0;
@@ -428,12 +433,20 @@ static void export_free(void *ctx)
     struct export_stream *es = ctx;
     if (es == NULL)
         return;
-    lp_store_export_close(es->cur);
+    lp_label_cursor_close(es->cur);
     lp_view_close(es->view);
     free(es->settings);
     lp_served_unref(es->anti);
     lp_buf_free(&es->line);
     free(es);
+}
+
+/* The received labels of a campaign (NULL: all). LP_EUNKNOWN_CAMPAIGN. */
+static int export_open(lp_store *s, const char *campaign, lp_label_cursor **out)
+{
+    lp_campaign c = {.id = 0};
+    int rc = campaign != NULL ? lp_store_campaign_by_name(s, campaign, &c) : LP_OK;
+    return rc == LP_OK ? lp_label_cursor_open(s, c.id, 0, out) : rc;
 }
 
 int lp_api_export(lp_api *api, const lp_request *req, lp_response *resp)
@@ -461,8 +474,9 @@ int lp_api_export(lp_api *api, const lp_request *req, lp_response *resp)
         rc = lp_api_model_view(api, v, &spec, &es->settings, &es->anti, msg, sizeof msg);
         if (rc == LP_OK)
             rc = lp_view_open(api->store, &spec, &es->view, NULL, NULL, msg, sizeof msg);
-    } else
-        rc = lp_store_export_open(api->store, lp_api_param(req, "campaign"), &es->cur);
+    } else {
+        rc = export_open(api->store, lp_api_param(req, "campaign"), &es->cur);
+    }
     if (rc != LP_OK) {
         export_free(es);
         return lp_api_error(resp, rc, msg[0] ? msg : NULL);

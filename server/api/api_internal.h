@@ -7,6 +7,7 @@
 
 #include "api.h"
 #include "buf.h"
+#include "labels.h"
 #include "metrics.h"
 
 #include <jansson.h>

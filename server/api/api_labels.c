@@ -9,11 +9,15 @@
  * store's writer inside the commit transaction. The split keeps the order:
  * everything done here precedes everything done there.
  */
+#include "annotators.h"
 #include "api_internal.h"
 
 #include "auth.h"
+#include "campaigns.h"
 #include "clock.h"
 #include "error.h"
+#include "labels.h"
+#include "tasks.h"
 #include "wire.h"
 
 #include <sodium.h>

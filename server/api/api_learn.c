@@ -7,10 +7,12 @@
  */
 #include "api_internal.h"
 
+#include "campaigns.h"
 #include "clock.h"
 #include "error.h"
 #include "retrain.h"
 #include "taskfile.h"
+#include "tasks.h"
 #include "train_request.h"
 #include "wire.h"
 

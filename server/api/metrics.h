@@ -10,7 +10,7 @@
 
 #include "buf.h"
 #include "retrain.h"
-#include "store.h"
+#include "stats.h"
 
 #include <stdint.h>
 

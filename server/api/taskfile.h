@@ -14,7 +14,7 @@
 #ifndef LP_TASKFILE_H
 #define LP_TASKFILE_H
 
-#include "store.h"
+#include "tasks.h"
 
 #include <stddef.h>
 

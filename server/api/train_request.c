@@ -1,6 +1,7 @@
 /* train_request.c — the retrain request on the wire. See train_request.h. */
 #include "train_request.h"
 
+#include "campaigns.h"
 #include "error.h"
 #include "wire.h"
 

@@ -3,6 +3,7 @@
 
 #include "buf.h"
 #include "clock.h"
+#include "db.h"
 #include "error.h"
 
 #include <math.h>
@@ -118,7 +119,7 @@ static int corruption_add_fn(sqlite3 *db, void *ctx)
 int lp_registry_corruption_add(lp_store *s, lp_corruption *c)
 {
     c->created_ms = lp_now_ms();
-    return lp_store_write_call(s, corruption_add_fn, c);
+    return lp_engine_write(s->engine, corruption_add_fn, c, 1, 0);
 }
 
 struct corruption_query {
@@ -147,7 +148,7 @@ static int corruption_current_fn(sqlite3 *db, void *ctx)
 int lp_registry_corruption_current(lp_store *s, int64_t campaign, lp_corruption *out)
 {
     struct corruption_query q = {.campaign = campaign, .one = out};
-    return lp_store_read_call(s, corruption_current_fn, &q);
+    return lp_engine_read(s->engine, corruption_current_fn, &q);
 }
 
 static int corruption_active_fn(sqlite3 *db, void *ctx)
@@ -175,7 +176,7 @@ static int corruption_active_fn(sqlite3 *db, void *ctx)
 int lp_registry_corruption_active(lp_store *s, lp_corruption **out, size_t *n)
 {
     struct corruption_query q = {0};
-    int rc = lp_store_read_call(s, corruption_active_fn, &q);
+    int rc = lp_engine_read(s->engine, corruption_active_fn, &q);
     if (rc != LP_OK) {
         free(q.many);
         q.many = NULL;
@@ -346,7 +347,7 @@ int lp_registry_run_create(lp_store *s, lp_run *r)
 {
     r->created_ms = lp_now_ms();
     r->status = LP_RUN_QUEUED;
-    return lp_store_write_call(s, run_create_fn, r);
+    return lp_engine_write(s->engine, run_create_fn, r, 1, 0);
 }
 
 static int run_update_fn(sqlite3 *db, void *ctx)
@@ -377,7 +378,7 @@ static int run_update_fn(sqlite3 *db, void *ctx)
 
 int lp_registry_run_update(lp_store *s, const lp_run *r)
 {
-    return lp_store_write_call(s, run_update_fn, (void *)r);
+    return lp_engine_write(s->engine, run_update_fn, (void *)r, 1, 0);
 }
 
 struct run_query {
@@ -411,7 +412,7 @@ static int run_query_fn(sqlite3 *db, void *ctx)
 int lp_registry_run_get(lp_store *s, int64_t id, lp_run *out)
 {
     struct run_query q = {.id = id};
-    int rc = id > 0 ? lp_store_read_call(s, run_query_fn, &q) : LP_OK;
+    int rc = id > 0 ? lp_engine_read(s->engine, run_query_fn, &q) : LP_OK;
     if (rc == LP_OK && q.n == 0)
         rc = LP_EUNKNOWN_RUN;
     if (rc == LP_OK)
@@ -423,7 +424,7 @@ int lp_registry_run_get(lp_store *s, int64_t id, lp_run *out)
 int lp_registry_run_list(lp_store *s, size_t limit, lp_run **out, size_t *n)
 {
     struct run_query q = {.limit = limit ? limit : 1};
-    int rc = lp_store_read_call(s, run_query_fn, &q);
+    int rc = lp_engine_read(s->engine, run_query_fn, &q);
     if (rc != LP_OK) {
         free(q.runs);
         q.runs = NULL;
@@ -449,7 +450,7 @@ static int runs_interrupted_fn(sqlite3 *db, void *ctx)
 
 int lp_registry_runs_interrupted(lp_store *s)
 {
-    return lp_store_write_call(s, runs_interrupted_fn, NULL);
+    return lp_engine_write(s->engine, runs_interrupted_fn, NULL, 1, 0);
 }
 
 /* ---- models ---- */
@@ -548,7 +549,7 @@ int lp_registry_model_add(lp_store *s, lp_model_record *m, int activate)
         return LP_EINVALID_ARGUMENT;
     m->created_ms = lp_now_ms();
     struct model_add a = {.m = m, .activate = activate};
-    return lp_store_write_call(s, model_add_fn, &a);
+    return lp_engine_write(s->engine, model_add_fn, &a, 1, 0);
 }
 
 #define MODEL_COLS                                                                                 \
@@ -652,7 +653,7 @@ static void model_query_free(struct model_query *q)
 int lp_registry_model_get(lp_store *s, int64_t version, lp_model_record *out)
 {
     struct model_query q = {.version = version};
-    int rc = version > 0 ? lp_store_read_call(s, model_query_fn, &q) : LP_OK;
+    int rc = version > 0 ? lp_engine_read(s->engine, model_query_fn, &q) : LP_OK;
     if (rc == LP_OK && (q.n == 0 || q.models[0].model == NULL))
         rc = LP_EUNKNOWN_MODEL;
     if (rc != LP_OK) {
@@ -667,7 +668,7 @@ int lp_registry_model_get(lp_store *s, int64_t version, lp_model_record *out)
 int lp_registry_model_list(lp_store *s, lp_model_record **out, size_t *n)
 {
     struct model_query q = {0};
-    int rc = lp_store_read_call(s, model_query_fn, &q);
+    int rc = lp_engine_read(s->engine, model_query_fn, &q);
     if (rc != LP_OK) {
         model_query_free(&q);
         q.models = NULL;
@@ -696,7 +697,7 @@ static int activate_fn(sqlite3 *db, void *ctx)
 
 int lp_registry_activate(lp_store *s, int64_t version)
 {
-    return lp_store_write_call(s, activate_fn, &version);
+    return lp_engine_write(s->engine, activate_fn, &version, 1, 0);
 }
 
 /* Runs a one-integer query ("SELECT x ...", optional ?1 bound to arg). */
@@ -723,7 +724,7 @@ static int scalar_fn(sqlite3 *db, void *ctx)
 int lp_registry_active_version(lp_store *s, int64_t *version)
 {
     struct scalar_query q = {.sql = "SELECT version FROM activations ORDER BY id DESC LIMIT 1"};
-    int rc = lp_store_read_call(s, scalar_fn, &q);
+    int rc = lp_engine_read(s->engine, scalar_fn, &q);
     *version = rc == LP_OK ? q.value : 0;
     return rc;
 }
@@ -735,7 +736,7 @@ int lp_registry_max_label(lp_store *s, int64_t campaign, int64_t *out)
                           "t.id = l.task WHERE t.campaign = ?1"
                         : "SELECT COALESCE(MAX(id), 0) FROM labels",
         .arg = campaign};
-    int rc = lp_store_read_call(s, scalar_fn, &q);
+    int rc = lp_engine_read(s->engine, scalar_fn, &q);
     *out = rc == LP_OK ? q.value : 0;
     return rc;
 }
@@ -764,7 +765,7 @@ static int schedule_set_fn(sqlite3 *db, void *ctx)
 
 int lp_registry_schedule_set(lp_store *s, const lp_schedule *sc)
 {
-    return lp_store_write_call(s, schedule_set_fn, (void *)sc);
+    return lp_engine_write(s->engine, schedule_set_fn, (void *)sc, 1, 0);
 }
 
 static int schedule_get_fn(sqlite3 *db, void *ctx)
@@ -791,7 +792,7 @@ static int schedule_get_fn(sqlite3 *db, void *ctx)
 int lp_registry_schedule_get(lp_store *s, lp_schedule *out)
 {
     memset(out, 0, sizeof *out);
-    int rc = lp_store_read_call(s, schedule_get_fn, out);
+    int rc = lp_engine_read(s->engine, schedule_get_fn, out);
     if (rc != LP_OK)
         memset(out, 0, sizeof *out);
     return rc;
@@ -842,7 +843,7 @@ static int task_features_fn(sqlite3 *db, void *ctx)
 int lp_registry_task_features(lp_store *s, int64_t task, double **f0, double **f1, size_t *dim)
 {
     struct task_features q = {.task = task};
-    int rc = lp_store_read_call(s, task_features_fn, &q);
+    int rc = lp_engine_read(s->engine, task_features_fn, &q);
     if (rc != LP_OK) {
         free(q.f0);
         free(q.f1);

@@ -2,8 +2,8 @@
  * registry.h — the learning records in SQLite (schema/002_learn.sql,
  * schema/003_typed_provenance.sql): training runs and their settings,
  * models with the corruption settings and feature plan they were trained
- * with, activations, corruption settings, the retrain schedule. Writes go
- * through the store's writer (lp_store_write_call), reads through its read
+ * with, activations, corruption settings, the retrain schedule. Writes are
+ * jobs of the storage engine's writer (engine.h), reads through its read
  * pool, so they share the store's durability and never block label ingest
  * for longer than one small transaction.
  *

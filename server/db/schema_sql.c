@@ -10,7 +10,7 @@
 static const char MIGRATION_001[] =
     "-- 001_init.sql — ldpref-server schema, version 1 (PRAGMA user_version = 1).\n"
     "--\n"
-    "-- Applied once by server/store.c (embedded there as server/schema_sql.c,\n"
+    "-- Applied once by server/db/engine.c (embedded as server/db/schema_sql.c,\n"
     "-- which tests/unit/test_store.c checks byte-for-byte against this file).\n"
     "-- Received labels are append-only: triggers forbid UPDATE and DELETE.\n"
     "-- Feature vectors are BLOBs of IEEE-754 binary64 values in host byte order\n"

@@ -1,6 +1,7 @@
 /* auth.c — token minting, hashing and constant-time checks. See auth.h. */
 #include "auth.h"
 
+#include "annotators.h"
 #include "error.h"
 #include "wire.h"
 

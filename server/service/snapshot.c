@@ -1,23 +1,23 @@
-/* snapshot.c — label views and training snapshots. See snapshot.h. */
+/* snapshot.c — label views and training snapshots, read through the label
+ * cursor (server/db/label_cursor.h). See snapshot.h. */
 #include "snapshot.h"
 
 #include "error.h"
+#include "label_cursor.h"
 #include "wire.h"
 
 #include <math.h>
-#include <sqlite3.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 struct lp_view {
-    sqlite3 *db;
-    sqlite3_stmt *st;
-    int in_txn;
+    lp_label_cursor *cur;
     lp_view_spec spec;
     lp_feature_mode mode; /* DENSE or TEXT */
     size_t d;
     int64_t cutoff;
+    int64_t labels;    /* in range */
     lp_featurizer *fz; /* TEXT plan */
     lp_sparse f0, f1;  /* TEXT plan: current row */
     double *x0, *x1;   /* DENSE plan: current row, d each */
@@ -27,45 +27,16 @@ struct lp_view {
     size_t rows;
 };
 
-/* One row of a one-row query. */
-static int query_row(sqlite3 *db, const char *sql, int64_t a, int64_t b, sqlite3_stmt **out)
-{
-    if (sqlite3_prepare_v2(db, sql, -1, out, NULL) != SQLITE_OK)
-        return LP_ESTORAGE;
-    sqlite3_bind_int64(*out, 1, a);
-    sqlite3_bind_int64(*out, 2, b);
-    return sqlite3_step(*out) == SQLITE_ROW ? LP_OK : LP_ESTORAGE;
-}
-
-#define RANGE                                                                                      \
-    "FROM labels l JOIN tasks t ON t.id = l.task WHERE l.id <= ?1 AND (?2 = 0 OR t.campaign = ?2)"
-
-/* Resolves the cut-off and the feature plan inside the read transaction. */
+/* Resolves the feature plan over the cursor's range. */
 static int plan(lp_view *v, char *msg, size_t msglen)
 {
-    sqlite3_stmt *st = NULL;
-    int rc;
-    if (v->cutoff <= 0) {
-        rc = query_row(v->db,
-                       "SELECT COALESCE(MAX(l.id), 0) FROM labels l JOIN tasks t ON t.id = l.task "
-                       "WHERE ?2 = 0 OR t.campaign = ?2",
-                       0, v->spec.campaign, &st);
-        v->cutoff = rc == LP_OK ? sqlite3_column_int64(st, 0) : 0;
-        sqlite3_finalize(st);
-        if (rc != LP_OK)
-            return lp_fail(rc, msg, msglen, "cannot read the newest label");
-    }
-    rc = query_row(v->db,
-                   "SELECT COUNT(*), COALESCE(SUM(t.features0 IS NULL), 0), "
-                   "MIN(length(t.features0)), MAX(length(t.features0)) " RANGE,
-                   v->cutoff, v->spec.campaign, &st);
-    if (rc != LP_OK) {
-        sqlite3_finalize(st);
+    lp_label_summary sum;
+    int rc = lp_label_cursor_summary(v->cur, &sum);
+    if (rc != LP_OK)
         return lp_fail(rc, msg, msglen, "cannot inspect the features");
-    }
-    int64_t count = sqlite3_column_int64(st, 0), nulls = sqlite3_column_int64(st, 1);
-    int64_t lmin = sqlite3_column_int64(st, 2), lmax = sqlite3_column_int64(st, 3);
-    sqlite3_finalize(st);
+    int64_t count = sum.labels, nulls = sum.without_features;
+    int64_t lmin = sum.feature_bytes_min, lmax = sum.feature_bytes_max;
+    v->labels = count;
     int dense_ok =
         count > 0 && nulls == 0 && lmin == lmax && lmin > 0 && lmin % (int64_t)sizeof(double) == 0;
     if (v->spec.features == LP_FEATURES_DENSE && count > 0 && !dense_ok)
@@ -106,34 +77,16 @@ int lp_view_open(lp_store *s, const lp_view_spec *spec, lp_view **out, lp_featur
     if (v == NULL)
         return lp_fail(LP_ENO_MEMORY, msg, msglen, "out of memory");
     v->spec = *spec;
-    v->cutoff = spec->cutoff;
-    int rc = lp_store_reader_open(s, &v->db);
+    int rc = lp_label_cursor_open(s, spec->campaign, spec->cutoff, &v->cur);
     if (rc != LP_OK) {
         lp_view_close(v);
-        return lp_fail(rc, msg, msglen, "cannot open the database");
+        return lp_fail(rc, msg, msglen, "cannot read labels");
     }
-    if (sqlite3_exec(v->db, "BEGIN", NULL, NULL, NULL) != SQLITE_OK) {
-        lp_view_close(v);
-        return lp_fail(LP_ESTORAGE, msg, msglen, "cannot begin a read transaction");
-    }
-    v->in_txn = 1;
+    v->cutoff = lp_label_cursor_cutoff(v->cur);
     if ((rc = plan(v, msg, msglen)) != LP_OK) {
         lp_view_close(v);
         return rc;
     }
-    static const char sql[] =
-        "SELECT l.id, l.task, t.campaign, l.timestamp_ms, l.received_ms, c.name, a.pseudonym, "
-        "t.prompt, t.response0, t.response1, l.z_task, l.epsilon, t.features0, t.features1, "
-        "t.reference_preferred "
-        "FROM labels l JOIN tasks t ON t.id = l.task JOIN annotators a ON a.id = l.annotator "
-        "JOIN campaigns c ON c.id = t.campaign "
-        "WHERE l.id <= ?1 AND (?2 = 0 OR t.campaign = ?2) ORDER BY l.id";
-    if (sqlite3_prepare_v2(v->db, sql, -1, &v->st, NULL) != SQLITE_OK) {
-        lp_view_close(v);
-        return lp_fail(LP_ESTORAGE, msg, msglen, "cannot read labels");
-    }
-    sqlite3_bind_int64(v->st, 1, v->cutoff);
-    sqlite3_bind_int64(v->st, 2, spec->campaign);
     if (mode_out)
         *mode_out = v->mode;
     if (dim_out)
@@ -151,10 +104,7 @@ void lp_view_close(lp_view *v)
 {
     if (v == NULL)
         return;
-    sqlite3_finalize(v->st);
-    if (v->in_txn)
-        sqlite3_exec(v->db, "COMMIT", NULL, NULL, NULL);
-    sqlite3_close(v->db);
+    lp_label_cursor_close(v->cur);
     lp_featurizer_free(v->fz);
     lp_sparse_free(&v->f0);
     lp_sparse_free(&v->f1);
@@ -232,35 +182,28 @@ int lp_view_next(lp_view *v, lp_view_row *row, char *msg, size_t msglen)
         v->spec.pause(v->spec.pause_ctx);
     if (v->spec.cancel != NULL && (v->rows & 1023) == 0 && atomic_load(v->spec.cancel))
         return -LP_ECANCELLED;
-    int step = sqlite3_step(v->st);
-    if (step == SQLITE_DONE)
+    lp_label_row r;
+    int got = lp_label_cursor_next(v->cur, &r);
+    if (got == 0)
         return 0;
-    if (step != SQLITE_ROW)
-        return -lp_fail(LP_ESTORAGE, msg, msglen, "reading labels: %s", sqlite3_errmsg(v->db));
-    sqlite3_stmt *st = v->st;
-    memset(row, 0, sizeof *row);
-    row->label_id = sqlite3_column_int64(st, 0);
-    row->task_id = sqlite3_column_int64(st, 1);
-    row->campaign = sqlite3_column_int64(st, 2);
-    row->timestamp_ms = sqlite3_column_int64(st, 3);
-    row->received_ms = sqlite3_column_int64(st, 4);
-    row->campaign_name = (const char *)sqlite3_column_text(st, 5);
-    row->pseudonym = (const char *)sqlite3_column_text(st, 6);
-    row->prompt = (const char *)sqlite3_column_text(st, 7);
-    row->response0 = (const char *)sqlite3_column_text(st, 8);
-    row->response1 = (const char *)sqlite3_column_text(st, 9);
-    row->z = sqlite3_column_int(st, 10);
-    row->epsilon =
-        sqlite3_column_type(st, 11) == SQLITE_NULL ? INFINITY : sqlite3_column_double(st, 11);
-    row->blob0 = sqlite3_column_blob(st, 12);
-    size_t len0 = (size_t)sqlite3_column_bytes(st, 12);
-    row->blob1 = sqlite3_column_blob(st, 13);
-    size_t len1 = (size_t)sqlite3_column_bytes(st, 13);
-    row->blob_dim = row->blob0 != NULL && len0 == len1 ? len0 / sizeof(double) : 0;
-    if (row->blob_dim == 0)
-        row->blob0 = row->blob1 = NULL;
-    row->reference_preferred =
-        sqlite3_column_type(st, 14) == SQLITE_NULL ? -1 : sqlite3_column_int(st, 14);
+    if (got < 0)
+        return -lp_fail(-got, msg, msglen, "reading labels");
+    *row = (lp_view_row){.label_id = r.label_id,
+                         .task_id = r.task_id,
+                         .campaign = r.campaign_id,
+                         .timestamp_ms = r.timestamp_ms,
+                         .received_ms = r.received_ms,
+                         .campaign_name = r.campaign,
+                         .pseudonym = r.pseudonym,
+                         .prompt = r.prompt,
+                         .response0 = r.response0,
+                         .response1 = r.response1,
+                         .z = r.z_task,
+                         .epsilon = r.epsilon,
+                         .blob0 = r.features0,
+                         .blob1 = r.features1,
+                         .blob_dim = r.dim,
+                         .reference_preferred = r.reference_preferred};
     v->rows++;
 
     int rc = LP_OK;
@@ -333,14 +276,8 @@ int lp_snapshot_build(lp_store *s, const lp_view_spec *spec, lp_snapshot *out, c
     /* Dense data in float64 up to 2^24 values (exact), float32 above (half
      * the memory traffic; accumulation stays double). */
     lp_storage storage = LP_STORE_CSR;
-    if (out->mode == LP_FEATURES_DENSE) {
-        sqlite3_stmt *st = NULL;
-        int64_t n = 0;
-        if (query_row(v->db, "SELECT COUNT(*) " RANGE, out->cutoff, spec->campaign, &st) == LP_OK)
-            n = sqlite3_column_int64(st, 0);
-        sqlite3_finalize(st);
-        storage = (double)n * (double)out->d <= 16777216.0 ? LP_STORE_F64 : LP_STORE_F32;
-    }
+    if (out->mode == LP_FEATURES_DENSE)
+        storage = (double)v->labels * (double)out->d <= 16777216.0 ? LP_STORE_F64 : LP_STORE_F32;
     out->ds = lp_dataset_new(out->d, storage);
     if (out->ds == NULL) {
         lp_view_close(v);

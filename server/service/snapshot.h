@@ -2,9 +2,10 @@
  * snapshot.h — the training data of a run: the received labels up to a
  * cut-off, in their (possibly corrupted) view, as a learner's dataset.
  *
- * A view reads labels in id order on a read-only connection of its own, in
- * one read transaction, so it sees exactly the labels committed when it
- * started (up to the cut-off); ingest goes on meanwhile. Each row carries the
+ * A view reads labels through the label cursor (label_cursor.h): in id
+ * order, in one read transaction of its own, so it sees exactly the labels
+ * committed when it started (up to the cut-off); ingest goes on meanwhile.
+ * The export reads the same cursor. Each row carries the
  * received label in the task's orientation (z = 1: response 1 preferred),
  * the view's label after the corruption settings in force for the task's
  * campaign (corrupt.h), and the features of both responses under the

@@ -9,11 +9,13 @@
  * with that key exercise the whole path down to the writer. The timestamp
  * window is ten years so such files stay fresh; a timestamp of 0 is stale.
  */
+#include "annotators.h"
 #include "api.h"
 #include "auth.h"
 #include "canon.h"
 #include "error.h"
 #include "store.h"
+#include "tasks.h"
 
 #include <sodium.h>
 #include <stdint.h>

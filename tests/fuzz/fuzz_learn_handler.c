@@ -40,6 +40,7 @@
 #include "registry.h"
 #include "retrain.h"
 #include "store.h"
+#include "tasks.h"
 #include "train_request.h"
 
 #include <jansson.h>

@@ -14,6 +14,7 @@
 #include "clock.h"
 #include "error.h"
 #include "store.h"
+#include "tasks.h"
 #include "wire.h"
 
 #include <math.h>

@@ -8,12 +8,16 @@
  * leaves the served one, that the activity callback is consulted and pauses
  * the worker, and that a new learner serves the stored active model.
  */
+#include "annotators.h"
+#include "campaigns.h"
 #include "check.h"
 #include "clock.h"
 #include "error.h"
+#include "labels.h"
 #include "registry.h"
 #include "retrain.h"
 #include "store.h"
+#include "tasks.h"
 #include "train_request.h"
 
 #include <math.h>

@@ -4,11 +4,16 @@
  * budget checks that concurrent submissions cannot both pass, append-only
  * labels, and integrity after all of it.
  */
+#include "annotators.h"
+#include "campaigns.h"
 #include "check.h"
 #include "clock.h"
 #include "error.h"
+#include "labels.h"
 #include "schema_sql.h"
+#include "stats.h"
 #include "store.h"
+#include "tasks.h"
 
 #include <pthread.h>
 #include <sodium.h>

@@ -1,0 +1,391 @@
+/*
+ * annotators.c — the annotators repository and its key cache. See
+ * annotators.h.
+ *
+ * The key cache maps public keys to committed annotator rows. A row read
+ * from the database is inserted only if no revocation committed since the
+ * read began (the generation counter), so the cache never resurrects a
+ * revoked key; a revocation marks the cached entry once it has committed.
+ */
+#include "annotators.h"
+
+#include "buf.h"
+#include "clock.h"
+#include "db.h"
+#include "error.h"
+
+#include <pthread.h>
+#include <sodium.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ------------------------------------------------------------------ */
+/* key cache                                                           */
+
+#define KC_BUCKETS 65536u
+#define KC_MAX 1000000u
+
+struct kc_entry {
+    uint8_t key[LP_KEY_BYTES];
+    lp_annotator a;
+    struct kc_entry *next;
+};
+
+struct lp_keys {
+    pthread_rwlock_t lock;
+    struct kc_entry **bucket;
+    size_t count;
+    uint64_t gen; /* bumped by every revocation */
+};
+
+struct lp_keys *lp_keys_new(void)
+{
+    struct lp_keys *k = calloc(1, sizeof *k);
+    if (k == NULL)
+        return NULL;
+    k->bucket = calloc(KC_BUCKETS, sizeof *k->bucket);
+    if (k->bucket == NULL) {
+        free(k);
+        return NULL;
+    }
+    pthread_rwlock_init(&k->lock, NULL);
+    return k;
+}
+
+void lp_keys_free(struct lp_keys *k)
+{
+    if (k == NULL)
+        return;
+    for (size_t b = 0; b < KC_BUCKETS; b++)
+        for (struct kc_entry *e = k->bucket[b], *n; e != NULL; e = n) {
+            n = e->next;
+            free(e);
+        }
+    free(k->bucket);
+    pthread_rwlock_destroy(&k->lock);
+    free(k);
+}
+
+static uint32_t kc_hash(const uint8_t key[LP_KEY_BYTES])
+{
+    uint32_t h;
+    memcpy(&h, key, sizeof h);
+    return h % KC_BUCKETS;
+}
+
+static int kc_get(struct lp_keys *k, const uint8_t key[LP_KEY_BYTES], lp_annotator *out,
+                  uint64_t *gen)
+{
+    int found = 0;
+    pthread_rwlock_rdlock(&k->lock);
+    for (struct kc_entry *e = k->bucket[kc_hash(key)]; e != NULL; e = e->next)
+        if (memcmp(e->key, key, LP_KEY_BYTES) == 0) {
+            *out = e->a;
+            found = 1;
+            break;
+        }
+    *gen = k->gen;
+    pthread_rwlock_unlock(&k->lock);
+    return found;
+}
+
+/* Inserts a row read from the database unless a revocation happened since
+ * the read started (gen changed): then the row may be stale; skip. */
+static void kc_put(struct lp_keys *k, const uint8_t key[LP_KEY_BYTES], const lp_annotator *a,
+                   uint64_t gen)
+{
+    pthread_rwlock_wrlock(&k->lock);
+    uint32_t h = kc_hash(key);
+    int present = 0;
+    for (struct kc_entry *e = k->bucket[h]; e != NULL && !present; e = e->next)
+        present = memcmp(e->key, key, LP_KEY_BYTES) == 0;
+    if (!present && gen == k->gen && k->count < KC_MAX) {
+        struct kc_entry *e = malloc(sizeof *e);
+        if (e != NULL) {
+            memcpy(e->key, key, LP_KEY_BYTES);
+            e->a = *a;
+            e->next = k->bucket[h];
+            k->bucket[h] = e;
+            k->count++;
+        }
+    }
+    pthread_rwlock_unlock(&k->lock);
+}
+
+static void kc_revoke(struct lp_keys *k, const uint8_t key[LP_KEY_BYTES])
+{
+    pthread_rwlock_wrlock(&k->lock);
+    k->gen++;
+    for (struct kc_entry *e = k->bucket[kc_hash(key)]; e != NULL; e = e->next)
+        if (memcmp(e->key, key, LP_KEY_BYTES) == 0)
+            e->a.revoked = 1;
+    pthread_rwlock_unlock(&k->lock);
+}
+
+/* ------------------------------------------------------------------ */
+/* tokens                                                              */
+
+static const char SQL_OPTOKEN_INSERT[] =
+    "INSERT INTO operator_tokens (hash, created_ms) VALUES (?1, ?2)";
+static const char SQL_OPTOKENS[] = "SELECT hash FROM operator_tokens";
+static const char SQL_ETOKEN_INSERT[] =
+    "INSERT INTO enrollment_tokens (hash, campaign, created_ms) "
+    "VALUES (?1, ?2, ?3)";
+
+struct optoken_job {
+    lp_engine *engine;
+    const uint8_t *hash;
+};
+
+static int optoken_add_fn(sqlite3 *db, void *ctx)
+{
+    struct optoken_job *j = ctx;
+    sqlite3_stmt *st = lp_engine_stmt(j->engine, db, SQL_OPTOKEN_INSERT);
+    if (st == NULL)
+        return LP_ESTORAGE;
+    sqlite3_bind_blob(st, 1, j->hash, LP_HASH_BYTES, SQLITE_STATIC);
+    sqlite3_bind_int64(st, 2, lp_now_ms());
+    if (sqlite3_step(st) != SQLITE_DONE)
+        return lp_engine_fail(db, "operator token insert");
+    sqlite3_reset(st);
+    return LP_OK;
+}
+
+int lp_store_operator_token_add(lp_store *s, const uint8_t hash[LP_HASH_BYTES])
+{
+    struct optoken_job j = {s->engine, hash};
+    return lp_engine_write(s->engine, optoken_add_fn, &j, 1, 0);
+}
+
+struct optokens_query {
+    lp_engine *engine;
+    uint8_t *hashes;
+    size_t n;
+};
+
+static int optokens_fn(sqlite3 *db, void *ctx)
+{
+    struct optokens_query *q = ctx;
+    sqlite3_stmt *st = lp_engine_stmt(q->engine, db, SQL_OPTOKENS);
+    if (st == NULL)
+        return LP_ESTORAGE;
+    int rc = LP_OK, step;
+    size_t cap = 0;
+    while ((step = sqlite3_step(st)) == SQLITE_ROW) {
+        if (sqlite3_column_bytes(st, 0) != LP_HASH_BYTES)
+            continue;
+        if ((rc = lp_array_reserve((void **)&q->hashes, &cap, q->n, LP_HASH_BYTES, 4)) != LP_OK)
+            break;
+        memcpy(q->hashes + q->n * LP_HASH_BYTES, sqlite3_column_blob(st, 0), LP_HASH_BYTES);
+        q->n++;
+    }
+    if (rc == LP_OK && step != SQLITE_DONE)
+        rc = LP_ESTORAGE;
+    sqlite3_reset(st);
+    return rc;
+}
+
+int lp_store_operator_tokens(lp_store *s, uint8_t **out, size_t *n)
+{
+    struct optokens_query q = {.engine = s->engine};
+    int rc = lp_engine_read(s->engine, optokens_fn, &q);
+    if (rc != LP_OK) {
+        free(q.hashes);
+        q.hashes = NULL;
+        q.n = 0;
+    }
+    *out = q.hashes;
+    *n = q.n;
+    return rc;
+}
+
+struct etokens_job {
+    lp_engine *engine;
+    int64_t campaign;
+    const uint8_t *hashes;
+    size_t n;
+};
+
+static int etokens_add_fn(sqlite3 *db, void *ctx)
+{
+    struct etokens_job *j = ctx;
+    for (size_t i = 0; i < j->n; i++) {
+        sqlite3_stmt *st = lp_engine_stmt(j->engine, db, SQL_ETOKEN_INSERT);
+        if (st == NULL)
+            return LP_ESTORAGE;
+        sqlite3_bind_blob(st, 1, j->hashes + i * LP_HASH_BYTES, LP_HASH_BYTES, SQLITE_STATIC);
+        sqlite3_bind_int64(st, 2, j->campaign);
+        sqlite3_bind_int64(st, 3, lp_now_ms());
+        if (sqlite3_step(st) != SQLITE_DONE)
+            return sqlite3_extended_errcode(db) == SQLITE_CONSTRAINT_FOREIGNKEY
+                       ? LP_EUNKNOWN_CAMPAIGN
+                       : lp_engine_fail(db, "enrollment token insert");
+        sqlite3_reset(st);
+    }
+    return LP_OK;
+}
+
+int lp_store_enroll_tokens_add(lp_store *s, int64_t campaign, const uint8_t *hashes, size_t n)
+{
+    struct etokens_job j = {s->engine, campaign, hashes, n};
+    return lp_engine_write(s->engine, etokens_add_fn, &j, n, 0);
+}
+
+/* ------------------------------------------------------------------ */
+/* annotators                                                          */
+
+static const char SQL_BY_KEY[] =
+    "SELECT id, campaign, revoked, pseudonym FROM annotators WHERE public_key = ?1";
+static const char SQL_KEY_ID[] = "SELECT id FROM annotators WHERE public_key = ?1";
+static const char SQL_ETOKEN_GET[] =
+    "SELECT campaign, used_by FROM enrollment_tokens WHERE hash = ?1";
+static const char SQL_ANNOT_INSERT[] =
+    "INSERT INTO annotators (public_key, pseudonym, campaign, enrolled_ms) "
+    "VALUES (?1, ?2, ?3, ?4)";
+static const char SQL_ETOKEN_USE[] = "UPDATE enrollment_tokens SET used_by = ?2 "
+                                     "WHERE hash = ?1 AND used_by IS NULL";
+static const char SQL_REVOKE[] = "UPDATE annotators SET revoked = 1 WHERE public_key = ?1";
+
+struct by_key_query {
+    lp_engine *engine;
+    const uint8_t *key;
+    lp_annotator *out;
+};
+
+static int by_key_fn(sqlite3 *db, void *ctx)
+{
+    struct by_key_query *q = ctx;
+    sqlite3_stmt *st = lp_engine_stmt(q->engine, db, SQL_BY_KEY);
+    if (st == NULL)
+        return LP_ESTORAGE;
+    sqlite3_bind_blob(st, 1, q->key, LP_KEY_BYTES, SQLITE_STATIC);
+    int rc = LP_ESTORAGE, step = sqlite3_step(st);
+    if (step == SQLITE_ROW) {
+        memset(q->out, 0, sizeof *q->out);
+        q->out->id = sqlite3_column_int64(st, 0);
+        q->out->campaign = sqlite3_column_int64(st, 1);
+        q->out->revoked = sqlite3_column_int(st, 2);
+        snprintf(q->out->pseudonym, sizeof q->out->pseudonym, "%s",
+                 (const char *)sqlite3_column_text(st, 3));
+        rc = LP_OK;
+    } else if (step == SQLITE_DONE) {
+        rc = LP_EUNKNOWN_KEY;
+    }
+    sqlite3_reset(st);
+    return rc;
+}
+
+int lp_store_annotator_by_key(lp_store *s, const uint8_t key[LP_KEY_BYTES], lp_annotator *out)
+{
+    uint64_t gen;
+    if (kc_get(s->keys, key, out, &gen))
+        return LP_OK;
+    struct by_key_query q = {s->engine, key, out};
+    int rc = lp_engine_read(s->engine, by_key_fn, &q);
+    if (rc == LP_OK)
+        kc_put(s->keys, key, out, gen);
+    return rc;
+}
+
+struct enroll_job {
+    lp_engine *engine;
+    const uint8_t *key, *token_hash;
+    lp_annotator out;
+};
+
+static int enroll_fn(sqlite3 *db, void *ctx)
+{
+    struct enroll_job *a = ctx;
+    sqlite3_stmt *st = lp_engine_stmt(a->engine, db, SQL_KEY_ID);
+    if (st == NULL)
+        return LP_ESTORAGE;
+    sqlite3_bind_blob(st, 1, a->key, LP_KEY_BYTES, SQLITE_STATIC);
+    int step = sqlite3_step(st);
+    sqlite3_reset(st);
+    if (step == SQLITE_ROW)
+        return LP_EALREADY_ENROLLED;
+    if (step != SQLITE_DONE)
+        return lp_engine_fail(db, "key lookup");
+
+    if ((st = lp_engine_stmt(a->engine, db, SQL_ETOKEN_GET)) == NULL)
+        return LP_ESTORAGE;
+    sqlite3_bind_blob(st, 1, a->token_hash, LP_HASH_BYTES, SQLITE_STATIC);
+    step = sqlite3_step(st);
+    if (step != SQLITE_ROW) {
+        sqlite3_reset(st);
+        return step == SQLITE_DONE ? LP_EBAD_ENROLLMENT_TOKEN : lp_engine_fail(db, "token lookup");
+    }
+    int64_t campaign = sqlite3_column_int64(st, 0);
+    int used = sqlite3_column_type(st, 1) != SQLITE_NULL;
+    sqlite3_reset(st);
+    if (used)
+        return LP_EBAD_ENROLLMENT_TOKEN;
+
+    for (int attempt = 0;; attempt++) {
+        uint8_t rnd[8];
+        randombytes_buf(rnd, sizeof rnd);
+        memcpy(a->out.pseudonym, "ann-", 4);
+        sodium_bin2hex(a->out.pseudonym + 4, sizeof a->out.pseudonym - 4, rnd, sizeof rnd);
+        if ((st = lp_engine_stmt(a->engine, db, SQL_ANNOT_INSERT)) == NULL)
+            return LP_ESTORAGE;
+        sqlite3_bind_blob(st, 1, a->key, LP_KEY_BYTES, SQLITE_STATIC);
+        sqlite3_bind_text(st, 2, a->out.pseudonym, -1, SQLITE_STATIC);
+        sqlite3_bind_int64(st, 3, campaign);
+        sqlite3_bind_int64(st, 4, lp_now_ms());
+        step = sqlite3_step(st);
+        sqlite3_reset(st);
+        if (step == SQLITE_DONE)
+            break;
+        if (attempt >= 3) /* a pseudonym collision is ~2^-64; more is a real error */
+            return lp_engine_fail(db, "annotator insert");
+    }
+    a->out.id = sqlite3_last_insert_rowid(db);
+    a->out.campaign = campaign;
+    a->out.revoked = 0;
+    if ((st = lp_engine_stmt(a->engine, db, SQL_ETOKEN_USE)) == NULL)
+        return LP_ESTORAGE;
+    sqlite3_bind_blob(st, 1, a->token_hash, LP_HASH_BYTES, SQLITE_STATIC);
+    sqlite3_bind_int64(st, 2, a->out.id);
+    if (sqlite3_step(st) != SQLITE_DONE || sqlite3_changes(db) != 1)
+        return lp_engine_fail(db, "token update");
+    sqlite3_reset(st);
+    return LP_OK;
+}
+
+int lp_store_enroll(lp_store *s, const uint8_t key[LP_KEY_BYTES],
+                    const uint8_t token_hash[LP_HASH_BYTES], lp_annotator *out)
+{
+    struct enroll_job j = {.engine = s->engine, .key = key, .token_hash = token_hash};
+    int rc = lp_engine_write(s->engine, enroll_fn, &j, 1, 0);
+    if (rc == LP_OK)
+        *out = j.out;
+    return rc;
+}
+
+struct revoke_job {
+    lp_engine *engine;
+    const uint8_t *key;
+};
+
+static int revoke_fn(sqlite3 *db, void *ctx)
+{
+    struct revoke_job *j = ctx;
+    sqlite3_stmt *st = lp_engine_stmt(j->engine, db, SQL_REVOKE);
+    if (st == NULL)
+        return LP_ESTORAGE;
+    sqlite3_bind_blob(st, 1, j->key, LP_KEY_BYTES, SQLITE_STATIC);
+    if (sqlite3_step(st) != SQLITE_DONE)
+        return lp_engine_fail(db, "revoke");
+    sqlite3_reset(st);
+    return sqlite3_changes(db) == 1 ? LP_OK : LP_EUNKNOWN_KEY;
+}
+
+int lp_store_revoke(lp_store *s, const uint8_t key[LP_KEY_BYTES])
+{
+    struct revoke_job j = {s->engine, key};
+    int rc = lp_engine_write(s->engine, revoke_fn, &j, 1, 0);
+    if (rc == LP_OK)
+        kc_revoke(s->keys, key);
+    return rc;
+}

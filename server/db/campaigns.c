@@ -1,0 +1,153 @@
+/* campaigns.c — the campaigns repository. See campaigns.h. */
+#include "campaigns.h"
+
+#include "buf.h"
+#include "clock.h"
+#include "db.h"
+#include "error.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define CAMPAIGN_COLS                                                                              \
+    "SELECT id, name, epsilon_min, epsilon_max, allow_infinite, epsilon_budget, "                  \
+    "epsilon_default FROM campaigns "
+
+static const char SQL_EXISTS[] = "SELECT 1 FROM campaigns WHERE name = ?1";
+static const char SQL_INSERT[] = "INSERT INTO campaigns (name, epsilon_min, epsilon_max, "
+                                 "allow_infinite, epsilon_budget, epsilon_default, created_ms) "
+                                 "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)";
+static const char SQL_BY_NAME[] = CAMPAIGN_COLS "WHERE name = ?1";
+static const char SQL_BY_ID[] = CAMPAIGN_COLS "WHERE id = ?1";
+static const char SQL_LIST[] = CAMPAIGN_COLS "ORDER BY id";
+
+struct create_job {
+    lp_engine *engine;
+    lp_campaign *c;
+};
+
+static int create_fn(sqlite3 *db, void *ctx)
+{
+    struct create_job *j = ctx;
+    lp_campaign *c = j->c;
+    sqlite3_stmt *st = lp_engine_stmt(j->engine, db, SQL_EXISTS);
+    if (st == NULL)
+        return LP_ESTORAGE;
+    sqlite3_bind_text(st, 1, c->name, -1, SQLITE_STATIC);
+    int step = sqlite3_step(st);
+    sqlite3_reset(st);
+    if (step == SQLITE_ROW)
+        return LP_ECAMPAIGN_EXISTS;
+    if ((st = lp_engine_stmt(j->engine, db, SQL_INSERT)) == NULL)
+        return LP_ESTORAGE;
+    sqlite3_bind_text(st, 1, c->name, -1, SQLITE_STATIC);
+    sqlite3_bind_double(st, 2, c->epsilon_min);
+    sqlite3_bind_double(st, 3, c->epsilon_max);
+    sqlite3_bind_int(st, 4, c->allow_infinite ? 1 : 0);
+    sqlite3_bind_double(st, 5, c->epsilon_budget);
+    sqlite3_bind_double(st, 6, c->epsilon_default);
+    sqlite3_bind_int64(st, 7, lp_now_ms());
+    if (sqlite3_step(st) != SQLITE_DONE)
+        return lp_engine_fail(db, "campaign insert");
+    sqlite3_reset(st);
+    c->id = sqlite3_last_insert_rowid(db);
+    return LP_OK;
+}
+
+int lp_store_campaign_create(lp_store *s, lp_campaign *c)
+{
+    struct create_job j = {s->engine, c};
+    return lp_engine_write(s->engine, create_fn, &j, 1, 0);
+}
+
+static void read_campaign(sqlite3_stmt *st, lp_campaign *c)
+{
+    memset(c, 0, sizeof *c);
+    c->id = sqlite3_column_int64(st, 0);
+    snprintf(c->name, sizeof c->name, "%s", (const char *)sqlite3_column_text(st, 1));
+    c->epsilon_min = sqlite3_column_double(st, 2);
+    c->epsilon_max = sqlite3_column_double(st, 3);
+    c->allow_infinite = sqlite3_column_int(st, 4);
+    c->epsilon_budget = sqlite3_column_double(st, 5);
+    c->epsilon_default = sqlite3_column_double(st, 6);
+}
+
+struct get_query {
+    lp_engine *engine;
+    const char *name; /* or */
+    int64_t id;
+    lp_campaign *out;
+};
+
+static int get_fn(sqlite3 *db, void *ctx)
+{
+    struct get_query *q = ctx;
+    sqlite3_stmt *st = lp_engine_stmt(q->engine, db, q->name ? SQL_BY_NAME : SQL_BY_ID);
+    if (st == NULL)
+        return LP_ESTORAGE;
+    if (q->name)
+        sqlite3_bind_text(st, 1, q->name, -1, SQLITE_STATIC);
+    else
+        sqlite3_bind_int64(st, 1, q->id);
+    int rc = LP_ESTORAGE, step = sqlite3_step(st);
+    if (step == SQLITE_ROW) {
+        read_campaign(st, q->out);
+        rc = LP_OK;
+    } else if (step == SQLITE_DONE) {
+        rc = LP_EUNKNOWN_CAMPAIGN;
+    }
+    sqlite3_reset(st);
+    return rc;
+}
+
+int lp_store_campaign_by_name(lp_store *s, const char *name, lp_campaign *out)
+{
+    struct get_query q = {.engine = s->engine, .name = name, .out = out};
+    return lp_engine_read(s->engine, get_fn, &q);
+}
+
+int lp_store_campaign_by_id(lp_store *s, int64_t id, lp_campaign *out)
+{
+    struct get_query q = {.engine = s->engine, .id = id, .out = out};
+    return lp_engine_read(s->engine, get_fn, &q);
+}
+
+struct list_query {
+    lp_engine *engine;
+    lp_campaign *items;
+    size_t n;
+};
+
+static int list_fn(sqlite3 *db, void *ctx)
+{
+    struct list_query *q = ctx;
+    sqlite3_stmt *st = lp_engine_stmt(q->engine, db, SQL_LIST);
+    if (st == NULL)
+        return LP_ESTORAGE;
+    int rc = LP_OK, step;
+    size_t cap = 0;
+    while ((step = sqlite3_step(st)) == SQLITE_ROW) {
+        if ((rc = lp_array_reserve((void **)&q->items, &cap, q->n, sizeof *q->items, 8)) != LP_OK)
+            break;
+        read_campaign(st, &q->items[q->n++]);
+    }
+    if (rc == LP_OK && step != SQLITE_DONE)
+        rc = LP_ESTORAGE;
+    sqlite3_reset(st);
+    return rc;
+}
+
+int lp_store_campaign_list(lp_store *s, lp_campaign **out, size_t *n)
+{
+    struct list_query q = {.engine = s->engine};
+    int rc = lp_engine_read(s->engine, list_fn, &q);
+    if (rc != LP_OK) {
+        free(q.items);
+        q.items = NULL;
+        q.n = 0;
+    }
+    *out = q.items;
+    *n = q.n;
+    return rc;
+}

@@ -1,0 +1,39 @@
+/*
+ * db.h — what a database handle (lp_store) is made of, for the repositories
+ * (internal to server/db/): the engine and the in-memory state that two
+ * repositories keep beside it.
+ *
+ *   engine  connections, writer, read pool (engine.h)
+ *   keys    annotators.c: the key -> annotator cache of committed rows
+ *   labels  labels.c: the writer's per-transaction annotator copy; it is
+ *           the engine's transaction cache
+ *
+ * store.c builds and frees the three; the repositories only use them.
+ */
+#ifndef LP_DB_H
+#define LP_DB_H
+
+#include "engine.h"
+
+struct lp_keys;
+struct lp_label_writer;
+
+struct lp_store {
+    lp_engine *engine;
+    struct lp_keys *keys;
+    struct lp_label_writer *labels;
+};
+
+/* annotators.c. NULL when out of memory; free accepts NULL. */
+struct lp_keys *lp_keys_new(void);
+void lp_keys_free(struct lp_keys *k);
+
+/* labels.c. The writer's state for label jobs; *cache gets the hooks to
+ * hand to lp_engine_open, and lp_label_writer_attach the engine once open.
+ * NULL when out of memory; free accepts NULL (call it after the engine is
+ * closed). */
+struct lp_label_writer *lp_label_writer_new(lp_txn_cache *cache);
+void lp_label_writer_attach(struct lp_label_writer *w, lp_engine *e);
+void lp_label_writer_free(struct lp_label_writer *w);
+
+#endif

@@ -1,0 +1,103 @@
+/*
+ * engine.h — the SQLite engine under the repositories (internal to server/db/).
+ *
+ * Connections: one writer connection, used only by the writer thread; a pool
+ * of read-only connections; private read-only connections for long reads
+ * (cursors). All run in WAL mode; the writer with sync_full writes through
+ * the walbuf VFS (walbuf.h). Opening creates the file and applies the
+ * migrations (schema_sql.h).
+ *
+ * Writes are jobs: (fn, ctx, items). The writer drains every queued job into
+ * one transaction (group commit: the jobs that queued while the previous
+ * transaction was committing share the next fsync), runs fn(db, ctx) for
+ * each on the writer connection, commits, then completes the jobs. A job
+ * runs inside its own SAVEPOINT, rolled back when fn returns nonzero, so a
+ * failing job leaves the others intact; a job flagged LP_JOB_BARE runs
+ * without one (each of its writes must be a single statement, which leaves
+ * nothing when it fails). When the commit fails, every job of the group gets
+ * LP_ESTORAGE. fn must use only db and must not block.
+ *
+ * The transaction cache: one repository (label ingest) may keep rows in
+ * memory for the length of a group transaction. The engine flushes it (its
+ * writes join the transaction) before every commit and before any job not
+ * flagged LP_JOB_BARE, and clears it after such a job and after a failed
+ * transaction. Bare jobs keep it consistent themselves.
+ *
+ * Thread safety: every function may be called from any thread, except
+ * lp_engine_close (once, when no other call is running); lp_engine_stmt only
+ * on a connection the caller is running on (inside fn).
+ */
+#ifndef LP_ENGINE_H
+#define LP_ENGINE_H
+
+#include "store.h"
+
+#include <sqlite3.h>
+#include <stddef.h>
+
+typedef struct lp_engine lp_engine;
+
+/* Work on one connection: returns LP_OK or an LP_E* code. */
+typedef int (*lp_job_fn)(sqlite3 *db, void *ctx);
+
+/* The transaction cache (see above); both functions run on the writer
+ * thread. flush returns LP_OK or LP_ESTORAGE (the transaction then fails). */
+typedef struct lp_txn_cache {
+    int (*flush)(sqlite3 *db, void *ctx);
+    void (*clear)(void *ctx);
+    void *ctx;
+} lp_txn_cache;
+
+/* Opens the database (creating and migrating as needed) and starts the
+ * writer. cache may be NULL. LP_OK with *out set (lp_engine_close), or
+ * LP_ESTORAGE / LP_ENO_MEMORY with a message in err. */
+int lp_engine_open(const lp_store_opts *opts, const lp_txn_cache *cache, lp_engine **out, char *err,
+                   size_t errlen);
+/* Finishes every queued job, stops the writer, finalizes every cached
+ * statement and closes all connections. Accepts NULL. */
+void lp_engine_close(lp_engine *e);
+
+#define LP_JOB_BARE 1u /* no savepoint; the transaction cache stays */
+
+/* A write job. The caller owns it; the engine uses it from enqueueing until
+ * done is called (asynchronous) or lp_engine_write returns. */
+typedef struct lp_job {
+    lp_job_fn fn;
+    void *ctx;
+    size_t items;   /* for the commit-size statistics */
+    unsigned flags; /* LP_JOB_BARE or 0 */
+    /* asynchronous jobs: called once, from the writer thread, after the
+     * commit (rc set); the job may be freed inside */
+    void (*done)(struct lp_job *j);
+    int rc;              /* out: fn's result, LP_ESTORAGE if the commit failed */
+    struct lp_job *next; /* the engine's */
+} lp_job;
+
+/* Runs fn(db, ctx) as a job and returns its rc once the transaction holding
+ * it has committed (or failed). LP_EUNAVAILABLE when closing. */
+int lp_engine_write(lp_engine *e, lp_job_fn fn, void *ctx, size_t items, unsigned flags);
+/* Enqueues j (fn, ctx, items, flags and done set) and returns at once: LP_OK,
+ * or an error and done is never called. */
+int lp_engine_write_async(lp_engine *e, lp_job *j);
+
+/* Runs fn(db, ctx) on a pooled read-only connection; returns fn's code.
+ * Keep it short: the pool is shared with request handlers. */
+int lp_engine_read(lp_engine *e, lp_job_fn fn, void *ctx);
+
+/* A new read-only connection of its own (for long reads); close it with
+ * sqlite3_close. LP_ESTORAGE on failure (logged). */
+int lp_engine_reader_open(lp_engine *e, sqlite3 **out);
+
+/* The statement for sql on db (the writer's or a pooled connection the
+ * caller is running on), prepared on first use and kept until close, reset
+ * and unbound. sql must have static storage: its address is the key. NULL
+ * on failure (logged). */
+sqlite3_stmt *lp_engine_stmt(lp_engine *e, sqlite3 *db, const char *sql);
+
+/* Logs what failed with db's message; returns LP_ESTORAGE. */
+int lp_engine_fail(sqlite3 *db, const char *what);
+
+/* Writer statistics since open. */
+void lp_engine_stats(lp_engine *e, lp_store_writer_stats *out);
+
+#endif

@@ -1,0 +1,144 @@
+/* label_cursor.c — labels in id order. See label_cursor.h. */
+#include "label_cursor.h"
+
+#include "db.h"
+#include "error.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+struct lp_label_cursor {
+    sqlite3 *db;
+    sqlite3_stmt *rows;
+    int in_txn;
+    int64_t campaign, cutoff;
+};
+
+/* ?1 cut-off, ?2 campaign (0: all) */
+#define RANGE                                                                                      \
+    "FROM labels l JOIN tasks t ON t.id = l.task WHERE l.id <= ?1 AND (?2 = 0 OR t.campaign = ?2)"
+
+static const char SQL_NEWEST[] = "SELECT COALESCE(MAX(l.id), 0) FROM labels l "
+                                 "JOIN tasks t ON t.id = l.task WHERE ?2 = 0 OR t.campaign = ?2";
+static const char SQL_SUMMARY[] = "SELECT COUNT(*), COALESCE(SUM(t.features0 IS NULL), 0), "
+                                  "MIN(length(t.features0)), MAX(length(t.features0)) " RANGE;
+static const char SQL_ROWS[] =
+    "SELECT l.id, l.task, t.campaign, l.timestamp_ms, l.received_ms, c.name, a.pseudonym, "
+    "t.prompt, t.response0, t.response1, l.z_task, l.epsilon, t.features0, t.features1, "
+    "t.reference_preferred "
+    "FROM labels l JOIN tasks t ON t.id = l.task JOIN annotators a ON a.id = l.annotator "
+    "JOIN campaigns c ON c.id = t.campaign "
+    "WHERE l.id <= ?1 AND (?2 = 0 OR t.campaign = ?2) ORDER BY l.id";
+
+/* Prepares sql with the range bound (?1 cut-off, ?2 campaign). */
+static sqlite3_stmt *range_stmt(lp_label_cursor *c, const char *sql)
+{
+    sqlite3_stmt *st = NULL;
+    if (sqlite3_prepare_v2(c->db, sql, -1, &st, NULL) != SQLITE_OK) {
+        lp_engine_fail(c->db, "label cursor");
+        sqlite3_finalize(st);
+        return NULL;
+    }
+    sqlite3_bind_int64(st, 1, c->cutoff);
+    sqlite3_bind_int64(st, 2, c->campaign);
+    return st;
+}
+
+int lp_label_cursor_open(lp_store *s, int64_t campaign, int64_t cutoff, lp_label_cursor **out)
+{
+    *out = NULL;
+    lp_label_cursor *c = calloc(1, sizeof *c);
+    if (c == NULL)
+        return LP_ENO_MEMORY;
+    c->campaign = campaign;
+    c->cutoff = cutoff;
+    int rc = lp_engine_reader_open(s->engine, &c->db);
+    if (rc == LP_OK && sqlite3_exec(c->db, "BEGIN", NULL, NULL, NULL) != SQLITE_OK)
+        rc = lp_engine_fail(c->db, "label cursor: begin");
+    c->in_txn = rc == LP_OK;
+    if (rc == LP_OK && c->cutoff <= 0) {
+        sqlite3_stmt *st = range_stmt(c, SQL_NEWEST);
+        if (st != NULL && sqlite3_step(st) == SQLITE_ROW)
+            c->cutoff = sqlite3_column_int64(st, 0);
+        else
+            rc = lp_engine_fail(c->db, "label cursor: newest label");
+        sqlite3_finalize(st);
+    }
+    if (rc == LP_OK && (c->rows = range_stmt(c, SQL_ROWS)) == NULL)
+        rc = LP_ESTORAGE;
+    if (rc != LP_OK) {
+        lp_label_cursor_close(c);
+        return rc;
+    }
+    *out = c;
+    return LP_OK;
+}
+
+int64_t lp_label_cursor_cutoff(const lp_label_cursor *c)
+{
+    return c->cutoff;
+}
+
+int lp_label_cursor_summary(lp_label_cursor *c, lp_label_summary *out)
+{
+    memset(out, 0, sizeof *out);
+    sqlite3_stmt *st = range_stmt(c, SQL_SUMMARY);
+    int rc = LP_ESTORAGE;
+    if (st != NULL && sqlite3_step(st) == SQLITE_ROW) {
+        out->labels = sqlite3_column_int64(st, 0);
+        out->without_features = sqlite3_column_int64(st, 1);
+        out->feature_bytes_min = sqlite3_column_int64(st, 2);
+        out->feature_bytes_max = sqlite3_column_int64(st, 3);
+        rc = LP_OK;
+    } else if (st != NULL) {
+        lp_engine_fail(c->db, "label cursor: summary");
+    }
+    sqlite3_finalize(st);
+    return rc;
+}
+
+int lp_label_cursor_next(lp_label_cursor *c, lp_label_row *row)
+{
+    sqlite3_stmt *st = c->rows;
+    int step = sqlite3_step(st);
+    if (step == SQLITE_DONE)
+        return 0;
+    if (step != SQLITE_ROW)
+        return -lp_engine_fail(c->db, "reading labels");
+    memset(row, 0, sizeof *row);
+    row->label_id = sqlite3_column_int64(st, 0);
+    row->task_id = sqlite3_column_int64(st, 1);
+    row->campaign_id = sqlite3_column_int64(st, 2);
+    row->timestamp_ms = sqlite3_column_int64(st, 3);
+    row->received_ms = sqlite3_column_int64(st, 4);
+    row->campaign = (const char *)sqlite3_column_text(st, 5);
+    row->pseudonym = (const char *)sqlite3_column_text(st, 6);
+    row->prompt = (const char *)sqlite3_column_text(st, 7);
+    row->response0 = (const char *)sqlite3_column_text(st, 8);
+    row->response1 = (const char *)sqlite3_column_text(st, 9);
+    row->z_task = sqlite3_column_int(st, 10);
+    row->epsilon =
+        sqlite3_column_type(st, 11) == SQLITE_NULL ? INFINITY : sqlite3_column_double(st, 11);
+    int b0 = sqlite3_column_bytes(st, 12), b1 = sqlite3_column_bytes(st, 13);
+    if (b0 > 0 && b0 == b1 && b0 % (int)sizeof(double) == 0) {
+        row->features0 = sqlite3_column_blob(st, 12);
+        row->features1 = sqlite3_column_blob(st, 13);
+        row->dim = (size_t)b0 / sizeof(double);
+    }
+    row->reference_preferred =
+        sqlite3_column_type(st, 14) == SQLITE_NULL ? -1 : sqlite3_column_int(st, 14);
+    return 1;
+}
+
+void lp_label_cursor_close(lp_label_cursor *c)
+{
+    if (c == NULL)
+        return;
+    sqlite3_finalize(c->rows);
+    if (c->in_txn)
+        sqlite3_exec(c->db, "COMMIT", NULL, NULL, NULL);
+    sqlite3_close(c->db);
+    free(c);
+}

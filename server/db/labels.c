@@ -1,0 +1,403 @@
+/*
+ * labels.c — label ingest in the storage writer. See labels.h.
+ *
+ * A label job runs bare (engine.h: LP_JOB_BARE): a label's only write is
+ * its INSERT, and a failed statement leaves nothing, so it needs no
+ * savepoint. The writer's annotator copy (struct lp_label_writer) is the
+ * engine's transaction cache: it equals the annotators rows as the current
+ * transaction sees them.
+ */
+#include "labels.h"
+
+#include "clock.h"
+#include "db.h"
+#include "error.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* The writer's statements, resolved through the engine's statement cache on
+ * first use and kept here: the ingest path does no lookup per label. */
+enum lstmt { L_ANNOT, L_EXISTING, L_ASSIGNED, L_TASK_EXISTS, L_NONCE, L_INSERT, L_SPEND, L_COUNT };
+
+static const char *const LSQL[L_COUNT] = {
+    [L_ANNOT] = "SELECT a.revoked, a.epsilon_spent, a.campaign, c.epsilon_min, c.epsilon_max, "
+                "c.allow_infinite, c.epsilon_budget FROM annotators a "
+                "JOIN campaigns c ON c.id = a.campaign WHERE a.id = ?1",
+    [L_EXISTING] = "SELECT id, z, epsilon, received_ms, signature FROM labels "
+                   "WHERE annotator = ?1 AND task = ?2",
+    [L_ASSIGNED] = "SELECT swapped FROM assignments WHERE annotator = ?1 AND task = ?2",
+    [L_TASK_EXISTS] = "SELECT campaign FROM tasks WHERE id = ?1",
+    [L_NONCE] = "SELECT 1 FROM labels WHERE annotator = ?1 AND nonce = ?2",
+    [L_INSERT] = "INSERT INTO labels (annotator, task, z, z_task, epsilon, nonce, "
+                 "timestamp_ms, signature, received_ms) "
+                 "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
+    [L_SPEND] = "UPDATE annotators SET epsilon_spent = ?2 WHERE id = ?1",
+};
+
+/*
+ * The writer's copy of the annotator rows that label jobs read and write
+ * (revoked flag, epsilon spent, the campaign's epsilon range and budget).
+ * The writer is the only connection that writes annotators, so the copy is
+ * exactly what a SELECT inside the current transaction would return, as long
+ * as: (1) spends are applied to the copy as labels are accepted and written
+ * back (one UPDATE per annotator) before COMMIT — wc_flush, called by the
+ * engine; (2) the copy is dropped after every other kind of job (revocation,
+ * enrollment...) and whenever a transaction does not commit — wc_clear,
+ * called by the engine. It saves one SELECT and one UPDATE per label; the
+ * checks themselves are unchanged and still run in the writer, inside the
+ * commit transaction.
+ */
+#define WC_SLOTS 8192u /* power of two */
+#define WC_MAX (WC_SLOTS / 2)
+
+struct wc_entry {
+    int64_t id; /* 0: empty slot */
+    int revoked, allow_inf, dirty;
+    double spent, eps_min, eps_max, budget;
+};
+
+struct lp_label_writer {
+    lp_engine *engine;
+    sqlite3_stmt *st[L_COUNT]; /* owned by the engine's cache */
+    struct wc_entry slot[WC_SLOTS];
+    uint32_t dirty[WC_MAX]; /* slots whose spent must be written back */
+    size_t n, n_dirty;
+};
+
+/* The statement, reset and unbound; NULL on failure (logged). */
+static sqlite3_stmt *w_stmt(struct lp_label_writer *w, sqlite3 *db, enum lstmt which)
+{
+    sqlite3_stmt *st = w->st[which];
+    if (st == NULL)
+        return w->st[which] = lp_engine_stmt(w->engine, db, LSQL[which]);
+    sqlite3_reset(st);
+    sqlite3_clear_bindings(st);
+    return st;
+}
+
+static uint32_t wc_hash(int64_t id)
+{
+    uint64_t h = (uint64_t)id * 0x9E3779B97F4A7C15ull;
+    return (uint32_t)(h >> 40) & (WC_SLOTS - 1);
+}
+
+static void wc_clear(void *ctx)
+{
+    struct lp_label_writer *w = ctx;
+    memset(w->slot, 0, sizeof w->slot);
+    w->n = w->n_dirty = 0;
+}
+
+/* Writes every pending spend back (inside the current transaction). */
+static int wc_flush(sqlite3 *db, void *ctx)
+{
+    struct lp_label_writer *w = ctx;
+    int rc = LP_OK;
+    for (size_t i = 0; i < w->n_dirty; i++) {
+        struct wc_entry *e = &w->slot[w->dirty[i]];
+        e->dirty = 0;
+        if (rc != LP_OK)
+            continue;
+        sqlite3_stmt *st = w_stmt(w, db, L_SPEND);
+        if (st == NULL) {
+            rc = LP_ESTORAGE;
+            continue;
+        }
+        sqlite3_bind_int64(st, 1, e->id);
+        sqlite3_bind_double(st, 2, e->spent);
+        if (sqlite3_step(st) != SQLITE_DONE || sqlite3_changes(db) != 1)
+            rc = lp_engine_fail(db, "budget update");
+        sqlite3_reset(st);
+    }
+    w->n_dirty = 0;
+    return rc;
+}
+
+struct lp_label_writer *lp_label_writer_new(lp_txn_cache *cache)
+{
+    struct lp_label_writer *w = calloc(1, sizeof *w);
+    if (w != NULL)
+        *cache = (lp_txn_cache){.flush = wc_flush, .clear = wc_clear, .ctx = w};
+    return w;
+}
+
+void lp_label_writer_attach(struct lp_label_writer *w, lp_engine *e)
+{
+    w->engine = e;
+}
+
+void lp_label_writer_free(struct lp_label_writer *w)
+{
+    free(w);
+}
+
+/* The entry for annotator id, read from the database on a miss. *out is
+ * NULL with LP_EUNKNOWN_KEY or a storage error. */
+static int wc_get(struct lp_label_writer *w, sqlite3 *db, int64_t id, struct wc_entry **out)
+{
+    *out = NULL;
+    uint32_t h = wc_hash(id);
+    while (w->slot[h].id != 0) {
+        if (w->slot[h].id == id) {
+            *out = &w->slot[h];
+            return LP_OK;
+        }
+        h = (h + 1) & (WC_SLOTS - 1);
+    }
+    if (w->n >= WC_MAX) { /* full: write back and start over */
+        if (wc_flush(db, w) != LP_OK)
+            return LP_ESTORAGE;
+        wc_clear(w);
+        h = wc_hash(id);
+    }
+    sqlite3_stmt *st = w_stmt(w, db, L_ANNOT);
+    if (st == NULL)
+        return LP_ESTORAGE;
+    sqlite3_bind_int64(st, 1, id);
+    int step = sqlite3_step(st);
+    if (step != SQLITE_ROW) {
+        sqlite3_reset(st);
+        return step == SQLITE_DONE ? LP_EUNKNOWN_KEY : lp_engine_fail(db, "annotator lookup");
+    }
+    struct wc_entry *e = &w->slot[h];
+    e->id = id;
+    e->revoked = sqlite3_column_int(st, 0);
+    e->spent = sqlite3_column_double(st, 1);
+    e->eps_min = sqlite3_column_double(st, 3);
+    e->eps_max = sqlite3_column_double(st, 4);
+    e->allow_inf = sqlite3_column_int(st, 5);
+    e->budget = sqlite3_column_double(st, 6);
+    e->dirty = 0;
+    sqlite3_reset(st);
+    w->n++;
+    *out = e;
+    return LP_OK;
+}
+
+/* The checks of docs/protocol.md that need the database, in their order,
+ * for a label that did not take the fast path of store_label. Returns the
+ * rejection, or LP_OK when the label is an identical resend (receipt
+ * filled). swapped < 0: not assigned. */
+static int label_checks(struct lp_label_writer *w, sqlite3 *db, lp_label_item *it,
+                        const struct wc_entry *a, int swapped, int64_t now)
+{
+    const lp_label_msg *m = &it->msg;
+    /* an existing label for (annotator, task): idempotent resend or conflict */
+    sqlite3_stmt *st = w_stmt(w, db, L_EXISTING);
+    if (st == NULL)
+        return LP_ESTORAGE;
+    sqlite3_bind_int64(st, 1, it->annotator);
+    sqlite3_bind_int64(st, 2, m->task_id);
+    int step = sqlite3_step(st);
+    if (step == SQLITE_ROW) {
+        const void *sig = sqlite3_column_blob(st, 4);
+        int same = sig != NULL && sqlite3_column_bytes(st, 4) == LP_SIG_BYTES &&
+                   memcmp(sig, m->sig, LP_SIG_BYTES) == 0;
+        if (same) {
+            it->existing = 1;
+            it->receipt.label_id = sqlite3_column_int64(st, 0);
+            it->receipt.task_id = m->task_id;
+            it->receipt.z = sqlite3_column_int(st, 1);
+            it->receipt.epsilon =
+                sqlite3_column_type(st, 2) == SQLITE_NULL ? INFINITY : sqlite3_column_double(st, 2);
+            it->receipt.received_ms = sqlite3_column_int64(st, 3);
+        }
+        sqlite3_reset(st);
+        return same ? LP_OK : LP_ECONFLICTING_LABEL;
+    }
+    sqlite3_reset(st);
+    if (step != SQLITE_DONE)
+        return lp_engine_fail(db, "label lookup");
+
+    /* timestamp window */
+    int64_t skew = m->timestamp_ms - now;
+    if (skew > it->window_ms || skew < -it->window_ms)
+        return LP_ESTALE_TIMESTAMP;
+
+    /* task and assignment */
+    if (swapped < 0) {
+        if ((st = w_stmt(w, db, L_TASK_EXISTS)) == NULL)
+            return LP_ESTORAGE;
+        sqlite3_bind_int64(st, 1, m->task_id);
+        step = sqlite3_step(st);
+        sqlite3_reset(st);
+        if (step == SQLITE_ROW)
+            return LP_ENOT_ASSIGNED;
+        if (step == SQLITE_DONE)
+            return LP_EUNKNOWN_TASK;
+        return lp_engine_fail(db, "task lookup");
+    }
+
+    /* nonce */
+    if ((st = w_stmt(w, db, L_NONCE)) == NULL)
+        return LP_ESTORAGE;
+    sqlite3_bind_int64(st, 1, it->annotator);
+    sqlite3_bind_blob(st, 2, m->nonce, LP_NONCE_BYTES, SQLITE_STATIC);
+    step = sqlite3_step(st);
+    sqlite3_reset(st);
+    if (step == SQLITE_ROW)
+        return LP_EREPLAYED_NONCE;
+    if (step != SQLITE_DONE)
+        return lp_engine_fail(db, "nonce lookup");
+
+    /* epsilon range, then budget (basic composition; an allowed infinity
+     * is outside the accounting: such a campaign has opted out of privacy) */
+    int inf = isinf(m->epsilon);
+    if (inf && !a->allow_inf)
+        return LP_EBAD_EPSILON;
+    if (!inf && (m->epsilon < a->eps_min || m->epsilon > a->eps_max))
+        return LP_EEPSILON_OUT_OF_RANGE;
+    if (!inf && a->spent + m->epsilon > a->budget * (1.0 + 1e-12))
+        return LP_EBUDGET_EXCEEDED;
+    /* every check passed, yet the insert failed on a constraint */
+    return lp_engine_fail(db, "label insert");
+}
+
+/*
+ * One label. Fast path: when the label is assigned and passes the checks
+ * that need no lookup (timestamp, epsilon range, budget), insert it at
+ * once; the UNIQUE (annotator, task) and (annotator, nonce) constraints
+ * then prove there was neither an existing label nor a used nonce, so the
+ * outcome is the one the ordered checks would give. Anything else — a
+ * resend, a conflict, a rejection — goes through label_checks, which runs
+ * the checks in protocol order. Nothing is written for a rejected label
+ * (the INSERT is the only write, and a failed statement leaves nothing).
+ */
+static int store_label(struct lp_label_writer *w, sqlite3 *db, lp_label_item *it, int64_t now)
+{
+    const lp_label_msg *m = &it->msg;
+    struct wc_entry *a;
+    int rc = wc_get(w, db, it->annotator, &a);
+    if (rc != LP_OK)
+        return rc;
+    if (a->revoked) /* the authoritative revocation check */
+        return LP_EREVOKED_KEY;
+
+    sqlite3_stmt *st = w_stmt(w, db, L_ASSIGNED);
+    if (st == NULL)
+        return LP_ESTORAGE;
+    sqlite3_bind_int64(st, 1, it->annotator);
+    sqlite3_bind_int64(st, 2, m->task_id);
+    int step = sqlite3_step(st);
+    int swapped = step == SQLITE_ROW ? sqlite3_column_int(st, 0) : -1;
+    sqlite3_reset(st);
+    if (step != SQLITE_ROW && step != SQLITE_DONE)
+        return lp_engine_fail(db, "assignment lookup");
+
+    int inf = isinf(m->epsilon);
+    int64_t skew = m->timestamp_ms - now;
+    int clean = swapped >= 0 && skew <= it->window_ms && skew >= -it->window_ms &&
+                (inf ? a->allow_inf
+                     : m->epsilon >= a->eps_min && m->epsilon <= a->eps_max &&
+                           a->spent + m->epsilon <= a->budget * (1.0 + 1e-12));
+    if (!clean)
+        return label_checks(w, db, it, a, swapped, now);
+
+    if ((st = w_stmt(w, db, L_INSERT)) == NULL)
+        return LP_ESTORAGE;
+    sqlite3_bind_int64(st, 1, it->annotator);
+    sqlite3_bind_int64(st, 2, m->task_id);
+    sqlite3_bind_int(st, 3, m->z);
+    sqlite3_bind_int(st, 4, swapped ? 1 - m->z : m->z);
+    if (inf)
+        sqlite3_bind_null(st, 5);
+    else
+        sqlite3_bind_double(st, 5, m->epsilon);
+    sqlite3_bind_blob(st, 6, m->nonce, LP_NONCE_BYTES, SQLITE_STATIC);
+    sqlite3_bind_int64(st, 7, m->timestamp_ms);
+    sqlite3_bind_blob(st, 8, m->sig, LP_SIG_BYTES, SQLITE_STATIC);
+    sqlite3_bind_int64(st, 9, now);
+    step = sqlite3_step(st);
+    sqlite3_reset(st);
+    if (step != SQLITE_DONE) {
+        if ((sqlite3_extended_errcode(db) & 0xff) != SQLITE_CONSTRAINT ||
+            sqlite3_get_autocommit(db))
+            return lp_engine_fail(db, "label insert");
+        return label_checks(w, db, it, a, swapped, now);
+    }
+    it->receipt.label_id = sqlite3_last_insert_rowid(db);
+    it->receipt.task_id = m->task_id;
+    it->receipt.z = m->z;
+    it->receipt.epsilon = m->epsilon;
+    it->receipt.received_ms = now;
+    it->existing = 0;
+    if (!inf) {
+        a->spent += m->epsilon;
+        if (!a->dirty) {
+            a->dirty = 1;
+            w->dirty[w->n_dirty++] = (uint32_t)(a - w->slot);
+        }
+    }
+    return LP_OK;
+}
+
+/* A label job: the engine's job first, so that done gets the whole. */
+struct labels_job {
+    lp_job job;
+    struct lp_label_writer *w;
+    lp_label_item *items;
+    size_t n;
+    void (*user_done)(void *ctx);
+    void *user_ctx;
+};
+
+static int labels_fn(sqlite3 *db, void *ctx)
+{
+    struct labels_job *lj = ctx;
+    int64_t now = lp_now_ms();
+    for (size_t i = 0; i < lj->n; i++) {
+        lj->items[i].existing = 0;
+        lj->items[i].rc = store_label(lj->w, db, &lj->items[i], now);
+    }
+    return LP_OK; /* the results are per item */
+}
+
+/* After a failed commit nothing of the group is stored: every result that
+ * claimed success becomes a storage error. */
+static void fail_items(lp_label_item *items, size_t n, int job_rc)
+{
+    if (job_rc != LP_ESTORAGE)
+        return;
+    for (size_t i = 0; i < n; i++)
+        if (items[i].rc == LP_OK)
+            items[i].rc = LP_ESTORAGE;
+}
+
+int lp_store_labels_submit(lp_store *s, lp_label_item *items, size_t n)
+{
+    struct labels_job lj = {.w = s->labels, .items = items, .n = n};
+    int rc = lp_engine_write(s->engine, labels_fn, &lj, n, LP_JOB_BARE);
+    fail_items(items, n, rc);
+    return rc;
+}
+
+static void async_done(lp_job *j)
+{
+    struct labels_job *lj = (struct labels_job *)j;
+    fail_items(lj->items, lj->n, j->rc);
+    void (*done)(void *) = lj->user_done;
+    void *ctx = lj->user_ctx;
+    free(lj);
+    done(ctx);
+}
+
+int lp_store_labels_submit_async(lp_store *s, lp_label_item *items, size_t n,
+                                 void (*done)(void *ctx), void *ctx)
+{
+    struct labels_job *lj = calloc(1, sizeof *lj);
+    if (lj == NULL)
+        return LP_ENO_MEMORY;
+    *lj = (struct labels_job){
+        .job = {.fn = labels_fn, .ctx = lj, .items = n, .flags = LP_JOB_BARE, .done = async_done},
+        .w = s->labels,
+        .items = items,
+        .n = n,
+        .user_done = done,
+        .user_ctx = ctx};
+    int rc = lp_engine_write_async(s->engine, &lj->job);
+    if (rc != LP_OK)
+        free(lj);
+    return rc;
+}

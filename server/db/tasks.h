@@ -1,0 +1,46 @@
+/*
+ * tasks.h — the tasks repository: comparison tasks (a prompt, two
+ * responses, optional feature vectors and reference preference) and their
+ * assignment to annotators, each with a presentation order.
+ */
+#ifndef LP_TASKS_H
+#define LP_TASKS_H
+
+#include "store.h"
+
+#include <stddef.h>
+#include <stdint.h>
+
+typedef struct lp_task_in {
+    const char *source_id, *prompt, *response0, *response1; /* borrowed */
+    int reference_preferred;                                /* 0, 1, or -1 unknown */
+    const double *features0, *features1;                    /* NULL or dim values */
+    size_t dim;
+} lp_task_in;
+
+/* Inserts tasks atomically; rows whose (campaign, source_id) exists are
+ * skipped. first/last are the ids of the first and last inserted (0 if none).
+ * LP_EUNKNOWN_CAMPAIGN. */
+int lp_store_tasks_load(lp_store *s, int64_t campaign, const lp_task_in *tasks, size_t n,
+                        size_t *loaded, size_t *skipped, int64_t *first, int64_t *last);
+
+typedef struct lp_task {
+    int64_t id, campaign;
+    char *prompt, *response0, *response1; /* owned; lp_task_clear frees */
+} lp_task;
+int lp_store_task_get(lp_store *s, int64_t id, lp_task *out); /* LP_EUNKNOWN_TASK */
+/* Frees the strings; accepts NULL. */
+void lp_task_clear(lp_task *t);
+
+typedef struct lp_assignment {
+    int64_t task_id;
+    int swapped;
+} lp_assignment;
+
+/* Pending assignments of the annotator first (in assignment order), then new
+ * ones (presentation order drawn from the CSPRNG), up to count in total;
+ * out must hold count entries. LP_ENO_TASK if none; LP_EREVOKED_KEY,
+ * LP_EUNKNOWN_KEY. */
+int lp_store_assign(lp_store *s, int64_t annotator, uint32_t count, lp_assignment *out, size_t *n);
+
+#endif

@@ -1,0 +1,331 @@
+/*
+ * test_engine.c — the storage engine's job API on a real file: synchronous
+ * jobs from many threads each get their own result; a group of queued jobs
+ * commits together; a failing job rolls back only itself; asynchronous
+ * completion runs once per job; a failed commit fails the whole group; the
+ * transaction cache is flushed before every commit; reads see commits; the
+ * statement cache; everything is there after a reopen.
+ */
+#include "check.h"
+#include "engine.h"
+#include "error.h"
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#define THREADS 8
+#define PER_THREAD 60
+#define QUEUED 100
+
+static char dir[] = "/tmp/ldpref-test-engine-XXXXXX";
+static char path[256];
+static lp_engine *e;
+
+/* ---- jobs ---- */
+
+static const char SQL_INSERT[] = "INSERT INTO t (k, v) VALUES (?1, ?2)";
+static const char SQL_GET[] = "SELECT v FROM t WHERE k = ?1";
+
+static int create_fn(sqlite3 *db, void *ctx)
+{
+    return sqlite3_exec(db,
+                        "CREATE TABLE IF NOT EXISTS t (k INTEGER PRIMARY KEY, "
+                        "v INTEGER NOT NULL CHECK (v >= 0))",
+                        NULL, NULL, NULL) == SQLITE_OK
+               ? LP_OK
+               : LP_ESTORAGE;
+}
+
+/* Inserts (k, v); then fails with the code the key asks for: keys that are
+ * multiples of 7 answer LP_EINVALID_ARGUMENT (after their insert), keys that
+ * are multiples of 11 insert a negative value (a constraint failure). */
+static int expected_rc(int64_t k)
+{
+    if (k % 7 == 0)
+        return LP_EINVALID_ARGUMENT;
+    if (k % 11 == 0)
+        return LP_ESTORAGE;
+    return LP_OK;
+}
+
+static int insert_fn(sqlite3 *db, void *ctx)
+{
+    int64_t k = *(int64_t *)ctx;
+    sqlite3_stmt *st = lp_engine_stmt(e, db, SQL_INSERT);
+    if (st == NULL)
+        return LP_ESTORAGE;
+    sqlite3_bind_int64(st, 1, k);
+    sqlite3_bind_int64(st, 2, k % 11 == 0 && k % 7 != 0 ? -1 : k * 10);
+    int step = sqlite3_step(st);
+    sqlite3_reset(st);
+    if (step != SQLITE_DONE)
+        return LP_ESTORAGE;
+    return k % 7 == 0 ? LP_EINVALID_ARGUMENT : LP_OK;
+}
+
+struct get_query {
+    int64_t k, v;
+};
+
+static int get_fn(sqlite3 *db, void *ctx)
+{
+    struct get_query *q = ctx;
+    sqlite3_stmt *st = lp_engine_stmt(e, db, SQL_GET);
+    if (st == NULL)
+        return LP_ESTORAGE;
+    sqlite3_bind_int64(st, 1, q->k);
+    int step = sqlite3_step(st);
+    q->v = step == SQLITE_ROW ? sqlite3_column_int64(st, 0) : -1;
+    sqlite3_reset(st);
+    return step == SQLITE_ROW ? LP_OK : step == SQLITE_DONE ? LP_ENOT_FOUND : LP_ESTORAGE;
+}
+
+static int64_t value_of(int64_t k)
+{
+    struct get_query q = {.k = k};
+    int rc = lp_engine_read(e, get_fn, &q);
+    return rc == LP_OK ? q.v : -rc;
+}
+
+/* ---- the transaction cache ---- */
+
+static atomic_int flushes, clears, flush_fails;
+
+static int cache_flush(sqlite3 *db, void *ctx)
+{
+    atomic_fetch_add(&flushes, 1);
+    return atomic_load(&flush_fails) ? LP_ESTORAGE : LP_OK;
+}
+
+static void cache_clear(void *ctx)
+{
+    atomic_fetch_add(&clears, 1);
+}
+
+/* ---- many threads, synchronous jobs ---- */
+
+struct worker {
+    int first;
+    int wrong;
+};
+
+static void *worker_main(void *arg)
+{
+    struct worker *w = arg;
+    for (int i = 0; i < PER_THREAD; i++) {
+        int64_t k = w->first + i;
+        int rc = lp_engine_write(e, insert_fn, &k, 1, 0);
+        w->wrong += rc != expected_rc(k);
+    }
+    return NULL;
+}
+
+static void test_threads(void)
+{
+    struct worker w[THREADS];
+    pthread_t th[THREADS];
+    lp_store_writer_stats before, after;
+    lp_engine_stats(e, &before);
+    for (int t = 0; t < THREADS; t++) {
+        w[t] = (struct worker){.first = 1 + t * PER_THREAD};
+        pthread_create(&th[t], NULL, worker_main, &w[t]);
+    }
+    int wrong = 0;
+    for (int t = 0; t < THREADS; t++) {
+        pthread_join(th[t], NULL);
+        wrong += w[t].wrong;
+    }
+    lp_engine_stats(e, &after);
+    CHECK_INT(wrong, 0); /* each job got its own result */
+    CHECK_INT(after.items - before.items, THREADS * PER_THREAD);
+    CHECK(after.commits - before.commits <= (uint64_t)(THREADS * PER_THREAD));
+    int present = 0, right = 1;
+    for (int64_t k = 1; k <= THREADS * PER_THREAD; k++) {
+        int64_t v = value_of(k);
+        if (expected_rc(k) == LP_OK) {
+            present += v == k * 10;
+            right &= v == k * 10;
+        } else {
+            right &= v == -LP_ENOT_FOUND; /* rolled back, and only that job */
+        }
+    }
+    int ok = 0;
+    for (int64_t k = 1; k <= THREADS * PER_THREAD; k++)
+        ok += expected_rc(k) == LP_OK;
+    CHECK_INT(present, ok);
+    CHECK(right);
+}
+
+/* ---- one group of queued asynchronous jobs ---- */
+
+static atomic_int gate_entered, gate_open;
+
+static int gate_fn(sqlite3 *db, void *ctx)
+{
+    atomic_store(&gate_entered, 1);
+    while (!atomic_load(&gate_open)) {
+        struct timespec ts = {0, 1000000};
+        nanosleep(&ts, NULL);
+    }
+    return LP_OK;
+}
+
+struct async_job {
+    lp_job job; /* first: done gets &job */
+    int64_t k;
+    atomic_int calls;
+    int rc;
+};
+
+static atomic_int done_total;
+
+static void async_done(lp_job *j)
+{
+    struct async_job *a = (struct async_job *)j;
+    a->rc = j->rc;
+    atomic_fetch_add(&a->calls, 1);
+    atomic_fetch_add(&done_total, 1);
+}
+
+static void test_group(void)
+{
+    static struct async_job jobs[QUEUED];
+    lp_store_writer_stats before, after;
+    lp_engine_stats(e, &before);
+    int flushes_before = atomic_load(&flushes);
+
+    /* the writer is held inside a job while QUEUED jobs queue up */
+    lp_job gate = {.fn = gate_fn, .items = 1, .done = async_done};
+    struct async_job gate_job = {.job = gate};
+    CHECK_INT(lp_engine_write_async(e, &gate_job.job), LP_OK);
+    while (!atomic_load(&gate_entered)) {
+        struct timespec ts = {0, 1000000};
+        nanosleep(&ts, NULL);
+    }
+    for (int i = 0; i < QUEUED; i++) {
+        jobs[i].k = 10000 + i;
+        jobs[i].job = (lp_job){.fn = insert_fn, .ctx = &jobs[i].k, .items = 1, .done = async_done};
+        CHECK_INT(lp_engine_write_async(e, &jobs[i].job), LP_OK);
+    }
+    atomic_store(&gate_open, 1);
+    while (atomic_load(&done_total) < QUEUED + 1) {
+        struct timespec ts = {0, 1000000};
+        nanosleep(&ts, NULL);
+    }
+    usleep(20000); /* a second completion would show up now */
+    lp_engine_stats(e, &after);
+
+    CHECK_INT(atomic_load(&done_total), QUEUED + 1);
+    CHECK_INT(atomic_load(&gate_job.calls), 1);
+    int once = 1, rcs = 1, rows = 1;
+    for (int i = 0; i < QUEUED; i++) {
+        once &= atomic_load(&jobs[i].calls) == 1;
+        rcs &= jobs[i].rc == expected_rc(jobs[i].k);
+        int64_t v = value_of(jobs[i].k);
+        rows &= expected_rc(jobs[i].k) == LP_OK ? v == jobs[i].k * 10 : v == -LP_ENOT_FOUND;
+    }
+    CHECK(once);
+    CHECK(rcs);
+    CHECK(rows);
+    /* two transactions: the gate alone, then every queued job together */
+    CHECK_INT(after.commits - before.commits, 2);
+    CHECK_INT(after.items - before.items, QUEUED + 1);
+    CHECK_INT(after.hist[7] - before.hist[7], 1);       /* 64 < 100 <= 128 */
+    CHECK(atomic_load(&flushes) - flushes_before >= 2); /* before each commit */
+}
+
+/* ---- a failed commit fails the whole group ---- */
+
+static void test_failed_commit(void)
+{
+    int clears_before = atomic_load(&clears);
+    atomic_store(&flush_fails, 1);
+    int64_t k = 20001;
+    CHECK_INT(lp_engine_write(e, insert_fn, &k, 1, 0), LP_ESTORAGE);
+    int64_t kb = 20002;
+    CHECK_INT(lp_engine_write(e, insert_fn, &kb, 1, LP_JOB_BARE), LP_ESTORAGE);
+    atomic_store(&flush_fails, 0);
+    CHECK_INT(value_of(20001), -LP_ENOT_FOUND);
+    CHECK_INT(value_of(20002), -LP_ENOT_FOUND);
+    CHECK(atomic_load(&clears) > clears_before); /* the cache was dropped */
+
+    /* and the engine goes on */
+    CHECK_INT(lp_engine_write(e, insert_fn, &k, 1, 0), LP_OK);
+    CHECK_INT(value_of(20001), 200010);
+    /* a bare job has no savepoint: its own successful writes stay even
+     * when it reports an error */
+    int64_t k7 = 20006; /* a multiple of 7 */
+    int clears_bare = atomic_load(&clears);
+    CHECK_INT(lp_engine_write(e, insert_fn, &k7, 1, LP_JOB_BARE), LP_EINVALID_ARGUMENT);
+    CHECK_INT(value_of(20006), 200060);
+    CHECK_INT(atomic_load(&clears), clears_bare); /* the cache stays for bare jobs */
+}
+
+/* ---- the statement cache ---- */
+
+struct stmt_probe {
+    sqlite3_stmt *a, *b, *c;
+};
+
+static int stmt_fn(sqlite3 *db, void *ctx)
+{
+    struct stmt_probe *p = ctx;
+    p->a = lp_engine_stmt(e, db, SQL_GET);
+    p->b = lp_engine_stmt(e, db, SQL_GET);
+    p->c = lp_engine_stmt(e, db, "SELECT nonsense FROM nowhere");
+    return LP_OK;
+}
+
+static void test_stmt_cache(void)
+{
+    struct stmt_probe p = {0};
+    CHECK_INT(lp_engine_write(e, stmt_fn, &p, 1, 0), LP_OK);
+    CHECK(p.a != NULL && p.a == p.b); /* prepared once per connection */
+    CHECK(p.c == NULL);               /* a bad statement is an error, not a crash */
+    struct stmt_probe r = {0};
+    CHECK_INT(lp_engine_read(e, stmt_fn, &r), LP_OK);
+    CHECK(r.a != NULL && r.a == r.b && r.a != p.a); /* each connection its own */
+}
+
+int main(void)
+{
+    char err[256];
+    if (mkdtemp(dir) == NULL)
+        return 1;
+    snprintf(path, sizeof path, "%s/e.db", dir);
+    lp_store_opts o = {.path = path, .sync_full = 1, .read_conns = 1};
+    lp_txn_cache cache = {.flush = cache_flush, .clear = cache_clear};
+    CHECK_INT(lp_engine_open(&o, &cache, &e, err, sizeof err), LP_OK);
+    CHECK_INT(lp_engine_write(e, create_fn, NULL, 1, 0), LP_OK);
+
+    test_threads();
+    test_group();
+    test_failed_commit();
+    test_stmt_cache();
+
+    lp_engine_close(e);
+    CHECK_INT(lp_engine_open(&o, NULL, &e, err, sizeof err), LP_OK);
+    CHECK_INT(value_of(PER_THREAD + 1), (PER_THREAD + 1) * 10); /* durable */
+    CHECK_INT(value_of(10001), 100010);
+    CHECK_INT(value_of(10003), -LP_ENOT_FOUND); /* 7 x 1429 */
+    lp_engine_close(e);
+    lp_engine_close(NULL);
+
+    char bad[300];
+    snprintf(bad, sizeof bad, "%s/missing/dir/x.db", dir);
+    lp_store_opts ob = {.path = bad, .sync_full = 1, .read_conns = 1};
+    lp_engine *none = NULL;
+    CHECK_INT(lp_engine_open(&ob, NULL, &none, err, sizeof err), LP_ESTORAGE);
+    CHECK(none == NULL && err[0] != '\0');
+
+    char cmd[512];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+    if (system(cmd) != 0)
+        fprintf(stderr, "could not remove %s\n", dir);
+    return check_summary();
+}
