@@ -9,6 +9,7 @@
 #include "check.h"
 #include "error.h"
 #include "ldpref.h"
+#include "operator_client.h"
 #include "raw_annotator.h"
 #include "rr.h"
 #include "server_proc.h"
@@ -45,31 +46,11 @@ static void check_error_reply(const char *what, const http_reply *r, int want)
                  lp_error_http_status(want), r->status, r->body ? r->body : "");
 }
 
-static char *first_token(const char *json_text)
-{
-    json_t *j = json_loads(json_text, 0, NULL);
-    const char *t = json_string_value(json_array_get(json_object_get(j, "tokens"), 0));
-    char *copy = t ? strdup(t) : NULL;
-    json_decref(j);
-    return copy;
-}
-
-static ldpref_client *operator_client(void)
-{
-    ldpref_options o;
-    ldpref_options_init(&o);
-    o.server_url = srv.url;
-    o.operator_token = srv.token;
-    ldpref_client *c = NULL;
-    CHECK_ERR(ldpref_client_open(&o, &c), LP_OK);
-    return c;
-}
-
 static char *new_token(ldpref_client *op, const char *campaign)
 {
     char *json = NULL;
     CHECK_ERR(ldpref_admin_enrollment_tokens(op, campaign, 1, &json), LP_OK);
-    char *tok = json ? first_token(json) : NULL;
+    char *tok = json ? first_enrollment_token(json) : NULL;
     ldpref_free(json);
     return tok;
 }
@@ -98,7 +79,7 @@ static void test_cli_flow(void)
 
     const char *tok_cmd[] = {"ldpref", "admin", "enroll-token", NULL};
     CHECK_INT(cli(&out, tok_cmd), 0);
-    char *token = out ? first_token(out) : NULL;
+    char *token = out ? first_enrollment_token(out) : NULL;
     CHECK(token != NULL);
     free(out);
 
@@ -196,10 +177,16 @@ static void test_library_flow(ldpref_client *op)
     ldpref_client_close(c);
 }
 
-/* Every bad label gets its exact error and stores nothing. */
-static void test_bad_labels(ldpref_client *op)
+/* The annotator of campaign "tight", its six tasks, and its first stored
+ * label (whose nonce the replay case reuses). */
+static raw_annotator tight;
+static int64_t tight_tasks[6];
+static lp_label_msg tight_first;
+
+/* A campaign with a small budget and a narrow epsilon range, six tasks, and
+ * an annotator enrolled with a one-time token who fetches all six. */
+static void test_tight_campaign_setup(ldpref_client *op)
 {
-    /* A campaign with a small budget and a narrow epsilon range. */
     ldpref_campaign spec;
     ldpref_campaign_init(&spec);
     spec.name = "tight";
@@ -218,30 +205,40 @@ static void test_bad_labels(ldpref_client *op)
     CHECK_ERR(ldpref_admin_tasks_load(op, path, "tight", NULL), LP_OK);
 
     char *token = new_token(op, "tight");
-    raw_annotator a, other;
-    CHECK_INT(raw_enroll(&a, srv.url, token ? token : ""), 201);
+    raw_annotator other;
+    CHECK_INT(raw_enroll(&tight, srv.url, token ? token : ""), 201);
     CHECK_INT(raw_enroll(&other, srv.url, token ? token : ""), 403); /* token is one-time */
     free(token);
     json_t *tasks;
-    CHECK_INT(raw_next(&a, 6, &tasks), 200);
+    CHECK_INT(raw_next(&tight, 6, &tasks), 200);
     CHECK_INT(json_array_size(tasks), 6);
-    int64_t t[6];
     for (int i = 0; i < 6; i++)
-        t[i] = json_integer_value(json_object_get(json_array_get(tasks, (size_t)i), "task_id"));
+        tight_tasks[i] =
+            json_integer_value(json_object_get(json_array_get(tasks, (size_t)i), "task_id"));
     json_decref(tasks);
+}
 
+/* A label is stored; its identical resend gets the original receipt. */
+static void test_label_accepted_and_resent(void)
+{
     http_reply r;
     long long labels = server_db_count(&srv, "labels");
-
-    lp_label_msg good = raw_label(&a, t[0], 1, 1.0);
-    CHECK_INT(raw_post_label(srv.url, &good, &r), 201);
+    tight_first = raw_label(&tight, tight_tasks[0], 1, 1.0);
+    CHECK_INT(raw_post_label(srv.url, &tight_first, &r), 201);
     http_reply_free(&r);
     labels++;
     /* Identical resend: original receipt. */
-    CHECK_INT(raw_post_label(srv.url, &good, &r), 200);
+    CHECK_INT(raw_post_label(srv.url, &tight_first, &r), 200);
     http_reply_free(&r);
     CHECK_INT(server_db_count(&srv, "labels"), labels);
+}
 
+/* Every bad label gets its exact error and stores nothing. */
+static void test_bad_labels_store_nothing(void)
+{
+    raw_annotator *a = &tight;
+    http_reply r;
+    long long labels = server_db_count(&srv, "labels");
     struct bad_case {
         const char *what;
         lp_label_msg m;
@@ -250,35 +247,35 @@ static void test_bad_labels(ldpref_client *op)
     int nc = 0;
     lp_label_msg m;
 
-    m = raw_label(&a, t[0], 0, 1.0);
+    m = raw_label(a, tight_tasks[0], 0, 1.0);
     cases[nc++] = (struct bad_case){"different second label", m, LP_ECONFLICTING_LABEL};
-    m = raw_label(&a, t[1], 1, 1.0);
+    m = raw_label(a, tight_tasks[1], 1, 1.0);
     m.sig[5] ^= 1;
     cases[nc++] = (struct bad_case){"bad signature", m, LP_EBAD_SIGNATURE};
-    m = raw_label(&a, t[1], 1, 1.0);
-    memcpy(m.nonce, good.nonce, LP_NONCE_BYTES);
-    raw_resign(&a, &m);
+    m = raw_label(a, tight_tasks[1], 1, 1.0);
+    memcpy(m.nonce, tight_first.nonce, LP_NONCE_BYTES);
+    raw_resign(a, &m);
     cases[nc++] = (struct bad_case){"replayed nonce", m, LP_EREPLAYED_NONCE};
-    m = raw_label(&a, t[1], 1, 1.0);
+    m = raw_label(a, tight_tasks[1], 1, 1.0);
     m.timestamp_ms -= 3600 * 1000;
-    raw_resign(&a, &m);
+    raw_resign(a, &m);
     cases[nc++] = (struct bad_case){"stale timestamp", m, LP_ESTALE_TIMESTAMP};
-    m = raw_label(&a, t[1], 1, 1.0);
+    m = raw_label(a, tight_tasks[1], 1, 1.0);
     m.timestamp_ms += 3600 * 1000;
-    raw_resign(&a, &m);
+    raw_resign(a, &m);
     cases[nc++] = (struct bad_case){"future timestamp", m, LP_ESTALE_TIMESTAMP};
-    m = raw_label(&a, 999999, 1, 1.0);
+    m = raw_label(a, 999999, 1, 1.0);
     cases[nc++] = (struct bad_case){"unknown task", m, LP_EUNKNOWN_TASK};
-    m = raw_label(&a, 1, 1, 1.0); /* an OASST task never assigned to a */
+    m = raw_label(a, 1, 1, 1.0); /* an OASST task never assigned to a */
     cases[nc++] = (struct bad_case){"unassigned task", m, LP_ENOT_ASSIGNED};
-    m = raw_label(&a, t[1], 1, 5.0);
+    m = raw_label(a, tight_tasks[1], 1, 5.0);
     cases[nc++] = (struct bad_case){"epsilon above campaign max", m, LP_EEPSILON_OUT_OF_RANGE};
-    m = raw_label(&a, t[1], 1, INFINITY);
+    m = raw_label(a, tight_tasks[1], 1, INFINITY);
     cases[nc++] = (struct bad_case){"infinite epsilon not allowed", m, LP_EBAD_EPSILON};
     raw_annotator stranger;
     stranger.url = srv.url;
     crypto_sign_keypair(stranger.pk, stranger.sk);
-    m = raw_label(&stranger, t[1], 1, 1.0);
+    m = raw_label(&stranger, tight_tasks[1], 1, 1.0);
     cases[nc++] = (struct bad_case){"unenrolled key", m, LP_EUNKNOWN_KEY};
 
     for (int i = 0; i < nc; i++) {
@@ -288,27 +285,39 @@ static void test_bad_labels(ldpref_client *op)
         check_record(server_db_count(&srv, "labels") == labels, __FILE__, __LINE__,
                      "%s stored nothing", cases[i].what);
     }
+}
 
-    /* Budget 2.5: labels of 1.0 on t1, then 1.0 on t2 would reach 3.0. */
-    m = raw_label(&a, t[1], 1, 1.0);
+/* Budget 2.5: labels of 1.0 on t1, then 1.0 on t2 would reach 3.0. */
+static void test_budget_exceeded(void)
+{
+    raw_annotator *a = &tight;
+    http_reply r;
+    long long labels = server_db_count(&srv, "labels");
+    lp_label_msg m = raw_label(a, tight_tasks[1], 1, 1.0);
     CHECK_INT(raw_post_label(srv.url, &m, &r), 201);
     http_reply_free(&r);
     labels++;
-    m = raw_label(&a, t[2], 1, 1.0);
+    m = raw_label(a, tight_tasks[2], 1, 1.0);
     raw_post_label(srv.url, &m, &r);
     check_error_reply("over budget", &r, LP_EBUDGET_EXCEEDED);
     http_reply_free(&r);
-    m = raw_label(&a, t[2], 1, 0.5); /* 2.5 fits exactly */
+    m = raw_label(a, tight_tasks[2], 1, 0.5); /* 2.5 fits exactly */
     CHECK_INT(raw_post_label(srv.url, &m, &r), 201);
     http_reply_free(&r);
     labels++;
     CHECK_INT(server_db_count(&srv, "labels"), labels);
+}
 
-    /* Revoked keys are refused. */
+/* Revoked keys are refused. */
+static void test_revoked_key_refused(ldpref_client *op)
+{
+    raw_annotator *a = &tight;
+    http_reply r;
+    long long labels = server_db_count(&srv, "labels");
     char keyb64[LP_B64_MAX];
-    lp_b64_encode(a.pk, LP_KEY_BYTES, keyb64);
+    lp_b64_encode(a->pk, LP_KEY_BYTES, keyb64);
     CHECK_ERR(ldpref_admin_revoke(op, keyb64), LP_OK);
-    m = raw_label(&a, t[3], 1, 0.5);
+    lp_label_msg m = raw_label(a, tight_tasks[3], 1, 0.5);
     raw_post_label(srv.url, &m, &r);
     check_error_reply("revoked key", &r, LP_EREVOKED_KEY);
     http_reply_free(&r);
@@ -511,7 +520,7 @@ static void test_unbounded_campaign(ldpref_client *op)
         const char *tok_cmd[] = {"ldpref", "admin", "enroll-token", "--campaign", "open", NULL};
         char *out = NULL;
         CHECK_INT(cli(&out, tok_cmd), 0);
-        char *token = out ? first_token(out) : NULL;
+        char *token = out ? first_enrollment_token(out) : NULL;
         free(out);
         char key[400], keyarg[420], caparg[64], totalarg[64];
         snprintf(key, sizeof key, "%s/open%d.key", srv.dir, k);
@@ -561,10 +570,14 @@ int main(void)
     CHECK_INT(raw_get(srv.url, "/v1/healthz", NULL, &r), 200);
     http_reply_free(&r);
 
-    ldpref_client *op = operator_client();
+    ldpref_client *op = operator_client_open(&srv);
     test_cli_flow();
     test_library_flow(op);
-    test_bad_labels(op);
+    test_tight_campaign_setup(op);
+    test_label_accepted_and_resent();
+    test_bad_labels_store_nothing();
+    test_budget_exceeded();
+    test_revoked_key_refused(op);
     test_bad_requests();
     test_export();
     test_unbounded_campaign(op);

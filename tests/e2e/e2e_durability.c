@@ -61,16 +61,13 @@ static int cmp_i64(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
-int main(void)
-{
-    lp_rng_init();
-    if (server_start(&srv, NULL) != 0) {
-        check_record(0, __FILE__, __LINE__, "server starts");
-        return check_summary();
-    }
-    char op_token[160];
-    snprintf(op_token, sizeof op_token, "%s", srv.token);
+static struct writer w[WRITERS];
+static char op_token[160];
 
+/* Campaign "dur" with WRITERS * PER_WRITER tasks; WRITERS annotators, each
+ * with PER_WRITER tasks assigned. */
+static void test_setup_writers(void)
+{
     http_reply r;
     json_t *camp = json_pack("{s:s, s:f, s:f, s:b, s:f, s:f}", "name", "dur", "epsilon_min", 0.1,
                              "epsilon_max", 5.0, "allow_infinite", 0, "epsilon_budget", 1e6,
@@ -98,7 +95,6 @@ int main(void)
     json_t *toks = json_loads(r.body, 0, NULL);
     http_reply_free(&r);
 
-    static struct writer w[WRITERS];
     for (int i = 0; i < WRITERS; i++) {
         const char *t =
             json_string_value(json_array_get(json_object_get(toks, "tokens"), (size_t)i));
@@ -112,7 +108,12 @@ int main(void)
         json_decref(tasks);
     }
     json_decref(toks);
+}
 
+/* The writers stream until KILL_AFTER labels are acknowledged, then the
+ * server gets SIGKILL. Returns the number acknowledged. */
+static int test_kill_mid_stream(void)
+{
     pthread_t tid[WRITERS];
     for (int i = 0; i < WRITERS; i++)
         pthread_create(&tid[i], NULL, stream, &w[i]);
@@ -127,7 +128,13 @@ int main(void)
     }
     check_record(acked > 0 && acked < WRITERS * PER_WRITER, __FILE__, __LINE__,
                  "the kill landed mid-stream (%d of %d acknowledged)", acked, WRITERS * PER_WRITER);
+    return acked;
+}
 
+/* After a restart every acknowledged label is in the export. */
+static void test_acknowledged_labels_survive(int acked)
+{
+    http_reply r;
     CHECK_INT(server_restart(&srv, NULL), 0);
     CHECK_INT(raw_get(srv.url, "/v1/export?campaign=dur", op_token, &r), 200);
     int64_t *stored = malloc(sizeof *stored * WRITERS * PER_WRITER + 8);
@@ -152,7 +159,11 @@ int main(void)
                  nstored);
     free(stored);
     CHECK_INT(server_stop(&srv), 0);
+}
 
+/* SQLite's integrity check of the database after all this. */
+static void test_database_integrity(void)
+{
     sqlite3 *db;
     CHECK_INT(sqlite3_open(srv.db, &db), SQLITE_OK);
     sqlite3_stmt *st;
@@ -163,6 +174,20 @@ int main(void)
     CHECK_STR(res, "ok");
     sqlite3_finalize(st);
     sqlite3_close(db);
+}
+
+int main(void)
+{
+    lp_rng_init();
+    if (server_start(&srv, NULL) != 0) {
+        check_record(0, __FILE__, __LINE__, "server starts");
+        return check_summary();
+    }
+    snprintf(op_token, sizeof op_token, "%s", srv.token);
+    test_setup_writers();
+    int acked = test_kill_mid_stream();
+    test_acknowledged_labels_survive(acked);
+    test_database_integrity();
     server_cleanup(&srv);
     return check_summary();
 }

@@ -7,6 +7,7 @@
  * side (LTC) corruption, ingest and scoring concurrent with training and
  * model swaps, reproducibility, and the exact errors of bad input.
  */
+#include "annotator_client.h"
 #include "check.h"
 #include "error.h"
 #include "ldpref.h"
@@ -244,15 +245,11 @@ static ldpref_client *annotator(const char *campaign, const char *name, double e
     long st;
     json_t *j = call("POST", "/v1/enrollment-tokens", body, &st);
     const char *token = json_string_value(json_array_get(json_object_get(j, "tokens"), 0));
-    char key[512];
-    snprintf(key, sizeof key, "%s/%s.key", srv.dir, name);
-    CHECK_ERR(ldpref_keygen(key, NULL), LP_OK);
+    char key[512], file[128];
+    snprintf(file, sizeof file, "%s.key", name);
+    CHECK_ERR(annotator_key_ensure(srv.dir, file, key, sizeof key), LP_OK);
     ldpref_options o;
-    ldpref_options_init(&o);
-    o.server_url = srv.url;
-    o.key_path = key;
-    o.max_epsilon_per_label = eps_cap;
-    o.max_epsilon_total = isinf(eps_cap) ? INFINITY : 1e6;
+    annotator_options_init(&o, srv.url, key, eps_cap, isinf(eps_cap) ? INFINITY : 1e6);
     ldpref_client *c = NULL;
     CHECK_ERR(ldpref_client_open(&o, &c), LP_OK);
     ldpref_enrollment en;
@@ -741,9 +738,10 @@ static void test_swap_while_scoring(int64_t va, int64_t vb)
     CHECK_INT(s.mixed, 0);
 }
 
-static void test_dense_and_bad_input(void)
+/* A small dense campaign (features f = (len0, len1-ish, 1, k)), labelled
+ * and trained: the model is dense. Returns its version. */
+static int64_t test_dense_campaign_model(void)
 {
-    /* a small dense campaign: features f = (len0, len1-ish, 1, k) */
     long st;
     json_decref(call("POST", "/v1/campaigns",
                      "{\"name\":\"dense\",\"allow_infinite\":true,\"epsilon_default\":null}", &st));
@@ -771,11 +769,12 @@ static void test_dense_and_bad_input(void)
     json_t *md = model_get(vd);
     CHECK_STR(json_string_value(json_object_get(json_object_get(md, "features"), "kind")), "dense");
     json_decref(md);
+    return vd;
+}
 
-    long long runs = server_db_count(&srv, "training_runs"),
-              models = server_db_count(&srv, "models");
-    long long corr = server_db_count(&srv, "corruption_settings"),
-              acts = server_db_count(&srv, "activations");
+/* Score requests that do not fit the model or the limits. */
+static void test_bad_score_requests(int64_t vd)
+{
     char req[256];
     snprintf(req, sizeof req, "{\"version\":%lld,\"candidates\":[{\"features\":[1,2]}]}",
              (long long)vd);
@@ -798,7 +797,11 @@ static void test_dense_and_bad_input(void)
     snprintf(many + off, big - off, "]}");
     expect_error("POST", "/v1/score", many, LP_ETOO_MANY_CANDIDATES);
     free(many);
+}
 
+/* Bad training, model, run, corruption and schedule requests. */
+static void test_bad_learning_requests(void)
+{
     expect_error("POST", "/v1/retrain", "{\"loss\":\"nope\"}", LP_EUNKNOWN_LOSS);
     expect_error("POST", "/v1/retrain", "{\"rmax\":-1}", LP_EBAD_HYPERPARAMETER);
     expect_error("POST", "/v1/retrain", "{\"max_iter\":0}", LP_EBAD_HYPERPARAMETER);
@@ -822,7 +825,12 @@ static void test_dense_and_bad_input(void)
                  LP_EUNKNOWN_CAMPAIGN);
     expect_error("PUT", "/v1/retrain/schedule", "{\"request\":{\"cutoff\":3}}",
                  LP_EBAD_HYPERPARAMETER);
-    /* the operator token is required */
+}
+
+/* The learning endpoints require the operator token. */
+static void test_operator_token_required(void)
+{
+    http_reply r;
     char url2[256];
     snprintf(url2, sizeof url2, "%s/v1/retrain", srv.url);
     http_raw("POST", url2, "{}", 2, NULL, &r);
@@ -833,6 +841,20 @@ static void test_dense_and_bad_input(void)
     http_error_name(&r, name, sizeof name);
     CHECK_STR(name, "unauthorized");
     http_reply_free(&r);
+}
+
+/* Bad input of every kind stores nothing: no run, model, corruption
+ * setting or activation. */
+static void test_dense_and_bad_input(void)
+{
+    int64_t vd = test_dense_campaign_model();
+    long long runs = server_db_count(&srv, "training_runs"),
+              models = server_db_count(&srv, "models");
+    long long corr = server_db_count(&srv, "corruption_settings"),
+              acts = server_db_count(&srv, "activations");
+    test_bad_score_requests(vd);
+    test_bad_learning_requests();
+    test_operator_token_required();
     CHECK_INT(server_db_count(&srv, "training_runs"), runs);
     CHECK_INT(server_db_count(&srv, "models"), models);
     CHECK_INT(server_db_count(&srv, "corruption_settings"), corr);

@@ -8,9 +8,11 @@
  * view; cancellation, schedule, run lists, and server errors mapped to their
  * codes. Simulated labels reach the server as ordinary labels.
  */
+#include "annotator_client.h"
 #include "check.h"
 #include "error.h"
 #include "ldpref.h"
+#include "operator_client.h"
 #include "rr.h"
 #include "server_proc.h"
 
@@ -42,17 +44,6 @@ static int64_t int_field(const json_t *obj, const char *key)
     return json_integer_value(json_object_get(obj, key));
 }
 
-static ldpref_client *operator_client(void)
-{
-    ldpref_options o;
-    ldpref_options_init(&o);
-    o.server_url = srv.url;
-    o.operator_token = srv.token;
-    ldpref_client *c = NULL;
-    CHECK_ERR(ldpref_client_open(&o, &c), LP_OK);
-    return c;
-}
-
 /* An enrolled annotator; alpha > 0 turns CTL simulation on. */
 static ldpref_client *annotator(ldpref_client *op, const char *name, double alpha)
 {
@@ -60,9 +51,9 @@ static ldpref_client *annotator(ldpref_client *op, const char *name, double alph
     CHECK_ERR(ldpref_admin_enrollment_tokens(op, NULL, 1, &json), LP_OK);
     json_t *j = parse(json);
     const char *token = json_string_value(json_array_get(json_object_get(j, "tokens"), 0));
-    char key[400];
-    snprintf(key, sizeof key, "%s/%s.key", srv.dir, name);
-    CHECK_ERR(ldpref_keygen(key, NULL), LP_OK);
+    char key[400], file[128];
+    snprintf(file, sizeof file, "%s.key", name);
+    CHECK_ERR(annotator_key_ensure(srv.dir, file, key, sizeof key), LP_OK);
     ldpref_options o;
     ldpref_options_init(&o);
     o.server_url = srv.url;
@@ -218,10 +209,11 @@ static void check_probs(const double *p, size_t k)
     CHECK_NEAR(sum, 1.0, 1e-9);
 }
 
-static void test_models_and_score(ldpref_client *op, int64_t *v_square)
+/* A square-chipo model (active) through the library and a DPO one (not
+ * activated) through the CLI; the active model's record. Sets *v1, *v2. */
+static void test_two_models_trained(ldpref_client *op, int64_t *v1_out, int64_t *v2_out)
 {
     int64_t v1 = train(op, "{\"loss\": \"square-chipo\", \"max_iter\": 60, \"seed\": 1}");
-    *v_square = v1;
     CHECK_INT(active_version(op), v1);
     /* A second model through the CLI, not activated. */
     const char *dpo[] = {"ldpref", "admin",  "retrain", "--loss",        "dpo",    "--max-iter",
@@ -244,9 +236,15 @@ static void test_models_and_score(ldpref_client *op, int64_t *v_square)
     CHECK_STR(json_string_value(json_object_get(m, "loss")), "square-chipo");
     json_decref(m);
     ldpref_free(json);
+    *v1_out = v1;
+    *v2_out = v2;
+}
 
-    /* Roll forward to the DPO model and score with it (KL link). */
-    json = NULL;
+/* Roll forward to the DPO model and score with it (KL link) and with the
+ * square-chipo model by version. */
+static void test_activate_and_score(ldpref_client *op, int64_t v1, int64_t v2)
+{
+    char *json = NULL;
     CHECK_ERR(ldpref_admin_model_activate(op, v2, &json), LP_OK);
     CHECK(json != NULL);
     ldpref_free(json);
@@ -266,8 +264,12 @@ static void test_models_and_score(ldpref_client *op, int64_t *v_square)
     CHECK((r1[0] - r1[1]) * (p1[0] - p1[1]) >= 0);
     CHECK_ERR(ldpref_score_texts(op, "q", texts, 2, 999999, r, p, &v), LP_EUNKNOWN_MODEL);
     CHECK_ERR(ldpref_score(op, "{\"task_ids\": [99999999]}", &json), LP_EUNKNOWN_TASK);
+}
 
-    /* Roll back with the CLI. */
+/* Roll back with the CLI; the CLI lists the models and shows the active one. */
+static void test_cli_rollback(ldpref_client *op, int64_t v1)
+{
+    char *out = NULL;
     char ver[32];
     snprintf(ver, sizeof ver, "%lld", (long long)v1);
     const char *act[] = {"ldpref", "admin", "activate", ver, NULL};
@@ -281,12 +283,16 @@ static void test_models_and_score(ldpref_client *op, int64_t *v_square)
     free(out);
     const char *model[] = {"ldpref", "admin", "model", "--active", NULL};
     CHECK_INT(cli(&out, model), 0);
-    m = parse(out);
+    json_t *m = parse(out);
     CHECK_INT(int_field(m, "version"), v1);
     json_decref(m);
     free(out);
+}
 
-    /* CLI score, public: no operator token in the environment. */
+/* CLI score, public: no operator token in the environment. */
+static void test_cli_score_public(int64_t v1)
+{
+    char *out = NULL;
     const char *score[] = {"ldpref",      "score",
                            "--prompt",    "How to protect my eyes?",
                            "--candidate", "Wear sunglasses.",
@@ -310,6 +316,16 @@ static void test_models_and_score(ldpref_client *op, int64_t *v_square)
     free(out);
     const char *score_bad[] = {"ldpref", "score", "--task", "1", "--version", "999999", NULL};
     CHECK_INT(run_tool(score_bad, env_public, NULL), LDPREF_EUNKNOWN_MODEL);
+}
+
+static void test_models_and_score(ldpref_client *op, int64_t *v_square)
+{
+    int64_t v1 = 0, v2 = 0;
+    test_two_models_trained(op, &v1, &v2);
+    *v_square = v1;
+    test_activate_and_score(op, v1, v2);
+    test_cli_rollback(op, v1);
+    test_cli_score_public(v1);
 }
 
 /* Counts lines and lines with "corrupted": true of an export file. */
@@ -500,7 +516,7 @@ int main(void)
     }
     snprintf(env_server, sizeof env_server, "LDPREF_SERVER=%s", srv.url);
     snprintf(env_token, sizeof env_token, "LDPREF_OPERATOR_TOKEN=%s", srv.token);
-    ldpref_client *op = operator_client();
+    ldpref_client *op = operator_client_open(&srv);
     if (op) {
         test_before_labels(op);
         CHECK_ERR(ldpref_admin_tasks_load(op, OASST, NULL, NULL), LP_OK);

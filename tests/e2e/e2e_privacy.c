@@ -14,9 +14,11 @@
  *     randomized answer.
  *  3. The local budget refuses an over-cap label and nothing is sent.
  */
+#include "annotator_client.h"
 #include "check.h"
 #include "error.h"
 #include "ldpref.h"
+#include "operator_client.h"
 #include "rr.h"
 #include "server_proc.h"
 #include "tcp_proxy.h"
@@ -48,16 +50,12 @@ static char *token(ldpref_client *op, const char *campaign)
 static ldpref_client *annotator(ldpref_client *op, const char *name, const char *url, double cap,
                                 double total)
 {
-    char key[400];
-    snprintf(key, sizeof key, "%s/%s.key", srv.dir, name);
-    if (ldpref_keygen(key, NULL) != LDPREF_OK)
+    char key[400], file[128];
+    snprintf(file, sizeof file, "%s.key", name);
+    if (annotator_key_ensure(srv.dir, file, key, sizeof key) != LDPREF_OK)
         return NULL;
     ldpref_options o;
-    ldpref_options_init(&o);
-    o.server_url = url;
-    o.key_path = key;
-    o.max_epsilon_per_label = cap;
-    o.max_epsilon_total = total;
+    annotator_options_init(&o, url, key, cap, total);
     ldpref_client *c = NULL;
     if (ldpref_client_open(&o, &c) != LDPREF_OK)
         return NULL;
@@ -274,12 +272,7 @@ int main(void)
         check_record(0, __FILE__, __LINE__, "server starts");
         return check_summary();
     }
-    ldpref_options o;
-    ldpref_options_init(&o);
-    o.server_url = srv.url;
-    o.operator_token = srv.token;
-    ldpref_client *op = NULL;
-    CHECK_ERR(ldpref_client_open(&o, &op), LP_OK);
+    ldpref_client *op = operator_client_open(&srv);
     load_tasks(op, "w", "q", N_LABELS + 20, 0);
 
     test_wire_never_carries_truth(op);

@@ -15,6 +15,7 @@
 #include "canon.h"
 #include "error.h"
 #include "store.h"
+#include "store_fixture.h"
 #include "tasks.h"
 
 #include <sodium.h>
@@ -26,39 +27,22 @@
 
 static lp_store *store;
 static lp_api *api;
-static char dir[64];
+static store_fixture fx;
 
 static void cleanup(void)
 {
     lp_api_free(api);
-    lp_store_close(store);
+    store_fixture_close(&fx);
     api = NULL;
     store = NULL;
-    if (dir[0]) {
-        char path[128];
-        static const char *const files[] = {"f.db", "f.db-wal", "f.db-shm"};
-        for (size_t i = 0; i < 3; i++) {
-            snprintf(path, sizeof path, "%s/%s", dir, files[i]);
-            unlink(path);
-        }
-        rmdir(dir);
-        dir[0] = 0;
-    }
 }
 
 static int setup(void)
 {
-    char err[256], path[128];
-    if (sodium_init() < 0)
-        return -1;
-    snprintf(dir, sizeof dir, "/tmp/ldpref-fuzz-XXXXXX");
-    if (mkdtemp(dir) == NULL)
+    if (store_fixture_open(&fx, "fuzz", 1) != LP_OK)
         return -1;
     atexit(cleanup);
-    snprintf(path, sizeof path, "%s/f.db", dir);
-    lp_store_opts so = {.path = path, .sync_full = 0, .read_conns = 1};
-    if (lp_store_open(&so, &store, err, sizeof err) != LP_OK)
-        return -1;
+    store = fx.store;
     static lp_task_in tasks[60];
     static char ids[60][8];
     for (int i = 0; i < 60; i++) {

@@ -40,6 +40,7 @@
 #include "registry.h"
 #include "retrain.h"
 #include "store.h"
+#include "store_fixture.h"
 #include "tasks.h"
 #include "train_request.h"
 
@@ -55,28 +56,18 @@
 static lp_store *store;
 static lp_learner *learner;
 static lp_api *api;
-static char dir[64];
+static store_fixture fx;
 static char token[LP_AUTH_TOKEN_MAX];
 
 static void cleanup(void)
 {
     lp_api_free(api);
     lp_learner_free(learner);
-    lp_store_close(store);
+    store_fixture_close(&fx);
     api = NULL;
     learner = NULL;
     store = NULL;
     sodium_memzero(token, sizeof token);
-    if (dir[0]) {
-        char path[128];
-        static const char *const files[] = {"f.db", "f.db-wal", "f.db-shm"};
-        for (size_t i = 0; i < 3; i++) {
-            snprintf(path, sizeof path, "%s/%s", dir, files[i]);
-            unlink(path);
-        }
-        rmdir(dir);
-        dir[0] = 0;
-    }
 }
 
 /* Stores the model described by doc (stolen) as a new version, the way the
@@ -163,17 +154,11 @@ static int add_models(void)
 
 static int setup(void)
 {
-    char err[256], path[128];
-    if (sodium_init() < 0)
-        return -1;
-    snprintf(dir, sizeof dir, "/tmp/ldpref-fuzz-XXXXXX");
-    if (mkdtemp(dir) == NULL)
+    char err[256];
+    if (store_fixture_open(&fx, "fuzz", 1) != LP_OK)
         return -1;
     atexit(cleanup);
-    snprintf(path, sizeof path, "%s/f.db", dir);
-    lp_store_opts so = {.path = path, .sync_full = 0, .read_conns = 1};
-    if (lp_store_open(&so, &store, err, sizeof err) != LP_OK)
-        return -1;
+    store = fx.store;
     static const double f[4][3] = {{1, 0, 2}, {0, 1, -1}, {0.5, 0.5, 0}, {-2, 3, 1e3}};
     lp_task_in tasks[4] = {
         {"d1", "prompt one", "first answer", "second answer", 0, f[0], f[1], 3},

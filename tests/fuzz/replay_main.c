@@ -3,6 +3,8 @@
  * so every input a fuzzer ever found stays a regression test. Usage:
  * replay_<target> DIR... ; prints "N passed, 0 failed" (a crash fails the run).
  */
+#include "files.h"
+
 #include <dirent.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -13,20 +15,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 static int replay_file(const char *path)
 {
-    FILE *f = fopen(path, "rb");
-    if (f == NULL)
+    size_t n = 0;
+    char *buf = file_read_all(path, &n);
+    if (buf == NULL)
         return -1;
-    fseek(f, 0, SEEK_END);
-    long n = ftell(f);
-    rewind(f);
-    uint8_t *buf = malloc(n > 0 ? (size_t)n : 1);
-    if (buf == NULL || fread(buf, 1, (size_t)n, f) != (size_t)n) {
-        fclose(f);
-        free(buf);
-        return -1;
-    }
-    fclose(f);
-    LLVMFuzzerTestOneInput(buf, (size_t)n);
+    LLVMFuzzerTestOneInput((const uint8_t *)buf, n);
     free(buf);
     return 0;
 }

@@ -1,6 +1,8 @@
 /* server_proc.c — child-process control for end-to-end tests. */
 #include "server_proc.h"
 
+#include "tmpdir.h"
+
 #include <errno.h>
 #include <signal.h>
 #include <sqlite3.h>
@@ -18,6 +20,35 @@ void server_bin_path(const char *name, char *out, size_t outlen)
     snprintf(out, outlen, "%s/%s", build && *build ? build : "build", name);
 }
 
+/* Forks and execs bin with argv (and the "K=V" additions of env, may be
+ * NULL), its stdout on a pipe whose read end goes to *out_fd. Returns the
+ * child's pid, or -1. */
+static pid_t spawn_with_stdout(const char *bin, const char *const *argv, const char *const *env,
+                               int *out_fd)
+{
+    int out_pipe[2];
+    if (pipe(out_pipe) != 0)
+        return -1;
+    pid_t pid = fork();
+    if (pid < 0) {
+        close(out_pipe[0]);
+        close(out_pipe[1]);
+        return -1;
+    }
+    if (pid == 0) {
+        dup2(out_pipe[1], 1);
+        close(out_pipe[0]);
+        close(out_pipe[1]);
+        for (int i = 0; env && env[i]; i++)
+            putenv((char *)env[i]);
+        execv(bin, (char *const *)argv);
+        _exit(127);
+    }
+    close(out_pipe[1]);
+    *out_fd = out_pipe[0];
+    return pid;
+}
+
 static int spawn(server_proc *s, const char *const *extra_args)
 {
     char bin[512];
@@ -28,23 +59,13 @@ static int spawn(server_proc *s, const char *const *extra_args)
         argv[argc++] = extra_args[i];
     argv[argc] = NULL;
 
-    int out_pipe[2];
-    if (pipe(out_pipe) != 0)
-        return -1;
-    pid_t pid = fork();
+    int out_fd;
+    pid_t pid = spawn_with_stdout(bin, argv, NULL, &out_fd);
     if (pid < 0)
         return -1;
-    if (pid == 0) {
-        dup2(out_pipe[1], 1);
-        close(out_pipe[0]);
-        close(out_pipe[1]);
-        execv(bin, (char *const *)argv);
-        _exit(127);
-    }
-    close(out_pipe[1]);
     s->pid = pid;
     s->port = 0;
-    FILE *f = fdopen(out_pipe[0], "r");
+    FILE *f = fdopen(out_fd, "r");
     char line[512];
     while (s->port == 0 && fgets(line, sizeof line, f) != NULL) {
         char tok[160];
@@ -74,8 +95,7 @@ static int spawn(server_proc *s, const char *const *extra_args)
 int server_start(server_proc *s, const char *const *extra_args)
 {
     memset(s, 0, sizeof *s);
-    snprintf(s->dir, sizeof s->dir, "/tmp/ldpref-e2e-XXXXXX");
-    if (mkdtemp(s->dir) == NULL)
+    if (tmpdir_create(s->dir, sizeof s->dir, "e2e") != 0)
         return -1;
     snprintf(s->db, sizeof s->db, "%s/ldpref.db", s->dir);
     return spawn(s, extra_args);
@@ -113,38 +133,21 @@ void server_cleanup(server_proc *s)
 {
     if (s->pid > 0)
         server_stop(s);
-    if (s->dir[0] != 0 && getenv("LDPREF_KEEP_TMP") == NULL) {
-        char cmd[400];
-        snprintf(cmd, sizeof cmd, "rm -rf '%s'", s->dir);
-        if (system(cmd) != 0)
-            fprintf(stderr, "could not remove %s\n", s->dir);
-    }
+    tmpdir_remove(s->dir);
 }
 
 int run_tool(const char *const *argv, const char *const *env, char **out)
 {
     char bin[512];
     server_bin_path(argv[0], bin, sizeof bin);
-    int out_pipe[2];
-    if (pipe(out_pipe) != 0)
-        return -1;
-    pid_t pid = fork();
+    int out_fd;
+    pid_t pid = spawn_with_stdout(bin, argv, env, &out_fd);
     if (pid < 0)
         return -1;
-    if (pid == 0) {
-        dup2(out_pipe[1], 1);
-        close(out_pipe[0]);
-        close(out_pipe[1]);
-        for (int i = 0; env && env[i]; i++)
-            putenv((char *)env[i]);
-        execv(bin, (char *const *)argv);
-        _exit(127);
-    }
-    close(out_pipe[1]);
     size_t len = 0, cap = 4096;
     char *buf = malloc(cap);
     ssize_t n;
-    while ((n = read(out_pipe[0], buf + len, cap - len - 1)) > 0) {
+    while ((n = read(out_fd, buf + len, cap - len - 1)) > 0) {
         len += (size_t)n;
         if (cap - len < 2) {
             cap *= 2;
@@ -152,7 +155,7 @@ int run_tool(const char *const *argv, const char *const *env, char **out)
         }
     }
     buf[len] = 0;
-    close(out_pipe[0]);
+    close(out_fd);
     int status;
     while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
     }

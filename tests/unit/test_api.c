@@ -13,7 +13,9 @@
 #include "check.h"
 #include "clock.h"
 #include "error.h"
+#include "files.h"
 #include "store.h"
+#include "store_fixture.h"
 #include "tasks.h"
 #include "wire.h"
 
@@ -29,7 +31,7 @@
 static lp_store *store;
 static lp_api *api;
 static char optok[LP_AUTH_TOKEN_MAX];
-static char dir[] = "/tmp/ldpref-test-api-XXXXXX";
+static store_fixture fx;
 
 typedef struct annot {
     uint8_t pk[32], sk[64];
@@ -81,27 +83,6 @@ static int64_t stat_of(const char *key)
     int64_t v = j ? json_integer_value(json_object_get(j, key)) : -1;
     json_decref(j);
     return v;
-}
-
-static char *read_file(const char *path, size_t *len)
-{
-    FILE *f = fopen(path, "rb");
-    if (!f)
-        return NULL;
-    fseek(f, 0, SEEK_END);
-    long n = ftell(f);
-    rewind(f);
-    char *b = malloc((size_t)n + 1);
-    if (fread(b, 1, (size_t)n, f) != (size_t)n) {
-        free(b);
-        b = NULL;
-    }
-    fclose(f);
-    if (b) {
-        b[n] = 0;
-        *len = (size_t)n;
-    }
-    return b;
 }
 
 static void enroll_token(const char *campaign, char *out)
@@ -213,7 +194,7 @@ static char *submit(const char *body, const char *want, int want_status, int lin
 static void test_tasks_upload(void)
 {
     size_t len = 0;
-    char *pairs = read_file(PAIRS, &len);
+    char *pairs = file_read_all(PAIRS, &len);
     CHECK(pairs != NULL);
     if (!pairs)
         return;
@@ -298,7 +279,13 @@ static void test_enroll(void)
     CHECK_INT(stat_of("annotators"), 1);
 }
 
-static void test_labels(void)
+/* The annotators of the label cases: a, other and gone (revoked) in
+ * "default", small in "small". */
+static annot a, other, gone, small;
+
+/* Campaign "small" with three tasks; annotators a, other, gone (revoked)
+ * in "default" and small in "small"; assignments come back in order. */
+static void test_labels_setup(void)
 {
     int st;
     json_t *j = post("/v1/campaigns",
@@ -315,11 +302,10 @@ static void test_labels(void)
                     "{\"prompt\":\"r\",\"chosen\":\"C3\",\"rejected\":\"R3\"}\n";
     json_decref(call("POST", "/v1/tasks", t, strlen(t), optok, "small", &st, NULL));
 
-    annot a, other, gone, s;
     new_annot(&a, "default");
     new_annot(&other, "default");
     new_annot(&gone, "default");
-    new_annot(&s, "small");
+    new_annot(&small, "small");
     next_tasks(&a, 5);
     CHECK_INT(a.n_tasks, 5);
     annot again = a;
@@ -334,8 +320,11 @@ static void test_labels(void)
     snprintf(body, sizeof body, "{\"key\":\"%s\"}", kb);
     json_decref(post("/v1/annotators/revoke", body, optok, &st));
     CHECK_INT(st, 200);
+}
 
-    /* decoding errors */
+/* Bodies that do not decode into a label. */
+static void test_label_decoding_errors(void)
+{
     SUBMIT("{\"key\":", "malformed_json", 400);
     SUBMIT("[1,2]", "wrong_type", 400);
     SUBMIT("{\"key\":\"x\"}", "wrong_type", 400);
@@ -368,7 +357,12 @@ static void test_labels(void)
     deep[99] = ']';
     SUBMIT(deep, "json_too_deep", 400);
 
-    /* key, then signature */
+    free(ok);
+}
+
+/* The key is checked first, then the signature, then the task. */
+static void test_label_key_checked_before_signature(void)
+{
     annot stranger;
     crypto_sign_keypair(stranger.pk, stranger.sk);
     char *x = label_json(&stranger, a.tasks[0], 1, 1.0, NULL, 0, 0);
@@ -380,8 +374,12 @@ static void test_labels(void)
     x = label_json(&a, 999999, 1, 1.0, NULL, 0, 1); /* bad sig beats unknown task */
     SUBMIT(x, "bad_signature", 401);
     free(x);
+}
 
-    /* success and idempotent resend */
+/* A label is stored (201); the identical resend answers 200 with the same receipt. */
+static void test_label_accepted_and_resent(void)
+{
+    char *ok = label_json(&a, a.tasks[0], 1, 1.0, NULL, 0, 0);
     char *r1 = submit(ok, NULL, 201, __LINE__);
     char *r2 = submit(ok, NULL, 200, __LINE__);
     CHECK(r1 && r2 && strcmp(r1, r2) == 0);
@@ -389,6 +387,12 @@ static void test_labels(void)
     free(r1);
     free(r2);
     free(ok);
+}
+
+/* Refusals after the signature, in the documented order. */
+static void test_label_refusals_in_check_order(void)
+{
+    char *x;
     /* conflicting label beats a stale timestamp */
     x = label_json(&a, a.tasks[0], 0, 1.0, NULL, lp_now_ms() - 3600 * 1000, 0);
     SUBMIT(x, "conflicting_label", 409);
@@ -419,20 +423,30 @@ static void test_labels(void)
     x = label_json(&a, a.tasks[2], 0, INFINITY, NULL, 0, 0);
     SUBMIT(x, "bad_epsilon", 400);
     free(x);
+}
 
-    /* budget: small campaign allows 2.5 in total */
-    next_tasks(&s, 3);
-    CHECK_INT(s.n_tasks, 3);
-    x = label_json(&s, s.tasks[0], 1, 2.0, NULL, 0, 0);
+/* The campaign "small" allows 2.5 in total. */
+static void test_label_budget(void)
+{
+    char *x;
+    next_tasks(&small, 3);
+    CHECK_INT(small.n_tasks, 3);
+    x = label_json(&small, small.tasks[0], 1, 2.0, NULL, 0, 0);
     SUBMIT(x, NULL, 201);
     free(x);
-    x = label_json(&s, s.tasks[1], 1, 1.0, NULL, 0, 0);
+    x = label_json(&small, small.tasks[1], 1, 1.0, NULL, 0, 0);
     SUBMIT(x, "budget_exceeded", 403);
     free(x);
-    x = label_json(&s, s.tasks[1], 1, 0.5, NULL, 0, 0);
+    x = label_json(&small, small.tasks[1], 1, 0.5, NULL, 0, 0);
     SUBMIT(x, NULL, 201);
     free(x);
+}
 
+/* Batches: per-item results, nothing stored twice, item and body errors. */
+static void test_label_batch(void)
+{
+    int st;
+    json_t *j;
     /* batch: valid, bad signature, unknown task, resend of a stored one */
     char *b1 = label_json(&a, a.tasks[2], 1, 1.0, NULL, 0, 0);
     char *b2 = label_json(&a, a.tasks[3], 1, 1.0, NULL, 0, 1);
@@ -472,8 +486,13 @@ static void test_labels(void)
     j = post("/v1/labels/batch", "{\"labels\":[1]}", NULL, &st);
     CHECK_STR(err_name(json_array_get(json_object_get(j, "results"), 0)), "wrong_type");
     json_decref(j);
+}
 
-    /* export: orientation follows z mapped through the presentation order */
+/* Export: orientation follows z mapped through the presentation order. */
+static void test_export_orientation(void)
+{
+    int st;
+    json_t *j;
     lp_response resp;
     j = call("GET", "/v1/export", NULL, 0, optok, "default", &st, &resp);
     CHECK_INT(st, 200);
@@ -505,9 +524,14 @@ static void test_labels(void)
     }
     CHECK_INT(lines, 3);
     json_decref(j);
+}
 
-    /* metrics and routing */
-    j = call("GET", "/metrics", NULL, 0, NULL, NULL, &st, &resp);
+/* Metrics, unknown routes and methods, and the per-route body caps. */
+static void test_metrics_and_routing(void)
+{
+    int st;
+    lp_response resp;
+    json_t *j = call("GET", "/metrics", NULL, 0, NULL, NULL, &st, &resp);
     CHECK(resp.body && strstr(resp.body, "ldpref_labels_total") != NULL);
     CHECK(resp.body && strstr(resp.body, "ldpref_rejects_total{error=\"bad_signature\"}"));
     lp_response_clear(&resp);
@@ -523,14 +547,11 @@ static void test_labels(void)
 
 int main(void)
 {
-    if (sodium_init() < 0 || mkdtemp(dir) == NULL) {
-        printf("0 passed, 1 failed\n");
-        return 1;
-    }
-    char path[256], err[256];
-    snprintf(path, sizeof path, "%s/test.db", dir);
-    lp_store_opts so = {.path = path, .sync_full = 0, .read_conns = 2};
-    CHECK_INT(lp_store_open(&so, &store, err, sizeof err), LP_OK);
+    int opened = store_fixture_open(&fx, "test-api", 2);
+    CHECK_INT(opened, LP_OK);
+    if (opened != LP_OK)
+        return check_summary();
+    store = fx.store;
     int created = 0;
     CHECK_INT(lp_auth_bootstrap(store, optok, &created), LP_OK);
     CHECK_INT(created, 1);
@@ -549,16 +570,20 @@ int main(void)
     CHECK_INT(st, 201);
     test_tasks_upload();
     test_enroll();
-    test_labels();
+    test_labels_setup();
+    test_label_decoding_errors();
+    test_label_key_checked_before_signature();
+    test_label_accepted_and_resent();
+    test_label_refusals_in_check_order();
+    test_label_budget();
+    test_label_batch();
+    test_export_orientation();
+    test_metrics_and_routing();
     lp_api_set_draining(api);
     j = call("GET", "/v1/healthz", NULL, 0, NULL, NULL, &st, NULL);
     CHECK_INT(st, 503);
     json_decref(j);
     lp_api_free(api);
-    lp_store_close(store);
-    char cmd[512];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
-    if (system(cmd) != 0)
-        fprintf(stderr, "could not remove %s\n", dir);
+    store_fixture_close(&fx);
     return check_summary();
 }

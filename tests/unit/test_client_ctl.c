@@ -20,39 +20,27 @@
  */
 #include "ldpref.h"
 
+#include "annotator_client.h"
 #include "canon.h"
 #include "check.h"
 #include "ctl.h"
 #include "error.h"
 #include "internal.h"
+#include "ports.h"
 #include "rr.h"
+#include "tmpdir.h"
 #include "wire.h"
 
 #include <math.h>
-#include <netinet/in.h>
 #include <sodium.h>
 #include <sqlite3.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/socket.h>
 #include <unistd.h>
 
 static char dir[64];
 static char url[64];
-
-static int closed_port(void)
-{
-    int s = socket(AF_INET, SOCK_STREAM, 0);
-    struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
-    socklen_t len = sizeof a;
-    int port = 0;
-    if (s >= 0 && bind(s, (struct sockaddr *)&a, sizeof a) == 0 &&
-        getsockname(s, (struct sockaddr *)&a, &len) == 0)
-        port = ntohs(a.sin_port);
-    close(s);
-    return port;
-}
 
 /* |count - n p| <= 5 sd: a binomial count outside fails with probability
  * < 6e-7 (and the coin tests use fixed keys and seeds: they never change). */
@@ -92,15 +80,10 @@ static ldpref_client *open_client(const char *name, double alpha, const char *st
                                   uint64_t seed, double cap, int *rc_out)
 {
     char key[128];
-    snprintf(key, sizeof key, "%s/%s", dir, name);
-    if (access(key, F_OK) != 0 && ldpref_keygen(key, NULL) != LDPREF_OK)
+    if (annotator_key_ensure(dir, name, key, sizeof key) != LDPREF_OK)
         return NULL;
     ldpref_options o;
-    ldpref_options_init(&o);
-    o.server_url = url;
-    o.key_path = key;
-    o.max_epsilon_per_label = cap;
-    o.max_epsilon_total = INFINITY;
+    annotator_options_init(&o, url, key, cap, INFINITY);
     o.connect_timeout_ms = 2000;
     o.timeout_ms = 4000;
     o.simulate_ctl_alpha = alpha;
@@ -519,9 +502,7 @@ int main(void)
 {
     if (lp_rng_init() != LP_OK)
         return 1;
-    const char *base = access("/dev/shm", W_OK) == 0 ? "/dev/shm" : "/tmp";
-    snprintf(dir, sizeof dir, "%s/ldpref-ctl-XXXXXX", base);
-    if (mkdtemp(dir) == NULL)
+    if (tmpdir_create_shm(dir, sizeof dir, "ctl") != 0)
         return 1;
     snprintf(url, sizeof url, "http://127.0.0.1:%d", closed_port());
     test_options();
@@ -533,9 +514,6 @@ int main(void)
     test_memo_provenance();
     test_wire_unchanged();
     test_migration();
-    char cmd[128];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
-    if (system(cmd) != 0)
-        fprintf(stderr, "could not remove %s\n", dir);
+    tmpdir_remove(dir);
     return check_summary();
 }

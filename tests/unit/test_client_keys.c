@@ -8,6 +8,8 @@
 
 #include "check.h"
 #include "error.h"
+#include "files.h"
+#include "tmpdir.h"
 
 #include <fcntl.h>
 #include <stdio.h>
@@ -16,7 +18,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-static char dir[] = "/tmp/ldpref-keys-XXXXXX";
+static char dir[64];
 
 static int open_with_key(const char *key, ldpref_client **c)
 {
@@ -26,27 +28,24 @@ static int open_with_key(const char *key, ldpref_client **c)
     return ldpref_client_open(&o, c);
 }
 
+/* The file's text into buf ("" if it cannot be read). */
 static void read_file(const char *path, char *buf, size_t cap)
 {
-    buf[0] = '\0';
-    FILE *f = fopen(path, "r");
-    if (f == NULL)
-        return;
-    size_t n = fread(buf, 1, cap - 1, f);
-    buf[n] = '\0';
-    fclose(f);
+    char *text = file_read_all(path, NULL);
+    snprintf(buf, cap, "%s", text ? text : "");
+    free(text);
 }
 
-int main(void)
-{
-    CHECK(mkdtemp(dir) != NULL);
-    char key[256], pub_path[256];
-    snprintf(key, sizeof key, "%s/key", dir);
-    snprintf(pub_path, sizeof pub_path, "%s/key.pub", dir);
+static char key[256];                 /* the key file the cases share */
+static char pub[LDPREF_KEY_B64_SIZE]; /* its public key, from keygen */
 
-    /* Generous umask: the key must still be private. */
+/* Generous umask: the key must still be private; the .pub file holds the
+ * public key keygen returned. */
+static void test_keygen_private_key_and_public_file(void)
+{
+    char pub_path[256];
+    snprintf(pub_path, sizeof pub_path, "%s/key.pub", dir);
     mode_t old = umask(0);
-    char pub[LDPREF_KEY_B64_SIZE];
     CHECK_ERR(ldpref_keygen(key, pub), LP_OK);
     umask(old);
     struct stat st;
@@ -54,19 +53,26 @@ int main(void)
     CHECK_INT(st.st_mode & 0777, 0600);
     CHECK_INT(strlen(pub), 43);
 
-    char pub_file[128], before[256], after[256];
+    char pub_file[128];
     read_file(pub_path, pub_file, sizeof pub_file);
     pub_file[strcspn(pub_file, "\n")] = '\0';
     CHECK_STR(pub_file, pub);
+}
 
-    /* Never overwrite. */
+/* Never overwrite. */
+static void test_keygen_never_overwrites(void)
+{
+    char before[256], after[256];
     read_file(key, before, sizeof before);
     CHECK_ERR(ldpref_keygen(key, NULL), LP_EKEY_FILE);
     read_file(key, after, sizeof after);
     CHECK_STR(after, before);
     CHECK_ERR(ldpref_keygen(NULL, NULL), LP_EINVALID_ARGUMENT);
+}
 
-    /* Load: the handle's public key is the file's. */
+/* Load: the handle's public key is the file's; the ledger is created 0600. */
+static void test_load_key_and_private_ledger(void)
+{
     ldpref_client *c = NULL;
     CHECK_ERR(open_with_key(key, &c), LP_OK);
     char got[LDPREF_KEY_B64_SIZE] = "";
@@ -77,10 +83,15 @@ int main(void)
     ldpref_client_close(c);
     char ledger[300];
     snprintf(ledger, sizeof ledger, "%s.ledger", key);
+    struct stat st;
     CHECK(stat(ledger, &st) == 0);
     CHECK_INT(st.st_mode & 0777, 0600);
+}
 
-    /* A key readable by others (or group) is refused. */
+/* A key readable by others (or group) is refused; owner read-only is fine. */
+static void test_loose_key_refused(void)
+{
+    ldpref_client *c = NULL;
     const mode_t loose[] = {0644, 0640, 0604, 0660, 0602};
     for (size_t i = 0; i < sizeof loose / sizeof loose[0]; i++) {
         CHECK(chmod(key, loose[i]) == 0);
@@ -91,9 +102,13 @@ int main(void)
     CHECK(chmod(key, 0400) == 0); /* owner read-only is fine */
     CHECK_ERR(open_with_key(key, &c), LP_OK);
     ldpref_client_close(c);
-    c = NULL;
+}
 
-    /* Missing and malformed keys. */
+/* Missing and malformed keys, and a secret whose public half does not
+ * match its seed. */
+static void test_missing_and_malformed_keys(void)
+{
+    ldpref_client *c = NULL;
     char missing[256], bad[256];
     snprintf(missing, sizeof missing, "%s/nope", dir);
     CHECK_ERR(open_with_key(missing, &c), LP_EKEY_FILE);
@@ -112,8 +127,14 @@ int main(void)
     CHECK(fd >= 0 && write(fd, text, strlen(text)) == (ssize_t)strlen(text));
     close(fd);
     CHECK_ERR(open_with_key(tampered, &c), LP_EKEY_FILE);
+}
 
-    /* No key: operator-only handles open; annotator calls say key_file. */
+/* No key: operator-only handles open; annotator calls say key_file; bad
+ * options are refused. */
+static void test_no_key_and_bad_options(void)
+{
+    ldpref_client *c = NULL;
+    char got[LDPREF_KEY_B64_SIZE] = "";
     ldpref_options o;
     ldpref_options_init(&o);
     CHECK_ERR(ldpref_client_open(&o, &c), LP_OK);
@@ -129,9 +150,18 @@ int main(void)
     o.max_epsilon_per_label = 0;
     CHECK_ERR(ldpref_client_open(&o, &c), LP_EBAD_EPSILON);
     CHECK_ERR(ldpref_client_open(NULL, &c), LP_EINVALID_ARGUMENT);
+}
 
-    char cmd[300];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
-    CHECK(system(cmd) == 0);
+int main(void)
+{
+    CHECK(tmpdir_create(dir, sizeof dir, "keys") == 0);
+    snprintf(key, sizeof key, "%s/key", dir);
+    test_keygen_private_key_and_public_file();
+    test_keygen_never_overwrites();
+    test_load_key_and_private_ledger();
+    test_loose_key_refused();
+    test_missing_and_malformed_keys();
+    test_no_key_and_bad_options();
+    CHECK(tmpdir_remove(dir) == 0);
     return check_summary();
 }

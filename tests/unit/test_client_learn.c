@@ -12,16 +12,16 @@
 
 #include "check.h"
 #include "error.h"
+#include "ports.h"
 #include "server_proc.h"
+#include "tmpdir.h"
 
 #include <dlfcn.h>
 #include <jansson.h>
 #include <math.h>
-#include <netinet/in.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -29,19 +29,6 @@
 static char dir[64];
 static char url[64];
 static char *const SENTINEL = (char *)"sentinel";
-
-static int closed_port(void)
-{
-    int s = socket(AF_INET, SOCK_STREAM, 0);
-    struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
-    socklen_t len = sizeof a;
-    int port = 0;
-    if (s >= 0 && bind(s, (struct sockaddr *)&a, sizeof a) == 0 &&
-        getsockname(s, (struct sockaddr *)&a, &len) == 0)
-        port = ntohs(a.sin_port);
-    close(s);
-    return port;
-}
 
 static ldpref_client *open_client(const char *token)
 {
@@ -457,9 +444,7 @@ static void test_cli_simulation(void)
 
 int main(void)
 {
-    const char *base = access("/dev/shm", W_OK) == 0 ? "/dev/shm" : "/tmp";
-    snprintf(dir, sizeof dir, "%s/ldpref-learn-XXXXXX", base);
-    if (mkdtemp(dir) == NULL)
+    if (tmpdir_create_shm(dir, sizeof dir, "learn") != 0)
         return 1;
     snprintf(url, sizeof url, "http://127.0.0.1:%d", closed_port());
     ldpref_client *c = open_client("operator-token");
@@ -474,9 +459,6 @@ int main(void)
     test_symbols();
     test_cli();
     test_cli_simulation();
-    char cmd[128];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
-    if (system(cmd) != 0)
-        fprintf(stderr, "could not remove %s\n", dir);
+    tmpdir_remove(dir);
     return check_summary();
 }

@@ -14,49 +14,31 @@
  */
 #include "ldpref.h"
 
+#include "annotator_client.h"
 #include "check.h"
 #include "error.h"
 #include "internal.h"
+#include "ports.h"
 #include "rr.h"
+#include "tmpdir.h"
 
 #include <math.h>
-#include <netinet/in.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/socket.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
-static char dir[] = "/tmp/ldpref-ledger-XXXXXX";
+static char dir[64];
 static char url[64];
-
-/* A 127.0.0.1 port nobody listens on: bind port 0, note it, close. */
-static int closed_port(void)
-{
-    int s = socket(AF_INET, SOCK_STREAM, 0);
-    struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
-    socklen_t len = sizeof a;
-    int port = 0;
-    if (s >= 0 && bind(s, (struct sockaddr *)&a, sizeof a) == 0 &&
-        getsockname(s, (struct sockaddr *)&a, &len) == 0)
-        port = ntohs(a.sin_port);
-    close(s);
-    return port;
-}
 
 static ldpref_client *client(const char *name, double cap_label, double cap_total)
 {
     char key[256];
-    snprintf(key, sizeof key, "%s/%s", dir, name);
-    if (access(key, F_OK) != 0 && ldpref_keygen(key, NULL) != LDPREF_OK)
+    if (annotator_key_ensure(dir, name, key, sizeof key) != LDPREF_OK)
         return NULL;
     ldpref_options o;
-    ldpref_options_init(&o);
-    o.server_url = url;
-    o.key_path = key;
-    o.max_epsilon_per_label = cap_label;
-    o.max_epsilon_total = cap_total;
+    annotator_options_init(&o, url, key, cap_label, cap_total);
     o.connect_timeout_ms = 2000;
     o.timeout_ms = 4000;
     ldpref_client *c = NULL;
@@ -337,7 +319,7 @@ static void test_ledger_contents(void)
 
 int main(void)
 {
-    CHECK(mkdtemp(dir) != NULL);
+    CHECK(tmpdir_create(dir, sizeof dir, "ledger") == 0);
     int port = closed_port();
     CHECK(port > 0);
     snprintf(url, sizeof url, "http://127.0.0.1:%d", port);
@@ -347,8 +329,6 @@ int main(void)
     test_local_budget();
     test_epsilon_choice();
     test_ledger_contents();
-    char cmd[300];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
-    CHECK(system(cmd) == 0);
+    CHECK(tmpdir_remove(dir) == 0);
     return check_summary();
 }

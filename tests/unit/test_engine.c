@@ -9,6 +9,7 @@
 #include "check.h"
 #include "engine.h"
 #include "error.h"
+#include "tmpdir.h"
 
 #include <pthread.h>
 #include <stdatomic.h>
@@ -22,7 +23,7 @@
 #define PER_THREAD 60
 #define QUEUED 100
 
-static char dir[] = "/tmp/ldpref-test-engine-XXXXXX";
+static char dir[64];
 static char path[256];
 static lp_engine *e;
 
@@ -295,7 +296,7 @@ static void test_stmt_cache(void)
 int main(void)
 {
     char err[256];
-    if (mkdtemp(dir) == NULL)
+    if (tmpdir_create(dir, sizeof dir, "test-engine") != 0)
         return 1;
     snprintf(path, sizeof path, "%s/e.db", dir);
     lp_store_opts o = {.path = path, .sync_full = 1, .read_conns = 1};
@@ -323,9 +324,6 @@ int main(void)
     CHECK_INT(lp_engine_open(&ob, NULL, &none, err, sizeof err), LP_ESTORAGE);
     CHECK(none == NULL && err[0] != '\0');
 
-    char cmd[512];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
-    if (system(cmd) != 0)
-        fprintf(stderr, "could not remove %s\n", dir);
+    tmpdir_remove(dir);
     return check_summary();
 }

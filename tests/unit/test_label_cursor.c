@@ -16,6 +16,7 @@
 #include "snapshot.h"
 #include "store.h"
 #include "tasks.h"
+#include "tmpdir.h"
 
 #include <jansson.h>
 #include <math.h>
@@ -27,7 +28,7 @@
 
 #define TASKS 6
 
-static char dir[] = "/tmp/ldpref-test-label-cursor-XXXXXX";
+static char dir[64];
 static lp_store *s;
 
 typedef struct annot {
@@ -197,7 +198,7 @@ static size_t view_ids(int64_t campaign, int64_t cutoff, int64_t *ids, size_t ca
 int main(void)
 {
     char path[256], err[256];
-    if (sodium_init() < 0 || mkdtemp(dir) == NULL)
+    if (sodium_init() < 0 || tmpdir_create(dir, sizeof dir, "test-label-cursor") != 0)
         return 1;
     snprintf(path, sizeof path, "%s/c.db", dir);
     lp_store_opts o = {.path = path, .sync_full = 0, .read_conns = 2};
@@ -333,9 +334,6 @@ int main(void)
     lp_api_free(api);
 
     lp_store_close(s);
-    char cmd[512];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
-    if (system(cmd) != 0)
-        fprintf(stderr, "could not remove %s\n", dir);
+    tmpdir_remove(dir);
     return check_summary();
 }

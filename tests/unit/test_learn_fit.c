@@ -17,6 +17,7 @@
 #include "error.h"
 #include "evaluate.h"
 #include "featurize.h"
+#include "files.h"
 #include "losses.h"
 #include "model.h"
 #include "objective.h"
@@ -226,20 +227,6 @@ static void test_bound(void)
     lp_dataset_free(ds);
 }
 
-static char *slurp(const char *path, size_t *len)
-{
-    FILE *f = fopen(path, "rb");
-    if (!f)
-        return NULL;
-    fseek(f, 0, SEEK_END);
-    long n = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    char *b = malloc((size_t)n + 1);
-    *len = fread(b, 1, (size_t)n, f);
-    fclose(f);
-    return b;
-}
-
 static void write_model(lp_dataset *ds, lp_loss_kind kind, lp_method meth, const char *path)
 {
     lp_objective_opts oo;
@@ -280,7 +267,7 @@ static void test_determinism(void)
         write_model(a, kinds[t], meths[t], p1);
         write_model(b, kinds[t], meths[t], p2);
         size_t n1 = 0, n2 = 0;
-        char *x = slurp(p1, &n1), *y = slurp(p2, &n2);
+        char *x = file_read_all(p1, &n1), *y = file_read_all(p2, &n2);
         CHECK(x && y && n1 == n2 && n1 > 100 && memcmp(x, y, n1) == 0);
         /* and it reads back */
         lp_model *m = NULL;

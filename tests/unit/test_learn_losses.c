@@ -81,6 +81,91 @@ static void json_vec(const json_t *a, double *out, size_t d)
         out[j] = json_number_value(json_array_get(a, j));
 }
 
+/* A golden case's objective and gradient at zero, theta* and the probe
+ * point, to 1e-9 relative. */
+static void golden_values_at_points(const char *key, const json_t *e, lp_objective *ob,
+                                    const double *star, const double *probe, size_t d)
+{
+    double want[16], got[16];
+    struct {
+        const char *obj, *grad;
+        const double *theta;
+    } pts[3] = {{"obj_zero", "grad_zero", NULL},
+                {"obj_star", "grad_star", star},
+                {"obj_probe", "grad_probe", probe}};
+    double zero[16] = {0};
+    for (int p = 0; p < 3; p++) {
+        double f0 = lp_objective_eval(ob, pts[p].theta ? pts[p].theta : zero, got);
+        double fw = json_number_value(json_object_get(e, pts[p].obj));
+        json_vec(json_object_get(e, pts[p].grad), want, d);
+        double tol = 1e-9 * fmax(1.0, fabs(fw));
+        check_record(fabs(f0 - fw) <= tol, __FILE__, __LINE__, "%s %s: %.17g vs %.17g", key,
+                     pts[p].obj, f0, fw);
+        double gtol = 1e-9 * fmax(1.0, vec_maxabs(want, d));
+        for (size_t j = 0; j < d; j++)
+            check_record(fabs(got[j] - want[j]) <= gtol, __FILE__, __LINE__,
+                         "%s %s[%zu]: %.17g vs %.17g", key, pts[p].grad, j, got[j], want[j]);
+    }
+}
+
+/* A golden case's fitted optimum against the golden one. */
+static void golden_fitted_optimum(const char *key, const json_t *e, lp_objective *ob,
+                                  lp_loss_kind kind, size_t d)
+{
+    double want[16], th[16];
+    /* The fitted optimum. For the convex losses (dpo, rdpo, ipo) the
+     * minimiser is unique: objectives agree to 1e-9 and theta to the
+     * distance the golden optimum's own residual gradient allows.
+     * chipo (flat outside the clip) and square-chipo (non-convex) may
+     * stop at different stationary points: ours must be at least as
+     * good (objective <= golden + 1e-9) and stationary. */
+    lp_fit_opts fo;
+    lp_fit_opts_init(&fo, LP_OPT_LBFGS);
+    fo.gtol = 1e-10;
+    fo.max_iter = 2000;
+    lp_fit_result res;
+    CHECK_ERR(lp_fit(ob, &fo, th, &res), LP_OK);
+    double ow = json_number_value(json_object_get(e, "obj_hat"));
+    int convex = kind == LP_LOSS_DPO || kind == LP_LOSS_RDPO || kind == LP_LOSS_IPO;
+    if (convex)
+        check_record(fabs(res.objective - ow) <= 1e-9 * fmax(1, fabs(ow)), __FILE__, __LINE__,
+                     "%s obj_hat %.17g vs %.17g", key, res.objective, ow);
+    else
+        check_record(res.objective <= ow + 1e-8 * fmax(1, fabs(ow)), __FILE__, __LINE__,
+                     "%s obj_hat %.17g (golden %.17g)", key, res.objective, ow);
+    /* Where the golden optimum itself has a residual gradient (> 1e-6:
+     * square-chipo with Rmax 1, whose minimiser sits on a clip kink)
+     * only the objective is comparable: at a kink F changes to first
+     * order, |g| ~ 1e-3 times the last line-search steps (<= 1e-6),
+     * hence the 1e-8 relative objective tolerance above. */
+    double gh = json_number_value(json_object_get(e, "maxabs_grad_hat"));
+    if (gh < 1e-6)
+        check_record(res.grad_norm < 1e-6, __FILE__, __LINE__, "%s grad at optimum %.3g", key,
+                     res.grad_norm);
+    if (convex) {
+        json_vec(json_object_get(e, "theta_hat"), want, d);
+        double dist = 0;
+        for (size_t j = 0; j < d; j++)
+            dist = fmax(dist, fabs(th[j] - want[j]));
+        check_record(dist < 1e-4, __FILE__, __LINE__, "%s theta_hat max diff %.3g", key, dist);
+    }
+}
+
+/* A golden case's accuracy bookkeeping. */
+static void golden_accuracy_bookkeeping(const json_t *e, const lp_dataset *ds, const double *star,
+                                        size_t d)
+{
+    double want[16];
+    /* Accuracy of the golden theta_hat against theta* on the first 1000
+     * rows: a check of our margin/accuracy bookkeeping. */
+    json_vec(json_object_get(e, "theta_hat"), want, d);
+    int agree = 0;
+    for (size_t i = 0; i < 1000; i++)
+        agree += (lp_dataset_row_dot(ds, i, want) > 0) == (lp_dataset_row_dot(ds, i, star) > 0);
+    CHECK_NEAR(agree / 1000.0, json_number_value(json_object_get(e, "acc_first1000_vs_theta_star")),
+               1e-12);
+}
+
 static void test_golden(void)
 {
     size_t d = 0;
@@ -100,7 +185,7 @@ static void test_golden(void)
     }
     CHECK_NEAR(lp_rr_debias(1.0), json_number_value(json_object_get(root, "c_eps")), 1e-15);
     CHECK_NEAR(lp_rr_flip_prob(1.0), json_number_value(json_object_get(root, "q_eps")), 1e-15);
-    double probe[16], star[16], want[16], got[16], th[16];
+    double probe[16], star[16];
     json_vec(json_object_get(root, "theta_probe"), probe, d);
     snprintf(path, sizeof path, "%s/theta_star.csv", golden_dir());
     FILE *f = fopen(path, "r");
@@ -122,69 +207,9 @@ static void test_golden(void)
         oo.l2 = json_number_value(json_object_get(e, "lam"));
         lp_objective *ob = lp_objective_new(ds, &oo);
         CHECK(ob != NULL);
-        struct {
-            const char *obj, *grad;
-            const double *theta;
-        } pts[3] = {{"obj_zero", "grad_zero", NULL},
-                    {"obj_star", "grad_star", star},
-                    {"obj_probe", "grad_probe", probe}};
-        double zero[16] = {0};
-        for (int p = 0; p < 3; p++) {
-            double f0 = lp_objective_eval(ob, pts[p].theta ? pts[p].theta : zero, got);
-            double fw = json_number_value(json_object_get(e, pts[p].obj));
-            json_vec(json_object_get(e, pts[p].grad), want, d);
-            double tol = 1e-9 * fmax(1.0, fabs(fw));
-            check_record(fabs(f0 - fw) <= tol, __FILE__, __LINE__, "%s %s: %.17g vs %.17g", key,
-                         pts[p].obj, f0, fw);
-            double gtol = 1e-9 * fmax(1.0, vec_maxabs(want, d));
-            for (size_t j = 0; j < d; j++)
-                check_record(fabs(got[j] - want[j]) <= gtol, __FILE__, __LINE__,
-                             "%s %s[%zu]: %.17g vs %.17g", key, pts[p].grad, j, got[j], want[j]);
-        }
-        /* The fitted optimum. For the convex losses (dpo, rdpo, ipo) the
-         * minimiser is unique: objectives agree to 1e-9 and theta to the
-         * distance the golden optimum's own residual gradient allows.
-         * chipo (flat outside the clip) and square-chipo (non-convex) may
-         * stop at different stationary points: ours must be at least as
-         * good (objective <= golden + 1e-9) and stationary. */
-        lp_fit_opts fo;
-        lp_fit_opts_init(&fo, LP_OPT_LBFGS);
-        fo.gtol = 1e-10;
-        fo.max_iter = 2000;
-        lp_fit_result res;
-        CHECK_ERR(lp_fit(ob, &fo, th, &res), LP_OK);
-        double ow = json_number_value(json_object_get(e, "obj_hat"));
-        int convex = kind == LP_LOSS_DPO || kind == LP_LOSS_RDPO || kind == LP_LOSS_IPO;
-        if (convex)
-            check_record(fabs(res.objective - ow) <= 1e-9 * fmax(1, fabs(ow)), __FILE__, __LINE__,
-                         "%s obj_hat %.17g vs %.17g", key, res.objective, ow);
-        else
-            check_record(res.objective <= ow + 1e-8 * fmax(1, fabs(ow)), __FILE__, __LINE__,
-                         "%s obj_hat %.17g (golden %.17g)", key, res.objective, ow);
-        /* Where the golden optimum itself has a residual gradient (> 1e-6:
-         * square-chipo with Rmax 1, whose minimiser sits on a clip kink)
-         * only the objective is comparable: at a kink F changes to first
-         * order, |g| ~ 1e-3 times the last line-search steps (<= 1e-6),
-         * hence the 1e-8 relative objective tolerance above. */
-        double gh = json_number_value(json_object_get(e, "maxabs_grad_hat"));
-        if (gh < 1e-6)
-            check_record(res.grad_norm < 1e-6, __FILE__, __LINE__, "%s grad at optimum %.3g", key,
-                         res.grad_norm);
-        if (convex) {
-            json_vec(json_object_get(e, "theta_hat"), want, d);
-            double dist = 0;
-            for (size_t j = 0; j < d; j++)
-                dist = fmax(dist, fabs(th[j] - want[j]));
-            check_record(dist < 1e-4, __FILE__, __LINE__, "%s theta_hat max diff %.3g", key, dist);
-        }
-        /* Accuracy of the golden theta_hat against theta* on the first 1000
-         * rows: a check of our margin/accuracy bookkeeping. */
-        json_vec(json_object_get(e, "theta_hat"), want, d);
-        int agree = 0;
-        for (size_t i = 0; i < 1000; i++)
-            agree += (lp_dataset_row_dot(ds, i, want) > 0) == (lp_dataset_row_dot(ds, i, star) > 0);
-        CHECK_NEAR(agree / 1000.0,
-                   json_number_value(json_object_get(e, "acc_first1000_vs_theta_star")), 1e-12);
+        golden_values_at_points(key, e, ob, star, probe, d);
+        golden_fitted_optimum(key, e, ob, kind, d);
+        golden_accuracy_bookkeeping(e, ds, star, d);
         lp_objective_free(ob);
         cases++;
     }
@@ -358,116 +383,146 @@ static void test_fd_objective(void)
  *   |dgrad_j| <= (1/n) sum_i [H g_d A_i + 64u(1+|g_i|) + g_n |g_i|] |x_ij|,
  * the tolerances used below (no fudge factor). Results must also be
  * bit-identical across thread counts (chunked, ordered reduction). */
+/* The reference of one objective: long-double value and gradient, and the
+ * rounding bounds of the comment above. Arrays of d values, owned. */
+typedef struct kernel_reference {
+    double f, ftol;
+    double *g, *gtol, *gabs;
+} kernel_reference;
+
+/* Inputs exact in float32 (the same values in both storages), labels and
+ * epsilons cycling, and a theta whose margins reach past the clip band. */
+static void kernel_data_fill(lp_dataset *df, lp_dataset *dd, double *theta, size_t n, size_t d)
+{
+    const double eps_cycle[3] = {1.0, 2.0, INFINITY};
+    unsigned s = 777;
+    for (size_t k = 0; k < n * d; k++) {
+        s = s * 1103515245u + 12345u;
+        df->xf[k] = (float)((double)(s >> 8) / 8388608.0 - 1.0); /* [-1, 1), exact */
+        dd->xd[k] = df->xf[k];
+    }
+    for (size_t i = 0; i < n; i++) {
+        df->z[i] = dd->z[i] = (uint8_t)(i % 3 != 0);
+        df->eps[i] = dd->eps[i] = eps_cycle[i % 3];
+    }
+    for (size_t j = 0; j < d; j++) { /* margin sd ~1.5: some rows clipped at |m| = 2 */
+        s = s * 1103515245u + 12345u;
+        double r = (double)(s >> 8) / 16777216.0 + 0.5; /* [0.5, 1.5) */
+        theta[j] = ((j % 2) ? 1.5 : -1.5) * sqrt(3.0 / (double)d) * r / 1.08;
+    }
+}
+
+static void kernel_reference_compute(lp_dataset *dd, const lp_objective_opts *oo,
+                                     const double *theta, kernel_reference *ref)
+{
+    const double u = DBL_EPSILON / 2, H = 4.0;
+    size_t n = dd->n, d = dd->d;
+    double gd = (double)d * u / (1 - (double)d * u), gn = (double)n * u / (1 - (double)n * u);
+    long double *gacc = calloc(d, sizeof *gacc);
+    lp_objective *ob = lp_objective_new(dd, oo);
+    const lp_label_consts *kc = lp_objective_consts(ob);
+    long double fsum = 0;
+    double ftol = 0;
+    for (size_t j = 0; j < d; j++)
+        ref->gtol[j] = 0, ref->gabs[j] = 0;
+    for (size_t i = 0; i < n; i++) {
+        const double *x = dd->xd + i * d;
+        long double m = 0;
+        double A = 0, gi;
+        for (size_t j = 0; j < d; j++) {
+            m += (long double)x[j] * theta[j];
+            A += fabs(x[j] * theta[j]);
+        }
+        double li = lp_loss_point(&oo->loss, (double)m, dd->z[i] ? 1 : -1, &kc[i], &gi);
+        fsum += li;
+        ftol += fabs(gi) * gd * A + 64 * u * (1 + fabs(li) + fabs(gi)) + gn * fabs(li);
+        for (size_t j = 0; j < d; j++) {
+            gacc[j] += (long double)gi * x[j];
+            ref->gabs[j] += fabs(gi * x[j]);
+            ref->gtol[j] += (H * gd * A + 64 * u * (1 + fabs(gi)) + gn * fabs(gi)) * fabs(x[j]);
+        }
+    }
+    double reg = 0;
+    for (size_t j = 0; j < d; j++)
+        reg += theta[j] * theta[j];
+    ref->f = (double)((fsum + oo->l2 * reg) / n);
+    for (size_t j = 0; j < d; j++)
+        ref->g[j] = (double)((gacc[j] + 2 * oo->l2 * theta[j]) / n);
+    ref->ftol = ftol / (double)n;
+    lp_objective_free(ob);
+    free(gacc);
+}
+
+/* Every SIMD level and storage with 1, 2 and 3 threads against ref; the
+ * results must be bit-identical across thread counts. */
+static void kernels_check_against(lp_dataset *df, lp_dataset *dd, lp_objective_opts oo,
+                                  const double *theta, const kernel_reference *ref)
+{
+    const char *loss = lp_loss_name(oo.loss.kind);
+    size_t n = dd->n, d = dd->d;
+    double *g = malloc(d * sizeof *g), *g1 = malloc(d * sizeof *g1);
+    for (int simd = LP_SIMD_NONE; simd <= (int)lp_objective_simd_best(); simd++)
+        for (int st = 0; st < 2; st++) {
+            oo.simd = (lp_simd)simd;
+            double f1 = 0;
+            for (int threads = 1; threads <= 3; threads++) {
+                oo.threads = threads;
+                lp_objective *ob = lp_objective_new(st ? dd : df, &oo);
+                double f = lp_objective_eval(ob, theta, g);
+                check_record(fabs(f - ref->f) <= ref->ftol, __FILE__, __LINE__,
+                             "%s simd %d %s d=%zu: F %.17g vs ref %.17g (tol %.3g)", loss, simd,
+                             st ? "f64" : "f32", d, f, ref->f, ref->ftol);
+                /* The AVX-512 float32 kernel sums each block of 8
+                 * terms g_i x_ij in float: g_i rounded once (u_f),
+                 * then 8 roundings of the running sum, so at most
+                 * (gamma_8 + u_f) sum |g_i x_ij| <= 10 u_f sum |g_i x_ij|
+                 * on top of the double bounds. */
+                double blockf = simd == LP_SIMD_AVX512 && !st ? 10 * (FLT_EPSILON / 2) : 0;
+                int bad = 0;
+                for (size_t j = 0; j < d; j++)
+                    bad += !(fabs(g[j] - ref->g[j]) <=
+                             (ref->gtol[j] + blockf * ref->gabs[j]) / (double)n);
+                check_record(bad == 0, __FILE__, __LINE__,
+                             "%s simd %d %s d=%zu: %d gradient values off the reference", loss,
+                             simd, st ? "f64" : "f32", d, bad);
+                if (threads == 1) {
+                    f1 = f;
+                    memcpy(g1, g, d * sizeof *g);
+                } else {
+                    CHECK(memcmp(&f, &f1, sizeof f) == 0 && memcmp(g, g1, d * sizeof *g) == 0);
+                }
+                lp_objective_free(ob);
+            }
+        }
+    free(g);
+    free(g1);
+}
+
 static void test_kernels_vs_reference(void)
 {
-    const double u = DBL_EPSILON / 2, H = 4.0, eps_cycle[3] = {1.0, 2.0, INFINITY};
     const size_t shapes[2][2] = {{2003, 263}, {5001, 40}};
     for (int sh = 0; sh < 2; sh++) {
         size_t n = shapes[sh][0], d = shapes[sh][1];
         lp_dataset *df = lp_dataset_new_dense(n, d, LP_STORE_F32);
         lp_dataset *dd = lp_dataset_new_dense(n, d, LP_STORE_F64);
-        double *theta = malloc(d * sizeof *theta), *g = malloc(d * sizeof *g);
-        double *g1 = malloc(d * sizeof *g1), *gref = malloc(d * sizeof *gref);
-        double *gtol = malloc(d * sizeof *gtol), *gabs = malloc(d * sizeof *gabs);
-        long double *gacc = malloc(d * sizeof *gacc);
-        unsigned s = 777;
-        for (size_t k = 0; k < n * d; k++) {
-            s = s * 1103515245u + 12345u;
-            df->xf[k] = (float)((double)(s >> 8) / 8388608.0 - 1.0); /* [-1, 1), exact */
-            dd->xd[k] = df->xf[k];
-        }
-        for (size_t i = 0; i < n; i++) {
-            df->z[i] = dd->z[i] = (uint8_t)(i % 3 != 0);
-            df->eps[i] = dd->eps[i] = eps_cycle[i % 3];
-        }
-        for (size_t j = 0; j < d; j++) { /* margin sd ~1.5: some rows clipped at |m| = 2 */
-            s = s * 1103515245u + 12345u;
-            double r = (double)(s >> 8) / 16777216.0 + 0.5; /* [0.5, 1.5) */
-            theta[j] = ((j % 2) ? 1.5 : -1.5) * sqrt(3.0 / (double)d) * r / 1.08;
-        }
-        double gd = (double)d * u / (1 - (double)d * u), gn = (double)n * u / (1 - (double)n * u);
+        double *theta = malloc(d * sizeof *theta);
+        kernel_reference ref = {.g = malloc(d * sizeof(double)),
+                                .gtol = malloc(d * sizeof(double)),
+                                .gabs = malloc(d * sizeof(double))};
+        kernel_data_fill(df, dd, theta, n, d);
         for (int kind = 0; kind < LP_LOSS_COUNT; kind++) {
             lp_objective_opts oo;
             lp_objective_opts_init(&oo, (lp_loss_kind)kind);
             oo.l2 = 0.3;
-            /* Reference and tolerances. */
-            lp_objective *ob = lp_objective_new(dd, &oo);
-            const lp_label_consts *kc = lp_objective_consts(ob);
-            long double fsum = 0;
-            double ftol = 0;
-            for (size_t j = 0; j < d; j++)
-                gacc[j] = 0, gtol[j] = 0, gabs[j] = 0;
-            for (size_t i = 0; i < n; i++) {
-                const double *x = dd->xd + i * d;
-                long double m = 0;
-                double A = 0, gi;
-                for (size_t j = 0; j < d; j++) {
-                    m += (long double)x[j] * theta[j];
-                    A += fabs(x[j] * theta[j]);
-                }
-                double li = lp_loss_point(&oo.loss, (double)m, dd->z[i] ? 1 : -1, &kc[i], &gi);
-                fsum += li;
-                ftol += fabs(gi) * gd * A + 64 * u * (1 + fabs(li) + fabs(gi)) + gn * fabs(li);
-                for (size_t j = 0; j < d; j++) {
-                    gacc[j] += (long double)gi * x[j];
-                    gabs[j] += fabs(gi * x[j]);
-                    gtol[j] += (H * gd * A + 64 * u * (1 + fabs(gi)) + gn * fabs(gi)) * fabs(x[j]);
-                }
-            }
-            double reg = 0;
-            for (size_t j = 0; j < d; j++)
-                reg += theta[j] * theta[j];
-            double fref = (double)((fsum + oo.l2 * reg) / n);
-            for (size_t j = 0; j < d; j++)
-                gref[j] = (double)((gacc[j] + 2 * oo.l2 * theta[j]) / n);
-            ftol /= (double)n;
-            lp_objective_free(ob);
-            for (int simd = LP_SIMD_NONE; simd <= (int)lp_objective_simd_best(); simd++)
-                for (int st = 0; st < 2; st++) {
-                    oo.simd = (lp_simd)simd;
-                    double f1 = 0;
-                    for (int threads = 1; threads <= 3; threads++) {
-                        oo.threads = threads;
-                        ob = lp_objective_new(st ? dd : df, &oo);
-                        double f = lp_objective_eval(ob, theta, g);
-                        check_record(fabs(f - fref) <= ftol, __FILE__, __LINE__,
-                                     "%s simd %d %s d=%zu: F %.17g vs ref %.17g (tol %.3g)",
-                                     lp_loss_name((lp_loss_kind)kind), simd, st ? "f64" : "f32", d,
-                                     f, fref, ftol);
-                        /* The AVX-512 float32 kernel sums each block of 8
-                         * terms g_i x_ij in float: g_i rounded once (u_f),
-                         * then 8 roundings of the running sum, so at most
-                         * (gamma_8 + u_f) sum |g_i x_ij| <= 10 u_f sum |g_i x_ij|
-                         * on top of the double bounds. */
-                        double blockf = simd == LP_SIMD_AVX512 && !st ? 10 * (FLT_EPSILON / 2) : 0;
-                        int bad = 0;
-                        for (size_t j = 0; j < d; j++)
-                            bad +=
-                                !(fabs(g[j] - gref[j]) <= (gtol[j] + blockf * gabs[j]) / (double)n);
-                        check_record(bad == 0, __FILE__, __LINE__,
-                                     "%s simd %d %s d=%zu: %d gradient values off the reference",
-                                     lp_loss_name((lp_loss_kind)kind), simd, st ? "f64" : "f32", d,
-                                     bad);
-                        if (threads == 1) {
-                            f1 = f;
-                            memcpy(g1, g, d * sizeof *g);
-                        } else {
-                            CHECK(memcmp(&f, &f1, sizeof f) == 0 &&
-                                  memcmp(g, g1, d * sizeof *g) == 0);
-                        }
-                        lp_objective_free(ob);
-                    }
-                }
+            kernel_reference_compute(dd, &oo, theta, &ref);
+            kernels_check_against(df, dd, oo, theta, &ref);
         }
         lp_dataset_free(df);
         lp_dataset_free(dd);
         free(theta);
-        free(g);
-        free(g1);
-        free(gref);
-        free(gtol);
-        free(gabs);
-        free(gacc);
+        free(ref.g);
+        free(ref.gtol);
+        free(ref.gabs);
     }
     printf("# fused kernels checked up to simd level %d (3 = AVX-512)\n",
            (int)lp_objective_simd_best());

@@ -13,6 +13,7 @@
 #include "registry.h"
 #include "store.h"
 #include "tasks.h"
+#include "tmpdir.h"
 
 #include <math.h>
 #include <sodium.h>
@@ -22,7 +23,7 @@
 #include <string.h>
 #include <unistd.h>
 
-static char dir[] = "/tmp/ldpref-test-registry-XXXXXX";
+static char dir[64];
 static char path[256];
 static lp_store *s;
 
@@ -367,7 +368,7 @@ static void test_tasks_and_labels(int64_t other)
 
 int main(void)
 {
-    if (sodium_init() < 0 || mkdtemp(dir) == NULL)
+    if (sodium_init() < 0 || tmpdir_create(dir, sizeof dir, "test-registry") != 0)
         return 1;
     snprintf(path, sizeof path, "%s/r.db", dir);
     open_store();
@@ -398,9 +399,6 @@ int main(void)
     CHECK_INT(sql_count("SELECT count(*) FROM pragma_integrity_check WHERE integrity_check = 'ok'"),
               1);
 
-    char cmd[512];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
-    if (system(cmd) != 0)
-        fprintf(stderr, "could not remove %s\n", dir);
+    tmpdir_remove(dir);
     return check_summary();
 }

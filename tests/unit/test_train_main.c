@@ -13,6 +13,7 @@
 #include "check.h"
 #include "error.h"
 #include "server_proc.h"
+#include "tmpdir.h"
 
 #include <jansson.h>
 #include <math.h>
@@ -170,17 +171,14 @@ static void test_usage(void)
 
 int main(void)
 {
-    snprintf(dir, sizeof dir, "/tmp/ldpref-train-XXXXXX");
-    if (mkdtemp(dir) == NULL) {
+    if (tmpdir_create(dir, sizeof dir, "train") != 0) {
         check_record(0, __FILE__, __LINE__, "mkdtemp");
         return check_summary();
     }
     test_early_stop();
     test_converged();
     test_usage();
-    char cmd[128];
-    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
-    if (system(cmd) != 0)
+    if (tmpdir_remove(dir) != 0)
         check_record(0, __FILE__, __LINE__, "cleanup %s", dir);
     return check_summary();
 }

@@ -6,6 +6,7 @@
  * is ok after all of it, and again after reopening.
  */
 #include "check.h"
+#include "tmpdir.h"
 #include "walbuf.h"
 
 #include <sqlite3.h>
@@ -20,7 +21,7 @@
 #define BIG_ROWS 24
 #define BIG_BYTES (300 * 1024) /* 24 x 300 KiB: one commit beyond the 4 MiB buffer */
 
-static char dir[] = "/tmp/ldpref-test-walbuf-XXXXXX";
+static char dir[64];
 static char path[256];
 
 /* The content of row k: a deterministic byte stream of its own length. */
@@ -106,7 +107,7 @@ static int integrity_ok(sqlite3 *db)
 
 int main(void)
 {
-    if (mkdtemp(dir) == NULL)
+    if (tmpdir_create(dir, sizeof dir, "test-walbuf") != 0)
         return 1;
     snprintf(path, sizeof path, "%s/w.db", dir);
     const char *vfs = lp_walbuf_vfs();
@@ -180,9 +181,6 @@ int main(void)
     CHECK(integrity_ok(plain));
     sqlite3_close(plain);
 
-    char cmd[512];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
-    if (system(cmd) != 0)
-        fprintf(stderr, "could not remove %s\n", dir);
+    tmpdir_remove(dir);
     return check_summary();
 }

@@ -7,6 +7,7 @@
  */
 #include "check.h"
 #include "error.h"
+#include "files.h"
 #include "rr.h"
 #include "wire.h"
 
@@ -18,21 +19,6 @@
 #include <string.h>
 
 #define CASES "tests/wire/label"
-
-static char *read_file(const char *path, size_t *len)
-{
-    FILE *f = fopen(path, "rb");
-    if (f == NULL)
-        return NULL;
-    fseek(f, 0, SEEK_END);
-    long n = ftell(f);
-    rewind(f);
-    char *buf = malloc((size_t)n + 1);
-    *len = fread(buf, 1, (size_t)n, f);
-    buf[*len] = 0;
-    fclose(f);
-    return buf;
-}
 
 /* Parses and decodes a label: the whole path a server runs on a body. */
 static int decode_text(const char *text, size_t len, lp_label_msg *out, char *msg)
@@ -67,7 +53,7 @@ static void run_valid(void)
         char path[512], msg[LP_MSG_MAX] = "";
         snprintf(path, sizeof path, CASES "/valid/%s", e->d_name);
         size_t len;
-        char *text = read_file(path, &len);
+        char *text = file_read_all(path, &len);
         lp_label_msg m, back;
         int rc = decode_text(text, len, &m, msg);
         check_record(rc == LP_OK, __FILE__, __LINE__, "valid case %s: %s (%s)", e->d_name,
@@ -111,7 +97,7 @@ static void run_invalid(void)
         char path[512], msg[LP_MSG_MAX] = "";
         snprintf(path, sizeof path, CASES "/invalid/%s", e->d_name);
         size_t len;
-        char *text = read_file(path, &len);
+        char *text = file_read_all(path, &len);
         lp_label_msg m;
         int rc = decode_text(text, len, &m, msg);
         check_record(rc == want_code, __FILE__, __LINE__, "invalid case %s: got %s (%s)", e->d_name,
@@ -222,7 +208,7 @@ static void test_scan_cases(void)
             char path[512];
             snprintf(path, sizeof path, "%s/%s", dirs[v], e->d_name);
             size_t len;
-            char *text = read_file(path, &len);
+            char *text = file_read_all(path, &len);
             int r = scan_agrees(text, len);
             if (v == 0) {
                 check_record(r != 0, __FILE__, __LINE__, "fast path disagrees on %s", e->d_name);
