@@ -17,6 +17,7 @@
 #include "registry.h"
 #include "retrain.h"
 #include "store.h"
+#include "store_fixture.h"
 #include "tasks.h"
 #include "train_request.h"
 
@@ -32,7 +33,7 @@
 #define N_ANNOTATORS 3
 #define DIM 3
 
-static char dir[] = "/tmp/ldpref-test-learner-XXXXXX";
+static store_fixture fx;
 static lp_store *s;
 static double feats[N_TASKS][2][DIM];
 static int truth[N_TASKS]; /* 1: response 1 is better */
@@ -394,15 +395,10 @@ static void test_schedule_settings(void)
 
 int main(void)
 {
-    if (sodium_init() < 0 || mkdtemp(dir) == NULL)
+    if (store_fixture_open(&fx, "test-learner", 2) != LP_OK)
         return 1;
-    char path[256], err[256];
-    snprintf(path, sizeof path, "%s/learner.db", dir);
-    lp_store_opts so = {.path = path, .sync_full = 0, .read_conns = 2};
-    if (lp_store_open(&so, &s, err, sizeof err) != LP_OK) {
-        fprintf(stderr, "%s\n", err);
-        return 1;
-    }
+    s = fx.store;
+    char err[256];
     load_tasks();
     int64_t newest = label_tasks();
     lp_learner_opts lo = {.threads = 1, .scheduler = 0, .activity = activity};
@@ -424,10 +420,6 @@ int main(void)
     CHECK_INT(served_version(l), served);
     lp_learner_free(l);
 
-    lp_store_close(s);
-    char cmd[512];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
-    if (system(cmd) != 0)
-        fprintf(stderr, "could not remove %s\n", dir);
+    store_fixture_close(&fx);
     return check_summary();
 }

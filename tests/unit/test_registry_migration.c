@@ -12,6 +12,7 @@
 #include "retrain.h"
 #include "schema_sql.h"
 #include "store.h"
+#include "tmpdir.h"
 #include "train_request.h"
 
 #include <math.h>
@@ -21,7 +22,7 @@
 #include <string.h>
 #include <unistd.h>
 
-static char dir[] = "/tmp/ldpref-test-registry-migration-XXXXXX";
+static char dir[256];
 
 /* Requests as a version-2 server stored them (normalized, compact). */
 static const char *const REQUEST_TEXT =
@@ -338,9 +339,9 @@ static void test_integrity(const char *path)
 
 int main(void)
 {
-    if (mkdtemp(dir) == NULL)
+    if (tmpdir_create(dir, sizeof dir, "test-registry-migration") != 0)
         return 1;
-    char path[256], err[256];
+    char path[300], err[256];
     snprintf(path, sizeof path, "%s/v2.db", dir);
     build_v2(path);
     lp_store_opts so = {.path = path, .sync_full = 0, .read_conns = 1};
@@ -353,9 +354,7 @@ int main(void)
     } else
         fprintf(stderr, "%s\n", err);
     test_integrity(path);
-    char cmd[512];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
-    if (system(cmd) != 0)
+    if (tmpdir_remove(dir) != 0)
         fprintf(stderr, "could not remove %s\n", dir);
     return check_summary();
 }

@@ -12,6 +12,7 @@
 #include "retrain.h"
 #include "served.h"
 #include "store.h"
+#include "store_fixture.h"
 
 #include <math.h>
 #include <pthread.h>
@@ -19,6 +20,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
+#include <unistd.h>
 
 /* A dense model file: d = 3, theta = scale * (1, -2, 0.5). */
 static char *dense_model(double scale, const char *loss, const char *link)
@@ -129,15 +132,12 @@ static void test_text(void)
 /* A model stored in the registry is served through the learner by version. */
 static void test_from_record(void)
 {
-    char dir[] = "/tmp/ldpref-test-served-XXXXXX", path[256], err[256];
-    if (mkdtemp(dir) == NULL)
-        return;
-    snprintf(path, sizeof path, "%s/served.db", dir);
-    lp_store_opts so = {.path = path, .sync_full = 0, .read_conns = 1};
-    lp_store *s = NULL;
-    CHECK_INT(lp_store_open(&so, &s, err, sizeof err), LP_OK);
+    store_fixture fx;
+    CHECK_INT(store_fixture_open(&fx, "test-served", 1), LP_OK);
+    lp_store *s = fx.store;
     if (s == NULL)
         return;
+    char err[256];
     lp_run run = {0};
     snprintf(run.trigger, sizeof run.trigger, "manual");
     snprintf(run.settings.loss, sizeof run.settings.loss, "dpo");
@@ -177,11 +177,7 @@ static void test_from_record(void)
         lp_served_unref(sv);
     }
     lp_learner_free(l);
-    lp_store_close(s);
-    char cmd[512];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
-    if (system(cmd) != 0)
-        fprintf(stderr, "could not remove %s\n", dir);
+    store_fixture_close(&fx);
 }
 
 /* ---- swaps under concurrent readers ---- */
@@ -191,6 +187,7 @@ static void test_from_record(void)
 
 static lp_serving slot;
 static atomic_int stop;
+static atomic_long total_reads; /* by every reader */
 
 struct reader {
     long reads, empty, torn;
@@ -213,6 +210,7 @@ static void *reader_main(void *arg)
             lp_served_features(sv, NULL, NULL, x, 3, &f) == LP_OK ? lp_served_reward(sv, &f) : NAN;
         r->torn += !(fabs(reward + 0.5 * (double)v) < 1e-12);
         r->reads++;
+        atomic_fetch_add(&total_reads, 1);
         lp_served_unref(sv);
     }
     lp_sparse_free(&f);
@@ -238,8 +236,17 @@ static void test_swaps(void)
     atomic_store(&stop, 0);
     for (int i = 0; i < READERS; i++)
         pthread_create(&th[i], NULL, reader_main, &rd[i]);
-    for (int k = 0; k < SWAPS; k++)
+    /* the readers are running before the swaps start, and keep reading
+     * through them: at least SWAPS swaps and SWAPS reads during them (at
+     * most 30 s) */
+    for (int waited = 0; waited < 30000 && atomic_load(&total_reads) < 100; waited++)
+        usleep(1000);
+    long before = atomic_load(&total_reads);
+    time_t t0 = time(NULL);
+    for (int k = 0;
+         k < SWAPS || (atomic_load(&total_reads) - before < SWAPS && time(NULL) - t0 < 30); k++)
         lp_serving_swap(&slot, k % 50 == 49 ? NULL : models[k % 3]);
+    CHECK(atomic_load(&total_reads) - before >= SWAPS);
     /* the slot's models are dropped: only our references keep them */
     lp_serving_swap(&slot, models[1]);
     for (int v = 0; v < 3; v++) {
