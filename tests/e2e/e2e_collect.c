@@ -111,15 +111,28 @@ static void test_cli_flow(void)
     snprintf(id, sizeof id, "%lld", first_id);
     const char *answer[] = {"ldpref", keyarg, "answer", id, "b", NULL};
     CHECK_INT(cli(&out, answer), 0);
+    json_t *first = out ? json_loads(out, 0, NULL) : NULL;
     free(out);
     CHECK_INT(server_db_count(&srv, "labels"), 1);
-    /* Answering again resends the identical message: still one label. */
-    CHECK_INT(cli(&out, answer), 0);
-    free(out);
+    /* Answering the task id again, with any choice: exit 60
+     * already_answered, the first receipt on stdout, still one label. */
     const char *answer_a[] = {"ldpref", keyarg, "answer", id, "a", NULL};
-    CHECK_INT(cli(&out, answer_a), 0); /* memo: the same randomized answer */
-    free(out);
+    const char *answer_t[] = {"ldpref", keyarg, "answer", id, "t", NULL};
+    const char *const *repeats[] = {answer, answer_a, answer_t};
+    for (int i = 0; i < 3; i++) {
+        CHECK_INT(cli(&out, repeats[i]), LP_EALREADY_ANSWERED);
+        json_t *again = out ? json_loads(out, 0, NULL) : NULL;
+        CHECK(again != NULL &&
+              json_equal(json_object_get(again, "label_id"), json_object_get(first, "label_id")));
+        CHECK(again != NULL &&
+              json_equal(json_object_get(again, "z"), json_object_get(first, "z")));
+        json_decref(again);
+        free(out);
+    }
+    json_decref(first);
     CHECK_INT(server_db_count(&srv, "labels"), 1);
+    const char *answer_x[] = {"ldpref", keyarg, "answer", id, "c", NULL};
+    CHECK_INT(cli(NULL, answer_x), LP_EINVALID_ARGUMENT);
 
     const char *help[] = {"ldpref", "answer", "--help", NULL};
     CHECK_INT(cli(&out, help), 0);
@@ -153,11 +166,18 @@ static void test_library_flow(ldpref_client *op)
     ldpref_receipt r1, r2;
     CHECK_ERR(ldpref_answer(c, &tasks[0], 1, &r1), LP_OK);
     CHECK_INT(r1.resent, 0);
-    CHECK_ERR(ldpref_answer(c, &tasks[0], 1, &r2), LP_OK);
-    CHECK_INT(r2.resent, 1);
+    /* A repeat of the task id, with the same or another choice: already
+     * answered, with the stored receipt; nothing new is sent. */
+    for (int choice = LDPREF_CHOICE_A; choice <= LDPREF_CHOICE_CANT_TELL; choice++) {
+        memset(&r2, 0, sizeof r2);
+        CHECK_ERR(ldpref_answer(c, &tasks[0], choice, &r2), LP_EALREADY_ANSWERED);
+        CHECK_INT(r2.resent, 1);
+        CHECK_INT(r2.label_id, r1.label_id);
+        CHECK_INT(r2.received_at, r1.received_at);
+        CHECK_INT(r2.z, r1.z);
+    }
+    CHECK_ERR(ldpref_answer_id(c, tasks[0].task_id, 0, &r2), LP_EALREADY_ANSWERED);
     CHECK_INT(r2.label_id, r1.label_id);
-    CHECK_INT(r2.received_at, r1.received_at);
-    CHECK_INT(r2.z, r1.z);
     CHECK_INT(server_db_count(&srv, "labels"), before + 1);
 
     /* Batch through the library. */
@@ -165,11 +185,23 @@ static void test_library_flow(ldpref_client *op)
     memset(items, 0, sizeof items);
     for (int i = 0; i < 4; i++) {
         items[i].task = &tasks[i + 1];
-        items[i].prefer_b = i & 1;
+        items[i].choice = i & 1;
     }
     CHECK_ERR(ldpref_answer_batch(c, items, 4), LP_OK);
     for (int i = 0; i < 4; i++)
         CHECK_ERR(items[i].error, LP_OK);
+    CHECK_INT(server_db_count(&srv, "labels"), before + 5);
+
+    /* The same items again: each already answered, with its receipt. */
+    ldpref_batch_item again[4];
+    memcpy(again, items, sizeof again);
+    again[0].choice = LDPREF_CHOICE_CANT_TELL;
+    CHECK_ERR(ldpref_answer_batch(c, again, 4), LP_OK);
+    for (int i = 0; i < 4; i++) {
+        CHECK_ERR(again[i].error, LP_EALREADY_ANSWERED);
+        CHECK_INT(again[i].receipt.label_id, items[i].receipt.label_id);
+        CHECK_INT(again[i].receipt.z, items[i].receipt.z);
+    }
     CHECK_INT(server_db_count(&srv, "labels"), before + 5);
 
     /* Asking again returns no new task for labeled ones. */
