@@ -74,8 +74,8 @@ static void check_binomial(long count, long n, double p, const char *what, doubl
     long lo, hi;
     binom_bounds(n, p, FALSE_FAILURE, &lo, &hi);
     check_record(count >= lo && count <= hi, __FILE__, __LINE__,
-                 "%s at eps=%g: %ld of %ld, exact bounds [%ld, %ld] (p = %.6f)", what, eps, count, n,
-                 lo, hi, p);
+                 "%s at eps=%g: %ld of %ld, exact bounds [%ld, %ld] (p = %.6f)", what, eps, count,
+                 n, lo, hi, p);
 }
 
 static void test_bounds(void)
