@@ -15,14 +15,19 @@
 #include "server_proc.h"
 #include "wire.h"
 
+#include <errno.h>
+#include <fcntl.h>
 #include <float.h>
 #include <math.h>
+#include <pty.h>
 #include <sodium.h>
 #include <sqlite3.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #define OASST "tests/data/oasst-en100/en_100.pairs.jsonl"
 
@@ -34,6 +39,67 @@ static int cli(char **out, const char *const *argv)
 {
     const char *env[] = {env_server, env_token, NULL};
     return run_tool(argv, env, out);
+}
+
+/* Runs the CLI as cli() does, stdout discarded, its stderr a terminal
+ * (on_tty) or a pipe, read into *err (malloc'd). Returns the exit code or -1. */
+static int cli_stderr(const char *const *argv, int on_tty, char **err)
+{
+    char bin[512];
+    server_bin_path(argv[0], bin, sizeof bin);
+    int fds[2] = {-1, -1}, master = -1;
+    pid_t pid;
+    *err = NULL;
+    if (on_tty) {
+        pid = forkpty(&master, NULL, NULL, NULL);
+    } else {
+        if (pipe(fds) != 0)
+            return -1;
+        pid = fork();
+    }
+    if (pid < 0)
+        return -1;
+    if (pid == 0) {
+        int null = open("/dev/null", O_RDWR);
+        dup2(null, 1);
+        if (!on_tty) {
+            dup2(null, 0);
+            dup2(fds[1], 2);
+            close(fds[0]);
+        }
+        putenv(env_server);
+        putenv(env_token);
+        execv(bin, (char *const *)argv);
+        _exit(127);
+    }
+    int in = on_tty ? master : fds[0];
+    if (!on_tty)
+        close(fds[1]);
+    size_t len = 0, cap = 4096;
+    char *buf = malloc(cap);
+    ssize_t n;
+    while (buf && (n = read(in, buf + len, cap - len - 1)) != 0) {
+        if (n < 0) {
+            if (errno == EINTR)
+                continue;
+            break; /* EIO: the terminal's last user is gone */
+        }
+        len += (size_t)n;
+        if (cap - len < 2) {
+            char *grown = realloc(buf, cap *= 2);
+            if (grown == NULL)
+                break;
+            buf = grown;
+        }
+    }
+    if (buf)
+        buf[len] = '\0';
+    close(in);
+    int status = 0;
+    while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+    }
+    *err = buf;
+    return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
 }
 
 /* Checks that a reply is the JSON error `want` with its table status. */
@@ -133,6 +199,26 @@ static void test_cli_flow(void)
     CHECK_INT(server_db_count(&srv, "labels"), 1);
     const char *answer_x[] = {"ldpref", keyarg, "answer", id, "c", NULL};
     CHECK_INT(cli(NULL, answer_x), LP_EINVALID_ARGUMENT);
+
+    /* What the annotator reads: on a terminal, that z is the randomized
+     * answer; on a repeat, why it cannot be changed. */
+    const char *next1[] = {"ldpref", keyarg, "next", NULL};
+    CHECK_INT(cli(&out, next1), 0);
+    json_t *t2 = out ? json_loads(out, JSON_DISABLE_EOF_CHECK, NULL) : NULL;
+    snprintf(id, sizeof id, "%lld", (long long)json_integer_value(json_object_get(t2, "task_id")));
+    json_decref(t2);
+    free(out);
+    const char *answer_t2[] = {"ldpref", keyarg, "answer", id, "t", NULL};
+    char *err = NULL;
+    CHECK_INT(cli_stderr(answer_t2, 1, &err), 0);
+    CHECK(err && strstr(err, "is the randomized answer that was sent") != NULL);
+    free(err);
+    CHECK_INT(cli_stderr(answer_t2, 0, &err), LP_EALREADY_ANSWERED);
+    CHECK(err && strstr(err, "already answered; a randomized answer can never be changed, or "
+                             "repeated questions would reveal your true preference") != NULL);
+    CHECK(err && strstr(err, "randomized answer that was sent") == NULL);
+    free(err);
+    CHECK_INT(server_db_count(&srv, "labels"), 2);
 
     const char *help[] = {"ldpref", "answer", "--help", NULL};
     CHECK_INT(cli(&out, help), 0);

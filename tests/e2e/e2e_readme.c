@@ -327,7 +327,8 @@ static int apply_export(const char *cmd)
         return 0;
     char *copy = strdup(cmd + 7);
     int ok = 1;
-    for (char *save = NULL, *w = strtok_r(copy, " \t", &save); w; w = strtok_r(NULL, " \t", &save)) {
+    for (char *save = NULL, *w = strtok_r(copy, " \t", &save); w;
+         w = strtok_r(NULL, " \t", &save)) {
         char *eq = strchr(w, '=');
         if (eq == NULL) {
             ok = 0;
@@ -462,9 +463,14 @@ static void test_walkthrough(void)
 int main(void)
 {
     /* Only what the README sets reaches its commands. */
-    const char *clear[] = {"LDPREF_SERVER",           "LDPREF_OPERATOR_TOKEN", "LDPREF_KEY",
-                           "LDPREF_LEDGER",           "LDPREF_EPSILON_CAP",    "LDPREF_TIMEOUT",
-                           "LDPREF_EPSILON_TOTAL_CAP", "LDPREF_CA_FILE"};
+    const char *clear[] = {"LDPREF_SERVER",
+                           "LDPREF_OPERATOR_TOKEN",
+                           "LDPREF_KEY",
+                           "LDPREF_LEDGER",
+                           "LDPREF_EPSILON_CAP",
+                           "LDPREF_TIMEOUT",
+                           "LDPREF_EPSILON_TOTAL_CAP",
+                           "LDPREF_CA_FILE"};
     for (size_t i = 0; i < sizeof clear / sizeof *clear; i++)
         unsetenv(clear[i]);
     if (server_start(&srv, NULL) != 0) {
@@ -473,8 +479,8 @@ int main(void)
     }
     snprintf(work, sizeof work, "%s/machine", srv.dir);
     const char *build = getenv("LDPREF_BUILD");
-    int ok = mkdir(work, 0700) == 0 && link_into_work(build && *build ? build : "build",
-                                                      "build") == 0 &&
+    int ok = mkdir(work, 0700) == 0 &&
+             link_into_work(build && *build ? build : "build", "build") == 0 &&
              link_into_work("tests", "tests") == 0 && setenv("HOME", work, 1) == 0;
     CHECK(ok);
     if (ok)
