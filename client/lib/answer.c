@@ -541,6 +541,35 @@ static int send_chunk(ldpref_client *c, ldpref_batch_item *items, struct pending
     return LDPREF_OK;
 }
 
+/* The position among the chunk's n pending items of one for task_id, or n. */
+static size_t same_task_pending(const struct pending_item *p, size_t n, int64_t task_id)
+{
+    size_t k = 0;
+    while (k < n && p[k].msg.task_id != task_id)
+        k++;
+    return k;
+}
+
+static size_t *dup_table(size_t n)
+{
+    size_t *t = malloc(n * sizeof *t);
+    for (size_t i = 0; t && i < n; i++)
+        t[i] = SIZE_MAX;
+    return t;
+}
+
+/* A repeated item's outcome from the item it repeats: its receipt with
+ * LDPREF_EALREADY_ANSWERED, or its error. */
+static void copy_outcome(ldpref_batch_item *repeat, const ldpref_batch_item *first)
+{
+    if (first->error == LDPREF_OK || first->error == LDPREF_EALREADY_ANSWERED) {
+        repeat->receipt = first->receipt;
+        repeat->receipt.resent = 1;
+    } else {
+        item_fail(repeat, first->error, first->message);
+    }
+}
+
 int ldpref_answer_batch(ldpref_client *c, ldpref_batch_item *items, size_t n)
 {
     if (c == NULL || (items == NULL && n > 0))
@@ -553,7 +582,8 @@ int ldpref_answer_batch(ldpref_client *c, ldpref_batch_item *items, size_t n)
     struct pending_item *p = calloc(n < LPC_BATCH_MAX ? n : LPC_BATCH_MAX, sizeof *p);
     if (p == NULL)
         return lpc_fail(c, LDPREF_ENO_MEMORY, "out of memory");
-    size_t np = 0;
+    size_t np = 0, chunk_start = 0;
+    size_t *dup_of = NULL; /* per item: the item of this chunk it repeats, or SIZE_MAX */
     for (size_t i = 0; i < n && rc == LDPREF_OK; i++) {
         ldpref_batch_item *it = &items[i];
         memset(&it->receipt, 0, sizeof it->receipt);
@@ -578,6 +608,16 @@ int ldpref_answer_batch(ldpref_client *c, ldpref_batch_item *items, size_t n)
             item_fail(it, irc,
                       irc == LDPREF_EALREADY_ANSWERED ? "already answered on this device"
                                                       : c->errmsg);
+        } else if (irc == LDPREF_OK && existed && same_task_pending(p, np, task_id) < np) {
+            /* A repeat of an item of this chunk: not sent twice; it gets that
+             * item's receipt once the chunk is answered. */
+            if (dup_of == NULL && (dup_of = dup_table(n)) == NULL)
+                rc = lpc_fail(c, LDPREF_ENO_MEMORY, "out of memory");
+            else
+                dup_of[i] = p[same_task_pending(p, np, task_id)].index;
+            free(p[np].text);
+            p[np].text = NULL;
+            item_fail(it, LDPREF_EALREADY_ANSWERED, "already answered on this device");
         } else if (irc == LDPREF_OK) {
             p[np].existed = existed;
             p[np++].index = i;
@@ -596,12 +636,17 @@ int ldpref_answer_batch(ldpref_client *c, ldpref_batch_item *items, size_t n)
                 free(p[k].text);
                 p[k].text = NULL;
             }
+            for (size_t j = chunk_start; dup_of && j <= i; j++)
+                if (dup_of[j] != SIZE_MAX)
+                    copy_outcome(&items[j], &items[dup_of[j]]);
             np = 0;
+            chunk_start = i + 1;
         }
     }
     for (size_t k = 0; k < np; k++)
         free(p[k].text);
     free(p);
+    free(dup_of);
     return rc;
 }
 

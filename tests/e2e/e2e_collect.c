@@ -290,6 +290,27 @@ static void test_library_flow(ldpref_client *op)
     }
     CHECK_INT(server_db_count(&srv, "labels"), before + 5);
 
+    /* A task id twice in one batch: sent once, the repeat already answered
+     * with the same receipt. */
+    ldpref_task *more = NULL;
+    size_t n_more = 0;
+    CHECK_ERR(ldpref_next_tasks(c, 1, &more, &n_more), LP_OK);
+    if (n_more == 1) {
+        ldpref_batch_item twice[2];
+        memset(twice, 0, sizeof twice);
+        twice[0].task = twice[1].task = &more[0];
+        twice[0].choice = LDPREF_CHOICE_CANT_TELL;
+        twice[1].choice = LDPREF_CHOICE_B;
+        CHECK_ERR(ldpref_answer_batch(c, twice, 2), LP_OK);
+        CHECK_ERR(twice[0].error, LP_OK);
+        CHECK_ERR(twice[1].error, LP_EALREADY_ANSWERED);
+        CHECK(twice[0].receipt.label_id > 0);
+        CHECK_INT(twice[1].receipt.label_id, twice[0].receipt.label_id);
+        CHECK_INT(twice[1].receipt.z, twice[0].receipt.z);
+        CHECK_INT(server_db_count(&srv, "labels"), before + 6);
+    }
+    ldpref_tasks_free(more, n_more);
+
     /* Asking again returns no new task for labeled ones. */
     ldpref_tasks_free(tasks, n);
     ldpref_client_close(c);
