@@ -445,7 +445,7 @@ static void test_walkthrough(void)
         }
         char *out = NULL;
         int rc = run_shell(cmd, &out, why, sizeof why);
-        printf("$ %s\n  -> exit %d\n", cmd, rc);
+        printf("$ %s\n  -> exit %d\n", cmds[i], rc);
         check_record(rc == 0, __FILE__, __LINE__, "README: `%s` (run as `%s`) exited %d: %s",
                      cmds[i], cmd, rc, why);
         failed = rc != 0;
