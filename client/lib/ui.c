@@ -39,13 +39,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* TEMPORARY until the campaign and answer APIs are merged: stand-ins with
- * the contract's names. */
-#ifndef LDPREF_CHOICE_CANT_TELL
-#define LDPREF_CHOICE_A 0
-#define LDPREF_CHOICE_B 1
-#define LDPREF_CHOICE_CANT_TELL 2
-#define LDPREF_EALREADY_ANSWERED 60
+/* TEMPORARY until the campaign API (skip, progress) is merged: stand-ins
+ * with the contract's names. */
 typedef struct ldpref_progress {
     char campaign[129];
     int64_t tasks_total, tasks_complete, labels, labels_needed, annotator_labels;
@@ -59,7 +54,6 @@ static int ldpref_progress_get(ldpref_client *c, ldpref_progress *p)
 {
     return LDPREF_ENOT_FOUND;
 }
-#endif
 
 #define UI_SECRET_BYTES 32
 /* base64url of 32 bytes without padding: 43 characters. */
