@@ -78,7 +78,11 @@
     X(55, CANCELLED, "cancelled", 409, "the operation was cancelled")                              \
     X(56, FEATURES_REQUIRED, "features_required", 422,                                             \
       "the model needs dense features for every candidate")                                        \
-    X(57, TRAINING_FAILED, "training_failed", 500, "training failed")
+    X(57, TRAINING_FAILED, "training_failed", 500, "training failed")                              \
+    X(58, CAMPAIGN_COMPLETE, "campaign_complete", 404,                                             \
+      "every task of the campaign has all its labels")                                             \
+    X(59, QUOTA_REACHED, "quota_reached", 403,                                                     \
+      "the annotator has reached the campaign's per-annotator quota")
 
 /* Codes as an enum: LP_OK, LP_EINVALID_ARGUMENT, ... */
 typedef enum lp_error {
