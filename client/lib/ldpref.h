@@ -102,7 +102,7 @@ typedef enum ldpref_error {
     LDPREF_ETRAINING_FAILED = 57,
     LDPREF_ECAMPAIGN_COMPLETE = 58, /* every task of the campaign has all its labels */
     LDPREF_EQUOTA_REACHED = 59,     /* the annotator's per-campaign quota is reached */
-    LDPREF_ERROR_END /* one past the last code; grows when codes are added */
+    LDPREF_ERROR_END                /* one past the last code; grows when codes are added */
 } ldpref_error;
 
 /* A one-line human message for a code. Static storage, never NULL. */

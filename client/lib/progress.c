@@ -77,9 +77,8 @@ int ldpref_progress_get(ldpref_client *c, ldpref_progress *out)
         lp_json_get_int(resp, "labels_needed", 0, INT64_MAX, &p.labels_needed, NULL, 0) == LP_OK &&
         lp_json_get_int(resp, "annotator_labels", 0, INT64_MAX, &p.annotator_labels, NULL, 0) ==
             LP_OK &&
-        (json_is_null(quota) ||
-         lp_json_get_int(resp, "annotator_quota", 1, INT64_MAX, &p.annotator_quota, NULL, 0) ==
-             LP_OK);
+        (json_is_null(quota) || lp_json_get_int(resp, "annotator_quota", 1, INT64_MAX,
+                                                &p.annotator_quota, NULL, 0) == LP_OK);
     if (ok)
         snprintf(p.campaign, sizeof p.campaign, "%s", campaign);
     json_decref(resp);

@@ -32,10 +32,10 @@
 static json_t *campaign_json(const lp_campaign *c)
 {
     return json_pack("{s:I, s:s, s:f, s:f, s:b, s:f, s:o, s:I, s:o}", "id", (json_int_t)c->id,
-                     "name", c->name, "epsilon_min", c->epsilon_min, "epsilon_max",
-                     c->epsilon_max, "allow_infinite", c->allow_infinite, "epsilon_budget",
-                     c->epsilon_budget, "epsilon_default", lp_json_epsilon(c->epsilon_default),
-                     "labels_per_task", (json_int_t)c->labels_per_task, "annotator_quota",
+                     "name", c->name, "epsilon_min", c->epsilon_min, "epsilon_max", c->epsilon_max,
+                     "allow_infinite", c->allow_infinite, "epsilon_budget", c->epsilon_budget,
+                     "epsilon_default", lp_json_epsilon(c->epsilon_default), "labels_per_task",
+                     (json_int_t)c->labels_per_task, "annotator_quota",
                      c->annotator_quota > 0 ? json_integer(c->annotator_quota) : json_null());
 }
 
@@ -54,8 +54,8 @@ static int opt_distribution(const json_t *o, lp_campaign *c, char *msg, size_t m
         return rc;
     const json_t *q = json_object_get(o, "annotator_quota");
     if (q != NULL && !json_is_null(q))
-        rc = lp_json_get_int(o, "annotator_quota", 1, ANNOTATOR_QUOTA_MAX, &c->annotator_quota,
-                             msg, ml);
+        rc = lp_json_get_int(o, "annotator_quota", 1, ANNOTATOR_QUOTA_MAX, &c->annotator_quota, msg,
+                             ml);
     return rc;
 }
 
@@ -85,10 +85,15 @@ static int opt_default(const json_t *o, double *v, char *msg, size_t ml)
 
 int lp_api_campaign_create(lp_api *api, const lp_request *req, lp_response *resp)
 {
-    static const char *const fields[] = {
-        "name",           "epsilon_min",     "epsilon_max",     "allow_infinite",
-        "epsilon_budget", "epsilon_default", "labels_per_task", "annotator_quota",
-        NULL};
+    static const char *const fields[] = {"name",
+                                         "epsilon_min",
+                                         "epsilon_max",
+                                         "allow_infinite",
+                                         "epsilon_budget",
+                                         "epsilon_default",
+                                         "labels_per_task",
+                                         "annotator_quota",
+                                         NULL};
     char msg[LP_MSG_MAX];
     json_t *root = NULL;
     if (lp_api_parse_body(api, req, &root, resp) != LP_OK)
@@ -300,15 +305,14 @@ int lp_api_stats(lp_api *api, const lp_request *req, lp_response *resp)
     for (size_t i = 0; i < st.n_campaigns && per; i++) {
         const lp_campaign_count *cc = &st.campaigns[i];
         json_array_append_new(
-            per, json_pack("{s:s, s:I, s:I, s:I, s:f, s:I, s:o, s:I, s:I}", "name", cc->name,
-                           "tasks", (json_int_t)cc->tasks, "annotators",
-                           (json_int_t)cc->annotators, "labels", (json_int_t)cc->labels,
-                           "epsilon_spent", cc->epsilon_spent, "labels_per_task",
-                           (json_int_t)cc->labels_per_task, "annotator_quota",
-                           cc->annotator_quota > 0 ? json_integer(cc->annotator_quota)
-                                                   : json_null(),
-                           "tasks_complete", (json_int_t)cc->tasks_complete, "labels_needed",
-                           (json_int_t)cc->labels_needed));
+            per,
+            json_pack("{s:s, s:I, s:I, s:I, s:f, s:I, s:o, s:I, s:I}", "name", cc->name, "tasks",
+                      (json_int_t)cc->tasks, "annotators", (json_int_t)cc->annotators, "labels",
+                      (json_int_t)cc->labels, "epsilon_spent", cc->epsilon_spent, "labels_per_task",
+                      (json_int_t)cc->labels_per_task, "annotator_quota",
+                      cc->annotator_quota > 0 ? json_integer(cc->annotator_quota) : json_null(),
+                      "tasks_complete", (json_int_t)cc->tasks_complete, "labels_needed",
+                      (json_int_t)cc->labels_needed));
     }
     for (int code = 1; code < LP_ERROR_COUNT && rej; code++) {
         uint64_t n = lp_metrics_rejects(code);

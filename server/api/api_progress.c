@@ -67,8 +67,7 @@ int lp_api_progress(lp_api *api, const lp_request *req, lp_response *resp)
         return lp_api_error(resp, rc, msg);
     lp_annotator a;
     lp_progress p;
-    if ((rc = signed_annotator(api, m.key, lp_verify_progress(&m), m.timestamp_ms, &a)) !=
-            LP_OK ||
+    if ((rc = signed_annotator(api, m.key, lp_verify_progress(&m), m.timestamp_ms, &a)) != LP_OK ||
         (rc = lp_store_progress(api->store, a.id, &p)) != LP_OK)
         return lp_api_error(resp, rc, NULL);
     return lp_api_json(

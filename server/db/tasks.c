@@ -239,8 +239,8 @@ static int own_pending(struct assign_job *a, sqlite3 *db, int64_t live_after, in
 
 /* Whether task (with `labels` labels) is open to the annotator: 1 fresh, 2
  * the annotator's own expired lease (*swapped set), 0 not open, or -error. */
-static int task_open(struct assign_job *a, sqlite3 *db, int64_t task, int64_t labels,
-                     int64_t need, int64_t live_after, int *swapped)
+static int task_open(struct assign_job *a, sqlite3 *db, int64_t task, int64_t labels, int64_t need,
+                     int64_t live_after, int *swapped)
 {
     sqlite3_stmt *st = lp_engine_stmt(a->engine, db, SQL_OWN_ONE);
     if (st == NULL)
