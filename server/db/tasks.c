@@ -20,11 +20,12 @@ static const char SQL_ANNOTATOR[] =
     "SELECT a.revoked, a.campaign, c.labels_per_task, coalesce(c.annotator_quota, 0), f.tasks, "
     "f.tasks_complete, f.open_from FROM annotators a JOIN campaigns c ON c.id = a.campaign "
     "JOIN campaign_fill f ON f.campaign = a.campaign WHERE a.id = ?1";
-/* every assignment of the annotator, with whether it is labelled */
+/* every assignment of the annotator, with whether it is labelled and its
+ * task's label count */
 static const char SQL_OWN[] =
     "SELECT a.task, a.swapped, a.leased_ms, a.skipped, EXISTS (SELECT 1 FROM labels l "
-    "WHERE l.annotator = a.annotator AND l.task = a.task) FROM assignments a "
-    "WHERE a.annotator = ?1 ORDER BY a.task";
+    "WHERE l.annotator = a.annotator AND l.task = a.task), f.labels FROM assignments a "
+    "JOIN task_fill f ON f.task = a.task WHERE a.annotator = ?1 ORDER BY a.task";
 /* the campaign's tasks from open_from on, with their label counts */
 static const char SQL_CANDIDATES[] =
     "SELECT t.id, f.labels FROM tasks t JOIN task_fill f ON f.task = t.id "
@@ -211,10 +212,11 @@ struct assign_job {
     int rc; /* the outcome; the job itself commits whatever it renewed */
 };
 
-/* The annotator's pending leases into out (up to count); *held gets the
- * labels plus unexpired unlabelled leases the annotator holds (the quota's
+/* The annotator's pending leases on tasks that still need labels into out
+ * (up to count); *held gets the labels plus those leases (the quota's
  * measure). */
-static int own_pending(struct assign_job *a, sqlite3 *db, int64_t live_after, int64_t *held)
+static int own_pending(struct assign_job *a, sqlite3 *db, int64_t need, int64_t live_after,
+                       int64_t *held)
 {
     sqlite3_stmt *st = lp_engine_stmt(a->engine, db, SQL_OWN);
     if (st == NULL)
@@ -224,10 +226,11 @@ static int own_pending(struct assign_job *a, sqlite3 *db, int64_t live_after, in
     *held = 0;
     while ((step = sqlite3_step(st)) == SQLITE_ROW) {
         int labelled = sqlite3_column_int(st, 4), skipped = sqlite3_column_int(st, 3);
-        int live = sqlite3_column_int64(st, 2) > live_after;
-        if (labelled || (live && !skipped))
+        int pending = !labelled && !skipped && sqlite3_column_int64(st, 2) > live_after &&
+                      sqlite3_column_int64(st, 5) < need;
+        if (labelled || pending)
             (*held)++;
-        if (!labelled && !skipped && live && a->n < a->count) {
+        if (pending && a->n < a->count) {
             a->out[a->n].task_id = sqlite3_column_int64(st, 0);
             a->out[a->n].swapped = sqlite3_column_int(st, 1);
             a->n++;
@@ -350,7 +353,7 @@ static int assign_fn(sqlite3 *db, void *ctx)
         return rc;
     int64_t now = lp_now_ms(), live_after = now - a->lease_ms, held;
     a->n = 0;
-    if ((rc = own_pending(a, db, live_after, &held)) != LP_OK)
+    if ((rc = own_pending(a, db, w.labels_per_task, live_after, &held)) != LP_OK)
         return rc;
     int complete = w.tasks > 0 && w.tasks_complete >= w.tasks;
     size_t limit = a->count;
