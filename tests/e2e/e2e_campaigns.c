@@ -59,8 +59,10 @@ static void campaign_with_tasks(ldpref_client *op, const char *name, int k, int6
     FILE *f = fopen(path, "w");
     CHECK(f != NULL);
     for (int i = 0; f && i < n; i++)
-        fprintf(f, "{\"id\":\"%s-%d\",\"prompt\":\"question %d\",\"responses\":[\"one %d\",\"two %d\"]}\n",
-                name, i, i, i, i);
+        fprintf(
+            f,
+            "{\"id\":\"%s-%d\",\"prompt\":\"question %d\",\"responses\":[\"one %d\",\"two %d\"]}\n",
+            name, i, i, i, i);
     if (f)
         fclose(f);
     CHECK_ERR(ldpref_admin_tasks_load(op, path, name, &json), LP_OK);
@@ -237,7 +239,8 @@ static void test_skip(ldpref_client *op)
 {
     int64_t ids[3];
     campaign_with_tasks(op, "skips", 1, 0, 3, ids);
-    ldpref_client *x = annotator(op, "skips", "skipx.key"), *y = annotator(op, "skips", "skipy.key");
+    ldpref_client *x = annotator(op, "skips", "skipx.key"),
+                  *y = annotator(op, "skips", "skipy.key");
     ldpref_task *t = NULL;
     size_t n = 0;
     CHECK_ERR(ldpref_next_tasks(x, 1, &t, &n), LP_OK);
@@ -295,7 +298,8 @@ static void test_quota(ldpref_client *op)
 {
     int64_t ids[6];
     campaign_with_tasks(op, "quota", 1, 3, 6, ids);
-    ldpref_client *p = annotator(op, "quota", "quotap.key"), *q = annotator(op, "quota", "quotaq.key");
+    ldpref_client *p = annotator(op, "quota", "quotap.key"),
+                  *q = annotator(op, "quota", "quotaq.key");
     ldpref_task *t = NULL, *t2 = NULL;
     size_t n = 0, n2 = 0;
     CHECK_ERR(ldpref_next_tasks(p, 10, &t, &n), LP_OK);
@@ -368,13 +372,15 @@ static void test_bad_campaign_values(void)
     CHECK_INT(server_db_count(&srv, "campaign_fill"), before);
 
     char *out = NULL;
-    const char *zero[] = {"ldpref", "admin", "campaign-create", "c0", "--labels-per-task", "0", NULL};
+    const char *zero[] = {"ldpref", "admin", "campaign-create", "c0", "--labels-per-task",
+                          "0",      NULL};
     CHECK_INT(cli(NULL, zero), LP_EINVALID_ARGUMENT);
     const char *quota[] = {"ldpref", "admin", "campaign-create", "c1", "--quota", "x", NULL};
     CHECK_INT(cli(NULL, quota), LP_EINVALID_ARGUMENT);
     CHECK_INT(server_db_count(&srv, "campaigns"), before);
-    const char *ok[] = {"ldpref", "admin", "campaign-create", "c2", "--labels-per-task", "3",
-                        "--quota", "40", NULL};
+    const char *ok[] = {
+        "ldpref", "admin", "campaign-create", "c2", "--labels-per-task", "3", "--quota",
+        "40",     NULL};
     CHECK_INT(cli(&out, ok), 0);
     json_t *c = out ? json_loads(out, 0, NULL) : NULL;
     CHECK_INT(json_integer_value(json_object_get(c, "labels_per_task")), 3);
@@ -414,23 +420,23 @@ static void test_bad_signed_requests(ldpref_client *op)
     lp_sign_skip(&s, a.sk);
     s.sig[0] ^= 1;
     cases[nc++] = (struct bad_case){"skip, bad signature", lp_wire_skip_encode(&s),
-                                     "/v1/tasks/skip", LP_EBAD_SIGNATURE};
+                                    "/v1/tasks/skip", LP_EBAD_SIGNATURE};
     s.timestamp_ms = now - 3600 * 1000;
     lp_sign_skip(&s, a.sk);
     cases[nc++] = (struct bad_case){"skip, stale", lp_wire_skip_encode(&s), "/v1/tasks/skip",
-                                     LP_ESTALE_TIMESTAMP};
+                                    LP_ESTALE_TIMESTAMP};
     json_t *missing = lp_wire_skip_encode(&s);
     json_object_del(missing, "task_id");
-    cases[nc++] = (struct bad_case){"skip, no task_id", missing, "/v1/tasks/skip",
-                                     LP_EMISSING_FIELD};
+    cases[nc++] =
+        (struct bad_case){"skip, no task_id", missing, "/v1/tasks/skip", LP_EMISSING_FIELD};
     lp_sign_progress(&p, a.sk);
     p.sig[5] ^= 1;
     cases[nc++] = (struct bad_case){"progress, bad signature", lp_wire_progress_encode(&p),
-                                     "/v1/progress", LP_EBAD_SIGNATURE};
+                                    "/v1/progress", LP_EBAD_SIGNATURE};
     lp_progress_msg stranger = p;
     randombytes_buf(stranger.key, LP_KEY_BYTES);
     cases[nc++] = (struct bad_case){"progress, unknown key", lp_wire_progress_encode(&stranger),
-                                     "/v1/progress", LP_EUNKNOWN_KEY};
+                                    "/v1/progress", LP_EUNKNOWN_KEY};
     /* a skip signature is no progress signature: the domain tags differ */
     lp_progress_msg swapped = {.timestamp_ms = now};
     memcpy(swapped.key, a.pk, LP_KEY_BYTES);
@@ -438,11 +444,11 @@ static void test_bad_signed_requests(ldpref_client *op)
     memcpy(s2.key, a.pk, LP_KEY_BYTES);
     lp_sign_skip(&s2, a.sk);
     memcpy(swapped.sig, s2.sig, LP_SIG_BYTES);
-    cases[nc++] = (struct bad_case){"progress with a skip signature",
-                                     lp_wire_progress_encode(&swapped), "/v1/progress",
-                                     LP_EBAD_SIGNATURE};
-    long long skipped = server_db_scalar(&srv, "SELECT count(*) FROM assignments WHERE skipped = 1",
-                                         NULL);
+    cases[nc++] =
+        (struct bad_case){"progress with a skip signature", lp_wire_progress_encode(&swapped),
+                          "/v1/progress", LP_EBAD_SIGNATURE};
+    long long skipped =
+        server_db_scalar(&srv, "SELECT count(*) FROM assignments WHERE skipped = 1", NULL);
     for (int i = 0; i < nc; i++) {
         http_reply r;
         raw_post_json(srv.url, cases[i].path, cases[i].body, NULL, &r);
@@ -475,7 +481,8 @@ static void test_lease_expiry(void)
     ldpref_client *op = operator_client_open(&srv);
     int64_t ids[2];
     campaign_with_tasks(op, "lease", 1, 0, 2, ids);
-    ldpref_client *l1 = annotator(op, "lease", "lease1.key"), *l2 = annotator(op, "lease", "lease2.key");
+    ldpref_client *l1 = annotator(op, "lease", "lease1.key"),
+                  *l2 = annotator(op, "lease", "lease2.key");
     ldpref_task *t1 = NULL, *t2 = NULL;
     size_t n1 = 0, n2 = 0;
     CHECK_ERR(ldpref_next_tasks(l1, 2, &t1, &n1), LP_OK);
