@@ -106,23 +106,24 @@ static void test_migration_keeps_rows(void)
         CHECK_INT(sqlite3_exec(db, LP_MIGRATIONS[i], NULL, NULL, NULL), SQLITE_OK);
     char sql[2048];
     long long now = (long long)lp_now_ms();
-    snprintf(sql, sizeof sql,
-             "PRAGMA user_version = %d;"
-             "INSERT INTO campaigns (id, name, epsilon_min, epsilon_max, epsilon_budget, "
-             " epsilon_default, created_ms) VALUES (2, 'old', 0.1, 5, 100, 1, 0);"
-             "INSERT INTO tasks (id, campaign, source_id, prompt, response0, response1, created_ms) "
-             " VALUES (1, 1, 's1', 'p', 'x', 'y', 0), (2, 1, 's2', 'p', 'x', 'y', 0),"
-             " (3, 1, 's3', 'p', 'x', 'y', 0), (4, 2, 's4', 'p', 'x', 'y', 0),"
-             " (5, 2, 's5', 'p', 'x', 'y', 0);"
-             "INSERT INTO annotators (id, public_key, pseudonym, campaign, enrolled_ms) VALUES "
-             " (1, zeroblob(32), 'ann-1', 1, 0), (2, randomblob(32), 'ann-2', 1, 0);"
-             "INSERT INTO assignments (annotator, task, swapped, created_ms) VALUES "
-             " (1, 1, 0, %lld), (1, 2, 1, %lld), (2, 1, 1, 0), (2, 3, 0, 0);"
-             "INSERT INTO labels (annotator, task, z, z_task, epsilon, nonce, timestamp_ms, "
-             " signature, received_ms) VALUES "
-             " (1, 1, 1, 1, 1.0, randomblob(16), 0, randomblob(64), 0),"
-             " (2, 1, 0, 1, 1.0, randomblob(16), 0, randomblob(64), 0);",
-             m, now, now);
+    snprintf(
+        sql, sizeof sql,
+        "PRAGMA user_version = %d;"
+        "INSERT INTO campaigns (id, name, epsilon_min, epsilon_max, epsilon_budget, "
+        " epsilon_default, created_ms) VALUES (2, 'old', 0.1, 5, 100, 1, 0);"
+        "INSERT INTO tasks (id, campaign, source_id, prompt, response0, response1, created_ms) "
+        " VALUES (1, 1, 's1', 'p', 'x', 'y', 0), (2, 1, 's2', 'p', 'x', 'y', 0),"
+        " (3, 1, 's3', 'p', 'x', 'y', 0), (4, 2, 's4', 'p', 'x', 'y', 0),"
+        " (5, 2, 's5', 'p', 'x', 'y', 0);"
+        "INSERT INTO annotators (id, public_key, pseudonym, campaign, enrolled_ms) VALUES "
+        " (1, zeroblob(32), 'ann-1', 1, 0), (2, randomblob(32), 'ann-2', 1, 0);"
+        "INSERT INTO assignments (annotator, task, swapped, created_ms) VALUES "
+        " (1, 1, 0, %lld), (1, 2, 1, %lld), (2, 1, 1, 0), (2, 3, 0, 0);"
+        "INSERT INTO labels (annotator, task, z, z_task, epsilon, nonce, timestamp_ms, "
+        " signature, received_ms) VALUES "
+        " (1, 1, 1, 1, 1.0, randomblob(16), 0, randomblob(64), 0),"
+        " (2, 1, 0, 1, 1.0, randomblob(16), 0, randomblob(64), 0);",
+        m, now, now);
     CHECK_INT(sqlite3_exec(db, sql, NULL, NULL, NULL), SQLITE_OK);
     sqlite3_close(db);
 
@@ -217,7 +218,7 @@ static void test_leases_and_skips(void)
     CHECK_INT(nb, 1); /* only the fourth task has room */
     CHECK_INT(bs[0].task_id, first + 3);
     CHECK_INT(lp_store_assign(s, e, 4, bs, &nb), LP_OK);
-    CHECK_INT(nb, 1); /* the fourth task's second place */
+    CHECK_INT(nb, 1);                                          /* the fourth task's second place */
     CHECK_INT(lp_store_assign(s, f, 4, bs, &nb), LP_ENO_TASK); /* everything leased */
 
     /* skip: counts nothing, refuses a later label, never offered again */
@@ -252,8 +253,7 @@ static void test_leases_and_skips(void)
     CHECK_INT(scalar(db_path, "SELECT open_from FROM campaign_fill WHERE campaign = 2"), 0);
     CHECK_INT(lp_store_assign(s, d, 4, bs, &nb), LP_OK);
     CHECK_INT(nb, 2);
-    CHECK_INT(scalar(db_path, "SELECT open_from FROM campaign_fill WHERE campaign = 2"),
-              first + 2);
+    CHECK_INT(scalar(db_path, "SELECT open_from FROM campaign_fill WHERE campaign = 2"), first + 2);
 
     /* the quota counts labels: a's three labels leave a nothing */
     CHECK_INT(label(s, a, first + 2), LP_OK);
