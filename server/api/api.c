@@ -1,7 +1,8 @@
 /*
  * api.c — routing, response helpers, healthz, and the synchronous wrapper.
- * See api.h. Handlers live in api_labels.c (annotator endpoints) and
- * api_admin.c (operator endpoints).
+ * See api.h. Handlers live in api_labels.c (annotator endpoints: labels,
+ * next, enrollment), api_progress.c (annotator endpoints: skip, progress)
+ * and api_admin.c (operator endpoints).
  */
 #include "api_internal.h"
 

@@ -305,7 +305,7 @@ static int take_open(struct assign_job *a, sqlite3 *db, const struct who *w, siz
     sqlite3_bind_int64(st, 1, w->campaign);
     sqlite3_bind_int64(st, 2, w->open_from);
     int64_t open_from = w->open_from;
-    int prefix = 1, step, rc = LP_OK;
+    int prefix = 1, step = SQLITE_DONE, rc = LP_OK;
     /* the cursor stays open over the leases: SQLite lets a statement read
      * on while the same connection writes other rows */
     while (a->n < limit && (step = sqlite3_step(st)) == SQLITE_ROW) {
