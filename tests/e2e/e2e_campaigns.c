@@ -491,6 +491,7 @@ static void test_lease_expiry(void)
     usleep(1300 * 1000);
     CHECK_ERR(ldpref_next_tasks(l2, 2, &t2, &n2), LP_OK); /* expired: back in the pool */
     CHECK_INT(n2, 2);
+    ldpref_tasks_free(t2, n2);
     ldpref_receipt r;
     CHECK_ERR(ldpref_answer(l1, &t1[0], 0, &r), LP_OK); /* late, still accepted */
     check_progress(l1, "lease", 2, 1, 1, 2, 1, 0);
@@ -501,7 +502,7 @@ static void test_lease_expiry(void)
     CHECK_INT(n3 ? t3[0].task_id : 0, t1[1].task_id);
     CHECK_ERR(ldpref_answer(l2, &t3[0], 1, &r), LP_OK);
     check_progress(l2, "lease", 2, 2, 2, 2, 1, 0);
-    CHECK_ERR(ldpref_next_tasks(l1, 2, &t2 /* unused */, &n2), LP_ECAMPAIGN_COMPLETE);
+    CHECK_ERR(ldpref_next_tasks(l1, 2, &t2, &n2), LP_ECAMPAIGN_COMPLETE); /* t2: NULL */
     ldpref_tasks_free(t1, n1);
     ldpref_tasks_free(t3, n3);
     ldpref_client_close(l1);
