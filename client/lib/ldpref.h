@@ -235,7 +235,12 @@ typedef struct ldpref_task {
 /*
  * Fetches up to count (1..1000) tasks (signed request). On success *tasks is
  * a new array of *n tasks, freed with ldpref_tasks_free(*tasks, *n). When the
- * server has nothing, returns LDPREF_ENO_TASK with *tasks NULL and *n 0.
+ * server has nothing, returns with *tasks NULL and *n 0:
+ * LDPREF_ECAMPAIGN_COMPLETE (every task of the campaign has its labels),
+ * LDPREF_EQUOTA_REACHED (this annotator's quota is used up), or
+ * LDPREF_ENO_TASK (the open tasks are leased to others, or done by this
+ * annotator). A fetched task is leased to this annotator for the server's
+ * lease time; answer it, or give it up with ldpref_skip().
  * The tasks are also remembered in the ledger (as keyed hashes of their
  * content, never the text) so that ldpref_answer_id() can answer them later.
  */
