@@ -213,21 +213,21 @@ struct assign_job {
 };
 
 /* The annotator's pending leases on tasks that still need labels into out
- * (up to count); *held gets the labels plus those leases (the quota's
- * measure). */
-static int own_pending(struct assign_job *a, sqlite3 *db, int64_t need, int64_t live_after,
+ * (up to count); with a quota, *held gets the labels plus those leases (the
+ * quota's measure); without one the walk stops once out is full. */
+static int own_pending(struct assign_job *a, sqlite3 *db, const struct who *w, int64_t live_after,
                        int64_t *held)
 {
     sqlite3_stmt *st = lp_engine_stmt(a->engine, db, SQL_OWN);
     if (st == NULL)
         return LP_ESTORAGE;
     sqlite3_bind_int64(st, 1, a->annotator);
-    int step;
+    int step = SQLITE_DONE;
     *held = 0;
-    while ((step = sqlite3_step(st)) == SQLITE_ROW) {
+    while ((w->quota > 0 || a->n < a->count) && (step = sqlite3_step(st)) == SQLITE_ROW) {
         int labelled = sqlite3_column_int(st, 4), skipped = sqlite3_column_int(st, 3);
         int pending = !labelled && !skipped && sqlite3_column_int64(st, 2) > live_after &&
-                      sqlite3_column_int64(st, 5) < need;
+                      sqlite3_column_int64(st, 5) < w->labels_per_task;
         if (labelled || pending)
             (*held)++;
         if (pending && a->n < a->count) {
@@ -237,7 +237,8 @@ static int own_pending(struct assign_job *a, sqlite3 *db, int64_t need, int64_t 
         }
     }
     sqlite3_reset(st);
-    return step == SQLITE_DONE ? LP_OK : lp_engine_fail(db, "own assignments");
+    return step == SQLITE_DONE || step == SQLITE_ROW ? LP_OK
+                                                     : lp_engine_fail(db, "own assignments");
 }
 
 /* Whether task (with `labels` labels) is open to the annotator: 1 fresh, 2
@@ -353,7 +354,7 @@ static int assign_fn(sqlite3 *db, void *ctx)
         return rc;
     int64_t now = lp_now_ms(), live_after = now - a->lease_ms, held;
     a->n = 0;
-    if ((rc = own_pending(a, db, w.labels_per_task, live_after, &held)) != LP_OK)
+    if ((rc = own_pending(a, db, &w, live_after, &held)) != LP_OK)
         return rc;
     int complete = w.tasks > 0 && w.tasks_complete >= w.tasks;
     size_t limit = a->count;
