@@ -39,22 +39,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* TEMPORARY until the campaign API (skip, progress) is merged: stand-ins
- * with the contract's names. */
-typedef struct ldpref_progress {
-    char campaign[129];
-    int64_t tasks_total, tasks_complete, labels, labels_needed, annotator_labels;
-    int64_t annotator_quota;
-} ldpref_progress;
-static int ldpref_skip(ldpref_client *c, int64_t id)
-{
-    return lpc_fail(c, LDPREF_ENOT_FOUND, "skip is not available yet");
-}
-static int ldpref_progress_get(ldpref_client *c, ldpref_progress *p)
-{
-    return LDPREF_ENOT_FOUND;
-}
-
 #define UI_SECRET_BYTES 32
 /* base64url of 32 bytes without padding: 43 characters. */
 #define UI_SECRET_TEXT 44
@@ -263,6 +247,15 @@ static void drop_task(ldpref_ui *ui)
     ui->ntask = 0;
 }
 
+/* After an error that says the task on screen can no longer be answered
+ * here (its assignment gone, already labelled), the next GET /api/task
+ * fetches another. */
+static void drop_task_after(ldpref_ui *ui, int rc)
+{
+    if (rc == LDPREF_ENOT_ASSIGNED || rc == LDPREF_EUNKNOWN_TASK || rc == LDPREF_ECONFLICTING_LABEL)
+        drop_task(ui);
+}
+
 static json_t *task_json(const ldpref_task *t)
 {
     return json_pack("{s:I, s:s, s:s, s:s, s:s, s:o, s:o, s:o}", "task_id", (json_int_t)t->task_id,
@@ -272,13 +265,14 @@ static json_t *task_json(const ldpref_task *t)
 }
 
 /* GET /api/task: the task on screen, fetched from the server when there is
- * none. Nothing to hand out is not an error for the page:
+ * none. Nothing to hand out (no task for now, the campaign complete, the
+ * quota reached) is not an error for the page:
  * {"task": null, "reason": <error name>, "message"}. */
 static enum MHD_Result api_task(ldpref_ui *ui, struct MHD_Connection *conn)
 {
     if (ui->task == NULL) {
         int rc = ldpref_next_tasks(ui->c, 1, &ui->task, &ui->ntask);
-        if (rc == LDPREF_ENO_TASK)
+        if (rc == LDPREF_ENO_TASK || rc == LDPREF_ECAMPAIGN_COMPLETE || rc == LDPREF_EQUOTA_REACHED)
             return send_json(conn, MHD_HTTP_OK,
                              json_pack("{s:n, s:s, s:s}", "task", "reason", lp_error_name(rc),
                                        "message", ldpref_errmsg(ui->c)));
@@ -338,10 +332,13 @@ static enum MHD_Result api_answer(ldpref_ui *ui, struct MHD_Connection *conn,
     if (choice < 0)
         return send_error(conn, 0, LP_EWRONG_TYPE, "choice must be \"a\", \"b\" or \"t\"");
     ldpref_receipt r;
+    memset(&r, 0, sizeof r);
     int rc = ldpref_answer(ui->c, &ui->task[0], choice, &r);
     choice = -1;
-    if (rc != LDPREF_OK && rc != LDPREF_EALREADY_ANSWERED)
+    if (rc != LDPREF_OK && rc != LDPREF_EALREADY_ANSWERED) {
+        drop_task_after(ui, rc);
         return send_error(conn, 0, rc, ldpref_errmsg(ui->c));
+    }
     if (rc == LDPREF_OK)
         ui->answered++;
     drop_task(ui);
@@ -366,8 +363,10 @@ static enum MHD_Result api_skip(ldpref_ui *ui, struct MHD_Connection *conn,
     int64_t id = json_integer_value(json_object_get(body, "task_id"));
     json_decref(body);
     int rc = ldpref_skip(ui->c, id);
-    if (rc != LDPREF_OK)
+    if (rc != LDPREF_OK) {
+        drop_task_after(ui, rc);
         return send_error(conn, 0, rc, ldpref_errmsg(ui->c));
+    }
     ui->skipped++;
     drop_task(ui);
     return send_json(conn, MHD_HTTP_OK,

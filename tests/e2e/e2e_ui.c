@@ -101,11 +101,11 @@ static int load_tasks(ldpref_client *op)
     return ldpref_admin_tasks_load(op, path, NULL, NULL);
 }
 
-/* An enrolled annotator key at dir/ui.key. */
-static int enroll(ldpref_client *op, char *key, size_t keylen)
+/* An enrolled annotator key at dir/name. */
+static int enroll(ldpref_client *op, const char *name, char *key, size_t keylen)
 {
     char *json = NULL;
-    if (annotator_key_ensure(srv.dir, "ui.key", key, keylen) != LDPREF_OK ||
+    if (annotator_key_ensure(srv.dir, name, key, keylen) != LDPREF_OK ||
         ldpref_admin_enrollment_tokens(op, NULL, 1, &json) != LDPREF_OK)
         return -1;
     char *token = first_enrollment_token(json);
@@ -389,8 +389,48 @@ static void test_browser_session(ldpref_client *op, const char *key)
     session_cookies(b, session, sizeof session, csrf, sizeof csrf);
     test_refused_with_session(session, csrf);
 
+    /* 's' skips task 3: nothing reaches the server; 't' answers task 4
+     * "can't tell": a label with the same epsilon as any other. */
+    CHECK_INT(cdp_key(b, 's'), 0);
+    CHECK(wait_task(b, 4));
+    CHECK(eval_true(b, "/Task 3 skipped/.test(document.getElementById('notice').textContent)"));
+    CHECK_INT(server_db_count(&srv, "labels"), 2);
+    CHECK_INT(cdp_key(b, 't'), 0);
+    CHECK(cdp_wait_true(b, "!document.getElementById('done').hidden", 15000));
+    CHECK(eval_true(b, "/No task is available/.test(document.getElementById('done').textContent)"));
+    CHECK_INT(server_db_count(&srv, "labels"), 3);
+    CHECK_INT(server_db_scalar(&srv, "SELECT count(*) FROM labels WHERE epsilon = 1.0", NULL), 3);
+    CHECK(cdp_wait_true(b,
+                        "/^3 of 4 tasks complete in default; 3 answered this session, 1 skipped/"
+                        ".test(document.getElementById('progress').textContent)",
+                        5000));
+
+    /* Another annotator labels the skipped task: the campaign is complete,
+     * and the page says so when asked again. */
+    char key2[400];
+    CHECK_INT(enroll(op, "other.key", key2, sizeof key2), LDPREF_OK);
+    ldpref_options o;
+    annotator_options_init(&o, srv.url, key2, 1.0, 1000.0);
+    ldpref_client *other = NULL;
+    ldpref_task *tasks = NULL;
+    size_t n = 0;
+    ldpref_receipt receipt;
+    CHECK_INT(ldpref_client_open(&o, &other), LDPREF_OK);
+    CHECK_INT(ldpref_next_tasks(other, 1, &tasks, &n), LDPREF_OK);
+    CHECK(n == 1 && tasks[0].task_id == 3);
+    if (n == 1)
+        CHECK_INT(ldpref_answer(other, &tasks[0], LDPREF_CHOICE_A, &receipt), LDPREF_OK);
+    ldpref_tasks_free(tasks, n);
+    ldpref_client_close(other);
+    CHECK(eval_true(b, "document.querySelector('#done button').click() === undefined"));
+    CHECK(cdp_wait_true(
+        b, "/campaign is complete/.test(document.getElementById('done').textContent)", 15000));
+    long long all[] = {1, 2, 3, 4};
+    CHECK_INT(export_has_tasks(op, all, 4), 0);
+
     /* Every request the page made went to the local process. */
-    size_t n = cdp_request_count(b), local = 0;
+    size_t local = 0;
+    n = cdp_request_count(b);
     for (size_t i = 0; i < n; i++) {
         const char *url = cdp_request_url(b, i);
         int ok = strncmp(url, home, strlen(home)) == 0;
@@ -435,7 +475,7 @@ int main(void)
     ldpref_client *op = operator_client_open(&srv);
     char key[400];
     CHECK_INT(op ? load_tasks(op) : -1, LDPREF_OK);
-    CHECK_INT(op ? enroll(op, key, sizeof key) : -1, LDPREF_OK);
+    CHECK_INT(op ? enroll(op, "ui.key", key, sizeof key) : -1, LDPREF_OK);
     test_cli_errors(key);
     pid_t ui = start_ui(key);
     CHECK(ui > 0);

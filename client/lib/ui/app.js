@@ -98,7 +98,6 @@ function showError(e) {
 
 function showTask(t) {
   task = t;
-  $('error').hidden = true;
   $('task-id').textContent = String(t.task_id);
   $('task-eps').textContent = 'ε per answer ≤ ' + eps(t.epsilon);
   const conv = $('conversation');
@@ -185,6 +184,7 @@ function notice(text) {
 async function act(kind, choice) {
   if (!task || busy) return;
   busy = true;
+  $('error').hidden = true;
   for (const b of document.querySelectorAll('.actions button')) b.disabled = true;
   const id = task.task_id;
   try {
@@ -206,6 +206,7 @@ async function act(kind, choice) {
     await loadProgress();
   } catch (e) {
     showError(e);
+    await loadTask();
   } finally {
     busy = false;
     for (const b of document.querySelectorAll('.actions button')) b.disabled = false;
