@@ -271,9 +271,9 @@ static int cmd_next(const struct cmd *cmd, ldpref_client *c, char **pos, int npo
         const ldpref_task *t = &tasks[i];
         print_json(json_pack("{s:I, s:s, s:o, s:s, s:s, s:s, s:o, s:o, s:o}", "task_id",
                              (json_int_t)t->task_id, "campaign", t->campaign, "context",
-                             context_json(t), "prompt", t->prompt, "a", t->a, "b", t->b,
-                             "epsilon", eps_json(t->epsilon_proposed), "epsilon_min",
-                             eps_json(t->epsilon_min), "epsilon_max", eps_json(t->epsilon_max)));
+                             context_json(t), "prompt", t->prompt, "a", t->a, "b", t->b, "epsilon",
+                             eps_json(t->epsilon_proposed), "epsilon_min", eps_json(t->epsilon_min),
+                             "epsilon_max", eps_json(t->epsilon_max)));
     }
     ldpref_tasks_free(tasks, n);
     return 0;

@@ -390,11 +390,13 @@ int ldpref_admin_export_view_path(ldpref_client *c, const char *campaign, const 
                                   int64_t version, const char *path);
 
 /* Export formats (docs/protocol.md "Export"). */
-#define LDPREF_EXPORT_STANDARD "standard" /* TRL's standard preference format: text
-                                             prompt, chosen, rejected (the default) */
-#define LDPREF_EXPORT_CONVERSATIONAL "conversational" /* TRL's conversational format:
-                                             "prompt" the list of turns ending with the
-                                             user's, chosen/rejected one assistant turn */
+#define LDPREF_EXPORT_STANDARD                                                                     \
+    "standard" /* TRL's standard preference format: text                                           \
+                  prompt, chosen, rejected (the default) */
+#define LDPREF_EXPORT_CONVERSATIONAL                                                               \
+    "conversational" /* TRL's conversational format:                                               \
+            "prompt" the list of turns ending with the                                             \
+            user's, chosen/rejected one assistant turn */
 
 /* As ldpref_admin_export_view() in format (NULL: LDPREF_EXPORT_STANDARD;
  * anything else but the two: LDPREF_EINVALID_ARGUMENT). Since 0.3. */

@@ -83,8 +83,8 @@ static int parse_turn(const json_t *v, const char *name, size_t i, lp_turn *out,
     char m[LP_MSG_MAX];
     const char *role = NULL;
     if (!json_is_object(v))
-        return lp_fail(LP_EBAD_TASK, why, wl, "\"%s\"[%zu] must be a {\"role\", \"content\"} object",
-                       name, i);
+        return lp_fail(LP_EBAD_TASK, why, wl,
+                       "\"%s\"[%zu] must be a {\"role\", \"content\"} object", name, i);
     if (lp_json_only_fields(v, fields, m, sizeof m) != LP_OK ||
         lp_json_get_string(v, "role", 16, &role, m, sizeof m) != LP_OK ||
         lp_json_get_string(v, "content", LP_TASK_TEXT_MAX, &out->content, m, sizeof m) != LP_OK)

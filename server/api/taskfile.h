@@ -35,8 +35,8 @@
 #define LP_TASK_TEXT_MAX 65536 /* prompt and each response, bytes */
 #define LP_TASK_ID_MAX 128     /* source id, bytes */
 #define LP_TASKS_PER_UPLOAD_MAX 1000000
-#define LP_TASK_TURNS_MAX 32         /* context turns per task */
-#define LP_TASK_CONTEXT_MAX 131072   /* bytes of context content per task */
+#define LP_TASK_TURNS_MAX 32       /* context turns per task */
+#define LP_TASK_CONTEXT_MAX 131072 /* bytes of context content per task */
 
 typedef struct lp_taskfile {
     lp_task_in *tasks; /* n entries, borrowing from the owned storage below */

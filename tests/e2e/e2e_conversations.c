@@ -279,9 +279,9 @@ static json_t *uploaded[CONV_TASKS];
 static int64_t conv_first_id;
 
 /* The standard export's fields, in order: today's, nothing added. */
-static const char *const STANDARD_FIELDS[] = {
-    "prompt", "chosen", "rejected", "label_id",  "task_id",     "campaign",
-    "annotator", "epsilon", "z",     "timestamp", "received_at", NULL};
+static const char *const STANDARD_FIELDS[] = {"prompt",  "chosen",    "rejected",    "label_id",
+                                              "task_id", "campaign",  "annotator",   "epsilon",
+                                              "z",       "timestamp", "received_at", NULL};
 
 static char *export_text(ldpref_client *op, const char *format)
 {
@@ -410,9 +410,9 @@ static void test_conversational_round_trip(ldpref_client *op)
             ok = json_equal(json_object_get(s1, STANDARD_FIELDS[k2]),
                             json_object_get(c1, STANDARD_FIELDS[k2]));
         const json_t *cp = json_object_get(c1, "prompt");
-        ok = ok && json_equal(json_object_get(s1, "prompt"),
-                              json_object_get(json_array_get(cp, json_array_size(cp) - 1),
-                                              "content"));
+        ok = ok &&
+             json_equal(json_object_get(s1, "prompt"),
+                        json_object_get(json_array_get(cp, json_array_size(cp) - 1), "content"));
         ok = ok && json_equal(json_object_get(s1, "chosen"),
                               json_object_get(json_array_get(want_chosen, 0), "content"));
         ok = ok && json_equal(json_object_get(s1, "rejected"),
@@ -425,8 +425,8 @@ static void test_conversational_round_trip(ldpref_client *op)
     /* The CLI writes the same bytes; the server takes ?format=standard as
      * its default and refuses an unknown format. */
     char *out = NULL;
-    const char *exp[] = {"ldpref", "admin", "export", "--campaign", "conv", "--format",
-                         "conversational", NULL};
+    const char *exp[] = {"ldpref", "admin",    "export",         "--campaign",
+                         "conv",   "--format", "conversational", NULL};
     CHECK_INT(cli(&out, exp), 0);
     CHECK(out && conv && strcmp(out, conv) == 0);
     free(out);

@@ -80,9 +80,8 @@ static void test_vectors(void)
     CHECK_STR(hex, "6017b473a3d67201b0bbfc45937d28ee4952483eb1a831309601482749014e25");
 
     /* With context ("ldpref/memo/v2"). */
-    ldpref_turn ctx[3] = {{"system", "Answer briefly."},
-                          {"user", "Hi"},
-                          {"assistant", "Hello! How can I help?"}};
+    ldpref_turn ctx[3] = {
+        {"system", "Answer briefly."}, {"user", "Hi"}, {"assistant", "Hello! How can I help?"}};
     t = task(4, ctx, 3, "What is 2+2?", "4", "5");
     key_hex(secret, &t, hex, &swapped);
     CHECK_STR(hex, "8e5b662de86e1e04e7a7250841a6328847f8579c5220b8255a14f54b3de387a5");
@@ -105,11 +104,11 @@ static void test_key_covers_the_conversation(void)
     ldpref_turn edited[2] = {{"user", "ab"}, {"assistant", "C"}};
     ldpref_turn into_prompt[1] = {{"user", "ab"}};
     ldpref_task variants[] = {
-        task(1, base, 2, "p", "x", "y"),  task(2, moved, 2, "p", "x", "y"),
-        task(3, role, 2, "p", "x", "y"),  task(4, order, 2, "p", "x", "y"),
+        task(1, base, 2, "p", "x", "y"),   task(2, moved, 2, "p", "x", "y"),
+        task(3, role, 2, "p", "x", "y"),   task(4, order, 2, "p", "x", "y"),
         task(5, edited, 2, "p", "x", "y"), task(6, base, 1, "p", "x", "y"),
-        task(7, NULL, 0, "p", "x", "y"),  task(8, into_prompt, 1, "c", "x", "y"),
-        task(9, base, 2, "q", "x", "y"),  task(10, base, 2, "p", "x", "z"),
+        task(7, NULL, 0, "p", "x", "y"),   task(8, into_prompt, 1, "c", "x", "y"),
+        task(9, base, 2, "q", "x", "y"),   task(10, base, 2, "p", "x", "z"),
     };
     enum { N = sizeof variants / sizeof variants[0] };
     char hex[N][65];
@@ -178,8 +177,7 @@ static void test_old_ledger_entry_still_found(void)
     crypto_generichash(hb, sizeof hb, (const uint8_t *)b, strlen(b), NULL, 0);
     int swapped = memcmp(ha, hb, sizeof ha) > 0;
     crypto_generichash_state st;
-    crypto_generichash_init(&st, lpc_ledger_secret(c->ledger), LPC_DEVICE_SECRET_BYTES,
-                            sizeof key);
+    crypto_generichash_init(&st, lpc_ledger_secret(c->ledger), LPC_DEVICE_SECRET_BYTES, sizeof key);
     hash_lp(&st, "ldpref/memo/v1");
     hash_lp(&st, prompt);
     hash_lp(&st, swapped ? b : a);

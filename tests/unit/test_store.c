@@ -76,7 +76,7 @@ static void *worker_main(void *arg)
 static void test_schema_files(void)
 {
     static const char *const files[] = {"schema/001_init.sql", "schema/002_learn.sql",
-                                         "schema/005_conversations.sql"};
+                                        "schema/005_conversations.sql"};
     CHECK_INT(LP_MIGRATION_COUNT, (int)(sizeof files / sizeof files[0]));
     for (size_t i = 0; i < sizeof files / sizeof files[0]; i++) {
         FILE *f = fopen(files[i], "rb");

@@ -700,10 +700,9 @@ static void test_context_limits_accepted(void)
     size_t n = (size_t)snprintf(body, cap, "{\"context\": [");
     for (int k = 0; k < LP_TASK_TURNS_MAX; k++)
         n += (size_t)snprintf(body + n, cap - n, "%s{\"role\":\"%s\",\"content\":\"%s\"}",
-                              k ? "," : "", k % 2 ? "assistant" : "user",
-                              k < 2 ? text : "");
-    n += (size_t)snprintf(body + n, cap - n,
-                          "], \"prompt\": \"p\", \"responses\": [\"a\", \"b\"]}");
+                              k ? "," : "", k % 2 ? "assistant" : "user", k < 2 ? text : "");
+    n +=
+        (size_t)snprintf(body + n, cap - n, "], \"prompt\": \"p\", \"responses\": [\"a\", \"b\"]}");
     lp_taskfile tf;
     CHECK_ERR(lp_taskfile_parse(body, n, DEPTH, &tf, msg, sizeof msg), LP_OK);
     CHECK_INT(tf.n == 1 ? tf.tasks[0].n_context : 0, LP_TASK_TURNS_MAX);
@@ -716,7 +715,8 @@ static void test_context_limits_accepted(void)
 static void test_refuses_malformed_conversations(void)
 {
 #define CTX(turns) "{\"prompt\":\"p\",\"responses\":[\"a\",\"b\"],\"context\":" turns "}"
-#define CONV(prompt, chosen) "{\"prompt\":" prompt ",\"chosen\":" chosen ",\"rejected\":[" \
+#define CONV(prompt, chosen)                                                                       \
+    "{\"prompt\":" prompt ",\"chosen\":" chosen ",\"rejected\":["                                  \
     "{\"role\":\"assistant\",\"content\":\"r\"}]}"
 #define USER "{\"role\":\"user\",\"content\":\"q\"}"
 #define ASSISTANT "[{\"role\":\"assistant\",\"content\":\"c\"}]"
@@ -737,8 +737,8 @@ static void test_refuses_malformed_conversations(void)
         {"content a list of parts",
          CTX("[{\"role\":\"user\",\"content\":[{\"type\":\"text\",\"text\":\"x\"}]}]"), 1,
          "\"context\"[0]: field \"content\" must be a string"},
-        {"extra field in a turn", CTX("[{\"role\":\"user\",\"content\":\"x\",\"name\":\"n\"}]"),
-         1, "\"context\"[0]: unknown field \"name\""},
+        {"extra field in a turn", CTX("[{\"role\":\"user\",\"content\":\"x\",\"name\":\"n\"}]"), 1,
+         "\"context\"[0]: unknown field \"name\""},
         {"NUL in a turn", CTX("[{\"role\":\"user\",\"content\":\"a\\u0000b\"}]"), 1,
          "\\u0000 is not allowed"},
         {"empty prompt list", CONV("[]", ASSISTANT), 1,
@@ -746,9 +746,9 @@ static void test_refuses_malformed_conversations(void)
         {"prompt list ends with the assistant",
          CONV("[" USER ",{\"role\":\"assistant\",\"content\":\"a\"}]", ASSISTANT), 1,
          "the last turn of \"prompt\" must be the user turn being answered"},
-        {"bad turn in the prompt list", CONV("[{\"role\":\"bot\",\"content\":\"a\"}," USER "]",
-                                             ASSISTANT),
-         1, "\"prompt\"[0]: role must be system, user or assistant, not \"bot\""},
+        {"bad turn in the prompt list",
+         CONV("[{\"role\":\"bot\",\"content\":\"a\"}," USER "]", ASSISTANT), 1,
+         "\"prompt\"[0]: role must be system, user or assistant, not \"bot\""},
         {"chosen a string", CONV("[" USER "]", "\"c\""), 1,
          "\"chosen\" must be a list of one assistant turn when \"prompt\" is a list"},
         {"chosen empty", CONV("[" USER "]", "[]"), 1,
@@ -758,18 +758,15 @@ static void test_refuses_malformed_conversations(void)
          "\"chosen\" must be a list of one assistant turn"},
         {"chosen by the user", CONV("[" USER "]", "[" USER "]"), 1,
          "\"chosen\"[0] must be an assistant turn, not user"},
-        {"rejected missing",
-         "{\"prompt\":[" USER "],\"chosen\":" ASSISTANT "}", 1,
+        {"rejected missing", "{\"prompt\":[" USER "],\"chosen\":" ASSISTANT "}", 1,
          "\"rejected\" must be a list of one assistant turn"},
         {"context beside a prompt list",
          "{\"prompt\":[" USER "],\"context\":[],\"chosen\":" ASSISTANT ",\"rejected\":" ASSISTANT
          "}",
          1, "no \"context\" or \"responses\" beside it"},
-        {"responses beside a prompt list",
-         "{\"prompt\":[" USER "],\"responses\":[\"a\",\"b\"]}", 1,
+        {"responses beside a prompt list", "{\"prompt\":[" USER "],\"responses\":[\"a\",\"b\"]}", 1,
          "no \"context\" or \"responses\" beside it"},
-        {"second line bad",
-         CTX("[" USER "]") "\n" CTX("[{\"role\":\"user\",\"content\":5}]"), 2,
+        {"second line bad", CTX("[" USER "]") "\n" CTX("[{\"role\":\"user\",\"content\":5}]"), 2,
          "\"context\"[0]: field \"content\" must be a string"},
     };
     refuse_all(cases, sizeof cases / sizeof cases[0]);
