@@ -10,7 +10,8 @@
  * - TRL's conversational format: uploaded, labelled, exported in the
  *   conversational format and compared turn by turn with the upload; the
  *   standard export keeps exactly its fields, and ?format=standard is the
- *   default byte for byte;
+ *   default byte for byte; a model's training view (view=corrupted) in the
+ *   conversational format;
  * - every malformed conversation is refused with bad_task and stores
  *   nothing (row counts from the database file).
  */
@@ -458,6 +459,52 @@ static void test_conversational_round_trip(ldpref_client *op)
     free(standard_named);
 }
 
+/* A model's training view in the conversational format: the same turns,
+ * oriented by the view's label, with the view's own fields. */
+static void test_corrupted_view_conversational(ldpref_client *op)
+{
+    char *json = NULL;
+    CHECK_ERR(ldpref_admin_retrain(op, "{\"campaign\": \"conv\", \"max_iter\": 5}", &json), LP_OK);
+    json_t *run = json ? json_loads(json, 0, NULL) : NULL;
+    int64_t id = json_integer_value(json_object_get(run, "run"));
+    json_decref(run);
+    ldpref_free(json);
+    json = NULL;
+    CHECK_ERR(ldpref_admin_run_wait(op, id, 20, NULL, NULL, &json), LP_OK);
+    run = json ? json_loads(json, 0, NULL) : NULL;
+    int64_t version = json_integer_value(json_object_get(run, "model_version"));
+    json_decref(run);
+    ldpref_free(json);
+    CHECK(version >= 1);
+    char *text = NULL;
+    size_t len = 0;
+    FILE *m = open_memstream(&text, &len);
+    if (m == NULL)
+        return;
+    CHECK_ERR(
+        ldpref_admin_export_format(op, NULL, "corrupted", version, LDPREF_EXPORT_CONVERSATIONAL, m),
+        LP_OK);
+    fclose(m);
+    json_t *lines[CONV_TASKS + 1] = {0};
+    CHECK_INT(parse_lines(text, lines, CONV_TASKS + 1), CONV_TASKS);
+    size_t ok = 0;
+    for (size_t k = 0; k < CONV_TASKS; k++) {
+        const json_t *l = lines[k];
+        size_t i = (size_t)(json_integer_value(json_object_get(l, "task_id")) - conv_first_id);
+        if (i >= CONV_TASKS)
+            continue;
+        int z = (int)json_integer_value(json_object_get(l, "z"));
+        ok += turns_equal(json_object_get(l, "prompt"), json_object_get(uploaded[i], "prompt")) &&
+              turns_equal(json_object_get(l, "chosen"),
+                          json_object_get(uploaded[i], z ? "rejected" : "chosen")) &&
+              json_is_boolean(json_object_get(l, "corrupted")) &&
+              json_object_get(l, "z_received") != NULL;
+        json_decref(lines[k]);
+    }
+    CHECK_INT(ok, CONV_TASKS);
+    free(text);
+}
+
 /* ---- refusals ---- */
 
 /* Each upload: a good first line, then a malformed conversation. */
@@ -543,6 +590,7 @@ int main(void)
         test_oasst_context_through_cli(op);
         test_conversational_upload(op);
         test_conversational_round_trip(op);
+        test_corrupted_view_conversational(op);
         test_malformed_conversations_store_nothing(op);
     }
     ldpref_client_close(op);
