@@ -256,12 +256,22 @@ static void drop_task_after(ldpref_ui *ui, int rc)
         drop_task(ui);
 }
 
+/* The task as the page shows it: the earlier turns ("context", oldest
+ * first, [] when none), the prompt and the two responses. */
 static json_t *task_json(const ldpref_task *t)
 {
-    return json_pack("{s:I, s:s, s:s, s:s, s:s, s:o, s:o, s:o}", "task_id", (json_int_t)t->task_id,
-                     "campaign", t->campaign, "prompt", t->prompt, "a", t->a, "b", t->b, "epsilon",
-                     eps_json(t->epsilon_proposed), "epsilon_min", eps_json(t->epsilon_min),
-                     "epsilon_max", eps_json(t->epsilon_max));
+    json_t *context = json_array();
+    for (size_t i = 0; context && i < t->n_context; i++)
+        if (json_array_append_new(context, json_pack("{s:s, s:s}", "role", t->context[i].role,
+                                                     "content", t->context[i].content)) != 0) {
+            json_decref(context);
+            context = NULL;
+        }
+    return json_pack("{s:I, s:s, s:o, s:s, s:s, s:s, s:o, s:o, s:o}", "task_id",
+                     (json_int_t)t->task_id, "campaign", t->campaign, "context", context, "prompt",
+                     t->prompt, "a", t->a, "b", t->b, "epsilon", eps_json(t->epsilon_proposed),
+                     "epsilon_min", eps_json(t->epsilon_min), "epsilon_max",
+                     eps_json(t->epsilon_max));
 }
 
 /* GET /api/task: the task on screen, fetched from the server when there is

@@ -39,10 +39,15 @@
 static const char *const TASKS[] = {
     "{\"prompt\": \"" HOSTILE_PROMPT "\", \"chosen\": \"" HOSTILE_A "\", \"rejected\": \"" HOSTILE_B
     "\"}",
-    "{\"prompt\": \"How do I reverse a list in Python?\", \"chosen\": \"Use slicing: "
+    /* TRL's conversational format: two earlier turns before the prompt. */
+    "{\"prompt\": [{\"role\": \"user\", \"content\": \"I am learning Python. Can I ask you about "
+    "lists?\"}, {\"role\": \"assistant\", \"content\": \"Of course: lists are ordered, mutable "
+    "sequences. What would you like to know?\"}, {\"role\": \"user\", \"content\": \"How do I "
+    "reverse a list?\"}], \"chosen\": [{\"role\": \"assistant\", \"content\": \"Use slicing: "
     "`items[::-1]` returns a reversed copy, and `items.reverse()` reverses in place.\\n\\n"
-    "```\\nitems = [1, 2, 3]\\nprint(items[::-1])  # [3, 2, 1]\\n```\", \"rejected\": "
-    "\"Loop over the list backwards with an index and append each element to a new list.\"}",
+    "```\\nitems = [1, 2, 3]\\nprint(items[::-1])  # [3, 2, 1]\\n```\"}], \"rejected\": "
+    "[{\"role\": \"assistant\", \"content\": \"Loop over the list backwards with an index and "
+    "append each element to a new list.\"}]}",
     "{\"prompt\": \"Name a prime number above 10.\", \"chosen\": \"11\", \"rejected\": \"12\"}",
     "{\"prompt\": \"What is the boiling point of water at sea level?\", \"chosen\": \"100 "
     "degrees Celsius (212 F).\", \"rejected\": \"About 90 degrees Celsius.\"}",
@@ -356,6 +361,7 @@ static void test_browser_session(ldpref_client *op, const char *key)
 
     CHECK(wait_task(b, 1));
     check_hostile_task(b);
+    CHECK_INT(eval_int(b, "document.querySelectorAll('#conversation .turn').length"), 1);
     CHECK(cdp_wait_true(b,
                         "/answered this session/.test("
                         "document.getElementById('progress').textContent)",
@@ -377,6 +383,14 @@ static void test_browser_session(ldpref_client *op, const char *key)
                         "document.getElementById('progress').textContent)",
                         5000));
     CHECK(eval_true(b, "document.getElementById('eps-meter').value === 1"));
+    /* Task 2 shows its conversation: the two earlier turns, then the prompt. */
+    CHECK_INT(eval_int(b, "document.querySelectorAll('#conversation .turn').length"), 3);
+    CHECK(eval_true(b, "[...document.querySelectorAll('#conversation .role')].map(e => "
+                       "e.textContent).join() === 'user,assistant,user'"));
+    CHECK(eval_true(b, "/lists are ordered, mutable sequences/.test("
+                       "document.getElementById('conversation').textContent)"));
+    CHECK(eval_true(b, "document.querySelector('#conversation .prompt').textContent.includes("
+                       "'How do I reverse a list?')"));
     save_screenshot(b);
     CHECK_INT(cdp_key(b, 'b'), 0);
     CHECK(wait_task(b, 3));
