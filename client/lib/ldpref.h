@@ -568,7 +568,7 @@ int ldpref_score_texts(ldpref_client *c, const char *prompt, const char *const *
  * randomizes, signs and submits it. Every request must carry the session
  * cookie obtained by exchanging the URL's one-time token; requests with a
  * foreign Host or Origin, and state-changing requests without the CSRF
- * header, are refused.
+ * header, are refused. Since 0.3.
  */
 
 /* Options of ldpref_ui_start(). Fill with ldpref_ui_options_init(). */
