@@ -216,7 +216,8 @@ async function act(kind, choice) {
 function toggleHelp() { $('help').hidden = !$('help').hidden; }
 
 document.addEventListener('keydown', (ev) => {
-  if (ev.ctrlKey || ev.metaKey || ev.altKey) return;
+  // A held key answers once, not the next tasks too.
+  if (ev.ctrlKey || ev.metaKey || ev.altKey || ev.repeat) return;
   const k = ev.key;
   if (k === '1' || k === 'a') act('answer', 'a');
   else if (k === '2' || k === 'b') act('answer', 'b');
