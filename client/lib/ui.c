@@ -19,6 +19,7 @@
  *     page) that every POST must echo in X-CSRF-Token (else 403); the token
  *     is then spent, so a copy of the URL (shell history, process list) is
  *     useless;
+ *   - all of these run on the headers, before any of the body is read;
  *   - every response carries a strict Content-Security-Policy, nosniff,
  *     no-referrer and no-store.
  * Requests are handled one at a time on the server's single thread, which
@@ -434,33 +435,47 @@ static enum MHD_Result route(ldpref_ui *ui, struct MHD_Connection *conn, const c
     return send_error(conn, 0, LP_ENOT_FOUND, "no such endpoint");
 }
 
-/* Checks Host, Origin, Sec-Fetch-Site, the session and (for POST) the CSRF
- * header, in that order, before anything else happens. */
-static enum MHD_Result handle(ldpref_ui *ui, struct MHD_Connection *conn, const char *url,
-                              const char *method, const struct ui_request *req)
+/* The session part of the gate (see gate()). */
+static int session_gate(ldpref_ui *ui, struct MHD_Connection *conn, const char *url,
+                        const char *method, enum MHD_Result *ret)
 {
-    if (!host_allowed(ui, header(conn, "Host")))
-        return send_error(conn, MHD_HTTP_FORBIDDEN, LP_EUNAUTHORIZED,
-                          "foreign Host: open the page at the address ldpref ui printed");
-    if (!origin_allowed(ui, header(conn, "Origin")) ||
-        !fetch_site_allowed(header(conn, "Sec-Fetch-Site")))
-        return send_error(conn, MHD_HTTP_FORBIDDEN, LP_EUNAUTHORIZED,
-                          "requests from other sites are refused");
     const char *cookie = MHD_lookup_connection_value(conn, MHD_COOKIE_KIND, ui->session_cookie);
-    int session = secret_equal(cookie, ui->session);
+    int session = secret_equal(cookie, ui->session), get = strcmp(method, "GET") == 0;
     const char *token = MHD_lookup_connection_value(conn, MHD_GET_ARGUMENT_KIND, "token");
-    if (!session && token && strcmp(url, "/") == 0 && strcmp(method, "GET") == 0 &&
-        secret_equal(token, ui->token))
-        return exchange_token(ui, conn);
-    if (session && token && strcmp(url, "/") == 0 && strcmp(method, "GET") == 0)
-        return redirect_home(conn, NULL, 0); /* the URL opened again in the same browser */
-    if (!session)
-        return send_error(conn, 0, LP_EUNAUTHORIZED,
+    int home = token && get && strcmp(url, "/") == 0;
+    if (!session && home && secret_equal(token, ui->token))
+        *ret = exchange_token(ui, conn);
+    else if (session && home)
+        *ret = redirect_home(conn, NULL, 0); /* the URL opened again in the same browser */
+    else if (!session)
+        *ret = send_error(conn, 0, LP_EUNAUTHORIZED,
                           token ? "this link was already used or is wrong: restart ldpref ui"
                                 : "open the page with the address ldpref ui printed");
-    if (strcmp(method, "GET") != 0 && !secret_equal(header(conn, "X-CSRF-Token"), ui->csrf))
-        return send_error(conn, MHD_HTTP_FORBIDDEN, LP_EUNAUTHORIZED, "missing CSRF token");
-    return route(ui, conn, url, method, req);
+    else if (!get && !secret_equal(header(conn, "X-CSRF-Token"), ui->csrf))
+        *ret = send_error(conn, MHD_HTTP_FORBIDDEN, LP_EUNAUTHORIZED, "missing CSRF token");
+    else
+        return 0;
+    return 1;
+}
+
+/* The gate, run on a request's headers before its body is read: checks
+ * Host, Origin, Sec-Fetch-Site, the session and (for POST) the CSRF header,
+ * in that order, and answers the token exchange. Returns 1 when it has
+ * answered the request (*ret set), 0 to let it through. */
+static int gate(ldpref_ui *ui, struct MHD_Connection *conn, const char *url, const char *method,
+                enum MHD_Result *ret)
+{
+    *ret = MHD_YES;
+    if (!host_allowed(ui, header(conn, "Host")))
+        *ret = send_error(conn, MHD_HTTP_FORBIDDEN, LP_EUNAUTHORIZED,
+                          "foreign Host: open the page at the address ldpref ui printed");
+    else if (!origin_allowed(ui, header(conn, "Origin")) ||
+             !fetch_site_allowed(header(conn, "Sec-Fetch-Site")))
+        *ret = send_error(conn, MHD_HTTP_FORBIDDEN, LP_EUNAUTHORIZED,
+                          "requests from other sites are refused");
+    else
+        return session_gate(ui, conn, url, method, ret);
+    return 1;
 }
 
 static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const char *url,
@@ -470,6 +485,9 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
     ldpref_ui *ui = cls;
     struct ui_request *req = *con_cls;
     if (req == NULL) {
+        enum MHD_Result ret;
+        if (gate(ui, conn, url, method, &ret))
+            return ret; /* answered before any of the body is read */
         if ((req = calloc(1, sizeof *req)) == NULL)
             return MHD_NO;
         *con_cls = req;
@@ -486,7 +504,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
         return MHD_YES;
     }
     req->body[req->len] = '\0';
-    return handle(ui, conn, url, method, req);
+    return route(ui, conn, url, method, req);
 }
 
 /* The body may hold a true choice: wiped before it is freed. */

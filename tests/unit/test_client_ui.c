@@ -171,6 +171,15 @@ static void test_session(void)
     CHECK_INT(r.status, 303);
     CHECK(socket_reply_has_header(&r, "Location", "/"));
     CHECK(strstr(r.text, "Set-Cookie") == NULL);
+    /* Refused on its headers: a request announcing a large body without a
+     * session is answered before any of the body is read (none is sent). */
+    char announce[256];
+    snprintf(announce, sizeof announce,
+             "POST /api/answer HTTP/1.1\r\nHost: 127.0.0.1:%d\r\nContent-Type: "
+             "application/json\r\nContent-Length: 1000000\r\n\r\n",
+             port);
+    http_socket(port, announce, &r);
+    check_error("a large body without a session", &r, 401, LP_EUNAUTHORIZED);
     /* The cookie of another port's page is not ours. */
     snprintf(wrong, sizeof wrong, "Cookie: ldpref_ui_1=%s; %s=%s\r\n", session, name, csrf);
     request(port, &r, "GET", "/", wrong, NULL);
