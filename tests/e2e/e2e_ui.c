@@ -2,10 +2,13 @@
  * e2e_ui.c — `ldpref ui` end to end in a real browser: the real
  * ldpref-server on 127.0.0.1, the real `ldpref ui` process (libldpref's page
  * server) and Debian's headless Chromium driven over the DevTools pipe.
- * The annotator answers with the keyboard; the labels must arrive at the
- * server through the library (operator export and the database file); the
- * page must request nothing but the local process; task text with HTML and
- * <script> must show as text; requests without the token or session, with a
+ * The annotator answers with the keyboard (1/a, 2/b, t for can't tell, s
+ * to skip, ? for help); the labels must arrive at the server through the
+ * library (operator export and the database file), skips must not; a
+ * conversation's earlier turns are shown; progress, the end of the
+ * campaign and a reached quota are said on the page; the page must request
+ * nothing but the local process; task text with HTML and <script> must
+ * show as text; requests without the token or session, with a
  * foreign Host or Origin, or without the CSRF header are refused (raw HTTP
  * over a socket, so every header is ours to choose). A screenshot is saved
  * in $LDPREF_BUILD/test-output/ (and at $LDPREF_UI_SCREENSHOT when set).
@@ -93,7 +96,8 @@ static void check_refused(const char *what, const socket_reply *r, int status)
 
 /* ---- set-up -------------------------------------------------------------- */
 
-static int load_tasks(ldpref_client *op)
+/* The tasks into campaign (NULL: default). */
+static int load_tasks(ldpref_client *op, const char *campaign)
 {
     char path[400];
     snprintf(path, sizeof path, "%s/ui-tasks.jsonl", srv.dir);
@@ -103,15 +107,16 @@ static int load_tasks(ldpref_client *op)
     for (size_t i = 0; i < NTASKS; i++)
         fprintf(f, "%s\n", TASKS[i]);
     fclose(f);
-    return ldpref_admin_tasks_load(op, path, NULL, NULL);
+    return ldpref_admin_tasks_load(op, path, campaign, NULL);
 }
 
-/* An enrolled annotator key at dir/name. */
-static int enroll(ldpref_client *op, const char *name, char *key, size_t keylen)
+/* An annotator key at dir/name, enrolled in campaign (NULL: default). */
+static int enroll(ldpref_client *op, const char *campaign, const char *name, char *key,
+                  size_t keylen)
 {
     char *json = NULL;
     if (annotator_key_ensure(srv.dir, name, key, keylen) != LDPREF_OK ||
-        ldpref_admin_enrollment_tokens(op, NULL, 1, &json) != LDPREF_OK)
+        ldpref_admin_enrollment_tokens(op, campaign, 1, &json) != LDPREF_OK)
         return -1;
     char *token = first_enrollment_token(json);
     ldpref_free(json);
@@ -422,7 +427,7 @@ static void test_browser_session(ldpref_client *op, const char *key)
     /* Another annotator labels the skipped task: the campaign is complete,
      * and the page says so when asked again. */
     char key2[400];
-    CHECK_INT(enroll(op, "other.key", key2, sizeof key2), LDPREF_OK);
+    CHECK_INT(enroll(op, NULL, "other.key", key2, sizeof key2), LDPREF_OK);
     ldpref_options o;
     annotator_options_init(&o, srv.url, key2, 1.0, 1000.0);
     ldpref_client *other = NULL;
@@ -457,6 +462,49 @@ static void test_browser_session(ldpref_client *op, const char *key)
     cdp_close(b);
 }
 
+/* Stops the `ldpref ui` process pid: SIGTERM, exit status 0. */
+static void stop_ui(pid_t pid)
+{
+    kill(pid, SIGTERM);
+    int status = 0;
+    CHECK(waitpid(pid, &status, 0) == pid && WIFEXITED(status) && WEXITSTATUS(status) == 0);
+}
+
+/* A campaign with a quota of one label per annotator: after one answer the
+ * page says the quota is reached, and shows it in the progress line. */
+static void test_quota(ldpref_client *op)
+{
+    ldpref_campaign spec;
+    ldpref_campaign_init(&spec);
+    spec.name = "quota";
+    spec.annotator_quota = 1;
+    CHECK_INT(ldpref_admin_campaign_create(op, &spec, NULL), LDPREF_OK);
+    CHECK_INT(load_tasks(op, "quota"), LDPREF_OK);
+    char key[400];
+    CHECK_INT(enroll(op, "quota", "quota.key", key, sizeof key), LDPREF_OK);
+    long long labels = server_db_count(&srv, "labels");
+    pid_t ui = start_ui(key);
+    cdp *b = ui > 0 && ui_port > 0 ? cdp_start(1024, 768) : NULL;
+    CHECK(b != NULL);
+    if (b) {
+        CHECK_INT(cdp_navigate(b, ui_url), 0);
+        CHECK(cdp_wait_true(b, "!document.getElementById('task').hidden", 15000));
+        CHECK_INT(cdp_key(b, 'a'), 0);
+        CHECK(cdp_wait_true(b,
+                            "/reached your quota/.test(document.getElementById('done')"
+                            ".textContent)",
+                            15000));
+        CHECK(cdp_wait_true(b,
+                            "/in quota; 1 answered this session \\(your quota 1 of 1\\)/"
+                            ".test(document.getElementById('progress').textContent)",
+                            5000));
+        cdp_close(b);
+    }
+    CHECK_INT(server_db_count(&srv, "labels"), labels + 1);
+    if (ui > 0)
+        stop_ui(ui);
+}
+
 /* The command's own errors: a bad port, a missing key. */
 static void test_cli_errors(const char *key)
 {
@@ -488,17 +536,16 @@ int main(void)
     }
     ldpref_client *op = operator_client_open(&srv);
     char key[400];
-    CHECK_INT(op ? load_tasks(op) : -1, LDPREF_OK);
-    CHECK_INT(op ? enroll(op, "ui.key", key, sizeof key) : -1, LDPREF_OK);
+    CHECK_INT(op ? load_tasks(op, NULL) : -1, LDPREF_OK);
+    CHECK_INT(op ? enroll(op, NULL, "ui.key", key, sizeof key) : -1, LDPREF_OK);
     test_cli_errors(key);
     pid_t ui = start_ui(key);
     CHECK(ui > 0);
     if (ui > 0 && ui_port > 0) {
         test_refused_before_session();
         test_browser_session(op, key);
-        kill(ui, SIGTERM);
-        int status = 0;
-        CHECK(waitpid(ui, &status, 0) == ui && WIFEXITED(status) && WEXITSTATUS(status) == 0);
+        stop_ui(ui);
+        test_quota(op);
     } else if (ui > 0) {
         kill(ui, SIGKILL);
         waitpid(ui, NULL, 0);
