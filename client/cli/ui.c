@@ -18,8 +18,9 @@
 extern char **environ;
 
 /* Opens url with $BROWSER (its first ':'-separated entry) or xdg-open,
- * without waiting, with the browser's output discarded, the signal mask
- * mask and default signal actions. */
+ * without waiting (SIGCHLD is ignored, so it is reaped by the system), with
+ * the browser's output discarded, the signal mask mask and default signal
+ * actions. */
 static void open_browser(const char *url, const sigset_t *mask)
 {
     char cmd[256] = "xdg-open";
@@ -38,9 +39,11 @@ static void open_browser(const char *url, const sigset_t *mask)
     sigset_t dfl;
     sigemptyset(&dfl);
     sigaddset(&dfl, SIGPIPE);
+    sigaddset(&dfl, SIGCHLD);
     posix_spawnattr_setsigmask(&at, mask);
     posix_spawnattr_setsigdefault(&at, &dfl);
     posix_spawnattr_setflags(&at, POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
+    signal(SIGCHLD, SIG_IGN);
     char *argv[] = {cmd, (char *)url, NULL};
     pid_t pid;
     int rc = posix_spawnp(&pid, cmd, &fa, &at, argv, environ);

@@ -16,6 +16,7 @@
 #include "annotator_client.h"
 #include "cdp.h"
 #include "check.h"
+#include "files.h"
 #include "http_socket.h"
 #include "error.h"
 #include "ldpref.h"
@@ -129,16 +130,17 @@ static int enroll(ldpref_client *op, const char *campaign, const char *name, cha
     return rc;
 }
 
-/* Starts `ldpref ui --no-browser` and reads its one line. Returns the pid
- * or -1. */
-static pid_t start_ui(const char *key)
+/* Starts `ldpref ui` and reads its one line: with --no-browser when
+ * browser is NULL, else with $BROWSER set to it. Returns the pid or -1. */
+static pid_t start_ui(const char *key, const char *browser)
 {
-    char bin[512], env_server[128], env_key[512];
+    char bin[512], env_server[128], env_key[512], env_browser[512];
     server_bin_path("ldpref", bin, sizeof bin);
     snprintf(env_server, sizeof env_server, "LDPREF_SERVER=%s", srv.url);
     snprintf(env_key, sizeof env_key, "LDPREF_KEY=%s", key);
-    const char *argv[] = {bin, "ui", "--no-browser", NULL};
-    const char *env[] = {env_server, env_key, NULL};
+    snprintf(env_browser, sizeof env_browser, "BROWSER=%s", browser ? browser : "");
+    const char *argv[] = {bin, "ui", browser ? NULL : "--no-browser", NULL};
+    const char *env[] = {env_server, env_key, env_browser, NULL};
     int fd = -1;
     pid_t pid = spawn_with_stdout(bin, argv, env, &fd);
     if (pid < 0)
@@ -483,7 +485,7 @@ static void test_quota(ldpref_client *op)
     char key[400];
     CHECK_INT(enroll(op, "quota", "quota.key", key, sizeof key), LDPREF_OK);
     long long labels = server_db_count(&srv, "labels");
-    pid_t ui = start_ui(key);
+    pid_t ui = start_ui(key, NULL);
     cdp *b = ui > 0 && ui_port > 0 ? cdp_start(1024, 768) : NULL;
     CHECK(b != NULL);
     if (b) {
@@ -501,6 +503,33 @@ static void test_quota(ldpref_client *op)
         cdp_close(b);
     }
     CHECK_INT(server_db_count(&srv, "labels"), labels + 1);
+    if (ui > 0)
+        stop_ui(ui);
+}
+
+/* Without --no-browser, the address goes to $BROWSER (here a script that
+ * writes its argument to a file). */
+static void test_opens_browser(const char *key)
+{
+    char script[512], opened[512];
+    snprintf(script, sizeof script, "%s/browser.sh", srv.dir);
+    snprintf(opened, sizeof opened, "%s/opened", srv.dir);
+    FILE *f = fopen(script, "w");
+    if (f) {
+        fprintf(f, "#!/bin/sh\necho \"$1\" > \"%s.tmp\" && mv \"%s.tmp\" \"%s\"\n", opened, opened,
+                opened);
+        fclose(f);
+    }
+    CHECK(chmod(script, 0700) == 0);
+    pid_t ui = start_ui(key, script);
+    CHECK(ui > 0);
+    char *text = NULL;
+    for (int i = 0; i < 200 && (text = file_read_all(opened, NULL)) == NULL; i++)
+        usleep(25000);
+    char want[300];
+    snprintf(want, sizeof want, "%s\n", ui_url);
+    CHECK_STR(text, want);
+    free(text);
     if (ui > 0)
         stop_ui(ui);
 }
@@ -539,13 +568,14 @@ int main(void)
     CHECK_INT(op ? load_tasks(op, NULL) : -1, LDPREF_OK);
     CHECK_INT(op ? enroll(op, NULL, "ui.key", key, sizeof key) : -1, LDPREF_OK);
     test_cli_errors(key);
-    pid_t ui = start_ui(key);
+    pid_t ui = start_ui(key, NULL);
     CHECK(ui > 0);
     if (ui > 0 && ui_port > 0) {
         test_refused_before_session();
         test_browser_session(op, key);
         stop_ui(ui);
         test_quota(op);
+        test_opens_browser(key);
     } else if (ui > 0) {
         kill(ui, SIGKILL);
         waitpid(ui, NULL, 0);
