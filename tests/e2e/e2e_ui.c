@@ -214,13 +214,15 @@ static int eval_true(cdp *b, const char *expr)
     return yes;
 }
 
-/* Waits for task `id` on screen. */
+/* Waits for task `id` on screen, ready for keys (the page ignores keys
+ * while it is still busy with the previous answer). */
 static int wait_task(cdp *b, long long id)
 {
-    char expr[160];
+    char expr[200];
     snprintf(expr, sizeof expr,
              "!document.getElementById('task').hidden && "
-             "document.getElementById('task-id').textContent === '%lld'",
+             "document.getElementById('task-id').textContent === '%lld' && "
+             "!document.getElementById('btn-a').disabled",
              id);
     return cdp_wait_true(b, expr, 15000);
 }
