@@ -11,6 +11,8 @@
  */
 #include "ldpref.h"
 
+#include "label.h"
+
 #include <assert.h>
 #include <errno.h>
 #include <jansson.h>
@@ -399,6 +401,11 @@ static int cmd_resend(const struct cmd *cmd, ldpref_client *c, char **pos, int n
     int rc = ldpref_resend_pending(c, &sent, &pending);
     print_json(json_pack("{s:I, s:I}", "sent", (json_int_t)sent, "pending", (json_int_t)pending));
     return rc == LDPREF_OK ? 0 : fail(rc, c, "resend");
+}
+
+static int cmd_label(const struct cmd *cmd, ldpref_client *c, char **pos, int npos)
+{
+    return label_session(c, cflag_value(cmd, "--campaign"));
 }
 
 static int cmd_budget(const struct cmd *cmd, ldpref_client *c, char **pos, int npos)
@@ -888,6 +895,9 @@ static const struct cflag F_COUNT[] = {{"--count", "N", "how many (1..1000, defa
                                        {NULL, NULL, NULL}};
 static const struct cflag F_CAMPAIGN[] = {{"--campaign", "NAME", "campaign (default: default)"},
                                           {NULL, NULL, NULL}};
+static const struct cflag F_LABEL[] = {
+    {"--campaign", "NAME", "the campaign you mean to label (checked against your enrollment)"},
+    {NULL, NULL, NULL}};
 static const struct cflag F_TOKENS[] = {{"--count", "N", "how many tokens (1..1000, default 1)"},
                                         {"--campaign", "NAME", "campaign (default: default)"},
                                         {NULL, NULL, NULL}};
@@ -976,6 +986,9 @@ static const struct cmd CMDS[] = {
     {"answer-batch", "answer-batch FILE.jsonl",
      "answer many: lines {\"task_id\": N, \"choice\": \"a\"|\"b\"}; prints one result per line", 1,
      1, 1, F_SIM, cmd_answer_batch},
+    {"label", "label [--campaign C]",
+     "label interactively: the conversation, both responses, one key per answer", 0, 0, 1,
+     F_LABEL, cmd_label},
     {"resend", "resend", "resend signed labels that have no receipt yet", 0, 0, 1, NULL,
      cmd_resend},
     {"budget", "budget", "show the epsilon spent on this device and the caps", 0, 0, 1, NULL,
