@@ -95,8 +95,9 @@ int term_start(term_session *t, const char *dir, int cols, int rows, const char 
     char w[16], h[16];
     snprintf(w, sizeof w, "%d", cols);
     snprintf(h, sizeof h, "%d", rows);
-    const char *args[TERM_ARGS_MAX] = {"-f", "/dev/null", "new-session", "-d", "-s", TERM_SESSION,
-                                       "-x", w,           "-y",          h,    "-e", "LANG=C.UTF-8"};
+    const char *args[TERM_ARGS_MAX] = {
+        "-f", "/dev/null", "new-session", "-d", "-s", TERM_SESSION,
+        "-x", w,           "-y",          h,    "-e", "LANG=C.UTF-8"};
     int n = 12;
     for (int i = 0; env && env[i] && n < TERM_ARGS_MAX - 8; i++) {
         args[n++] = "-e";

@@ -35,8 +35,8 @@ int term_resize(term_session *t, int cols, int rows);
 char *term_screen(term_session *t);
 
 /* Polls the screen until it contains text and two captures in a row agree
- * (the program finished drawing), up to timeout_ms. Returns the last screen (malloc'd, caller frees; NULL only when capture failed) and
- * sets *found to 1 if the text was seen. */
+ * (the program finished drawing), up to timeout_ms. Returns the last screen (malloc'd, caller
+ * frees; NULL only when capture failed) and sets *found to 1 if the text was seen. */
 char *term_wait_for(term_session *t, const char *text, int timeout_ms, int *found);
 
 /* Waits (up to timeout_ms) for the program to exit; its exit status, or -1
