@@ -986,13 +986,13 @@ static const struct cmd CMDS[] = {
     {"answer-batch", "answer-batch FILE.jsonl",
      "answer many: lines {\"task_id\": N, \"choice\": \"a\"|\"b\"}; prints one result per line", 1,
      1, 1, F_SIM, cmd_answer_batch},
-    {"label", "label [--campaign C]",
-     "label interactively: the conversation, both responses, one key per answer", 0, 0, 1, F_LABEL,
-     cmd_label},
     {"resend", "resend", "resend signed labels that have no receipt yet", 0, 0, 1, NULL,
      cmd_resend},
     {"budget", "budget", "show the epsilon spent on this device and the caps", 0, 0, 1, NULL,
      cmd_budget},
+    {"label", "label [--campaign C]",
+     "label interactively: the conversation, both responses, one key per answer", 0, 0, 1, F_LABEL,
+     cmd_label},
     {"admin tasks-load", "admin tasks-load FILE [--campaign C]",
      "upload a JSONL task file (operator)", 1, 1, 2, F_CAMPAIGN, cmd_tasks_load},
     {"admin enroll-token", "admin enroll-token [--count N] [--campaign C]",
@@ -1092,6 +1092,14 @@ static void cmd_help(const struct cmd *cmd)
         printf("\nThis is LTC corruption, applied by the server to privatized labels when a\n"
                "training snapshot is built; received labels are never changed. Setting stores a\n"
                "new record: options not given take their defaults, not the previous values.\n");
+    if (cmd->flags == F_LABEL)
+        printf(
+            "\nKeys: 1 or a: A is better; 2 or b: B is better; t: can't tell; s: skip; q: quit;\n"
+            "?: help; arrows, j/k, PgUp/PgDn, space, Home/End: scroll. Your answer is\n"
+            "randomized on this device before it is sent. When stdin or stdout is not a\n"
+            "terminal, each task is printed as text and one choice is read per line.\n"
+            "Exits 0 when you quit or nothing is left (campaign complete, quota reached,\n"
+            "no task available).\n");
     if (cmd->flags == F_SCORE)
         printf("\nNeeds no operator token. Prints the server's answer: model_version, loss,\n"
                "link, beta and per candidate reward, probability and log_ratio (for --task,\n"
