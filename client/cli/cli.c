@@ -600,11 +600,14 @@ static void show_progress(void *ctx, const char *run_json)
     json_t *it = json_object_get(prog, "iteration");
     int64_t iter = json_is_integer(it) ? json_integer_value(it) : -1;
     if (status && (strcmp(status, p->status) != 0 || iter != p->iteration)) {
+        /* objective and grad_norm are null until the optimizer reports them */
         json_t *obj = json_object_get(prog, "objective"), *g = json_object_get(prog, "grad_norm");
-        fprintf(stderr, "run %lld %-9s iteration %lld objective %.9g grad_norm %.3g\n",
-                (long long)json_integer_value(json_object_get(run, "run")), status, (long long)iter,
-                json_is_number(obj) ? json_number_value(obj) : NAN,
-                json_is_number(g) ? json_number_value(g) : NAN);
+        long long id = (long long)json_integer_value(json_object_get(run, "run"));
+        if (json_is_number(obj) && json_is_number(g))
+            fprintf(stderr, "run %lld %-9s iteration %lld objective %.9g grad_norm %.3g\n", id,
+                    status, (long long)iter, json_number_value(obj), json_number_value(g));
+        else
+            fprintf(stderr, "run %lld %-9s iteration %lld\n", id, status, (long long)iter);
         snprintf(p->status, sizeof p->status, "%s", status);
         p->iteration = iter;
     }

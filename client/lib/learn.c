@@ -12,6 +12,7 @@
  */
 #include "internal.h"
 
+#include "adversary.h"
 #include "error.h"
 #include "wire.h"
 
@@ -68,6 +69,19 @@ static int exchange(ldpref_client *c, const char *method, const char *path, cons
     return rc != LDPREF_OK ? rc : lpc_give_json(c, resp, json_out);
 }
 
+/* Parses text (a JSON object from the caller) and sends it as the body. */
+static int send_text(ldpref_client *c, const char *method, const char *path, const char *text,
+                     const char *what, int bearer, size_t cap, char **json_out)
+{
+    json_t *req = NULL;
+    int rc = parse_object(c, text, what, &req);
+    if (rc != LDPREF_OK)
+        return rc;
+    rc = exchange(c, method, path, req, bearer, cap, json_out);
+    json_decref(req);
+    return rc;
+}
+
 static int check_id(ldpref_client *c, int64_t id, const char *what)
 {
     if (id < 1)
@@ -81,13 +95,8 @@ int ldpref_admin_retrain(ldpref_client *c, const char *request_json, char **json
     clear_out(json_out);
     if (c == NULL)
         return LDPREF_EINVALID_ARGUMENT;
-    json_t *req = NULL;
-    int rc = parse_object(c, request_json ? request_json : "{}", "the retrain request", &req);
-    if (rc != LDPREF_OK)
-        return rc;
-    rc = exchange(c, "POST", "/v1/retrain", req, 1, LPC_RESP_CAP_SMALL, json_out);
-    json_decref(req);
-    return rc;
+    return send_text(c, "POST", "/v1/retrain", request_json ? request_json : "{}",
+                     "the retrain request", 1, LPC_RESP_CAP_SMALL, json_out);
 }
 
 int ldpref_admin_run_get(ldpref_client *c, int64_t run, char **json_out)
@@ -248,13 +257,8 @@ int ldpref_admin_schedule_set(ldpref_client *c, const char *schedule_json, char 
     clear_out(json_out);
     if (c == NULL || schedule_json == NULL)
         return lpc_fail(c, LDPREF_EINVALID_ARGUMENT, "a schedule object is required");
-    json_t *req = NULL;
-    int rc = parse_object(c, schedule_json, "the schedule", &req);
-    if (rc != LDPREF_OK)
-        return rc;
-    rc = exchange(c, "PUT", "/v1/retrain/schedule", req, 1, LPC_RESP_CAP_SMALL, json_out);
-    json_decref(req);
-    return rc;
+    return send_text(c, "PUT", "/v1/retrain/schedule", schedule_json, "the schedule", 1,
+                     LPC_RESP_CAP_SMALL, json_out);
 }
 
 void ldpref_corruption_init(ldpref_corruption *s)
@@ -263,9 +267,6 @@ void ldpref_corruption_init(ldpref_corruption *s)
     s->strategy = "flip";
     s->feature = -1;
 }
-
-static const char *const CORRUPTION_STRATEGIES[] = {"flip",   "constant0", "constant1",
-                                                    "random", "anti",      "backdoor"};
 
 int ldpref_admin_corruption_set(ldpref_client *c, const ldpref_corruption *s, char **json_out)
 {
@@ -277,16 +278,13 @@ int ldpref_admin_corruption_set(ldpref_client *c, const ldpref_corruption *s, ch
         return lpc_fail(c, LDPREF_EINVALID_ARGUMENT, "campaign name must be 1..128 bytes");
     if (!(s->alpha >= 0.0 && s->alpha <= 0.5))
         return lpc_fail(c, LDPREF_EBAD_CORRUPTION, "alpha must be in [0, 0.5]");
-    int known = 0;
-    for (size_t i = 0;
-         s->strategy && i < sizeof CORRUPTION_STRATEGIES / sizeof *CORRUPTION_STRATEGIES; i++)
-        known |= strcmp(s->strategy, CORRUPTION_STRATEGIES[i]) == 0;
-    if (!known)
+    lp_adversary strategy;
+    if (s->strategy == NULL || lp_adversary_parse(s->strategy, &strategy) != LP_OK)
         return lpc_fail(c, LDPREF_EBAD_CORRUPTION,
                         "strategy must be flip, constant0, constant1, random, anti or backdoor");
     if (s->seed > LPC_CORRUPTION_SEED_MAX)
         return lpc_fail(c, LDPREF_EBAD_CORRUPTION, "seed must be in [0, 2^53]");
-    int backdoor = strcmp(s->strategy, "backdoor") == 0;
+    int backdoor = strategy == LP_ADV_BACKDOOR;
     if (s->feature < -1 || s->feature >= LPC_FEATURE_MAX || (backdoor && s->feature < 0))
         return lpc_fail(c, LDPREF_EBAD_CORRUPTION,
                         "feature must be a feature index in [0, 2^24) (backdoor needs one), or -1");
@@ -319,13 +317,8 @@ int ldpref_score(ldpref_client *c, const char *request_json, char **json_out)
     clear_out(json_out);
     if (c == NULL || request_json == NULL)
         return lpc_fail(c, LDPREF_EINVALID_ARGUMENT, "a score request object is required");
-    json_t *req = NULL;
-    int rc = parse_object(c, request_json, "the score request", &req);
-    if (rc != LDPREF_OK)
-        return rc;
-    rc = exchange(c, "POST", "/v1/score", req, 0, LPC_RESP_CAP_LARGE, json_out);
-    json_decref(req);
-    return rc;
+    return send_text(c, "POST", "/v1/score", request_json, "the score request", 0,
+                     LPC_RESP_CAP_LARGE, json_out);
 }
 
 /* Builds {"prompt", "candidates": [{"text"}...], "version"?}. */

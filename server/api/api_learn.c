@@ -13,6 +13,7 @@
 #include "retrain.h"
 #include "taskfile.h"
 #include "tasks.h"
+#include "train_request.h"
 #include "wire.h"
 
 #include <math.h>
@@ -39,10 +40,20 @@ static json_t *real_or_null(double v)
     return isfinite(v) ? json_real(v) : json_null();
 }
 
-/* Parses stored JSON text; an empty object if it does not parse. */
-static json_t *stored_json(const char *text)
+/* Parses a stored model artifact (JSON text); an empty object if it does
+ * not parse. */
+static json_t *artifact_json(const char *text)
 {
     json_t *j = text ? json_loads(text, 0, NULL) : NULL;
+    return j ? j : json_object();
+}
+
+/* A stored request as its normalized JSON; an empty object if the record
+ * cannot be read. */
+static json_t *settings_json(const lp_train_settings *t)
+{
+    lp_train_request r;
+    json_t *j = lp_train_request_from_settings(t, &r) == LP_OK ? lp_train_request_json(&r) : NULL;
     return j ? j : json_object();
 }
 
@@ -68,7 +79,7 @@ static json_t *run_json(const lp_run *r)
     return json_pack("{s:I, s:s, s:s, s:o, s:I, s:o, s:o, s:o, s:I, "
                      "s:{s:i, s:i, s:o, s:o}, s:o, s:o}",
                      "run", (json_int_t)r->id, "status", lp_run_status_name(r->status), "trigger",
-                     r->trigger, "request", stored_json(r->request), "created_at",
+                     r->trigger, "request", settings_json(&r->settings), "created_at",
                      (json_int_t)r->created_ms, "started_at", int_or_null(r->started_ms),
                      "finished_at", int_or_null(r->finished_ms), "cutoff", int_or_null(r->cutoff),
                      "labels", (json_int_t)r->labels, "progress", "iteration", r->iterations,
@@ -94,9 +105,7 @@ int lp_api_retrain_start(lp_api *api, const lp_request *req, lp_response *resp)
     lp_run run;
     if ((rc = lp_learner_start(api->learner, &tr, "manual", &run)) != LP_OK)
         return lp_api_error(resp, rc, NULL);
-    json_t *j = run_json(&run);
-    lp_run_clear(&run);
-    return lp_api_json(resp, 202, j);
+    return lp_api_json(resp, 202, run_json(&run));
 }
 
 int lp_api_retrain_get(lp_api *api, const lp_request *req, lp_response *resp)
@@ -111,9 +120,7 @@ int lp_api_retrain_get(lp_api *api, const lp_request *req, lp_response *resp)
     if (id > 0) {
         if ((rc = lp_learner_run_get(api->learner, id, &run)) != LP_OK)
             return lp_api_error(resp, rc, NULL);
-        json_t *j = run_json(&run);
-        lp_run_clear(&run);
-        return lp_api_json(resp, 200, j);
+        return lp_api_json(resp, 200, run_json(&run));
     }
     int64_t limit = param_id(req, "limit");
     if (limit < 0 || limit > RUNS_LIST_MAX)
@@ -126,12 +133,10 @@ int lp_api_retrain_get(lp_api *api, const lp_request *req, lp_response *resp)
     for (size_t i = 0; i < n; i++) {
         /* the active run's live progress is in memory */
         if (!lp_run_status_final(runs[i].status) &&
-            lp_learner_run_get(api->learner, runs[i].id, &run) == LP_OK) {
+            lp_learner_run_get(api->learner, runs[i].id, &run) == LP_OK)
             json_array_append_new(arr, run_json(&run));
-            lp_run_clear(&run);
-        } else
+        else
             json_array_append_new(arr, run_json(&runs[i]));
-        lp_run_clear(&runs[i]);
     }
     free(runs);
     return lp_api_json(resp, 200, json_pack("{s:o}", "runs", arr));
@@ -169,14 +174,9 @@ int lp_api_retrain_cancel(lp_api *api, const lp_request *req, lp_response *resp)
         return LP_API_DONE;
     lp_run run;
     int rc = lp_learner_cancel(api->learner, id, &run);
-    if (rc != LP_OK) {
-        if (rc == LP_ERUN_FINISHED)
-            lp_run_clear(&run);
+    if (rc != LP_OK)
         return lp_api_error(resp, rc, NULL);
-    }
-    json_t *j = run_json(&run);
-    lp_run_clear(&run);
-    return lp_api_json(resp, 200, j);
+    return lp_api_json(resp, 200, run_json(&run));
 }
 
 /* ---- schedule ---- */
@@ -187,11 +187,15 @@ static int schedule_reply(lp_api *api, lp_response *resp)
     int rc = lp_registry_schedule_get(api->store, &sc);
     if (rc != LP_OK)
         return lp_api_error(resp, rc, NULL);
-    json_t *j =
-        json_pack("{s:I, s:I, s:o}", "interval_s", (json_int_t)sc.interval_s, "every_labels",
-                  (json_int_t)sc.every_labels, "request", stored_json(sc.request));
-    lp_schedule_clear(&sc);
-    return lp_api_json(resp, 200, j);
+    /* a scheduled run always trains up to the newest label; its campaign is
+     * shown when it has one */
+    json_t *request = sc.has_settings ? settings_json(&sc.settings) : json_object();
+    json_object_del(request, "cutoff");
+    if (sc.settings.campaign == 0)
+        json_object_del(request, "campaign");
+    return lp_api_json(resp, 200,
+                       json_pack("{s:I, s:I, s:o}", "interval_s", (json_int_t)sc.interval_s,
+                                 "every_labels", (json_int_t)sc.every_labels, "request", request));
 }
 
 int lp_api_schedule_get(lp_api *api, const lp_request *req, lp_response *resp)
@@ -228,14 +232,9 @@ int lp_api_schedule_put(lp_api *api, const lp_request *req, lp_response *resp)
     if (rc == LP_OK)
         rc = lp_train_request_parse(api->store, rq, api->opts.train_threads, &tr, msg, sizeof msg);
     if (rc == LP_OK) {
-        json_t *norm = lp_train_request_json(&tr);
-        json_object_del(norm, "cutoff");
-        if (!tr.campaign)
-            json_object_del(norm, "campaign");
-        sc.request = norm ? json_dumps(norm, JSON_COMPACT | JSON_PRESERVE_ORDER) : NULL;
-        json_decref(norm);
-        rc = sc.request ? lp_registry_schedule_set(api->store, &sc) : LP_ENO_MEMORY;
-        free(sc.request);
+        sc.has_settings = 1;
+        lp_train_settings_from_request(&tr, &sc.settings);
+        rc = lp_registry_schedule_set(api->store, &sc);
     }
     json_decref(root);
     if (rc != LP_OK)
@@ -246,30 +245,62 @@ int lp_api_schedule_put(lp_api *api, const lp_request *req, lp_response *resp)
 
 /* ---- models ---- */
 
-/* A field of a stored summary (new reference), null if it is missing. */
+/* ---- corruption settings ---- */
+
+/* One corruption settings record. recorded_in NULL: the settings in force
+ * (GET/PUT /v1/corruption: feature only for backdoor; id 0 is "none in
+ * force"); else as recorded with that model (feature always, and for anti
+ * the model it asked). */
+static json_t *corruption_json(const lp_corruption *c, const char *campaign,
+                               const lp_model_view *recorded_in)
+{
+    if (c->id == 0 && recorded_in == NULL)
+        return json_pack("{s:n, s:s, s:f, s:n, s:n, s:n}", "id", "campaign", campaign, "alpha", 0.0,
+                         "strategy", "seed", "feature");
+    int with_feature = recorded_in != NULL || c->strategy == LP_ADV_BACKDOOR;
+    json_t *o = json_pack("{s:I, s:s, s:f, s:s, s:I, s:o, s:I}", "id", (json_int_t)c->id,
+                          "campaign", campaign, "alpha", c->alpha, "strategy",
+                          lp_adversary_name(c->strategy), "seed", (json_int_t)c->seed, "feature",
+                          with_feature ? json_integer(c->feature) : json_null(), "created_at",
+                          (json_int_t)c->created_ms);
+    if (o != NULL && recorded_in != NULL && c->strategy == LP_ADV_ANTI)
+        json_object_set_new(o, "anti_model", int_or_null(recorded_in->anti_model));
+    return o;
+}
+
+/* ---- models ---- */
+
+/* A field of a model's summary (new reference), null if it is missing. */
 static json_t *summary_field(const json_t *summary, const char *key)
 {
     json_t *v = json_object_get(summary, key);
     return v ? json_incref(v) : json_null();
 }
 
-static json_t *model_json(const lp_model_record *m, int64_t active, int with_model)
+/* A model object: its provenance (campaign, cut-off, feature plan,
+ * corruption) from the view; link, beta, hyper and metrics from the model
+ * artifact. */
+static json_t *model_json(const lp_model_view *m, int64_t active, int with_model)
 {
-    json_t *summary = stored_json(m->summary);
-    json_t *o = json_pack(
-        "{s:I, s:I, s:I, s:s, s:o, s:o, s:o, s:I, s:I, s:o, s:o, s:o, "
-        "s:o, s:I, s:b}",
-        "version", (json_int_t)m->version, "created_at", (json_int_t)m->created_ms, "run",
-        (json_int_t)m->run, "loss", m->loss, "link", summary_field(summary, "link"), "beta",
-        summary_field(summary, "beta"), "campaign",
-        m->campaign ? json_string(m->campaign_name) : json_null(), "cutoff", (json_int_t)m->cutoff,
-        "labels", (json_int_t)m->labels, "features", summary_field(summary, "features"), "hyper",
-        summary_field(summary, "hyper"), "corruption", stored_json(m->corruption), "metrics",
-        summary_field(summary, "metrics"), "duration_ms", (json_int_t)m->duration_ms, "active",
-        m->version == active);
+    json_t *summary = artifact_json(m->summary), *corruption = json_array();
+    for (size_t k = 0; k < m->n_corruption; k++)
+        json_array_append_new(
+            corruption, corruption_json(&m->corruption[k], m->corruption[k].campaign_name, m));
+    json_t *o =
+        json_pack("{s:I, s:I, s:I, s:s, s:o, s:o, s:o, s:I, s:I, s:o, s:o, s:o, "
+                  "s:o, s:I, s:b}",
+                  "version", (json_int_t)m->version, "created_at", (json_int_t)m->created_ms, "run",
+                  (json_int_t)m->run, "loss", lp_loss_name(m->loss), "link",
+                  summary_field(summary, "link"), "beta", summary_field(summary, "beta"),
+                  "campaign", m->campaign ? json_string(m->campaign_name) : json_null(), "cutoff",
+                  (json_int_t)m->cutoff, "labels", (json_int_t)m->labels, "features",
+                  lp_model_features_json(m->features == LP_FEATURES_TEXT, &m->text, m->dim),
+                  "hyper", summary_field(summary, "hyper"), "corruption", corruption, "metrics",
+                  summary_field(summary, "metrics"), "duration_ms", (json_int_t)m->duration_ms,
+                  "active", m->version == active);
     json_decref(summary);
     if (o != NULL && with_model)
-        json_object_set_new(o, "model", stored_json(m->model));
+        json_object_set_new(o, "model", artifact_json(m->model));
     return o;
 }
 
@@ -297,21 +328,21 @@ int lp_api_models_get(lp_api *api, const lp_request *req, lp_response *resp)
     }
     int rc;
     if (version > 0) {
-        lp_model_record m;
-        if ((rc = lp_registry_model_get(api->store, version, &m)) != LP_OK)
+        lp_model_view m;
+        if ((rc = lp_learner_model_get(api->learner, version, &m)) != LP_OK)
             return lp_api_error(resp, rc, NULL);
         json_t *j = model_json(&m, active, 1);
-        lp_model_record_clear(&m);
+        lp_model_view_clear(&m);
         return lp_api_json(resp, 200, j);
     }
-    lp_model_record *ms;
+    lp_model_view *ms;
     size_t n;
-    if ((rc = lp_registry_model_list(api->store, &ms, &n)) != LP_OK)
+    if ((rc = lp_learner_model_list(api->learner, &ms, &n)) != LP_OK)
         return lp_api_error(resp, rc, NULL);
     json_t *arr = json_array();
     for (size_t i = 0; i < n; i++) {
         json_array_append_new(arr, model_json(&ms[i], active, 0));
-        lp_model_record_clear(&ms[i]);
+        lp_model_view_clear(&ms[i]);
     }
     free(ms);
     return lp_api_json(
@@ -328,11 +359,11 @@ int lp_api_models_activate(lp_api *api, const lp_request *req, lp_response *resp
     int rc = lp_learner_activate(api->learner, version);
     if (rc != LP_OK)
         return lp_api_error(resp, rc, NULL);
-    lp_model_record m;
-    if ((rc = lp_registry_model_get(api->store, version, &m)) != LP_OK)
+    lp_model_view m;
+    if ((rc = lp_learner_model_get(api->learner, version, &m)) != LP_OK)
         return lp_api_error(resp, rc, NULL);
     json_t *j = model_json(&m, version, 0);
-    lp_model_record_clear(&m);
+    lp_model_view_clear(&m);
     return lp_api_json(resp, 200, j);
 }
 
@@ -569,19 +600,7 @@ int lp_api_score(lp_api *api, const lp_request *req, lp_response *resp)
     return lp_api_json(resp, 200, out);
 }
 
-/* ---- corruption settings ---- */
-
-static json_t *corruption_json(const lp_corruption *c, const char *campaign)
-{
-    if (c->id == 0)
-        return json_pack("{s:n, s:s, s:f, s:n, s:n, s:n}", "id", "campaign", campaign, "alpha", 0.0,
-                         "strategy", "seed", "feature");
-    return json_pack("{s:I, s:s, s:f, s:s, s:I, s:o, s:I}", "id", (json_int_t)c->id, "campaign",
-                     campaign, "alpha", c->alpha, "strategy", lp_adversary_name(c->strategy),
-                     "seed", (json_int_t)c->seed, "feature",
-                     c->strategy == LP_ADV_BACKDOOR ? json_integer(c->feature) : json_null(),
-                     "created_at", (json_int_t)c->created_ms);
-}
+/* ---- corruption settings endpoints ---- */
 
 int lp_api_corruption_get(lp_api *api, const lp_request *req, lp_response *resp)
 {
@@ -595,7 +614,7 @@ int lp_api_corruption_get(lp_api *api, const lp_request *req, lp_response *resp)
         rc = lp_registry_corruption_current(api->store, c.id, &cs);
     if (rc != LP_OK)
         return lp_api_error(resp, rc, NULL);
-    return lp_api_json(resp, 200, corruption_json(&cs, c.name));
+    return lp_api_json(resp, 200, corruption_json(&cs, c.name, NULL));
 }
 
 int lp_api_corruption_put(lp_api *api, const lp_request *req, lp_response *resp)
@@ -649,13 +668,13 @@ int lp_api_corruption_put(lp_api *api, const lp_request *req, lp_response *resp)
     json_decref(root);
     if (rc != LP_OK)
         return lp_api_error(resp, rc, msg[0] ? msg : NULL);
-    return lp_api_json(resp, 200, corruption_json(&cs, c.name));
+    return lp_api_json(resp, 200, corruption_json(&cs, c.name, NULL));
 }
 
 /* ---- the corrupted export view ---- */
 
-/* Rebuilds the view spec a model was trained on: its cut-off, campaign,
- * feature plan and the corruption settings recorded with it. */
+/* The view spec a model was trained on: its cut-off, campaign, feature plan
+ * and the corruption settings recorded with it. */
 int lp_api_model_view(lp_api *api, int64_t version, lp_view_spec *spec, lp_corruption **settings,
                       lp_served **anti, char *msg, size_t msglen)
 {
@@ -664,63 +683,26 @@ int lp_api_model_view(lp_api *api, int64_t version, lp_view_spec *spec, lp_corru
     *anti = NULL;
     if (api->learner == NULL)
         return lp_fail(LP_EUNAVAILABLE, msg, msglen, "this server runs without a learner");
-    lp_model_record m;
-    int rc = lp_registry_model_get(api->store, version, &m);
-    if (rc != LP_OK)
+    lp_model_view m;
+    int rc = lp_learner_model_get(api->learner, version, &m);
+    if (rc == LP_EUNKNOWN_MODEL)
         return lp_fail(rc, msg, msglen, "no model version %lld", (long long)version);
-    spec->campaign = m.campaign;
-    spec->cutoff = m.cutoff;
-    json_t *summary = stored_json(m.summary), *corr = stored_json(m.corruption);
-    const json_t *feat = json_object_get(summary, "features");
-    const json_t *kind = json_object_get(feat, "kind");
-    lp_feat_spec_init(&spec->text);
-    if (kind && json_is_string(kind) && strcmp(json_string_value(kind), "text") == 0) {
-        spec->features = LP_FEATURES_TEXT;
-        spec->text.hash_dim = (uint32_t)json_integer_value(json_object_get(feat, "hash_dim"));
-        spec->text.bigrams = json_is_true(json_object_get(feat, "bigrams"));
-        spec->text.cross_prompt = json_is_true(json_object_get(feat, "cross_prompt"));
-        spec->text.cross_max = (int)json_integer_value(json_object_get(feat, "cross_max"));
-        spec->text.length = json_is_true(json_object_get(feat, "length"));
-    } else
-        spec->features = LP_FEATURES_DENSE;
-    size_t n = json_is_array(corr) ? json_array_size(corr) : 0;
-    *settings = calloc(n ? n : 1, sizeof **settings);
-    if (*settings == NULL)
-        rc = lp_fail(LP_ENO_MEMORY, msg, msglen, "out of memory");
-    for (size_t k = 0; k < n && rc == LP_OK; k++) {
-        const json_t *o = json_array_get(corr, k);
-        lp_corruption *c = &(*settings)[k];
-        lp_campaign camp;
-        const json_t *cn = json_object_get(o, "campaign"), *st = json_object_get(o, "strategy");
-        if (!json_is_string(cn) || !json_is_string(st) ||
-            lp_store_campaign_by_name(api->store, json_string_value(cn), &camp) != LP_OK ||
-            lp_adversary_parse(json_string_value(st), &c->strategy) != LP_OK) {
-            rc = lp_fail(LP_EINTERNAL, msg, msglen, "model %lld: unreadable corruption record",
-                         (long long)version);
-            break;
-        }
-        c->id = json_integer_value(json_object_get(o, "id"));
-        c->campaign = camp.id;
-        snprintf(c->campaign_name, sizeof c->campaign_name, "%s", camp.name);
-        c->alpha = json_number_value(json_object_get(o, "alpha"));
-        c->seed = (uint64_t)json_integer_value(json_object_get(o, "seed"));
-        c->feature = json_integer_value(json_object_get(o, "feature"));
-        int64_t av = json_integer_value(json_object_get(o, "anti_model"));
-        if (c->strategy == LP_ADV_ANTI && *anti == NULL && av > 0 &&
-            (rc = lp_learner_model(api->learner, av, anti)) != LP_OK)
-            lp_fail(rc, msg, msglen, "the anti model %lld is unavailable", (long long)av);
+    if (rc != LP_OK)
+        return lp_fail(rc, msg, msglen, "model %lld: unreadable record", (long long)version);
+    for (size_t k = 0; k < m.n_corruption && *anti == NULL && rc == LP_OK; k++)
+        if (m.corruption[k].strategy == LP_ADV_ANTI && m.anti_model > 0 &&
+            (rc = lp_learner_model(api->learner, m.anti_model, anti)) != LP_OK)
+            lp_fail(rc, msg, msglen, "the anti model %lld is unavailable", (long long)m.anti_model);
+    if (rc == LP_OK) {
+        spec->campaign = m.campaign;
+        spec->cutoff = m.cutoff;
+        spec->features = m.features;
+        spec->text = m.text;
+        spec->settings = *settings = m.corruption;
+        spec->n_settings = m.n_corruption;
+        spec->anti_model = *anti;
+        m.corruption = NULL; /* now the caller's */
     }
-    spec->settings = *settings;
-    spec->n_settings = n;
-    spec->anti_model = *anti;
-    json_decref(summary);
-    json_decref(corr);
-    lp_model_record_clear(&m);
-    if (rc != LP_OK) {
-        free(*settings);
-        *settings = NULL;
-        lp_served_unref(*anti);
-        *anti = NULL;
-    }
+    lp_model_view_clear(&m);
     return rc;
 }

@@ -71,9 +71,12 @@ static void bind_real_or_null(sqlite3_stmt *st, int i, double v)
 
 /* ---- corruption settings ---- */
 
-#define CORRUPTION_COLS                                                                            \
-    "SELECT s.id, s.campaign, c.name, s.alpha, s.strategy, s.seed, s.feature, s.created_ms "       \
-    "FROM corruption_settings s JOIN campaigns c ON c.id = s.campaign "
+/* Settings with their campaign's name (columns 0-7), then column 8: a
+ * model's anti_model (NULL unless model_corruption mc is joined). */
+#define CORRUPTION_COLS_OF(anti)                                                                   \
+    "SELECT s.id, s.campaign, c.name, s.alpha, s.strategy, s.seed, s.feature, s.created_ms, " anti \
+    " FROM corruption_settings s JOIN campaigns c ON c.id = s.campaign "
+#define CORRUPTION_COLS CORRUPTION_COLS_OF("NULL")
 
 static void read_corruption(sqlite3_stmt *st, lp_corruption *c)
 {
@@ -207,56 +210,134 @@ static lp_run_status status_parse(const unsigned char *t)
     return LP_RUN_FAILED;
 }
 
-void lp_run_clear(lp_run *r)
+/* ---- training settings ---- */
+
+#define SETTINGS_FIELDS                                                                            \
+    "loss, campaign, cutoff, seed, beta, rmax, tau, l2, norm_bound, optimizer, max_iter, "         \
+    "epochs, lr, batch, features, text_dim, text_bigrams, text_cross_prompt, text_length, "        \
+    "threads, activate"
+/* The columns of train_settings ts read by read_settings, in its order. */
+#define SETTINGS_COLS                                                                              \
+    "ts.loss, ts.campaign, ts.cutoff, ts.seed, ts.beta, ts.rmax, ts.tau, ts.l2, ts.norm_bound, "   \
+    "ts.optimizer, ts.max_iter, ts.epochs, ts.lr, ts.batch, ts.features, ts.text_dim, "            \
+    "ts.text_bigrams, ts.text_cross_prompt, ts.text_length, ts.threads, ts.activate, "             \
+    "(SELECT name FROM campaigns WHERE id = ts.campaign)"
+
+/* Reads SETTINGS_COLS starting at column col. */
+static void read_settings(sqlite3_stmt *st, int col, lp_train_settings *t)
 {
-    if (r == NULL)
-        return;
-    free(r->request);
-    r->request = NULL;
+    memset(t, 0, sizeof *t);
+    copy_text(st, col, t->loss, sizeof t->loss);
+    t->campaign = sqlite3_column_int64(st, col + 1);
+    t->cutoff = sqlite3_column_int64(st, col + 2);
+    t->seed = (uint64_t)sqlite3_column_int64(st, col + 3);
+    t->beta = sqlite3_column_double(st, col + 4);
+    t->rmax = sqlite3_column_double(st, col + 5);
+    t->tau = sqlite3_column_double(st, col + 6);
+    t->l2 = sqlite3_column_double(st, col + 7);
+    t->norm_bound = sqlite3_column_type(st, col + 8) == SQLITE_NULL
+                        ? INFINITY
+                        : sqlite3_column_double(st, col + 8);
+    copy_text(st, col + 9, t->optimizer, sizeof t->optimizer);
+    t->max_iter = sqlite3_column_int(st, col + 10);
+    t->epochs = sqlite3_column_int(st, col + 11);
+    t->lr = sqlite3_column_double(st, col + 12);
+    t->batch = sqlite3_column_int(st, col + 13);
+    copy_text(st, col + 14, t->features, sizeof t->features);
+    t->text_dim = sqlite3_column_int64(st, col + 15);
+    t->text_bigrams = sqlite3_column_int(st, col + 16);
+    t->text_cross_prompt = sqlite3_column_int(st, col + 17);
+    t->text_length = sqlite3_column_int(st, col + 18);
+    t->threads = sqlite3_column_int(st, col + 19);
+    t->activate = sqlite3_column_int(st, col + 20);
+    copy_text(st, col + 21, t->campaign_name, sizeof t->campaign_name);
 }
 
+/* Appends a train_settings row; *id gets its id. */
+static int settings_insert(sqlite3 *db, const lp_train_settings *t, int64_t *id)
+{
+    sqlite3_stmt *st;
+    if (prep(db,
+             "INSERT INTO train_settings (" SETTINGS_FIELDS ") VALUES (?1, ?2, ?3, ?4, ?5, ?6, "
+             "?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20, ?21)",
+             &st) != LP_OK)
+        return LP_ESTORAGE;
+    sqlite3_bind_text(st, 1, t->loss, -1, SQLITE_STATIC);
+    bind_int_or_null(st, 2, t->campaign);
+    bind_int_or_null(st, 3, t->cutoff);
+    sqlite3_bind_int64(st, 4, (sqlite3_int64)t->seed);
+    sqlite3_bind_double(st, 5, t->beta);
+    sqlite3_bind_double(st, 6, t->rmax);
+    sqlite3_bind_double(st, 7, t->tau);
+    sqlite3_bind_double(st, 8, t->l2);
+    bind_real_or_null(st, 9, t->norm_bound);
+    sqlite3_bind_text(st, 10, t->optimizer, -1, SQLITE_STATIC);
+    sqlite3_bind_int(st, 11, t->max_iter);
+    sqlite3_bind_int(st, 12, t->epochs);
+    sqlite3_bind_double(st, 13, t->lr);
+    sqlite3_bind_int(st, 14, t->batch);
+    sqlite3_bind_text(st, 15, t->features, -1, SQLITE_STATIC);
+    sqlite3_bind_int64(st, 16, t->text_dim);
+    sqlite3_bind_int(st, 17, t->text_bigrams);
+    sqlite3_bind_int(st, 18, t->text_cross_prompt);
+    sqlite3_bind_int(st, 19, t->text_length);
+    sqlite3_bind_int(st, 20, t->threads);
+    sqlite3_bind_int(st, 21, t->activate);
+    int rc = exec_done(db, st);
+    if (rc == LP_OK)
+        *id = sqlite3_last_insert_rowid(db);
+    return rc;
+}
+
+/* ---- runs ---- */
+
 #define RUN_COLS                                                                                   \
-    "SELECT id, trigger_kind, request, status, cutoff, labels, iterations, objective, "            \
-    "error, message, model_version, created_ms, started_ms, finished_ms, evaluations, "            \
-    "grad_norm FROM training_runs "
+    "SELECT r.id, r.trigger_kind, r.status, r.cutoff, r.labels, r.iterations, r.objective, "       \
+    "r.error, r.message, r.model_version, r.created_ms, r.started_ms, r.finished_ms, "             \
+    "r.evaluations, r.grad_norm, " SETTINGS_COLS                                                   \
+    " FROM training_runs r LEFT JOIN train_settings ts ON ts.id = r.settings "
 
 static void read_run(sqlite3_stmt *st, lp_run *r)
 {
     memset(r, 0, sizeof *r);
     r->id = sqlite3_column_int64(st, 0);
     copy_text(st, 1, r->trigger, sizeof r->trigger);
-    r->request = dup_text(st, 2);
-    r->status = status_parse(sqlite3_column_text(st, 3));
-    r->cutoff = sqlite3_column_int64(st, 4);
-    r->labels = sqlite3_column_int64(st, 5);
-    r->iterations = sqlite3_column_int(st, 6);
-    r->objective = sqlite3_column_type(st, 7) == SQLITE_NULL ? NAN : sqlite3_column_double(st, 7);
-    const unsigned char *err = sqlite3_column_text(st, 8);
+    r->status = status_parse(sqlite3_column_text(st, 2));
+    r->cutoff = sqlite3_column_int64(st, 3);
+    r->labels = sqlite3_column_int64(st, 4);
+    r->iterations = sqlite3_column_int(st, 5);
+    r->objective = sqlite3_column_type(st, 6) == SQLITE_NULL ? NAN : sqlite3_column_double(st, 6);
+    const unsigned char *err = sqlite3_column_text(st, 7);
     r->error = err ? lp_error_from_name((const char *)err) : 0;
     if (r->error < 0)
         r->error = LP_EINTERNAL;
-    copy_text(st, 9, r->message, sizeof r->message);
-    r->model_version = sqlite3_column_int64(st, 10);
-    r->created_ms = sqlite3_column_int64(st, 11);
-    r->started_ms = sqlite3_column_int64(st, 12);
-    r->finished_ms = sqlite3_column_int64(st, 13);
-    r->evaluations = sqlite3_column_int(st, 14);
-    r->grad_norm = sqlite3_column_type(st, 15) == SQLITE_NULL ? NAN : sqlite3_column_double(st, 15);
+    copy_text(st, 8, r->message, sizeof r->message);
+    r->model_version = sqlite3_column_int64(st, 9);
+    r->created_ms = sqlite3_column_int64(st, 10);
+    r->started_ms = sqlite3_column_int64(st, 11);
+    r->finished_ms = sqlite3_column_int64(st, 12);
+    r->evaluations = sqlite3_column_int(st, 13);
+    r->grad_norm = sqlite3_column_type(st, 14) == SQLITE_NULL ? NAN : sqlite3_column_double(st, 14);
+    read_settings(st, 15, &r->settings);
 }
 
 static int run_create_fn(sqlite3 *db, void *ctx)
 {
     lp_run *r = ctx;
+    int64_t settings;
+    int rc = settings_insert(db, &r->settings, &settings);
+    if (rc != LP_OK)
+        return rc;
     sqlite3_stmt *st;
     if (prep(db,
-             "INSERT INTO training_runs (trigger_kind, request, status, created_ms) "
+             "INSERT INTO training_runs (trigger_kind, settings, status, created_ms) "
              "VALUES (?1, ?2, 'queued', ?3)",
              &st) != LP_OK)
         return LP_ESTORAGE;
     sqlite3_bind_text(st, 1, r->trigger, -1, SQLITE_STATIC);
-    sqlite3_bind_text(st, 2, r->request ? r->request : "{}", -1, SQLITE_STATIC);
+    sqlite3_bind_int64(st, 2, settings);
     sqlite3_bind_int64(st, 3, r->created_ms);
-    int rc = exec_done(db, st);
+    rc = exec_done(db, st);
     if (rc == LP_OK)
         r->id = sqlite3_last_insert_rowid(db);
     return rc;
@@ -311,8 +392,8 @@ static int run_query_fn(sqlite3 *db, void *ctx)
 {
     struct run_query *q = ctx;
     sqlite3_stmt *st;
-    int rc = q->id ? prep(db, RUN_COLS "WHERE id = ?1", &st)
-                   : prep(db, RUN_COLS "ORDER BY id DESC LIMIT ?1", &st);
+    int rc = q->id ? prep(db, RUN_COLS "WHERE r.id = ?1", &st)
+                   : prep(db, RUN_COLS "ORDER BY r.id DESC LIMIT ?1", &st);
     if (rc != LP_OK)
         return rc;
     sqlite3_bind_int64(st, 1, q->id ? q->id : (int64_t)q->limit);
@@ -336,8 +417,6 @@ int lp_registry_run_get(lp_store *s, int64_t id, lp_run *out)
         rc = LP_EUNKNOWN_RUN;
     if (rc == LP_OK)
         *out = q.runs[0];
-    else if (q.runs != NULL && q.n > 0)
-        lp_run_clear(&q.runs[0]);
     free(q.runs);
     return rc;
 }
@@ -347,8 +426,6 @@ int lp_registry_run_list(lp_store *s, size_t limit, lp_run **out, size_t *n)
     struct run_query q = {.limit = limit ? limit : 1};
     int rc = lp_engine_read(s->engine, run_query_fn, &q);
     if (rc != LP_OK) {
-        for (size_t i = 0; i < q.n; i++)
-            lp_run_clear(&q.runs[i]);
         free(q.runs);
         q.runs = NULL;
         q.n = 0;
@@ -385,7 +462,9 @@ void lp_model_record_clear(lp_model_record *m)
     free(m->corruption);
     free(m->summary);
     free(m->model);
-    m->corruption = m->summary = m->model = NULL;
+    m->corruption = NULL;
+    m->n_corruption = 0;
+    m->summary = m->model = NULL;
 }
 
 struct model_add {
@@ -403,30 +482,64 @@ static int activation_insert(sqlite3 *db, int64_t version)
     return exec_done(db, st);
 }
 
+/* The model's rows of model_corruption. */
+static int model_corruption_insert(sqlite3 *db, const lp_model_record *m)
+{
+    sqlite3_stmt *st;
+    if (prep(db, "INSERT INTO model_corruption (model, settings, anti_model) VALUES (?1, ?2, ?3)",
+             &st) != LP_OK)
+        return LP_ESTORAGE;
+    int rc = SQLITE_DONE;
+    for (size_t k = 0; k < m->n_corruption && rc == SQLITE_DONE; k++) {
+        const lp_corruption *c = &m->corruption[k];
+        sqlite3_reset(st);
+        sqlite3_bind_int64(st, 1, m->version);
+        sqlite3_bind_int64(st, 2, c->id);
+        bind_int_or_null(st, 3, c->strategy == LP_ADV_ANTI ? m->anti_model : 0);
+        if ((rc = sqlite3_step(st)) != SQLITE_DONE)
+            fprintf(stderr, "registry: %s\n", sqlite3_errmsg(db));
+    }
+    sqlite3_finalize(st);
+    return rc == SQLITE_DONE ? LP_OK : LP_ESTORAGE;
+}
+
 static int model_add_fn(sqlite3 *db, void *ctx)
 {
     struct model_add *a = ctx;
     lp_model_record *m = a->m;
     sqlite3_stmt *st;
     if (prep(db,
-             "INSERT INTO models (run, loss, campaign, cutoff, labels, corruption, duration_ms, "
-             "model, created_ms, summary) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
+             "INSERT INTO models (run, loss, campaign, cutoff, labels, duration_ms, model, "
+             "created_ms, summary, features, dim, text_dim, text_bigrams, text_cross_prompt, "
+             "text_cross_max, text_length) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, "
+             "?12, ?13, ?14, ?15, ?16)",
              &st) != LP_OK)
         return LP_ESTORAGE;
+    int text = strcmp(m->features, "text") == 0;
     sqlite3_bind_int64(st, 1, m->run);
     sqlite3_bind_text(st, 2, m->loss, -1, SQLITE_STATIC);
     bind_int_or_null(st, 3, m->campaign);
     sqlite3_bind_int64(st, 4, m->cutoff);
     sqlite3_bind_int64(st, 5, m->labels);
-    sqlite3_bind_text(st, 6, m->corruption ? m->corruption : "[]", -1, SQLITE_STATIC);
-    sqlite3_bind_int64(st, 7, m->duration_ms);
-    sqlite3_bind_text(st, 8, m->model, -1, SQLITE_STATIC);
-    sqlite3_bind_int64(st, 9, m->created_ms);
-    sqlite3_bind_text(st, 10, m->summary ? m->summary : "{}", -1, SQLITE_STATIC);
+    sqlite3_bind_int64(st, 6, m->duration_ms);
+    sqlite3_bind_text(st, 7, m->model, -1, SQLITE_STATIC);
+    sqlite3_bind_int64(st, 8, m->created_ms);
+    sqlite3_bind_text(st, 9, m->summary ? m->summary : "{}", -1, SQLITE_STATIC);
+    sqlite3_bind_text(st, 10, text ? "text" : "dense", -1, SQLITE_STATIC);
+    sqlite3_bind_int64(st, 11, m->dim);
+    if (text) {
+        sqlite3_bind_int64(st, 12, m->text_dim);
+        sqlite3_bind_int(st, 13, m->text_bigrams);
+        sqlite3_bind_int(st, 14, m->text_cross_prompt);
+        sqlite3_bind_int(st, 15, m->text_cross_max);
+        sqlite3_bind_int(st, 16, m->text_length);
+    }
     int rc = exec_done(db, st);
     if (rc != LP_OK)
         return rc;
     m->version = sqlite3_last_insert_rowid(db);
+    if ((rc = model_corruption_insert(db, m)) != LP_OK)
+        return rc;
     return a->activate ? activation_insert(db, m->version) : LP_OK;
 }
 
@@ -440,8 +553,12 @@ int lp_registry_model_add(lp_store *s, lp_model_record *m, int activate)
 }
 
 #define MODEL_COLS                                                                                 \
-    "SELECT m.version, m.run, m.loss, m.campaign, m.cutoff, m.labels, m.corruption, "              \
-    "m.duration_ms, m.created_ms, m.summary, c.name, "
+    "SELECT m.version, m.run, m.loss, m.campaign, m.cutoff, m.labels, m.duration_ms, "             \
+    "m.created_ms, m.summary, c.name, m.features, m.dim, m.text_dim, m.text_bigrams, "             \
+    "m.text_cross_prompt, m.text_cross_max, m.text_length, " SETTINGS_COLS ", "
+#define MODEL_FROM                                                                                 \
+    " FROM models m LEFT JOIN campaigns c ON c.id = m.campaign "                                   \
+    "LEFT JOIN training_runs r ON r.id = m.run LEFT JOIN train_settings ts ON ts.id = r.settings "
 
 static void read_model(sqlite3_stmt *st, lp_model_record *m, int with_model)
 {
@@ -452,13 +569,46 @@ static void read_model(sqlite3_stmt *st, lp_model_record *m, int with_model)
     m->campaign = sqlite3_column_int64(st, 3);
     m->cutoff = sqlite3_column_int64(st, 4);
     m->labels = sqlite3_column_int64(st, 5);
-    m->corruption = dup_text(st, 6);
-    m->duration_ms = sqlite3_column_int64(st, 7);
-    m->created_ms = sqlite3_column_int64(st, 8);
-    m->summary = dup_text(st, 9);
-    copy_text(st, 10, m->campaign_name, sizeof m->campaign_name);
+    m->duration_ms = sqlite3_column_int64(st, 6);
+    m->created_ms = sqlite3_column_int64(st, 7);
+    m->summary = dup_text(st, 8);
+    copy_text(st, 9, m->campaign_name, sizeof m->campaign_name);
+    copy_text(st, 10, m->features, sizeof m->features);
+    m->dim = sqlite3_column_int64(st, 11);
+    m->text_dim = sqlite3_column_int64(st, 12);
+    m->text_bigrams = sqlite3_column_int(st, 13);
+    m->text_cross_prompt = sqlite3_column_int(st, 14);
+    m->text_cross_max = sqlite3_column_int(st, 15);
+    m->text_length = sqlite3_column_int(st, 16);
+    read_settings(st, 17, &m->settings);
     if (with_model)
-        m->model = dup_text(st, 11);
+        m->model = dup_text(st, 39);
+}
+
+/* Reads the model's corruption rows, in campaign order. */
+static int read_model_corruption(sqlite3 *db, lp_model_record *m)
+{
+    sqlite3_stmt *st;
+    if (prep(db,
+             CORRUPTION_COLS_OF("mc.anti_model") "JOIN model_corruption mc ON mc.settings = s.id "
+                                                 "WHERE mc.model = ?1 ORDER BY s.campaign, s.id",
+             &st) != LP_OK)
+        return LP_ESTORAGE;
+    sqlite3_bind_int64(st, 1, m->version);
+    size_t cap = 0;
+    int rc;
+    while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+        if (lp_array_reserve((void **)&m->corruption, &cap, m->n_corruption, sizeof *m->corruption,
+                             2) != LP_OK) {
+            sqlite3_finalize(st);
+            return LP_ENO_MEMORY;
+        }
+        read_corruption(st, &m->corruption[m->n_corruption++]);
+        if (sqlite3_column_type(st, 8) != SQLITE_NULL)
+            m->anti_model = sqlite3_column_int64(st, 8);
+    }
+    sqlite3_finalize(st);
+    return rc == SQLITE_DONE ? LP_OK : LP_ESTORAGE;
 }
 
 struct model_query {
@@ -471,7 +621,6 @@ static int model_query_fn(sqlite3 *db, void *ctx)
 {
     struct model_query *q = ctx;
     sqlite3_stmt *st;
-#define MODEL_FROM " FROM models m LEFT JOIN campaigns c ON c.id = m.campaign "
     int rc = q->version ? prep(db, MODEL_COLS "m.model" MODEL_FROM "WHERE m.version = ?1", &st)
                         : prep(db, MODEL_COLS "NULL" MODEL_FROM "ORDER BY m.version DESC", &st);
     if (rc != LP_OK)
@@ -486,7 +635,12 @@ static int model_query_fn(sqlite3 *db, void *ctx)
         read_model(st, &q->models[q->n++], q->version != 0);
     }
     sqlite3_finalize(st);
-    return rc == SQLITE_DONE ? LP_OK : LP_ESTORAGE;
+    if (rc != SQLITE_DONE)
+        return LP_ESTORAGE;
+    for (size_t i = 0; i < q->n; i++)
+        if ((rc = read_model_corruption(db, &q->models[i])) != LP_OK)
+            return rc;
+    return LP_OK;
 }
 
 static void model_query_free(struct model_query *q)
@@ -589,26 +743,22 @@ int lp_registry_max_label(lp_store *s, int64_t campaign, int64_t *out)
 
 /* ---- schedule ---- */
 
-void lp_schedule_clear(lp_schedule *sc)
-{
-    if (sc == NULL)
-        return;
-    free(sc->request);
-    sc->request = NULL;
-}
-
 static int schedule_set_fn(sqlite3 *db, void *ctx)
 {
     const lp_schedule *sc = ctx;
+    int64_t settings;
+    int rc = settings_insert(db, &sc->settings, &settings);
+    if (rc != LP_OK)
+        return rc;
     sqlite3_stmt *st;
     if (prep(db,
-             "INSERT INTO retrain_schedule (interval_s, every_labels, request, created_ms) "
+             "INSERT INTO retrain_schedule (interval_s, every_labels, settings, created_ms) "
              "VALUES (?1, ?2, ?3, ?4)",
              &st) != LP_OK)
         return LP_ESTORAGE;
     sqlite3_bind_int64(st, 1, sc->interval_s);
     sqlite3_bind_int64(st, 2, sc->every_labels);
-    sqlite3_bind_text(st, 3, sc->request ? sc->request : "{}", -1, SQLITE_STATIC);
+    sqlite3_bind_int64(st, 3, settings);
     sqlite3_bind_int64(st, 4, lp_now_ms());
     return exec_done(db, st);
 }
@@ -623,22 +773,20 @@ static int schedule_get_fn(sqlite3 *db, void *ctx)
     lp_schedule *sc = ctx;
     sqlite3_stmt *st;
     if (prep(db,
-             "SELECT interval_s, every_labels, request FROM retrain_schedule "
-             "ORDER BY id DESC LIMIT 1",
+             "SELECT sc.interval_s, sc.every_labels, sc.settings IS NOT NULL, " SETTINGS_COLS
+             " FROM retrain_schedule sc LEFT JOIN train_settings ts ON ts.id = sc.settings "
+             "ORDER BY sc.id DESC LIMIT 1",
              &st) != LP_OK)
         return LP_ESTORAGE;
     int rc = sqlite3_step(st);
     if (rc == SQLITE_ROW) {
         sc->interval_s = sqlite3_column_int64(st, 0);
         sc->every_labels = sqlite3_column_int64(st, 1);
-        sc->request = dup_text(st, 2);
+        sc->has_settings = sqlite3_column_int(st, 2);
+        read_settings(st, 3, &sc->settings);
     }
     sqlite3_finalize(st);
-    if (rc != SQLITE_ROW && rc != SQLITE_DONE)
-        return LP_ESTORAGE;
-    if (sc->request == NULL && (sc->request = strdup("{}")) == NULL)
-        return LP_ENO_MEMORY;
-    return LP_OK;
+    return rc == SQLITE_ROW || rc == SQLITE_DONE ? LP_OK : LP_ESTORAGE;
 }
 
 int lp_registry_schedule_get(lp_store *s, lp_schedule *out)
@@ -646,7 +794,7 @@ int lp_registry_schedule_get(lp_store *s, lp_schedule *out)
     memset(out, 0, sizeof *out);
     int rc = lp_engine_read(s->engine, schedule_get_fn, out);
     if (rc != LP_OK)
-        lp_schedule_clear(out);
+        memset(out, 0, sizeof *out);
     return rc;
 }
 

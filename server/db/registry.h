@@ -1,13 +1,16 @@
 /*
- * registry.h — the learning records in SQLite (schema/002_learn.sql):
- * training runs, models, activations, corruption settings, the retrain
- * schedule. Writes are jobs of the storage engine's writer (engine.h),
- * reads through its read pool, so they share the store's durability and
- * never block label ingest for longer than one small transaction.
+ * registry.h — the learning records in SQLite (schema/002_learn.sql,
+ * schema/003_typed_provenance.sql): training runs and their settings,
+ * models with the corruption settings and feature plan they were trained
+ * with, activations, corruption settings, the retrain schedule. Writes are
+ * jobs of the storage engine's writer (engine.h), reads through its read
+ * pool, so they share the store's durability and never block label ingest
+ * for longer than one small transaction.
  *
- * Strings that hold JSON (a run's request, a model's corruption list and
- * model file) are stored and returned as text; rendering is the API's job.
- * Returned strings are owned by the record and freed by its *_clear.
+ * Records are typed: plain strings and numbers, named as on the wire; the
+ * service layer converts them to its own types. Only the model artifact
+ * (the model file and its summary) is JSON text. Strings and arrays a record
+ * owns are freed by its *_clear (NULL ok).
  */
 #ifndef LP_REGISTRY_H
 #define LP_REGISTRY_H
@@ -41,6 +44,28 @@ int lp_registry_corruption_current(lp_store *s, int64_t campaign, lp_corruption 
  * *out caller-owned (free()). */
 int lp_registry_corruption_active(lp_store *s, lp_corruption **out, size_t *n);
 
+/* ---- training settings ---- */
+
+/* The settings of a retrain request as stored (train_settings), shared by
+ * runs and the schedule. Names are the wire names. */
+typedef struct lp_train_settings {
+    char loss[32];
+    int64_t campaign; /* 0: every campaign */
+    char campaign_name[LP_CAMPAIGN_NAME_MAX + 1];
+    int64_t cutoff; /* 0: the newest label at start */
+    uint64_t seed;
+    double beta, rmax, tau, l2;
+    double norm_bound; /* INFINITY: none */
+    char optimizer[16];
+    int max_iter, epochs, batch;
+    double lr;
+    char features[8]; /* "auto", "dense", "text" */
+    int64_t text_dim;
+    int text_bigrams, text_cross_prompt, text_length;
+    int threads;
+    int activate;
+} lp_train_settings;
+
 /* ---- training runs ---- */
 
 typedef enum lp_run_status {
@@ -60,8 +85,8 @@ int lp_run_status_final(lp_run_status st);
 
 typedef struct lp_run {
     int64_t id;
-    char trigger[16]; /* "manual", "interval", "labels" */
-    char *request;    /* normalized request JSON, owned */
+    char trigger[16];           /* "manual", "interval", "labels" */
+    lp_train_settings settings; /* the normalized request */
     lp_run_status status;
     int64_t cutoff; /* 0: not yet known */
     int64_t labels;
@@ -73,15 +98,13 @@ typedef struct lp_run {
     int64_t created_ms, started_ms, finished_ms; /* 0: not yet */
 } lp_run;
 
-void lp_run_clear(lp_run *r);
-/* Inserts a queued run (request borrowed); fills r->id and created_ms. */
+/* Inserts a queued run with its settings; fills r->id and created_ms. */
 int lp_registry_run_create(lp_store *s, lp_run *r);
-/* Stores the run's status, counters, error and times. */
+/* Stores the run's status, counters, error and times (not its settings). */
 int lp_registry_run_update(lp_store *s, const lp_run *r);
 /* LP_EUNKNOWN_RUN if there is none. */
 int lp_registry_run_get(lp_store *s, int64_t id, lp_run *out);
-/* The newest runs first, at most limit; *out caller-owned (free each with
- * lp_run_clear, then free()). */
+/* The newest runs first, at most limit; *out caller-owned (free()). */
 int lp_registry_run_list(lp_store *s, size_t limit, lp_run **out, size_t *n);
 /* Marks runs left unfinished by a previous process as failed. */
 int lp_registry_runs_interrupted(lp_store *s);
@@ -95,14 +118,27 @@ typedef struct lp_model_record {
     int64_t campaign;                             /* 0: all campaigns */
     char campaign_name[LP_CAMPAIGN_NAME_MAX + 1]; /* "" for all */
     int64_t cutoff, labels, duration_ms, created_ms;
-    char *corruption; /* JSON array text, owned */
-    char *summary;    /* the model file without theta (JSON text), owned */
-    char *model;      /* model file JSON text, owned; NULL when listed */
+    /* the feature plan: "dense" (dim features per response) or "text" (the
+     * featurizer's spec; zero for dense models) */
+    char features[8];
+    int64_t dim;
+    int64_t text_dim;
+    int text_bigrams, text_cross_prompt, text_cross_max, text_length;
+    lp_train_settings settings; /* of the run that trained it */
+    /* the corruption settings in force, by campaign (owned); anti_model:
+     * the model strategy anti asked about tasks without a reference
+     * preference (0: none was served) */
+    lp_corruption *corruption;
+    size_t n_corruption;
+    int64_t anti_model;
+    char *summary; /* the model file without theta (JSON text), owned */
+    char *model;   /* model file JSON text, owned; NULL when listed */
 } lp_model_record;
 
 void lp_model_record_clear(lp_model_record *m);
-/* Appends a model (strings borrowed) and, when activate is set, its
- * activation, in one transaction; fills version and created_ms. */
+/* Appends a model with its corruption rows (everything borrowed) and, when
+ * activate is set, its activation, in one transaction; fills version and
+ * created_ms. */
 int lp_registry_model_add(lp_store *s, lp_model_record *m, int activate);
 /* With the model text. LP_EUNKNOWN_MODEL. */
 int lp_registry_model_get(lp_store *s, int64_t version, lp_model_record *out);
@@ -116,15 +152,15 @@ int lp_registry_active_version(lp_store *s, int64_t *version);
 /* ---- schedule ---- */
 
 typedef struct lp_schedule {
-    int64_t interval_s;   /* 0: off */
-    int64_t every_labels; /* 0: off */
-    char *request;        /* retrain request JSON, owned */
+    int64_t interval_s;         /* 0: off */
+    int64_t every_labels;       /* 0: off */
+    int has_settings;           /* 0: no schedule was ever set */
+    lp_train_settings settings; /* the request of scheduled runs (cutoff 0) */
 } lp_schedule;
 
-void lp_schedule_clear(lp_schedule *sc);
-/* Appends a schedule (request borrowed). */
+/* Appends a schedule with its settings. */
 int lp_registry_schedule_set(lp_store *s, const lp_schedule *sc);
-/* The newest schedule; both triggers 0 and request "{}" if none. */
+/* The newest schedule; both triggers 0 and has_settings 0 if none. */
 int lp_registry_schedule_get(lp_store *s, lp_schedule *out);
 
 /* ---- tasks ---- */

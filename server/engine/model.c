@@ -81,6 +81,22 @@ static json_t *num_or_null(double v)
     return isfinite(v) ? json_real(v) : json_null();
 }
 
+json_t *lp_model_features_json(int text, const lp_feat_spec *feat, size_t d)
+{
+    json_t *f = json_object();
+    json_object_set_new(f, "kind", json_string(text ? "text" : "dense"));
+    json_object_set_new(f, "dim", json_integer((json_int_t)d));
+    if (text) {
+        json_object_set_new(f, "hash", json_string("fnv1a64-v1"));
+        json_object_set_new(f, "hash_dim", json_integer(feat->hash_dim));
+        json_object_set_new(f, "bigrams", json_boolean(feat->bigrams));
+        json_object_set_new(f, "cross_prompt", json_boolean(feat->cross_prompt));
+        json_object_set_new(f, "cross_max", json_integer(feat->cross_max));
+        json_object_set_new(f, "length", json_boolean(feat->length));
+    }
+    return f;
+}
+
 json_t *lp_model_to_json(const lp_model *m)
 {
     json_t *root = json_object();
@@ -106,18 +122,7 @@ json_t *lp_model_to_json(const lp_model *m)
     json_object_set_new(h, "kernel", json_string(m->kernel == LP_KERNEL_BLAS ? "blas" : "fused"));
     json_object_set_new(h, "precision", json_string(m->precision ? m->precision : "float64"));
     json_object_set_new(root, "hyper", h);
-    json_t *f = json_object();
-    json_object_set_new(f, "kind", json_string(m->text ? "text" : "dense"));
-    json_object_set_new(f, "dim", json_integer((json_int_t)m->d));
-    if (m->text) {
-        json_object_set_new(f, "hash", json_string("fnv1a64-v1"));
-        json_object_set_new(f, "hash_dim", json_integer(m->feat.hash_dim));
-        json_object_set_new(f, "bigrams", json_boolean(m->feat.bigrams));
-        json_object_set_new(f, "cross_prompt", json_boolean(m->feat.cross_prompt));
-        json_object_set_new(f, "cross_max", json_integer(m->feat.cross_max));
-        json_object_set_new(f, "length", json_boolean(m->feat.length));
-    }
-    json_object_set_new(root, "features", f);
+    json_object_set_new(root, "features", lp_model_features_json(m->text, &m->feat, m->d));
     json_t *dsum = json_object();
     json_object_set_new(dsum, "source", json_string(m->source));
     json_object_set_new(dsum, "n", json_integer((json_int_t)m->n));

@@ -78,6 +78,9 @@ void lp_model_summarize(lp_model *m, const lp_dataset *ds);
 
 /* The model as a JSON object (new reference), or NULL on no memory. */
 json_t *lp_model_to_json(const lp_model *m);
+/* The model file's "features" object for a feature plan: dense (d features)
+ * or text (feat, d = lp_feat_dim(feat)); new reference. */
+json_t *lp_model_features_json(int text, const lp_feat_spec *feat, size_t d);
 /* Dump flags that give byte-identical text for equal models. */
 #define LP_MODEL_JSON_FLAGS (JSON_INDENT(1) | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(17))
 /* Writes the model as JSON to path ("-" = stdout). Returns 0, LP_EIO or

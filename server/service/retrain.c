@@ -2,7 +2,6 @@
  * See retrain.h. */
 #include "retrain.h"
 
-#include "campaigns.h"
 #include "clock.h"
 #include "error.h"
 #include "model.h"
@@ -19,242 +18,133 @@
 #include <time.h>
 
 /* ------------------------------------------------------------------ */
-/* requests                                                            */
+/* requests and stored settings                                        */
 
-#define HYPER_MAX 1e6
-#define L2_MAX 1e9
-#define BOUND_MAX 1e9
+static const char *const FEATURE_MODES[] = {"auto", "dense", "text"};
 
-typedef struct num_field {
-    const char *name;
-    double lo, hi; /* inclusive range (lo_open: lo excluded) */
-    int lo_open, integer, nullable;
-} num_field;
-
-/* Reads an optional number field. *present tells whether it was given;
- * null gives INFINITY when nullable. */
-static int get_number(const json_t *obj, const num_field *f, double *out, int *present, char *msg,
-                      size_t msglen)
+void lp_train_settings_from_request(const lp_train_request *r, lp_train_settings *t)
 {
-    const json_t *v = json_object_get(obj, f->name);
-    *present = v != NULL;
-    if (v == NULL)
-        return LP_OK;
-    if (json_is_null(v) && f->nullable) {
-        *out = INFINITY;
-        return LP_OK;
-    }
-    if (!json_is_number(v) || (f->integer && !json_is_integer(v)))
-        return lp_fail(LP_EWRONG_TYPE, msg, msglen, "\"%s\" must be %s", f->name,
-                       f->integer ? "an integer" : "a number");
-    double x = json_number_value(v);
-    if (!isfinite(x) || (f->lo_open ? !(x > f->lo) : !(x >= f->lo)) || !(x <= f->hi))
-        return lp_fail(LP_EBAD_HYPERPARAMETER, msg, msglen, "\"%s\" must be in %s%g, %g]", f->name,
-                       f->lo_open ? "(" : "[", f->lo, f->hi);
-    *out = x;
-    return LP_OK;
+    memset(t, 0, sizeof *t);
+    snprintf(t->loss, sizeof t->loss, "%s", lp_loss_name(r->loss.kind));
+    t->campaign = r->campaign;
+    snprintf(t->campaign_name, sizeof t->campaign_name, "%s", r->campaign_name);
+    t->cutoff = r->cutoff;
+    t->seed = r->fit.seed;
+    t->beta = r->beta;
+    t->rmax = r->loss.rmax;
+    t->tau = r->loss.tau;
+    t->l2 = r->l2;
+    t->norm_bound = r->fit.norm_bound;
+    snprintf(t->optimizer, sizeof t->optimizer, "%s", lp_method_name(r->fit.method));
+    t->max_iter = r->fit.max_iter;
+    t->epochs = r->fit.epochs;
+    t->lr = r->fit.lr;
+    t->batch = r->fit.batch;
+    snprintf(t->features, sizeof t->features, "%s", FEATURE_MODES[r->features]);
+    t->text_dim = r->text.hash_dim;
+    t->text_bigrams = r->text.bigrams;
+    t->text_cross_prompt = r->text.cross_prompt;
+    t->text_length = r->text.length;
+    t->threads = r->threads;
+    t->activate = r->activate;
 }
 
-static int get_bool(const json_t *obj, const char *name, int *out, char *msg, size_t msglen)
+static int feature_mode_parse(const char *name, lp_feature_mode *out)
 {
-    const json_t *v = json_object_get(obj, name);
-    if (v == NULL)
-        return LP_OK;
-    if (!json_is_boolean(v))
-        return lp_fail(LP_EWRONG_TYPE, msg, msglen, "\"%s\" must be true or false", name);
-    *out = json_is_true(v);
-    return LP_OK;
+    for (int k = 0; k < 3; k++)
+        if (strcmp(name, FEATURE_MODES[k]) == 0) {
+            *out = (lp_feature_mode)k;
+            return LP_OK;
+        }
+    return LP_EINVALID_ARGUMENT;
 }
 
-static int check_fields(const json_t *obj, const char *const *allowed, const char *where, char *msg,
-                        size_t msglen)
-{
-    const char *key;
-    const json_t *val;
-    json_object_foreach((json_t *)obj, key, val)
-    {
-        int ok = 0;
-        for (size_t k = 0; allowed[k] != NULL && !ok; k++)
-            ok = strcmp(key, allowed[k]) == 0;
-        if (!ok)
-            return lp_fail(LP_EUNKNOWN_FIELD, msg, msglen, "unknown field \"%s\"%s", key, where);
-    }
-    return LP_OK;
-}
-
-static const char *const REQUEST_FIELDS[] = {
-    "loss",     "campaign",   "cutoff",    "seed",     "beta",   "rmax", "tau",
-    "l2",       "norm_bound", "optimizer", "max_iter", "epochs", "lr",   "batch",
-    "features", "text",       "threads",   "activate", NULL};
-static const char *const TEXT_FIELDS[] = {"dim", "bigrams", "cross_prompt", "length", NULL};
-
-static int parse_text(const json_t *t, lp_feat_spec *spec, char *msg, size_t msglen)
-{
-    if (!json_is_object(t))
-        return lp_fail(LP_EWRONG_TYPE, msg, msglen, "\"text\" must be an object");
-    int rc = check_fields(t, TEXT_FIELDS, " in \"text\"", msg, msglen);
-    double dim;
-    int present;
-    num_field f = {"dim", 1, LP_FEAT_HASH_MAX, 0, 1, 0};
-    if (rc == LP_OK && (rc = get_number(t, &f, &dim, &present, msg, msglen)) == LP_OK && present)
-        spec->hash_dim = (uint32_t)dim;
-    if (rc == LP_OK)
-        rc = get_bool(t, "bigrams", &spec->bigrams, msg, msglen);
-    if (rc == LP_OK)
-        rc = get_bool(t, "cross_prompt", &spec->cross_prompt, msg, msglen);
-    if (rc == LP_OK)
-        rc = get_bool(t, "length", &spec->length, msg, msglen);
-    return rc;
-}
-
-static int parse_string_choice(const json_t *obj, const char *name, const char **out, char *msg,
-                               size_t msglen)
-{
-    const json_t *v = json_object_get(obj, name);
-    if (v == NULL)
-        return LP_OK;
-    if (!json_is_string(v))
-        return lp_fail(LP_EWRONG_TYPE, msg, msglen, "\"%s\" must be a string", name);
-    *out = json_string_value(v);
-    return LP_OK;
-}
-
-int lp_train_request_parse(lp_store *s, const json_t *obj, int default_threads, lp_train_request *r,
-                           char *msg, size_t msglen)
+int lp_train_request_from_settings(const lp_train_settings *t, lp_train_request *r)
 {
     memset(r, 0, sizeof *r);
-    json_t *owned = NULL;
-    if (obj == NULL)
-        obj = owned = json_object();
-    int rc = LP_OK;
-    if (!json_is_object(obj)) {
-        rc = lp_fail(LP_EWRONG_TYPE, msg, msglen, "the request must be a JSON object");
-        goto out;
-    }
-    if ((rc = check_fields(obj, REQUEST_FIELDS, "", msg, msglen)) != LP_OK)
-        goto out;
-    const char *loss = "square-chipo", *optimizer = NULL, *features = "auto";
-    if ((rc = parse_string_choice(obj, "loss", &loss, msg, msglen)) != LP_OK ||
-        (rc = parse_string_choice(obj, "optimizer", &optimizer, msg, msglen)) != LP_OK ||
-        (rc = parse_string_choice(obj, "features", &features, msg, msglen)) != LP_OK)
-        goto out;
     lp_loss_kind kind;
-    if (lp_loss_parse(loss, &kind) != LP_OK) {
-        rc = lp_fail(LP_EUNKNOWN_LOSS, msg, msglen,
-                     "unknown loss \"%.40s\" (square-chipo, chipo, dpo, rdpo, rr-mle, rr-sgd, ipo)",
-                     loss);
-        goto out;
-    }
+    lp_method method;
+    if (lp_loss_parse(t->loss, &kind) != LP_OK || lp_method_parse(t->optimizer, &method) != LP_OK ||
+        feature_mode_parse(t->features, &r->features) != LP_OK)
+        return LP_EINVALID_ARGUMENT;
     lp_loss_spec_init(&r->loss, kind);
-    lp_method method = kind == LP_LOSS_RR_SGD ? LP_OPT_SGD : LP_OPT_LBFGS;
-    if (optimizer != NULL && lp_method_parse(optimizer, &method) != LP_OK) {
-        rc = lp_fail(LP_EBAD_HYPERPARAMETER, msg, msglen,
-                     "\"optimizer\" must be lbfgs, sgd or adam");
-        goto out;
-    }
+    r->loss.rmax = t->rmax;
+    r->loss.tau = t->tau;
+    r->campaign = t->campaign;
+    snprintf(r->campaign_name, sizeof r->campaign_name, "%s", t->campaign_name);
+    r->cutoff = t->cutoff;
+    r->beta = t->beta;
+    r->l2 = t->l2;
     lp_fit_opts_init(&r->fit, method);
-    r->beta = 1.0;
-    r->threads = default_threads > 0 ? default_threads : 1;
-    r->activate = 1;
+    r->fit.seed = t->seed;
+    r->fit.norm_bound = t->norm_bound;
+    r->fit.max_iter = t->max_iter;
+    r->fit.epochs = t->epochs;
+    r->fit.lr = t->lr;
+    r->fit.batch = t->batch;
     lp_feat_spec_init(&r->text);
-    if (strcmp(features, "auto") == 0)
-        r->features = LP_FEATURES_AUTO;
-    else if (strcmp(features, "dense") == 0)
-        r->features = LP_FEATURES_DENSE;
-    else if (strcmp(features, "text") == 0)
-        r->features = LP_FEATURES_TEXT;
-    else {
-        rc = lp_fail(LP_EBAD_HYPERPARAMETER, msg, msglen,
-                     "\"features\" must be auto, dense or text");
-        goto out;
-    }
-
-    const num_field F_CUTOFF = {"cutoff", 1, 9.2e18, 0, 1, 1},
-                    F_SEED = {"seed", 0, 9007199254740992.0, 0, 1, 0},
-                    F_BETA = {"beta", 0, HYPER_MAX, 1, 0, 0},
-                    F_RMAX = {"rmax", 0, HYPER_MAX, 1, 0, 0},
-                    F_TAU = {"tau", 0, HYPER_MAX, 1, 0, 0}, F_L2 = {"l2", 0, L2_MAX, 0, 0, 0},
-                    F_BOUND = {"norm_bound", 0, BOUND_MAX, 1, 0, 1},
-                    F_ITER = {"max_iter", 1, 100000, 0, 1, 0},
-                    F_EPOCHS = {"epochs", 1, 1000, 0, 1, 0}, F_LR = {"lr", 0, 1e3, 1, 0, 0},
-                    F_BATCH = {"batch", 1, 1000000, 0, 1, 0},
-                    F_THREADS = {"threads", 1, 64, 0, 1, 0};
-    struct {
-        const num_field *f;
-        double *dst;
-    } nums[] = {{&F_BETA, &r->beta}, {&F_RMAX, &r->loss.rmax},       {&F_TAU, &r->loss.tau},
-                {&F_L2, &r->l2},     {&F_BOUND, &r->fit.norm_bound}, {&F_LR, &r->fit.lr}};
-    for (size_t k = 0; k < sizeof nums / sizeof nums[0]; k++) {
-        int present;
-        if ((rc = get_number(obj, nums[k].f, nums[k].dst, &present, msg, msglen)) != LP_OK)
-            goto out;
-    }
-    struct {
-        const num_field *f;
-        double value;
-    } ints[] = {{&F_CUTOFF, 0},
-                {&F_SEED, 0},
-                {&F_ITER, r->fit.max_iter},
-                {&F_EPOCHS, r->fit.epochs},
-                {&F_BATCH, r->fit.batch},
-                {&F_THREADS, r->threads}};
-    for (size_t k = 0; k < sizeof ints / sizeof ints[0]; k++) {
-        int present;
-        if ((rc = get_number(obj, ints[k].f, &ints[k].value, &present, msg, msglen)) != LP_OK)
-            goto out;
-    }
-    r->cutoff = isinf(ints[0].value) ? 0 : (int64_t)ints[0].value;
-    r->fit.seed = (uint64_t)ints[1].value;
-    r->fit.max_iter = (int)ints[2].value;
-    r->fit.epochs = (int)ints[3].value;
-    r->fit.batch = (int)ints[4].value;
-    r->threads = (int)ints[5].value;
-    if ((rc = get_bool(obj, "activate", &r->activate, msg, msglen)) != LP_OK)
-        goto out;
-    const json_t *text = json_object_get(obj, "text");
-    if (text != NULL && (rc = parse_text(text, &r->text, msg, msglen)) != LP_OK)
-        goto out;
-    const json_t *camp = json_object_get(obj, "campaign");
-    if (camp != NULL && !json_is_null(camp)) {
-        if (!json_is_string(camp)) {
-            rc = lp_fail(LP_EWRONG_TYPE, msg, msglen, "\"campaign\" must be a string or null");
-            goto out;
-        }
-        lp_campaign c;
-        if ((rc = lp_store_campaign_by_name(s, json_string_value(camp), &c)) != LP_OK) {
-            lp_fail(rc, msg, msglen, "no campaign \"%.64s\"", json_string_value(camp));
-            goto out;
-        }
-        r->campaign = c.id;
-        snprintf(r->campaign_name, sizeof r->campaign_name, "%s", c.name);
-    }
-out:
-    json_decref(owned);
-    return rc;
+    r->text.hash_dim = (uint32_t)t->text_dim;
+    r->text.bigrams = t->text_bigrams;
+    r->text.cross_prompt = t->text_cross_prompt;
+    r->text.length = t->text_length;
+    r->threads = t->threads;
+    r->activate = t->activate;
+    return LP_OK;
 }
 
-static json_t *num_or_null(double v)
+/* ------------------------------------------------------------------ */
+/* stored models                                                       */
+
+void lp_model_view_clear(lp_model_view *v)
 {
-    return isfinite(v) ? json_real(v) : json_null();
+    if (v == NULL)
+        return;
+    free(v->corruption);
+    free(v->summary);
+    free(v->model);
+    v->corruption = NULL;
+    v->n_corruption = 0;
+    v->summary = v->model = NULL;
 }
 
-json_t *lp_train_request_json(const lp_train_request *r)
+/* Moves a record into a view (the record keeps nothing to free). */
+static int model_view_from_record(lp_model_record *m, lp_model_view *v)
 {
-    const char *features = r->features == LP_FEATURES_DENSE  ? "dense"
-                           : r->features == LP_FEATURES_TEXT ? "text"
-                                                             : "auto";
-    return json_pack("{s:s, s:o, s:o, s:I, s:f, s:f, s:f, s:f, s:o, s:s, s:i, s:i, s:f, s:i, "
-                     "s:s, s:{s:I, s:b, s:b, s:b}, s:i, s:b}",
-                     "loss", lp_loss_name(r->loss.kind), "campaign",
-                     r->campaign ? json_string(r->campaign_name) : json_null(), "cutoff",
-                     r->cutoff ? json_integer(r->cutoff) : json_null(), "seed",
-                     (json_int_t)r->fit.seed, "beta", r->beta, "rmax", r->loss.rmax, "tau",
-                     r->loss.tau, "l2", r->l2, "norm_bound", num_or_null(r->fit.norm_bound),
-                     "optimizer", lp_method_name(r->fit.method), "max_iter", r->fit.max_iter,
-                     "epochs", r->fit.epochs, "lr", r->fit.lr, "batch", r->fit.batch, "features",
-                     features, "text", "dim", (json_int_t)r->text.hash_dim, "bigrams",
-                     r->text.bigrams, "cross_prompt", r->text.cross_prompt, "length",
-                     r->text.length, "threads", r->threads, "activate", r->activate);
+    memset(v, 0, sizeof *v);
+    int text = strcmp(m->features, "text") == 0;
+    if (lp_loss_parse(m->loss, &v->loss) != LP_OK ||
+        lp_train_request_from_settings(&m->settings, &v->request) != LP_OK ||
+        (!text && strcmp(m->features, "dense") != 0)) {
+        fprintf(stderr, "learner: model %lld: unreadable record\n", (long long)m->version);
+        return LP_EINTERNAL;
+    }
+    v->version = m->version;
+    v->run = m->run;
+    v->created_ms = m->created_ms;
+    v->duration_ms = m->duration_ms;
+    v->campaign = m->campaign;
+    snprintf(v->campaign_name, sizeof v->campaign_name, "%s", m->campaign_name);
+    v->cutoff = m->cutoff;
+    v->labels = m->labels;
+    v->features = text ? LP_FEATURES_TEXT : LP_FEATURES_DENSE;
+    v->dim = (size_t)m->dim;
+    lp_feat_spec_init(&v->text);
+    if (text) {
+        v->text.hash_dim = (uint32_t)m->text_dim;
+        v->text.bigrams = m->text_bigrams;
+        v->text.cross_prompt = m->text_cross_prompt;
+        v->text.cross_max = m->text_cross_max;
+        v->text.length = m->text_length;
+    }
+    v->corruption = m->corruption;
+    v->n_corruption = m->n_corruption;
+    v->anti_model = m->anti_model;
+    v->summary = m->summary;
+    v->model = m->model;
+    m->corruption = NULL;
+    m->n_corruption = 0;
+    m->summary = m->model = NULL;
+    return LP_OK;
 }
 
 /* ------------------------------------------------------------------ */
@@ -292,7 +182,6 @@ static void persist_run(lp_learner *l)
 {
     pthread_mutex_lock(&l->lock);
     lp_run copy = l->run;
-    copy.request = NULL;
     pthread_mutex_unlock(&l->lock);
     if (lp_registry_run_update(l->s, &copy) != LP_OK)
         fprintf(stderr, "learner: cannot record run %lld\n", (long long)copy.id);
@@ -342,26 +231,6 @@ static int on_progress(void *ctx, int iteration, int evaluations, double objecti
     }
     pthread_mutex_unlock(&l->lock);
     return atomic_load(&l->cancel);
-}
-
-/* The settings in force for the request's campaigns, as stored JSON. */
-static json_t *corruption_json(const lp_corruption *cs, size_t n, int64_t anti_version)
-{
-    json_t *arr = json_array();
-    for (size_t k = 0; k < n; k++) {
-        const lp_corruption *c = &cs[k];
-        json_t *o =
-            json_pack("{s:I, s:s, s:f, s:s, s:I, s:I, s:I}", "id", (json_int_t)c->id, "campaign",
-                      c->campaign_name, "alpha", c->alpha, "strategy",
-                      lp_adversary_name(c->strategy), "seed", (json_int_t)c->seed, "feature",
-                      (json_int_t)c->feature, "created_at", (json_int_t)c->created_ms);
-        if (c->strategy == LP_ADV_ANTI) /* the model consulted for tasks without a
-                                            reference preference; null: none was served */
-            json_object_set_new(o, "anti_model",
-                                anti_version > 0 ? json_integer(anti_version) : json_null());
-        json_array_append_new(arr, o);
-    }
-    return arr;
 }
 
 /* Fits the snapshot; *out gets the model (theta owned) or the error. */
@@ -459,10 +328,8 @@ static int execute(lp_learner *l, char *msg, size_t msglen)
     int64_t duration = lp_now_ms() - t0;
     if (rc == LP_OK && atomic_load(&l->cancel))
         rc = lp_fail(LP_ECANCELLED, msg, msglen, "cancelled");
-    json_t *corr = corruption_json(cs, ncs, anti_version);
-    free(cs);
     if (rc != LP_OK) {
-        json_decref(corr);
+        free(cs);
         lp_model_free(m);
         lp_snapshot_clear(&sn);
         return rc;
@@ -475,22 +342,30 @@ static int execute(lp_learner *l, char *msg, size_t msglen)
     if (mj != NULL)
         json_object_del(mj, "theta");
     char *summary_text = mj ? json_dumps(mj, JSON_COMPACT | JSON_PRESERVE_ORDER) : NULL;
-    char *corr_text = corr ? json_dumps(corr, JSON_COMPACT | JSON_PRESERVE_ORDER) : NULL;
     json_decref(mj);
-    json_decref(corr);
+    int text = sn.mode == LP_FEATURES_TEXT;
     lp_model_record rec = {.run = l->run.id,
                            .campaign = req.campaign,
                            .cutoff = sn.cutoff,
                            .labels = (int64_t)sn.ds->n,
                            .duration_ms = duration,
-                           .corruption = corr_text,
+                           .dim = (int64_t)m->d,
+                           .text_dim = text ? req.text.hash_dim : 0,
+                           .text_bigrams = text && req.text.bigrams,
+                           .text_cross_prompt = text && req.text.cross_prompt,
+                           .text_cross_max = text ? req.text.cross_max : 0,
+                           .text_length = text && req.text.length,
+                           .corruption = cs,
+                           .n_corruption = ncs,
+                           .anti_model = anti_version,
                            .summary = summary_text,
                            .model = model_text};
     snprintf(rec.loss, sizeof rec.loss, "%s", lp_loss_name(req.loss.kind));
+    snprintf(rec.features, sizeof rec.features, "%s", text ? "text" : "dense");
     lp_model_free(m);
     lp_snapshot_clear(&sn);
     lp_served *sv = NULL;
-    if (model_text == NULL || summary_text == NULL || corr_text == NULL)
+    if (model_text == NULL || summary_text == NULL)
         rc = lp_fail(LP_ENO_MEMORY, msg, msglen, "out of memory");
     /* Parse before storing, so an activated model is always servable. */
     if (rc == LP_OK)
@@ -507,7 +382,7 @@ static int execute(lp_learner *l, char *msg, size_t msglen)
     lp_served_unref(sv);
     free(model_text);
     free(summary_text);
-    free(corr_text);
+    free(cs);
     if (rc == LP_OK) {
         pthread_mutex_lock(&l->lock);
         l->run.model_version = rec.version;
@@ -547,7 +422,6 @@ static void *worker_main(void *arg)
          * reader sees the run final, the next run may start. */
         pthread_mutex_lock(&l->lock);
         lp_run fin = l->run;
-        fin.request = NULL;
         pthread_mutex_unlock(&l->lock);
         fin.finished_ms = lp_now_ms();
         fin.status = rc == LP_OK           ? LP_RUN_SUCCEEDED
@@ -562,7 +436,6 @@ static void *worker_main(void *arg)
         pthread_mutex_lock(&l->lock);
         l->stats.runs[fin.status]++;
         l->stats.train_seconds_total += (double)(fin.finished_ms - fin.started_ms) / 1e3;
-        lp_run_clear(&l->run);
         l->has_run = 0;
         atomic_store(&l->cancel, 0);
     }
@@ -577,18 +450,11 @@ static void scheduler_tick(lp_learner *l)
     lp_schedule sc;
     if (lp_registry_schedule_get(l->s, &sc) != LP_OK)
         return;
-    if (sc.interval_s <= 0 && sc.every_labels <= 0) {
-        lp_schedule_clear(&sc);
+    if ((sc.interval_s <= 0 && sc.every_labels <= 0) || !sc.has_settings)
         return;
-    }
-    json_t *obj = json_loads(sc.request, 0, NULL);
     lp_train_request req;
-    char msg[256];
-    int rc = lp_train_request_parse(l->s, obj, l->o.threads, &req, msg, sizeof msg);
-    json_decref(obj);
-    if (rc != LP_OK) {
-        fprintf(stderr, "learner: the stored schedule's request is invalid: %s\n", msg);
-        lp_schedule_clear(&sc);
+    if (lp_train_request_from_settings(&sc.settings, &req) != LP_OK) {
+        fprintf(stderr, "learner: the stored schedule's request is unreadable\n");
         return;
     }
     int64_t newest = 0;
@@ -602,11 +468,9 @@ static void scheduler_tick(lp_learner *l)
         trigger = "interval";
     else if (!busy && sc.every_labels > 0 && newest - last_cutoff >= sc.every_labels)
         trigger = "labels";
-    lp_schedule_clear(&sc);
     if (trigger != NULL) {
         lp_run run;
-        if (lp_learner_start(l, &req, trigger, &run) == LP_OK)
-            lp_run_clear(&run);
+        lp_learner_start(l, &req, trigger, &run);
     }
 }
 
@@ -657,8 +521,6 @@ int lp_learner_new(lp_store *s, const lp_learner_opts *o, lp_learner **out, char
     size_t n = 0;
     if (rc == LP_OK && (rc = lp_registry_run_list(s, 1, &runs, &n)) == LP_OK && n == 1)
         l->last_cutoff = runs[0].cutoff;
-    for (size_t i = 0; i < n; i++)
-        lp_run_clear(&runs[i]);
     free(runs);
     int64_t version = 0;
     if (rc == LP_OK)
@@ -708,7 +570,6 @@ void lp_learner_free(lp_learner *l)
         snprintf(l->run.message, sizeof l->run.message, "the server stopped");
         l->run.finished_ms = lp_now_ms();
         lp_registry_run_update(l->s, &l->run);
-        lp_run_clear(&l->run);
     }
     lp_serving_destroy(&l->serving);
     pthread_cond_destroy(&l->wake);
@@ -716,25 +577,12 @@ void lp_learner_free(lp_learner *l)
     free(l);
 }
 
-static int copy_run(const lp_run *src, lp_run *dst)
-{
-    *dst = *src;
-    dst->request = src->request ? strdup(src->request) : NULL;
-    return src->request && dst->request == NULL ? LP_ENO_MEMORY : LP_OK;
-}
-
 int lp_learner_start(lp_learner *l, const lp_train_request *req, const char *trigger, lp_run *out)
 {
     memset(out, 0, sizeof *out);
-    json_t *rj = lp_train_request_json(req);
-    char *text = rj ? json_dumps(rj, JSON_COMPACT | JSON_PRESERVE_ORDER) : NULL;
-    json_decref(rj);
-    if (text == NULL)
-        return LP_ENO_MEMORY;
     pthread_mutex_lock(&l->lock);
     if (l->has_run || l->stopping) {
         pthread_mutex_unlock(&l->lock);
-        free(text);
         return l->stopping ? LP_EUNAVAILABLE : LP_ERETRAIN_IN_PROGRESS;
     }
     l->has_run = 1; /* reserve the slot (no run id yet) while the record is written */
@@ -742,23 +590,23 @@ int lp_learner_start(lp_learner *l, const lp_train_request *req, const char *tri
     l->run.status = LP_RUN_STORING;
     pthread_mutex_unlock(&l->lock);
 
-    lp_run run = {.request = text, .objective = NAN, .grad_norm = NAN};
+    lp_run run = {.objective = NAN, .grad_norm = NAN};
     snprintf(run.trigger, sizeof run.trigger, "%s", trigger);
+    lp_train_settings_from_request(req, &run.settings);
     int rc = lp_registry_run_create(l->s, &run);
     pthread_mutex_lock(&l->lock);
     if (rc != LP_OK) {
         l->has_run = 0;
         pthread_mutex_unlock(&l->lock);
-        free(text);
         return rc;
     }
     l->run = run;
     l->req = *req;
     atomic_store(&l->cancel, 0);
-    rc = copy_run(&l->run, out);
+    *out = l->run;
     pthread_cond_broadcast(&l->wake);
     pthread_mutex_unlock(&l->lock);
-    return rc;
+    return LP_OK;
 }
 
 int lp_learner_run_get(lp_learner *l, int64_t id, lp_run *out)
@@ -766,9 +614,9 @@ int lp_learner_run_get(lp_learner *l, int64_t id, lp_run *out)
     memset(out, 0, sizeof *out);
     pthread_mutex_lock(&l->lock);
     if (l->has_run && l->run.id == id) {
-        int rc = copy_run(&l->run, out);
+        *out = l->run;
         pthread_mutex_unlock(&l->lock);
-        return rc;
+        return LP_OK;
     }
     pthread_mutex_unlock(&l->lock);
     return lp_registry_run_get(l->s, id, out);
@@ -779,9 +627,9 @@ int lp_learner_cancel(lp_learner *l, int64_t id, lp_run *out)
     pthread_mutex_lock(&l->lock);
     if (l->has_run && l->run.id == id) {
         atomic_store(&l->cancel, 1);
-        int rc = copy_run(&l->run, out);
+        *out = l->run;
         pthread_mutex_unlock(&l->lock);
-        return rc;
+        return LP_OK;
     }
     pthread_mutex_unlock(&l->lock);
     int rc = lp_registry_run_get(l->s, id, out);
@@ -811,6 +659,47 @@ int lp_learner_model(lp_learner *l, int64_t version, lp_served **out)
     }
     lp_model_record_clear(&rec);
     return rc;
+}
+
+int lp_learner_model_get(lp_learner *l, int64_t version, lp_model_view *out)
+{
+    memset(out, 0, sizeof *out);
+    lp_model_record rec;
+    int rc = lp_registry_model_get(l->s, version, &rec);
+    if (rc != LP_OK)
+        return rc;
+    rc = model_view_from_record(&rec, out);
+    lp_model_record_clear(&rec);
+    return rc;
+}
+
+int lp_learner_model_list(lp_learner *l, lp_model_view **out, size_t *n)
+{
+    *out = NULL;
+    *n = 0;
+    lp_model_record *recs;
+    size_t nrec;
+    int rc = lp_registry_model_list(l->s, &recs, &nrec);
+    if (rc != LP_OK)
+        return rc;
+    lp_model_view *views = calloc(nrec ? nrec : 1, sizeof *views);
+    if (views == NULL)
+        rc = LP_ENO_MEMORY;
+    size_t k = 0;
+    for (; k < nrec && rc == LP_OK; k++)
+        rc = model_view_from_record(&recs[k], &views[k]);
+    for (size_t i = 0; i < nrec; i++)
+        lp_model_record_clear(&recs[i]);
+    free(recs);
+    if (rc != LP_OK) {
+        for (size_t i = 0; i < k; i++)
+            lp_model_view_clear(&views[i]);
+        free(views);
+        return rc;
+    }
+    *out = views;
+    *n = nrec;
+    return LP_OK;
 }
 
 int lp_learner_activate(lp_learner *l, int64_t version)

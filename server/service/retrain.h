@@ -27,10 +27,10 @@
 #include "snapshot.h"
 #include "store.h"
 
-#include <jansson.h>
 #include <stdint.h>
 
-/* A validated retrain request (docs/design.md §3.5; docs/protocol.md). */
+/* A validated retrain request (docs/design.md §3.5; docs/protocol.md); the
+ * handler layer parses it from JSON (server/api/train_request.h). */
 typedef struct lp_train_request {
     lp_loss_spec loss;
     int64_t campaign; /* 0: all */
@@ -44,14 +44,36 @@ typedef struct lp_train_request {
     int activate;
 } lp_train_request;
 
-/* Parses and validates a request object (NULL = {}), resolving the campaign
- * by name. Errors (msg names the field): LP_EUNKNOWN_LOSS,
- * LP_EBAD_HYPERPARAMETER, LP_EWRONG_TYPE, LP_EUNKNOWN_FIELD,
- * LP_EUNKNOWN_CAMPAIGN. */
-int lp_train_request_parse(lp_store *s, const json_t *obj, int default_threads,
-                           lp_train_request *out, char *msg, size_t msglen);
-/* The normalized request as JSON (every field explicit); new reference. */
-json_t *lp_train_request_json(const lp_train_request *r);
+/* The request as a stored settings record (registry.h). */
+void lp_train_settings_from_request(const lp_train_request *r, lp_train_settings *out);
+/* A stored settings record as a request. LP_EINVALID_ARGUMENT if it names
+ * an unknown loss, optimizer or feature mode. */
+int lp_train_request_from_settings(const lp_train_settings *t, lp_train_request *out);
+
+/* A stored model as the handlers see it: its provenance, typed. */
+typedef struct lp_model_view {
+    int64_t version, run, created_ms, duration_ms;
+    lp_loss_kind loss;
+    int64_t campaign; /* 0: every campaign */
+    char campaign_name[LP_CAMPAIGN_NAME_MAX + 1];
+    int64_t cutoff, labels;
+    lp_feature_mode features; /* DENSE or TEXT: the plan it was trained with */
+    size_t dim;               /* features per response */
+    lp_feat_spec text;        /* TEXT: the featurizer's spec */
+    lp_train_request request; /* the run's request */
+    /* the corruption settings in force, one per campaign (owned); anti_model:
+     * the model strategy anti asked about tasks without a reference
+     * preference (0: none was served) */
+    lp_corruption *corruption;
+    size_t n_corruption;
+    int64_t anti_model;
+    char *summary; /* the model artifact without theta: link, beta, features,
+                      hyper, data, metrics (model.h; JSON text, owned) */
+    char *model;   /* the model file (JSON text, owned); NULL in lists */
+} lp_model_view;
+
+/* Frees what the view owns (NULL ok). */
+void lp_model_view_clear(lp_model_view *v);
 
 typedef struct lp_learner lp_learner;
 
@@ -74,13 +96,19 @@ int lp_learner_new(lp_store *s, const lp_learner_opts *o, lp_learner **out, char
 void lp_learner_free(lp_learner *l);
 
 /* Queues a run (trigger "manual", "interval" or "labels"); *out gets the
- * queued run (clear it). LP_ERETRAIN_IN_PROGRESS while another run is
- * queued or active. */
+ * queued run. LP_ERETRAIN_IN_PROGRESS while another run is queued or
+ * active. */
 int lp_learner_start(lp_learner *l, const lp_train_request *req, const char *trigger, lp_run *out);
 /* A run with live progress when it is the active one. LP_EUNKNOWN_RUN. */
 int lp_learner_run_get(lp_learner *l, int64_t id, lp_run *out);
 /* Requests cancellation. LP_EUNKNOWN_RUN, LP_ERUN_FINISHED. */
 int lp_learner_cancel(lp_learner *l, int64_t id, lp_run *out);
+/* A stored model with the model file (clear it). LP_EUNKNOWN_MODEL,
+ * LP_EINTERNAL (a record this server cannot read), LP_ESTORAGE. */
+int lp_learner_model_get(lp_learner *l, int64_t version, lp_model_view *out);
+/* Every stored model, newest first, without the model file; *out
+ * caller-owned (clear each, free()). */
+int lp_learner_model_list(lp_learner *l, lp_model_view **out, size_t *n);
 /* Serves a stored model version (roll back or forward). LP_EUNKNOWN_MODEL. */
 int lp_learner_activate(lp_learner *l, int64_t version);
 /* A reference to the served model (lp_served_unref it), or NULL. */

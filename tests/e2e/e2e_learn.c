@@ -64,6 +64,12 @@ static int64_t retrain(const char *body)
     json_t *j = call("POST", "/v1/retrain", body, &st);
     int64_t id = st == 202 ? json_integer_value(json_object_get(j, "run")) : 0;
     check_record(id > 0, __FILE__, __LINE__, "retrain %s: status %ld", body, st);
+    /* a queued run has no figures yet: objective and grad_norm are null */
+    const json_t *prog = json_object_get(j, "progress");
+    if (id > 0)
+        check_record(json_is_null(json_object_get(prog, "objective")) &&
+                         json_is_null(json_object_get(prog, "grad_norm")),
+                     __FILE__, __LINE__, "retrain %s: a queued run's progress has figures", body);
     json_decref(j);
     return id;
 }

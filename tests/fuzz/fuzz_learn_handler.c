@@ -42,6 +42,7 @@
 #include "store.h"
 #include "store_fixture.h"
 #include "tasks.h"
+#include "train_request.h"
 
 #include <jansson.h>
 #include <sodium.h>
@@ -83,27 +84,39 @@ static int add_model(json_t *doc, const char *loss, int activate)
         return -1;
     }
     json_t *mj = lp_model_to_json(m);
+    lp_model_record rec = {.cutoff = 0,
+                           .labels = 0,
+                           .duration_ms = 1,
+                           .dim = (int64_t)m->d,
+                           .text_dim = m->text ? m->feat.hash_dim : 0,
+                           .text_bigrams = m->text && m->feat.bigrams,
+                           .text_cross_prompt = m->text && m->feat.cross_prompt,
+                           .text_cross_max = m->text ? m->feat.cross_max : 0,
+                           .text_length = m->text && m->feat.length};
+    snprintf(rec.features, sizeof rec.features, "%s", m->text ? "text" : "dense");
+    snprintf(rec.loss, sizeof rec.loss, "%s", loss);
     lp_model_free(m);
     char *model_text = mj ? json_dumps(mj, LP_MODEL_JSON_FLAGS) : NULL;
     if (mj != NULL)
         json_object_del(mj, "theta");
     char *summary_text = mj ? json_dumps(mj, JSON_COMPACT | JSON_PRESERVE_ORDER) : NULL;
     json_decref(mj);
-    lp_run run = {.request = "{}", .objective = 0.0, .grad_norm = 0.0};
+    /* the run: the default request for this loss */
+    lp_run run = {.objective = 0.0, .grad_norm = 0.0};
     snprintf(run.trigger, sizeof run.trigger, "manual");
-    rc = model_text && summary_text ? lp_registry_run_create(store, &run) : LP_ENO_MEMORY;
-    lp_model_record rec = {.run = run.id,
-                           .cutoff = 0,
-                           .labels = 0,
-                           .duration_ms = 1,
-                           .corruption = "[]",
-                           .summary = summary_text,
-                           .model = model_text};
-    snprintf(rec.loss, sizeof rec.loss, "%s", loss);
+    json_t *req = json_pack("{s:s}", "loss", loss);
+    lp_train_request tr;
+    rc = lp_train_request_parse(store, req, 1, &tr, msg, sizeof msg);
+    json_decref(req);
+    lp_train_settings_from_request(&tr, &run.settings);
+    if (rc == LP_OK)
+        rc = model_text && summary_text ? lp_registry_run_create(store, &run) : LP_ENO_MEMORY;
+    rec.run = run.id;
+    rec.summary = summary_text;
+    rec.model = model_text;
     if (rc == LP_OK)
         rc = lp_registry_model_add(store, &rec, activate);
     if (rc == LP_OK) {
-        run.request = NULL;
         run.status = LP_RUN_SUCCEEDED;
         run.model_version = rec.version;
         run.started_ms = run.finished_ms = run.created_ms;

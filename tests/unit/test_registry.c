@@ -1,9 +1,11 @@
 /*
  * test_registry.c — the learning registry on a real file: corruption
  * settings (newest in force, active ones), training runs (create, update,
- * get, list, interrupted runs), models and activations, the retrain
+ * get, list, interrupted runs) with their typed settings, models with
+ * their feature plan and corruption rows, activations, the retrain
  * schedule, task features and label counters; append-only tables refuse
- * changes; everything survives a reopen.
+ * changes; everything survives a reopen. (The migration of a version-2
+ * database: test_registry_migration.c.)
  */
 #include "campaigns.h"
 #include "check.h"
@@ -55,6 +57,29 @@ static long long sql_count(const char *sql)
     sqlite3_finalize(st);
     sqlite3_close(db);
     return v;
+}
+
+/* Request settings as the learner stores them: loss, epochs, the rest
+ * defaults. */
+static lp_train_settings settings(const char *loss, int epochs)
+{
+    lp_train_settings t = {.beta = 1,
+                           .rmax = 1,
+                           .tau = 0.5,
+                           .norm_bound = INFINITY,
+                           .max_iter = 500,
+                           .epochs = epochs,
+                           .lr = 0.5,
+                           .batch = 1,
+                           .text_dim = 4096,
+                           .text_bigrams = 1,
+                           .text_length = 1,
+                           .threads = 1,
+                           .activate = 1};
+    snprintf(t.loss, sizeof t.loss, "%s", loss);
+    snprintf(t.optimizer, sizeof t.optimizer, "lbfgs");
+    snprintf(t.features, sizeof t.features, "auto");
+    return t;
 }
 
 static void test_corruption(int64_t other)
@@ -112,7 +137,7 @@ static void test_corruption(int64_t other)
 
 static void test_runs(void)
 {
-    lp_run r1 = {.request = "{\"loss\":\"square_chi\"}"};
+    lp_run r1 = {.settings = settings("square-chipo", 1)};
     snprintf(r1.trigger, sizeof r1.trigger, "manual");
     CHECK_INT(lp_registry_run_create(s, &r1), LP_OK);
     CHECK(r1.id > 0);
@@ -120,12 +145,14 @@ static void test_runs(void)
     lp_run got;
     CHECK_INT(lp_registry_run_get(s, r1.id, &got), LP_OK);
     CHECK_STR(got.trigger, "manual");
-    CHECK_STR(got.request, "{\"loss\":\"square_chi\"}");
+    CHECK_STR(got.settings.loss, "square-chipo");
+    CHECK_STR(got.settings.optimizer, "lbfgs");
+    CHECK(isinf(got.settings.norm_bound));
+    CHECK_INT(got.settings.cutoff, 0);
     CHECK_INT(got.status, LP_RUN_QUEUED);
     CHECK(isnan(got.objective) && isnan(got.grad_norm));
     CHECK_INT(got.created_ms, r1.created_ms);
     CHECK_INT(got.started_ms, 0);
-    lp_run_clear(&got);
 
     r1.status = LP_RUN_TRAINING;
     r1.cutoff = 40;
@@ -145,9 +172,8 @@ static void test_runs(void)
     CHECK(got.objective == 0.25 && got.grad_norm == 1e-7);
     CHECK_INT(got.started_ms, r1.started_ms);
     CHECK_INT(got.error, 0);
-    lp_run_clear(&got);
 
-    lp_run r2 = {.request = NULL}, r3 = {.request = "{}"};
+    lp_run r2 = {.settings = settings("dpo", 2)}, r3 = {.settings = settings("ipo", 3)};
     snprintf(r2.trigger, sizeof r2.trigger, "interval");
     snprintf(r3.trigger, sizeof r3.trigger, "labels");
     CHECK_INT(lp_registry_run_create(s, &r2), LP_OK);
@@ -163,10 +189,9 @@ static void test_runs(void)
     if (n == 2) {
         CHECK_INT(list[0].id, r3.id); /* newest first */
         CHECK_INT(list[1].id, r2.id);
-        CHECK_STR(list[1].request, "{}");
+        CHECK_STR(list[1].settings.loss, "dpo");
+        CHECK_INT(list[1].settings.epochs, 2);
     }
-    for (size_t i = 0; i < n; i++)
-        lp_run_clear(&list[i]);
     free(list);
     CHECK_INT(lp_registry_run_get(s, r3.id + 100, &got), LP_EUNKNOWN_RUN);
     CHECK_INT(lp_registry_run_get(s, 0, &got), LP_EUNKNOWN_RUN);
@@ -181,19 +206,15 @@ static void test_runs(void)
     CHECK(strstr(got.message, "interrupted") != NULL);
     CHECK(got.finished_ms > 0);
     CHECK_INT(got.labels, 37); /* the rest of the record stays */
-    lp_run_clear(&got);
     CHECK_INT(lp_registry_run_get(s, r2.id, &got), LP_OK);
     CHECK_INT(got.status, LP_RUN_FAILED);
-    lp_run_clear(&got);
     CHECK_INT(lp_registry_run_get(s, r3.id, &got), LP_OK);
     CHECK_INT(got.status, LP_RUN_SUCCEEDED);
     CHECK_INT(got.finished_ms, r3.finished_ms);
-    lp_run_clear(&got);
     CHECK_INT(lp_registry_run_get(s, r3.id, &got), LP_OK);
     CHECK(lp_run_status_final(got.status));
     CHECK(!lp_run_status_final(LP_RUN_TRAINING));
     CHECK_STR(lp_run_status_name(LP_RUN_STORING), "storing");
-    lp_run_clear(&got);
 }
 
 static void test_models(int64_t other)
@@ -202,7 +223,7 @@ static void test_models(int64_t other)
     CHECK_INT(lp_registry_active_version(s, &active), LP_OK);
     CHECK_INT(active, 0);
 
-    lp_run run = {.request = "{}"};
+    lp_run run = {.settings = settings("square-chipo", 1)};
     snprintf(run.trigger, sizeof run.trigger, "manual");
     CHECK_INT(lp_registry_run_create(s, &run), LP_OK);
 
@@ -211,10 +232,11 @@ static void test_models(int64_t other)
                           .cutoff = 10,
                           .labels = 9,
                           .duration_ms = 33,
-                          .corruption = "[]",
+                          .dim = 2,
                           .summary = "{\"d\":2}",
                           .model = "{\"d\":2,\"theta\":[1,2]}"};
     snprintf(m1.loss, sizeof m1.loss, "square_chi");
+    snprintf(m1.features, sizeof m1.features, "dense");
     CHECK_INT(lp_registry_model_add(s, &m1, 1), LP_OK);
     CHECK(m1.version > 0);
     CHECK_INT(lp_registry_active_version(s, &active), LP_OK);
@@ -223,6 +245,11 @@ static void test_models(int64_t other)
     lp_model_record m2 = m1;
     m2.campaign = other;
     m2.model = "{\"d\":2,\"theta\":[3,4]}";
+    lp_corruption in_force; /* the other campaign's backdoor settings */
+    CHECK_INT(lp_registry_corruption_current(s, other, &in_force), LP_OK);
+    m2.corruption = &in_force;
+    m2.n_corruption = 1;
+    m2.anti_model = m1.version;                         /* recorded for anti rows only */
     CHECK_INT(lp_registry_model_add(s, &m2, 0), LP_OK); /* stored, not served */
     CHECK(m2.version > m1.version);
     CHECK_INT(lp_registry_active_version(s, &active), LP_OK);
@@ -232,7 +259,16 @@ static void test_models(int64_t other)
     CHECK_INT(lp_registry_model_get(s, m2.version, &got), LP_OK);
     CHECK_STR(got.model, "{\"d\":2,\"theta\":[3,4]}");
     CHECK_STR(got.summary, "{\"d\":2}");
-    CHECK_STR(got.corruption, "[]");
+    CHECK_INT(got.n_corruption, 1);
+    if (got.n_corruption == 1) {
+        CHECK_INT(got.corruption[0].id, in_force.id);
+        CHECK_INT(got.corruption[0].strategy, LP_ADV_BACKDOOR);
+        CHECK_STR(got.corruption[0].campaign_name, "other");
+    }
+    CHECK_INT(got.anti_model, 0);
+    CHECK_STR(got.features, "dense");
+    CHECK_INT(got.dim, 2);
+    CHECK_STR(got.settings.loss, "square-chipo");
     CHECK_STR(got.loss, "square_chi");
     CHECK_STR(got.campaign_name, "other");
     CHECK_INT(got.run, run.id);
@@ -243,6 +279,7 @@ static void test_models(int64_t other)
     CHECK_INT(lp_registry_model_get(s, m1.version, &got), LP_OK);
     CHECK_INT(got.campaign, 0);
     CHECK_STR(got.campaign_name, "");
+    CHECK_INT(got.n_corruption, 0);
     lp_model_record_clear(&got);
     CHECK_INT(lp_registry_model_get(s, m2.version + 1, &got), LP_EUNKNOWN_MODEL);
 
@@ -284,21 +321,21 @@ static void test_schedule(void)
     CHECK_INT(lp_registry_schedule_get(s, &sc), LP_OK);
     CHECK_INT(sc.interval_s, 0);
     CHECK_INT(sc.every_labels, 0);
-    CHECK_STR(sc.request, "{}");
-    lp_schedule_clear(&sc);
+    CHECK_INT(sc.has_settings, 0);
 
-    lp_schedule a = {.interval_s = 60, .every_labels = 0, .request = "{\"epochs\":1}"};
-    lp_schedule b = {.interval_s = 0, .every_labels = 500, .request = "{\"epochs\":2}"};
+    lp_schedule a = {
+        .interval_s = 60, .every_labels = 0, .has_settings = 1, .settings = settings("dpo", 1)};
+    lp_schedule b = {
+        .interval_s = 0, .every_labels = 500, .has_settings = 1, .settings = settings("dpo", 2)};
     CHECK_INT(lp_registry_schedule_set(s, &a), LP_OK);
     CHECK_INT(lp_registry_schedule_set(s, &b), LP_OK);
     CHECK_INT(lp_registry_schedule_get(s, &sc), LP_OK);
     CHECK_INT(sc.interval_s, 0);
     CHECK_INT(sc.every_labels, 500);
-    CHECK_STR(sc.request, "{\"epochs\":2}");
-    lp_schedule_clear(&sc);
-    lp_schedule_clear(&sc);                                           /* cleared twice is fine */
+    CHECK_INT(sc.has_settings, 1);
+    CHECK_INT(sc.settings.epochs, 2);
     CHECK_INT(sql_count("SELECT count(*) FROM retrain_schedule"), 2); /* appended */
-    lp_schedule neg = {.interval_s = -1, .request = "{}"};
+    lp_schedule neg = {.interval_s = -1, .has_settings = 1, .settings = settings("dpo", 1)};
     CHECK(lp_registry_schedule_set(s, &neg) != LP_OK);
     CHECK_INT(sql_count("SELECT count(*) FROM retrain_schedule"), 2);
 }
@@ -355,7 +392,6 @@ int main(void)
     lp_schedule sc;
     CHECK_INT(lp_registry_schedule_get(s, &sc), LP_OK);
     CHECK_INT(sc.every_labels, 500);
-    lp_schedule_clear(&sc);
     lp_corruption cur;
     CHECK_INT(lp_registry_corruption_current(s, other.id, &cur), LP_OK);
     CHECK_INT(cur.strategy, LP_ADV_BACKDOOR);

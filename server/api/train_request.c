@@ -1,0 +1,246 @@
+/* train_request.c — the retrain request on the wire. See train_request.h. */
+#include "train_request.h"
+
+#include "campaigns.h"
+#include "error.h"
+#include "wire.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#define HYPER_MAX 1e6
+#define L2_MAX 1e9
+#define BOUND_MAX 1e9
+
+typedef struct num_field {
+    const char *name;
+    double lo, hi; /* inclusive range (lo_open: lo excluded) */
+    int lo_open, integer, nullable;
+} num_field;
+
+/* Reads an optional number field. *present tells whether it was given;
+ * null gives INFINITY when nullable. */
+static int get_number(const json_t *obj, const num_field *f, double *out, int *present, char *msg,
+                      size_t msglen)
+{
+    const json_t *v = json_object_get(obj, f->name);
+    *present = v != NULL;
+    if (v == NULL)
+        return LP_OK;
+    if (json_is_null(v) && f->nullable) {
+        *out = INFINITY;
+        return LP_OK;
+    }
+    if (!json_is_number(v) || (f->integer && !json_is_integer(v)))
+        return lp_fail(LP_EWRONG_TYPE, msg, msglen, "\"%s\" must be %s", f->name,
+                       f->integer ? "an integer" : "a number");
+    double x = json_number_value(v);
+    if (!isfinite(x) || (f->lo_open ? !(x > f->lo) : !(x >= f->lo)) || !(x <= f->hi))
+        return lp_fail(LP_EBAD_HYPERPARAMETER, msg, msglen, "\"%s\" must be in %s%g, %g]", f->name,
+                       f->lo_open ? "(" : "[", f->lo, f->hi);
+    *out = x;
+    return LP_OK;
+}
+
+static int get_bool(const json_t *obj, const char *name, int *out, char *msg, size_t msglen)
+{
+    const json_t *v = json_object_get(obj, name);
+    if (v == NULL)
+        return LP_OK;
+    if (!json_is_boolean(v))
+        return lp_fail(LP_EWRONG_TYPE, msg, msglen, "\"%s\" must be true or false", name);
+    *out = json_is_true(v);
+    return LP_OK;
+}
+
+static int check_fields(const json_t *obj, const char *const *allowed, const char *where, char *msg,
+                        size_t msglen)
+{
+    const char *key;
+    const json_t *val;
+    json_object_foreach((json_t *)obj, key, val)
+    {
+        int ok = 0;
+        for (size_t k = 0; allowed[k] != NULL && !ok; k++)
+            ok = strcmp(key, allowed[k]) == 0;
+        if (!ok)
+            return lp_fail(LP_EUNKNOWN_FIELD, msg, msglen, "unknown field \"%s\"%s", key, where);
+    }
+    return LP_OK;
+}
+
+static const char *const REQUEST_FIELDS[] = {
+    "loss",     "campaign",   "cutoff",    "seed",     "beta",   "rmax", "tau",
+    "l2",       "norm_bound", "optimizer", "max_iter", "epochs", "lr",   "batch",
+    "features", "text",       "threads",   "activate", NULL};
+static const char *const TEXT_FIELDS[] = {"dim", "bigrams", "cross_prompt", "length", NULL};
+
+static int parse_text(const json_t *t, lp_feat_spec *spec, char *msg, size_t msglen)
+{
+    if (!json_is_object(t))
+        return lp_fail(LP_EWRONG_TYPE, msg, msglen, "\"text\" must be an object");
+    int rc = check_fields(t, TEXT_FIELDS, " in \"text\"", msg, msglen);
+    double dim;
+    int present;
+    num_field f = {"dim", 1, LP_FEAT_HASH_MAX, 0, 1, 0};
+    if (rc == LP_OK && (rc = get_number(t, &f, &dim, &present, msg, msglen)) == LP_OK && present)
+        spec->hash_dim = (uint32_t)dim;
+    if (rc == LP_OK)
+        rc = get_bool(t, "bigrams", &spec->bigrams, msg, msglen);
+    if (rc == LP_OK)
+        rc = get_bool(t, "cross_prompt", &spec->cross_prompt, msg, msglen);
+    if (rc == LP_OK)
+        rc = get_bool(t, "length", &spec->length, msg, msglen);
+    return rc;
+}
+
+static int parse_string_choice(const json_t *obj, const char *name, const char **out, char *msg,
+                               size_t msglen)
+{
+    const json_t *v = json_object_get(obj, name);
+    if (v == NULL)
+        return LP_OK;
+    if (!json_is_string(v))
+        return lp_fail(LP_EWRONG_TYPE, msg, msglen, "\"%s\" must be a string", name);
+    *out = json_string_value(v);
+    return LP_OK;
+}
+
+int lp_train_request_parse(lp_store *s, const json_t *obj, int default_threads, lp_train_request *r,
+                           char *msg, size_t msglen)
+{
+    memset(r, 0, sizeof *r);
+    json_t *owned = NULL;
+    if (obj == NULL)
+        obj = owned = json_object();
+    int rc = LP_OK;
+    if (!json_is_object(obj)) {
+        rc = lp_fail(LP_EWRONG_TYPE, msg, msglen, "the request must be a JSON object");
+        goto out;
+    }
+    if ((rc = check_fields(obj, REQUEST_FIELDS, "", msg, msglen)) != LP_OK)
+        goto out;
+    const char *loss = "square-chipo", *optimizer = NULL, *features = "auto";
+    if ((rc = parse_string_choice(obj, "loss", &loss, msg, msglen)) != LP_OK ||
+        (rc = parse_string_choice(obj, "optimizer", &optimizer, msg, msglen)) != LP_OK ||
+        (rc = parse_string_choice(obj, "features", &features, msg, msglen)) != LP_OK)
+        goto out;
+    lp_loss_kind kind;
+    if (lp_loss_parse(loss, &kind) != LP_OK) {
+        rc = lp_fail(LP_EUNKNOWN_LOSS, msg, msglen,
+                     "unknown loss \"%.40s\" (square-chipo, chipo, dpo, rdpo, rr-mle, rr-sgd, ipo)",
+                     loss);
+        goto out;
+    }
+    lp_loss_spec_init(&r->loss, kind);
+    lp_method method = kind == LP_LOSS_RR_SGD ? LP_OPT_SGD : LP_OPT_LBFGS;
+    if (optimizer != NULL && lp_method_parse(optimizer, &method) != LP_OK) {
+        rc = lp_fail(LP_EBAD_HYPERPARAMETER, msg, msglen,
+                     "\"optimizer\" must be lbfgs, sgd or adam");
+        goto out;
+    }
+    lp_fit_opts_init(&r->fit, method);
+    r->beta = 1.0;
+    r->threads = default_threads > 0 ? default_threads : 1;
+    r->activate = 1;
+    lp_feat_spec_init(&r->text);
+    if (strcmp(features, "auto") == 0)
+        r->features = LP_FEATURES_AUTO;
+    else if (strcmp(features, "dense") == 0)
+        r->features = LP_FEATURES_DENSE;
+    else if (strcmp(features, "text") == 0)
+        r->features = LP_FEATURES_TEXT;
+    else {
+        rc = lp_fail(LP_EBAD_HYPERPARAMETER, msg, msglen,
+                     "\"features\" must be auto, dense or text");
+        goto out;
+    }
+
+    const num_field F_CUTOFF = {"cutoff", 1, 9.2e18, 0, 1, 1},
+                    F_SEED = {"seed", 0, 9007199254740992.0, 0, 1, 0},
+                    F_BETA = {"beta", 0, HYPER_MAX, 1, 0, 0},
+                    F_RMAX = {"rmax", 0, HYPER_MAX, 1, 0, 0},
+                    F_TAU = {"tau", 0, HYPER_MAX, 1, 0, 0}, F_L2 = {"l2", 0, L2_MAX, 0, 0, 0},
+                    F_BOUND = {"norm_bound", 0, BOUND_MAX, 1, 0, 1},
+                    F_ITER = {"max_iter", 1, 100000, 0, 1, 0},
+                    F_EPOCHS = {"epochs", 1, 1000, 0, 1, 0}, F_LR = {"lr", 0, 1e3, 1, 0, 0},
+                    F_BATCH = {"batch", 1, 1000000, 0, 1, 0},
+                    F_THREADS = {"threads", 1, 64, 0, 1, 0};
+    struct {
+        const num_field *f;
+        double *dst;
+    } nums[] = {{&F_BETA, &r->beta}, {&F_RMAX, &r->loss.rmax},       {&F_TAU, &r->loss.tau},
+                {&F_L2, &r->l2},     {&F_BOUND, &r->fit.norm_bound}, {&F_LR, &r->fit.lr}};
+    for (size_t k = 0; k < sizeof nums / sizeof nums[0]; k++) {
+        int present;
+        if ((rc = get_number(obj, nums[k].f, nums[k].dst, &present, msg, msglen)) != LP_OK)
+            goto out;
+    }
+    struct {
+        const num_field *f;
+        double value;
+    } ints[] = {{&F_CUTOFF, 0},
+                {&F_SEED, 0},
+                {&F_ITER, r->fit.max_iter},
+                {&F_EPOCHS, r->fit.epochs},
+                {&F_BATCH, r->fit.batch},
+                {&F_THREADS, r->threads}};
+    for (size_t k = 0; k < sizeof ints / sizeof ints[0]; k++) {
+        int present;
+        if ((rc = get_number(obj, ints[k].f, &ints[k].value, &present, msg, msglen)) != LP_OK)
+            goto out;
+    }
+    r->cutoff = isinf(ints[0].value) ? 0 : (int64_t)ints[0].value;
+    r->fit.seed = (uint64_t)ints[1].value;
+    r->fit.max_iter = (int)ints[2].value;
+    r->fit.epochs = (int)ints[3].value;
+    r->fit.batch = (int)ints[4].value;
+    r->threads = (int)ints[5].value;
+    if ((rc = get_bool(obj, "activate", &r->activate, msg, msglen)) != LP_OK)
+        goto out;
+    const json_t *text = json_object_get(obj, "text");
+    if (text != NULL && (rc = parse_text(text, &r->text, msg, msglen)) != LP_OK)
+        goto out;
+    const json_t *camp = json_object_get(obj, "campaign");
+    if (camp != NULL && !json_is_null(camp)) {
+        if (!json_is_string(camp)) {
+            rc = lp_fail(LP_EWRONG_TYPE, msg, msglen, "\"campaign\" must be a string or null");
+            goto out;
+        }
+        lp_campaign c;
+        if ((rc = lp_store_campaign_by_name(s, json_string_value(camp), &c)) != LP_OK) {
+            lp_fail(rc, msg, msglen, "no campaign \"%.64s\"", json_string_value(camp));
+            goto out;
+        }
+        r->campaign = c.id;
+        snprintf(r->campaign_name, sizeof r->campaign_name, "%s", c.name);
+    }
+out:
+    json_decref(owned);
+    return rc;
+}
+
+static json_t *num_or_null(double v)
+{
+    return isfinite(v) ? json_real(v) : json_null();
+}
+
+json_t *lp_train_request_json(const lp_train_request *r)
+{
+    const char *features = r->features == LP_FEATURES_DENSE  ? "dense"
+                           : r->features == LP_FEATURES_TEXT ? "text"
+                                                             : "auto";
+    return json_pack("{s:s, s:o, s:o, s:I, s:f, s:f, s:f, s:f, s:o, s:s, s:i, s:i, s:f, s:i, "
+                     "s:s, s:{s:I, s:b, s:b, s:b}, s:i, s:b}",
+                     "loss", lp_loss_name(r->loss.kind), "campaign",
+                     r->campaign ? json_string(r->campaign_name) : json_null(), "cutoff",
+                     r->cutoff ? json_integer(r->cutoff) : json_null(), "seed",
+                     (json_int_t)r->fit.seed, "beta", r->beta, "rmax", r->loss.rmax, "tau",
+                     r->loss.tau, "l2", r->l2, "norm_bound", num_or_null(r->fit.norm_bound),
+                     "optimizer", lp_method_name(r->fit.method), "max_iter", r->fit.max_iter,
+                     "epochs", r->fit.epochs, "lr", r->fit.lr, "batch", r->fit.batch, "features",
+                     features, "text", "dim", (json_int_t)r->text.hash_dim, "bigrams",
+                     r->text.bigrams, "cross_prompt", r->text.cross_prompt, "length",
+                     r->text.length, "threads", r->threads, "activate", r->activate);
+}
