@@ -78,7 +78,14 @@
     X(55, CANCELLED, "cancelled", 409, "the operation was cancelled")                              \
     X(56, FEATURES_REQUIRED, "features_required", 422,                                             \
       "the model needs dense features for every candidate")                                        \
-    X(57, TRAINING_FAILED, "training_failed", 500, "training failed")
+    X(57, TRAINING_FAILED, "training_failed", 500, "training failed")                              \
+    X(58, CAMPAIGN_COMPLETE, "campaign_complete", 404,                                             \
+      "every task of the campaign has its labels")                                                 \
+    X(59, QUOTA_REACHED, "quota_reached", 403,                                                     \
+      "the annotator has reached the campaign's per-annotator quota")                              \
+    X(60, ALREADY_ANSWERED, "already_answered", 409,                                               \
+      "this task was already answered on this device; a randomized answer can never be changed "   \
+      "or repeated")
 
 /* Codes as an enum: LP_OK, LP_EINVALID_ARGUMENT, ... */
 typedef enum lp_error {

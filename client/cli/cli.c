@@ -290,28 +290,48 @@ static json_t *receipt_json(const ldpref_receipt *r)
                            r->simulated);
 }
 
+/* a, b or t (can't tell), either case: LDPREF_CHOICE_*; -1 otherwise. */
 static int parse_choice(const char *s)
 {
     if (strcmp(s, "a") == 0 || strcmp(s, "A") == 0)
-        return 0;
+        return LDPREF_CHOICE_A;
     if (strcmp(s, "b") == 0 || strcmp(s, "B") == 0)
-        return 1;
+        return LDPREF_CHOICE_B;
+    if (strcmp(s, "t") == 0 || strcmp(s, "T") == 0)
+        return LDPREF_CHOICE_CANT_TELL;
     return -1;
 }
+
+#define CLI_ALREADY_ANSWERED                                                                       \
+    "already answered; a randomized answer can never be changed, or repeated questions would "     \
+    "reveal your true preference"
 
 static int cmd_answer(const struct cmd *cmd, ldpref_client *c, char **pos, int npos)
 {
     long id;
     if (parse_long(pos[0], 1, __LONG_MAX__, &id) != 0)
         return usage_error("TASK_ID must be a positive integer, not %s", pos[0]);
-    int prefer_b = parse_choice(pos[1]);
-    if (prefer_b < 0)
-        return usage_error("the choice must be a or b, not %s", pos[1]);
+    int choice = parse_choice(pos[1]);
+    if (choice < 0)
+        return usage_error("the choice must be a, b or t (can't tell), not %s", pos[1]);
     ldpref_receipt r;
-    int rc = ldpref_answer_id(c, id, prefer_b, &r);
+    memset(&r, 0, sizeof r);
+    int rc = ldpref_answer_id(c, id, choice, &r);
+    if (rc == LDPREF_EALREADY_ANSWERED) {
+        if (r.label_id > 0)
+            print_json(receipt_json(&r));
+        fprintf(stderr, "ldpref: answer: task %ld: " CLI_ALREADY_ANSWERED "\n", id);
+        return rc;
+    }
     if (rc != LDPREF_OK)
         return fail(rc, c, "answer");
     print_json(receipt_json(&r));
+    if (isatty(STDERR_FILENO))
+        fprintf(stderr,
+                "z = %d (\"%s\") is the randomized answer that was sent, not necessarily your "
+                "choice: it was drawn on this device, so the server may have received the other "
+                "choice; that is how your privacy is protected.\n",
+                r.z, r.z ? "b" : "a");
     return 0;
 }
 
@@ -337,11 +357,12 @@ static int cmd_answer_batch(const struct cmd *cmd, ldpref_client *c, char **pos,
         json_t *j = json_loads(line, JSON_REJECT_DUPLICATES, &jerr);
         json_t *id = json_object_get(j, "task_id");
         const char *choice = json_string_value(json_object_get(j, "choice"));
-        int prefer_b = choice ? parse_choice(choice) : -1;
-        if (!json_is_integer(id) || json_integer_value(id) < 1 || prefer_b < 0 ||
+        int parsed = choice ? parse_choice(choice) : -1;
+        if (!json_is_integer(id) || json_integer_value(id) < 1 || parsed < 0 ||
             json_object_size(j) != 2) {
             fprintf(stderr,
-                    "ldpref: %s line %zu: expected {\"task_id\": N, \"choice\": \"a\"|\"b\"}\n",
+                    "ldpref: %s line %zu: expected {\"task_id\": N, \"choice\": "
+                    "\"a\"|\"b\"|\"t\"}\n",
                     pos[0], lineno);
             json_decref(j);
             rc = LDPREF_EINVALID_ARGUMENT;
@@ -365,7 +386,7 @@ static int cmd_answer_batch(const struct cmd *cmd, ldpref_client *c, char **pos,
         }
         memset(&items[n], 0, sizeof items[n]);
         items[n].task_id = json_integer_value(id);
-        items[n].prefer_b = prefer_b;
+        items[n].choice = parsed;
         n++;
         json_decref(j);
     }
@@ -983,12 +1004,14 @@ static const struct cmd CMDS[] = {
      NULL, cmd_enroll},
     {"next", "next [--count N]", "fetch tasks; prints one JSON task per line", 0, 0, 1, F_COUNT,
      cmd_next},
-    {"answer", "answer TASK_ID a|b",
-     "answer a fetched task with your TRUE preference; only a randomized answer is sent", 2, 2, 1,
-     F_SIM, cmd_answer},
+    {"answer", "answer TASK_ID a|b|t",
+     "answer a fetched task with your TRUE choice (t: can't tell); only a randomized answer "
+     "is sent",
+     2, 2, 1, F_SIM, cmd_answer},
     {"answer-batch", "answer-batch FILE.jsonl",
-     "answer many: lines {\"task_id\": N, \"choice\": \"a\"|\"b\"}; prints one result per line", 1,
-     1, 1, F_SIM, cmd_answer_batch},
+     "answer many: lines {\"task_id\": N, \"choice\": \"a\"|\"b\"|\"t\"}; prints one result "
+     "per line",
+     1, 1, 1, F_SIM, cmd_answer_batch},
     {"resend", "resend", "resend signed labels that have no receipt yet", 0, 0, 1, NULL,
      cmd_resend},
     {"budget", "budget", "show the epsilon spent on this device and the caps", 0, 0, 1, NULL,
@@ -1070,10 +1093,14 @@ static void cmd_help(const struct cmd *cmd)
             printf("  %-26s %s\n", left, cmd->flags[i].help);
         }
     }
-    if (strcmp(cmd->name, "answer") == 0)
+    if (strcmp(cmd->name, "answer") == 0 || strcmp(cmd->name, "answer-batch") == 0)
         printf("\nThe task must have been fetched with `ldpref next` using the same ledger.\n"
-               "Answering the same comparison again (any task id, either order) reuses the\n"
-               "first randomized answer and spends no new epsilon.\n");
+               "t (can't tell) is sent as a fair coin and spends epsilon like any answer.\n"
+               "The output's z is the RANDOMIZED answer that was sent (1 = b), drawn on this\n"
+               "device: it may differ from your choice, which never leaves the device.\n"
+               "The same comparison under another task id (either order) reuses the first\n"
+               "randomized answer and spends no new epsilon. Answering a task id again exits\n"
+               "60 already_answered: a randomized answer can never be changed or repeated.\n");
     if (cmd->flags == F_SIM)
         printf("\n--simulate-ctl-* are for SIMULATED annotators in experiments only (CTL:\n"
                "corruption, then LDP). The corruption coins are deterministic from the seed and\n"

@@ -2,10 +2,18 @@
  * answer.c — the privacy core of libldpref: turning an annotator's TRUE
  * preference into a signed, privatized label, exactly once per comparison.
  *
+ * The true answer is a choice: A (0), B (1) or can't tell (2). Can't tell
+ * is randomized as a fair coin (P(z = 1) = 1/2) whatever epsilon is; A and B
+ * by randomized response (common/rr.h). docs/client.md has the proof that
+ * the three-valued input is still epsilon-LDP.
+ *
  * Order of operations for one answer (all ledger writes in one transaction,
  * committed BEFORE anything is sent):
- *   1. outbox: if a message for (server, task_id) exists, it is reused byte
- *      for byte (same nonce, timestamp, signature) — nothing else happens;
+ *   1. outbox: if a message for (server, task_id) exists, the task was
+ *      answered already: nothing new is randomized or signed; the stored
+ *      message is resent byte for byte (same nonce, timestamp, signature)
+ *      when it has no receipt yet, and the answer is
+ *      LDPREF_EALREADY_ANSWERED with the stored receipt;
  *   2. memo: the comparison's memo key (keyed BLAKE2b of its content in
  *      canonical order) finds a stored randomized answer: reuse it and its
  *      epsilon, spend nothing;
@@ -32,6 +40,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+_Static_assert(LPC_CTL_TIE == LDPREF_CHOICE_CANT_TELL, "ctl.h: a tie is LDPREF_CHOICE_CANT_TELL");
 
 #define LPC_BATCH_MAX 1000
 #define LPC_MEMO_TAG "ldpref/memo/v1"
@@ -85,6 +95,21 @@ static int choose_epsilon(ldpref_client *c, const lpc_task_meta *m, double *eps)
     return LDPREF_OK;
 }
 
+int lpc_randomize_choice(int y_canon, double eps, int *z)
+{
+    if (y_canon == LDPREF_CHOICE_CANT_TELL) {
+        int rc = lp_epsilon_check(eps, 1);
+        return rc == LP_OK ? lp_bernoulli(0.5, z) : rc;
+    }
+    return lp_rr_privatize(y_canon, eps, z);
+}
+
+/* The choice in the memo's canonical orientation: a tie has none. */
+static int canonical_choice(int choice, int swapped)
+{
+    return choice == LDPREF_CHOICE_CANT_TELL ? choice : choice ^ (swapped != 0);
+}
+
 /* Signs a label for (task_id, z, eps) with a fresh nonce and timestamp and
  * returns its compact JSON (malloc'ed) in *text. */
 static int sign_label(ldpref_client *c, int64_t task_id, int z, double eps, lp_label_msg *msg,
@@ -123,7 +148,7 @@ static int decode_stored(ldpref_client *c, const char *text, lp_label_msg *msg)
  * (malloc'ed), *existed 1 if the message came from the outbox, *simulated
  * 1 if the answer was drawn under CTL simulation (now or when memoized).
  */
-static int prepare(ldpref_client *c, int64_t task_id, const lpc_task_meta *meta, int prefer_b,
+static int prepare(ldpref_client *c, int64_t task_id, const lpc_task_meta *meta, int choice,
                    lp_label_msg *msg, char **text, char **receipt, int *existed, int *simulated)
 {
     lpc_ledger *l = c->ledger;
@@ -161,7 +186,7 @@ static int prepare(ldpref_client *c, int64_t task_id, const lpc_task_meta *meta,
                           spent + eps, c->cap_total);
             goto refuse;
         }
-        int y_canon = (prefer_b != 0) ^ meta->swapped;
+        int y_canon = canonical_choice(choice, meta->swapped);
         if (c->ctl.alpha > 0) {
             /* Simulation only: corruption of the true answer, then LDP (CTL). */
             char settings[160];
@@ -172,7 +197,7 @@ static int prepare(ldpref_client *c, int64_t task_id, const lpc_task_meta *meta,
             }
             y_canon = lpc_ctl_apply(&c->ctl, meta->memo_key, meta->swapped, y_canon, NULL);
         }
-        rc = lp_rr_privatize(y_canon, eps, &z_canon);
+        rc = lpc_randomize_choice(y_canon, eps, &z_canon);
         y_canon = 0;
         if (rc != LP_OK) {
             rc = lpc_fail(c, LDPREF_ERNG, "randomized response failed");
@@ -229,25 +254,33 @@ static int meta_from_id(ldpref_client *c, int64_t task_id, lpc_task_meta *m)
     return rc == LP_OK ? LDPREF_OK : lpc_fail(c, LDPREF_ESTORAGE, "ledger read failed");
 }
 
-static int begin_answer(ldpref_client *c, int prefer_b)
+static int check_choice(ldpref_client *c, int choice)
 {
-    if (prefer_b != 0 && prefer_b != 1)
-        return lpc_fail(c, LDPREF_EINVALID_ARGUMENT, "prefer_b must be 0 or 1");
+    if (choice != LDPREF_CHOICE_A && choice != LDPREF_CHOICE_B && choice != LDPREF_CHOICE_CANT_TELL)
+        return lpc_fail(c, LDPREF_EINVALID_ARGUMENT,
+                        "choice must be LDPREF_CHOICE_A, _B or _CANT_TELL (0, 1 or 2)");
+    return LDPREF_OK;
+}
+
+static int begin_answer(ldpref_client *c, int choice)
+{
+    if (check_choice(c, choice) != LDPREF_OK)
+        return LDPREF_EINVALID_ARGUMENT;
     if (!c->have_key)
         return lpc_fail(c, LDPREF_EKEY_FILE, "no key: set key_path (see ldpref_keygen)");
     lpc_ledger *l;
     return lpc_use_ledger(c, &l);
 }
 
-int lpc_answer_prepare(ldpref_client *c, const ldpref_task *t, int prefer_b, lp_label_msg *msg,
+int lpc_answer_prepare(ldpref_client *c, const ldpref_task *t, int choice, lp_label_msg *msg,
                        int *existed, int *simulated)
 {
     lpc_task_meta m;
     char *text = NULL, *receipt = NULL;
     int sim = 0;
-    int rc = begin_answer(c, prefer_b);
+    int rc = begin_answer(c, choice);
     if (rc == LDPREF_OK && (rc = meta_from_task(c, t, &m)) == LDPREF_OK)
-        rc = prepare(c, t->task_id, &m, prefer_b, msg, &text, &receipt, existed, &sim);
+        rc = prepare(c, t->task_id, &m, choice, msg, &text, &receipt, existed, &sim);
     if (simulated)
         *simulated = sim;
     free(text);
@@ -363,14 +396,26 @@ static int send_one(ldpref_client *c, lp_label_msg *msg, char **text, ldpref_rec
     }
 }
 
-/* Answers a task described by meta: prepare, then send or reuse. */
-static int answer_meta(ldpref_client *c, int64_t task_id, const lpc_task_meta *m, int prefer_b,
+/* The result for a task id answered before: the stored (or now fetched)
+ * receipt is delivered with LDPREF_EALREADY_ANSWERED. */
+static int already_answered(ldpref_client *c, int64_t task_id)
+{
+    return lpc_fail(c, LDPREF_EALREADY_ANSWERED,
+                    "task %lld was already answered on this device; a randomized answer can "
+                    "never be changed, or repeated questions would reveal the true preference",
+                    (long long)task_id);
+}
+
+/* Answers a task described by meta: prepare, then send; a task id answered
+ * before gets its stored message resent if it still lacks a receipt, and
+ * LDPREF_EALREADY_ANSWERED (unless that resend failed: its error). */
+static int answer_meta(ldpref_client *c, int64_t task_id, const lpc_task_meta *m, int choice,
                        ldpref_receipt *out)
 {
     lp_label_msg msg;
     char *text = NULL, *receipt = NULL;
     int existed = 0, simulated = 0;
-    int rc = prepare(c, task_id, m, prefer_b, &msg, &text, &receipt, &existed, &simulated);
+    int rc = prepare(c, task_id, m, choice, &msg, &text, &receipt, &existed, &simulated);
     if (rc == LDPREF_OK) {
         ldpref_receipt r;
         if (receipt != NULL)
@@ -380,31 +425,33 @@ static int answer_meta(ldpref_client *c, int64_t task_id, const lpc_task_meta *m
         r.simulated = simulated;
         if (rc == LDPREF_OK && out)
             *out = r;
+        if (rc == LDPREF_OK && existed)
+            rc = already_answered(c, task_id);
     }
     free(text);
     free(receipt);
     return rc;
 }
 
-int ldpref_answer(ldpref_client *c, const ldpref_task *t, int prefer_b, ldpref_receipt *out)
+int ldpref_answer(ldpref_client *c, const ldpref_task *t, int choice, ldpref_receipt *out)
 {
     if (c == NULL || t == NULL)
         return LDPREF_EINVALID_ARGUMENT;
     lpc_task_meta m;
-    int rc = begin_answer(c, prefer_b);
+    int rc = begin_answer(c, choice);
     if (rc == LDPREF_OK && (rc = meta_from_task(c, t, &m)) == LDPREF_OK)
-        rc = answer_meta(c, t->task_id, &m, prefer_b, out);
+        rc = answer_meta(c, t->task_id, &m, choice, out);
     return rc;
 }
 
-int ldpref_answer_id(ldpref_client *c, int64_t task_id, int prefer_b, ldpref_receipt *out)
+int ldpref_answer_id(ldpref_client *c, int64_t task_id, int choice, ldpref_receipt *out)
 {
     if (c == NULL)
         return LDPREF_EINVALID_ARGUMENT;
     lpc_task_meta m;
-    int rc = begin_answer(c, prefer_b);
+    int rc = begin_answer(c, choice);
     if (rc == LDPREF_OK && (rc = meta_from_id(c, task_id, &m)) == LDPREF_OK)
-        rc = answer_meta(c, task_id, &m, prefer_b, out);
+        rc = answer_meta(c, task_id, &m, choice, out);
     return rc;
 }
 
@@ -414,6 +461,7 @@ struct pending_item {
     lp_label_msg msg;
     char *text;
     int simulated;
+    int existed; /* the task id was answered before: a resend */
 };
 
 static void item_fail(ldpref_batch_item *it, int code, const char *message)
@@ -482,13 +530,44 @@ static int send_chunk(ldpref_client *c, ldpref_batch_item *items, struct pending
         if (irc != LDPREF_OK) {
             item_fail(it, irc, c->errmsg);
         } else {
-            it->error = LDPREF_OK;
+            it->error = p[i].existed ? LDPREF_EALREADY_ANSWERED : LDPREF_OK;
             it->receipt = rec;
             it->receipt.simulated = p[i].simulated;
+            if (p[i].existed)
+                item_fail(it, LDPREF_EALREADY_ANSWERED, "already answered on this device");
         }
     }
     json_decref(resp);
     return LDPREF_OK;
+}
+
+/* The position among the chunk's n pending items of one for task_id, or n. */
+static size_t same_task_pending(const struct pending_item *p, size_t n, int64_t task_id)
+{
+    size_t k = 0;
+    while (k < n && p[k].msg.task_id != task_id)
+        k++;
+    return k;
+}
+
+static size_t *dup_table(size_t n)
+{
+    size_t *t = malloc(n * sizeof *t);
+    for (size_t i = 0; t && i < n; i++)
+        t[i] = SIZE_MAX;
+    return t;
+}
+
+/* A repeated item's outcome from the item it repeats: its receipt with
+ * LDPREF_EALREADY_ANSWERED, or its error. */
+static void copy_outcome(ldpref_batch_item *repeat, const ldpref_batch_item *first)
+{
+    if (first->error == LDPREF_OK || first->error == LDPREF_EALREADY_ANSWERED) {
+        repeat->receipt = first->receipt;
+        repeat->receipt.resent = 1;
+    } else {
+        item_fail(repeat, first->error, first->message);
+    }
 }
 
 int ldpref_answer_batch(ldpref_client *c, ldpref_batch_item *items, size_t n)
@@ -503,32 +582,44 @@ int ldpref_answer_batch(ldpref_client *c, ldpref_batch_item *items, size_t n)
     struct pending_item *p = calloc(n < LPC_BATCH_MAX ? n : LPC_BATCH_MAX, sizeof *p);
     if (p == NULL)
         return lpc_fail(c, LDPREF_ENO_MEMORY, "out of memory");
-    size_t np = 0;
+    size_t np = 0, chunk_start = 0;
+    size_t *dup_of = NULL; /* per item: the item of this chunk it repeats, or SIZE_MAX */
     for (size_t i = 0; i < n && rc == LDPREF_OK; i++) {
         ldpref_batch_item *it = &items[i];
         memset(&it->receipt, 0, sizeof it->receipt);
         it->message[0] = '\0';
         lpc_task_meta m;
         int64_t task_id = it->task ? it->task->task_id : it->task_id;
-        int irc = it->prefer_b == 0 || it->prefer_b == 1
-                      ? LDPREF_OK
-                      : lpc_fail(c, LDPREF_EINVALID_ARGUMENT, "prefer_b must be 0 or 1");
+        int irc = check_choice(c, it->choice);
         if (irc == LDPREF_OK)
             irc = it->task ? meta_from_task(c, it->task, &m) : meta_from_id(c, task_id, &m);
         char *receipt = NULL;
         int existed = 0;
         if (irc == LDPREF_OK)
-            irc = prepare(c, task_id, &m, it->prefer_b, &p[np].msg, &p[np].text, &receipt, &existed,
+            irc = prepare(c, task_id, &m, it->choice, &p[np].msg, &p[np].text, &receipt, &existed,
                           &p[np].simulated);
         if (irc == LDPREF_OK && receipt != NULL) {
             irc = stored_receipt(c, receipt, &p[np].msg, &it->receipt);
             it->receipt.simulated = p[np].simulated;
             free(p[np].text);
             p[np].text = NULL;
-            it->error = irc;
-            if (irc != LDPREF_OK)
-                item_fail(it, irc, c->errmsg);
+            if (irc == LDPREF_OK)
+                irc = LDPREF_EALREADY_ANSWERED; /* existed: only stored messages have receipts */
+            item_fail(it, irc,
+                      irc == LDPREF_EALREADY_ANSWERED ? "already answered on this device"
+                                                      : c->errmsg);
+        } else if (irc == LDPREF_OK && existed && same_task_pending(p, np, task_id) < np) {
+            /* A repeat of an item of this chunk: not sent twice; it gets that
+             * item's receipt once the chunk is answered. */
+            if (dup_of == NULL && (dup_of = dup_table(n)) == NULL)
+                rc = lpc_fail(c, LDPREF_ENO_MEMORY, "out of memory");
+            else
+                dup_of[i] = p[same_task_pending(p, np, task_id)].index;
+            free(p[np].text);
+            p[np].text = NULL;
+            item_fail(it, LDPREF_EALREADY_ANSWERED, "already answered on this device");
         } else if (irc == LDPREF_OK) {
+            p[np].existed = existed;
             p[np++].index = i;
             it->error = LDPREF_EINTERNAL; /* until the server answers */
         } else {
@@ -545,12 +636,17 @@ int ldpref_answer_batch(ldpref_client *c, ldpref_batch_item *items, size_t n)
                 free(p[k].text);
                 p[k].text = NULL;
             }
+            for (size_t j = chunk_start; dup_of && j <= i; j++)
+                if (dup_of[j] != SIZE_MAX)
+                    copy_outcome(&items[j], &items[dup_of[j]]);
             np = 0;
+            chunk_start = i + 1;
         }
     }
     for (size_t k = 0; k < np; k++)
         free(p[k].text);
     free(p);
+    free(dup_of);
     return rc;
 }
 

@@ -77,7 +77,7 @@ int lpc_ctl_apply(const lpc_ctl *ctl, const uint8_t memo_key[LPC_MEMO_KEY_BYTES]
     switch (ctl->strategy) {
     case LP_ADV_FLIP:
     case LP_ADV_ANTI:
-        return 1 - y_canon;
+        return y_canon == LPC_CTL_TIE ? y_canon : 1 - y_canon;
     case LP_ADV_CONSTANT0:
         return 0 ^ (swapped != 0);
     case LP_ADV_CONSTANT1:

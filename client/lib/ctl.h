@@ -21,8 +21,14 @@
  * the same label as flip); constant0 / constant1; random (a fair coin,
  * deterministic from seed and memo key). backdoor is refused.
  *
+ * Can't tell. A "can't tell" answer enters as y_canon = LPC_CTL_TIE (2, the
+ * value of LDPREF_CHOICE_CANT_TELL): it has no preference to oppose, so flip
+ * and anti leave it a tie (sent as a fair coin), while constant0/constant1
+ * and random replace it like any answer (a corrupted annotator who always
+ * says "a" says it for ties as well).
+ *
  * Orientation. Labels here are in the memo's canonical orientation
- * (y_canon = prefer_b XOR swapped). flip/anti/random do not depend on
+ * (y_canon = choice XOR swapped). flip/anti/random do not depend on
  * orientation; constant0/constant1 are defined in the PRESENTED a/b order
  * (constant0 = "a preferred", constant1 = "b preferred") because the
  * client cannot know the task's own response 0/1 orientation.
@@ -35,6 +41,9 @@
 
 #include <stddef.h>
 #include <stdint.h>
+
+/* The canonical label of a "can't tell" answer (LDPREF_CHOICE_CANT_TELL). */
+#define LPC_CTL_TIE 2
 
 /* Coin purposes (the byte after the tag). */
 #define LPC_CTL_COIN_HUBER 1
@@ -56,11 +65,11 @@ int lpc_ctl_parse_strategy(const char *name, lp_adversary *out, char *msg, size_
 int lpc_ctl_coin(uint64_t seed, const uint8_t memo_key[LPC_MEMO_KEY_BYTES], int purpose, double p);
 
 /*
- * The label to privatize, in canonical orientation: y_canon, or with
- * probability ctl->alpha the strategy's label. swapped is the comparison's
- * canonical orientation as presented (lpc_memo_key). *corrupted (may be
- * NULL) is 1 when the Huber coin came up (even if the strategy's label
- * happens to equal y_canon).
+ * The label to privatize, in canonical orientation: y_canon (0, 1 or
+ * LPC_CTL_TIE), or with probability ctl->alpha the strategy's label.
+ * swapped is the comparison's canonical orientation as presented
+ * (lpc_memo_key). *corrupted (may be NULL) is 1 when the Huber coin came up
+ * (even if the strategy's label happens to equal y_canon).
  */
 int lpc_ctl_apply(const lpc_ctl *ctl, const uint8_t memo_key[LPC_MEMO_KEY_BYTES], int swapped,
                   int y_canon, int *corrupted);

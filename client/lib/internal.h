@@ -102,7 +102,15 @@ void lpc_memo_key(const uint8_t secret[LPC_DEVICE_SECRET_BYTES], const char *pro
  * came from the outbox; *simulated (may be NULL) 1 if the answer was drawn
  * under CTL simulation.
  */
-int lpc_answer_prepare(ldpref_client *c, const ldpref_task *t, int prefer_b, lp_label_msg *msg,
+int lpc_answer_prepare(ldpref_client *c, const ldpref_task *t, int choice, lp_label_msg *msg,
                        int *existed, int *simulated);
+
+/*
+ * The randomized answer for a choice in canonical orientation: 0/1 by
+ * randomized response at eps (lp_rr_privatize), LDPREF_CHOICE_CANT_TELL as a
+ * fair coin from the OS CSPRNG whatever eps is. LP_OK, LP_EBAD_LABEL,
+ * LP_EBAD_EPSILON or LP_ERNG.
+ */
+int lpc_randomize_choice(int y_canon, double eps, int *z);
 
 #endif

@@ -7,8 +7,10 @@
  * answer, signs the privatized label with the annotator's Ed25519 key and
  * submits it. A local ledger (an SQLite file, mode 0600) remembers
  *   - the randomized answer for each comparison, keyed by a keyed hash of its
- *     content, so re-asking the same comparison (under any task id, in either
- *     A/B order) always gets the same randomized answer and spends nothing new;
+ *     content, so re-asking the same comparison (under another task id, in
+ *     either A/B order) always gets the same randomized answer and spends
+ *     nothing new; the same task id is never answered twice
+ *     (LDPREF_EALREADY_ANSWERED);
  *   - the epsilon spent, so the annotator's own caps are never exceeded;
  *   - every signed message before it is sent (the outbox), so a resend is
  *     byte-identical and the server returns the original receipt.
@@ -100,6 +102,9 @@ typedef enum ldpref_error {
     LDPREF_ECANCELLED = 55,
     LDPREF_EFEATURES_REQUIRED = 56,
     LDPREF_ETRAINING_FAILED = 57,
+    LDPREF_ECAMPAIGN_COMPLETE = 58,
+    LDPREF_EQUOTA_REACHED = 59,
+    LDPREF_EALREADY_ANSWERED = 60,
     LDPREF_ERROR_END /* one past the last code; grows when codes are added */
 } ldpref_error;
 
@@ -255,39 +260,56 @@ typedef struct ldpref_receipt {
                             ledger's record of this comparison; never sent) */
 } ldpref_receipt;
 
+/* The annotator's TRUE answer to a comparison (the choice argument). */
+#define LDPREF_CHOICE_A 0         /* a is better */
+#define LDPREF_CHOICE_B 1         /* b is better */
+#define LDPREF_CHOICE_CANT_TELL 2 /* can't tell: sent as a fair coin, P(z = 1) = 1/2 */
+
 /*
- * Answers a task with the annotator's TRUE preference (prefer_b = 1 if b is
- * better, 0 if a is). The true answer stays on the device: the library
- * randomizes it (or reuses the memoized randomized answer for the same
- * comparison), records the spend and the signed message in the ledger, and
- * only then sends. If a message for this task id was stored before, that
- * identical message is resent instead. Errors before sending
- * (LDPREF_ELOCAL_BUDGET_EXCEEDED, LDPREF_EEPSILON_OUT_OF_RANGE when the own
- * cap is below the campaign's minimum) send nothing. If sending fails
- * (LDPREF_ENETWORK, ...) the message stays in the outbox for
- * ldpref_resend_pending(). out may be NULL. Check the result.
+ * Answers a task with the annotator's TRUE choice (LDPREF_CHOICE_A, _B or
+ * _CANT_TELL; anything else: LDPREF_EINVALID_ARGUMENT). The true answer
+ * stays on the device: the library randomizes it (A/B by randomized
+ * response, can't tell as a fair coin; or reuses the memoized randomized
+ * answer for the same comparison content under another task id), records
+ * the spend and the signed message in the ledger, and only then sends. A
+ * can't-tell label spends epsilon like any other and looks the same on the
+ * wire. Errors before sending (LDPREF_ELOCAL_BUDGET_EXCEEDED,
+ * LDPREF_EEPSILON_OUT_OF_RANGE when the own cap is below the campaign's
+ * minimum) send nothing. If sending fails (LDPREF_ENETWORK, ...) the
+ * message stays in the outbox for ldpref_resend_pending(). out may be NULL.
+ *
+ * A task id this ledger answered before gets LDPREF_EALREADY_ANSWERED,
+ * whatever the choice (the library never stores the true answer, so it
+ * cannot tell a repeat from a change, and a randomized answer must never be
+ * changed or drawn again): nothing new is randomized or signed. If the
+ * stored message still has no receipt it is resent first, byte for byte;
+ * *out gets the receipt when there is one (r.resent = 1), and the error of
+ * that resend (LDPREF_ENETWORK, ...) is returned instead when it fails.
+ * Check the result.
  */
-int ldpref_answer(ldpref_client *c, const ldpref_task *t, int prefer_b,
+int ldpref_answer(ldpref_client *c, const ldpref_task *t, int choice,
                   ldpref_receipt *out) LDPREF_WUR;
 
 /* As ldpref_answer() for a task fetched earlier with ldpref_next_tasks() on
  * this ledger and server (LDPREF_EUNKNOWN_TASK if it is not remembered). */
-int ldpref_answer_id(ldpref_client *c, int64_t task_id, int prefer_b,
-                     ldpref_receipt *out) LDPREF_WUR;
+int ldpref_answer_id(ldpref_client *c, int64_t task_id, int choice, ldpref_receipt *out) LDPREF_WUR;
 
 /* One item of a batch answer. */
 typedef struct ldpref_batch_item {
     const ldpref_task *task; /* borrowed; NULL: look task_id up in the ledger */
     int64_t task_id;         /* used when task is NULL */
-    int prefer_b;            /* the TRUE preference */
+    int choice;              /* the TRUE answer: LDPREF_CHOICE_A, _B or _CANT_TELL */
     int error;               /* out: LDPREF_OK or the item's error code */
-    ldpref_receipt receipt;  /* out: valid when error == LDPREF_OK */
+    ldpref_receipt receipt;  /* out: valid when error == LDPREF_OK, and when error ==
+                                LDPREF_EALREADY_ANSWERED and receipt.label_id > 0 */
     char message[256];       /* out: details when error != LDPREF_OK */
 } ldpref_batch_item;
 
 /*
  * Answers n items through the batch endpoint (in chunks of at most 1000).
- * Each item is prepared exactly as by ldpref_answer() (memo, budget, outbox);
+ * Each item is prepared exactly as by ldpref_answer() (memo, budget, outbox;
+ * a task id answered before, also earlier in the same batch, gets
+ * LDPREF_EALREADY_ANSWERED);
  * items that fail locally are not sent. Returns LDPREF_OK when every item
  * was processed (look at each item's error), or a whole-call error
  * (e.g. LDPREF_ENETWORK: the prepared messages stay in the outbox).

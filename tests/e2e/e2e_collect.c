@@ -15,14 +15,19 @@
 #include "server_proc.h"
 #include "wire.h"
 
+#include <errno.h>
+#include <fcntl.h>
 #include <float.h>
 #include <math.h>
+#include <pty.h>
 #include <sodium.h>
 #include <sqlite3.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #define OASST "tests/data/oasst-en100/en_100.pairs.jsonl"
 
@@ -34,6 +39,67 @@ static int cli(char **out, const char *const *argv)
 {
     const char *env[] = {env_server, env_token, NULL};
     return run_tool(argv, env, out);
+}
+
+/* Runs the CLI as cli() does, stdout discarded, its stderr a terminal
+ * (on_tty) or a pipe, read into *err (malloc'd). Returns the exit code or -1. */
+static int cli_stderr(const char *const *argv, int on_tty, char **err)
+{
+    char bin[512];
+    server_bin_path(argv[0], bin, sizeof bin);
+    int fds[2] = {-1, -1}, master = -1;
+    pid_t pid;
+    *err = NULL;
+    if (on_tty) {
+        pid = forkpty(&master, NULL, NULL, NULL);
+    } else {
+        if (pipe(fds) != 0)
+            return -1;
+        pid = fork();
+    }
+    if (pid < 0)
+        return -1;
+    if (pid == 0) {
+        int null = open("/dev/null", O_RDWR);
+        dup2(null, 1);
+        if (!on_tty) {
+            dup2(null, 0);
+            dup2(fds[1], 2);
+            close(fds[0]);
+        }
+        putenv(env_server);
+        putenv(env_token);
+        execv(bin, (char *const *)argv);
+        _exit(127);
+    }
+    int in = on_tty ? master : fds[0];
+    if (!on_tty)
+        close(fds[1]);
+    size_t len = 0, cap = 4096;
+    char *buf = malloc(cap);
+    ssize_t n;
+    while (buf && (n = read(in, buf + len, cap - len - 1)) != 0) {
+        if (n < 0) {
+            if (errno == EINTR)
+                continue;
+            break; /* EIO: the terminal's last user is gone */
+        }
+        len += (size_t)n;
+        if (cap - len < 2) {
+            char *grown = realloc(buf, cap *= 2);
+            if (grown == NULL)
+                break;
+            buf = grown;
+        }
+    }
+    if (buf)
+        buf[len] = '\0';
+    close(in);
+    int status = 0;
+    while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+    }
+    *err = buf;
+    return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
 }
 
 /* Checks that a reply is the JSON error `want` with its table status. */
@@ -111,15 +177,48 @@ static void test_cli_flow(void)
     snprintf(id, sizeof id, "%lld", first_id);
     const char *answer[] = {"ldpref", keyarg, "answer", id, "b", NULL};
     CHECK_INT(cli(&out, answer), 0);
+    json_t *first = out ? json_loads(out, 0, NULL) : NULL;
     free(out);
     CHECK_INT(server_db_count(&srv, "labels"), 1);
-    /* Answering again resends the identical message: still one label. */
-    CHECK_INT(cli(&out, answer), 0);
-    free(out);
+    /* Answering the task id again, with any choice: exit 60
+     * already_answered, the first receipt on stdout, still one label. */
     const char *answer_a[] = {"ldpref", keyarg, "answer", id, "a", NULL};
-    CHECK_INT(cli(&out, answer_a), 0); /* memo: the same randomized answer */
-    free(out);
+    const char *answer_t[] = {"ldpref", keyarg, "answer", id, "t", NULL};
+    const char *const *repeats[] = {answer, answer_a, answer_t};
+    for (int i = 0; i < 3; i++) {
+        CHECK_INT(cli(&out, repeats[i]), LP_EALREADY_ANSWERED);
+        json_t *again = out ? json_loads(out, 0, NULL) : NULL;
+        CHECK(again != NULL &&
+              json_equal(json_object_get(again, "label_id"), json_object_get(first, "label_id")));
+        CHECK(again != NULL &&
+              json_equal(json_object_get(again, "z"), json_object_get(first, "z")));
+        json_decref(again);
+        free(out);
+    }
+    json_decref(first);
     CHECK_INT(server_db_count(&srv, "labels"), 1);
+    const char *answer_x[] = {"ldpref", keyarg, "answer", id, "c", NULL};
+    CHECK_INT(cli(NULL, answer_x), LP_EINVALID_ARGUMENT);
+
+    /* What the annotator reads: on a terminal, that z is the randomized
+     * answer; on a repeat, why it cannot be changed. */
+    const char *next1[] = {"ldpref", keyarg, "next", NULL};
+    CHECK_INT(cli(&out, next1), 0);
+    json_t *t2 = out ? json_loads(out, JSON_DISABLE_EOF_CHECK, NULL) : NULL;
+    snprintf(id, sizeof id, "%lld", (long long)json_integer_value(json_object_get(t2, "task_id")));
+    json_decref(t2);
+    free(out);
+    const char *answer_t2[] = {"ldpref", keyarg, "answer", id, "t", NULL};
+    char *err = NULL;
+    CHECK_INT(cli_stderr(answer_t2, 1, &err), 0);
+    CHECK(err && strstr(err, "is the randomized answer that was sent") != NULL);
+    free(err);
+    CHECK_INT(cli_stderr(answer_t2, 0, &err), LP_EALREADY_ANSWERED);
+    CHECK(err && strstr(err, "already answered; a randomized answer can never be changed, or "
+                             "repeated questions would reveal your true preference") != NULL);
+    CHECK(err && strstr(err, "randomized answer that was sent") == NULL);
+    free(err);
+    CHECK_INT(server_db_count(&srv, "labels"), 2);
 
     const char *help[] = {"ldpref", "answer", "--help", NULL};
     CHECK_INT(cli(&out, help), 0);
@@ -153,11 +252,18 @@ static void test_library_flow(ldpref_client *op)
     ldpref_receipt r1, r2;
     CHECK_ERR(ldpref_answer(c, &tasks[0], 1, &r1), LP_OK);
     CHECK_INT(r1.resent, 0);
-    CHECK_ERR(ldpref_answer(c, &tasks[0], 1, &r2), LP_OK);
-    CHECK_INT(r2.resent, 1);
+    /* A repeat of the task id, with the same or another choice: already
+     * answered, with the stored receipt; nothing new is sent. */
+    for (int choice = LDPREF_CHOICE_A; choice <= LDPREF_CHOICE_CANT_TELL; choice++) {
+        memset(&r2, 0, sizeof r2);
+        CHECK_ERR(ldpref_answer(c, &tasks[0], choice, &r2), LP_EALREADY_ANSWERED);
+        CHECK_INT(r2.resent, 1);
+        CHECK_INT(r2.label_id, r1.label_id);
+        CHECK_INT(r2.received_at, r1.received_at);
+        CHECK_INT(r2.z, r1.z);
+    }
+    CHECK_ERR(ldpref_answer_id(c, tasks[0].task_id, 0, &r2), LP_EALREADY_ANSWERED);
     CHECK_INT(r2.label_id, r1.label_id);
-    CHECK_INT(r2.received_at, r1.received_at);
-    CHECK_INT(r2.z, r1.z);
     CHECK_INT(server_db_count(&srv, "labels"), before + 1);
 
     /* Batch through the library. */
@@ -165,12 +271,45 @@ static void test_library_flow(ldpref_client *op)
     memset(items, 0, sizeof items);
     for (int i = 0; i < 4; i++) {
         items[i].task = &tasks[i + 1];
-        items[i].prefer_b = i & 1;
+        items[i].choice = i & 1;
     }
     CHECK_ERR(ldpref_answer_batch(c, items, 4), LP_OK);
     for (int i = 0; i < 4; i++)
         CHECK_ERR(items[i].error, LP_OK);
     CHECK_INT(server_db_count(&srv, "labels"), before + 5);
+
+    /* The same items again: each already answered, with its receipt. */
+    ldpref_batch_item again[4];
+    memcpy(again, items, sizeof again);
+    again[0].choice = LDPREF_CHOICE_CANT_TELL;
+    CHECK_ERR(ldpref_answer_batch(c, again, 4), LP_OK);
+    for (int i = 0; i < 4; i++) {
+        CHECK_ERR(again[i].error, LP_EALREADY_ANSWERED);
+        CHECK_INT(again[i].receipt.label_id, items[i].receipt.label_id);
+        CHECK_INT(again[i].receipt.z, items[i].receipt.z);
+    }
+    CHECK_INT(server_db_count(&srv, "labels"), before + 5);
+
+    /* A task id twice in one batch: sent once, the repeat already answered
+     * with the same receipt. */
+    ldpref_task *more = NULL;
+    size_t n_more = 0;
+    CHECK_ERR(ldpref_next_tasks(c, 1, &more, &n_more), LP_OK);
+    if (n_more == 1) {
+        ldpref_batch_item twice[2];
+        memset(twice, 0, sizeof twice);
+        twice[0].task = twice[1].task = &more[0];
+        twice[0].choice = LDPREF_CHOICE_CANT_TELL;
+        twice[1].choice = LDPREF_CHOICE_B;
+        CHECK_ERR(ldpref_answer_batch(c, twice, 2), LP_OK);
+        CHECK_ERR(twice[0].error, LP_OK);
+        CHECK_ERR(twice[1].error, LP_EALREADY_ANSWERED);
+        CHECK(twice[0].receipt.label_id > 0);
+        CHECK_INT(twice[1].receipt.label_id, twice[0].receipt.label_id);
+        CHECK_INT(twice[1].receipt.z, twice[0].receipt.z);
+        CHECK_INT(server_db_count(&srv, "labels"), before + 6);
+    }
+    ldpref_tasks_free(more, n_more);
 
     /* Asking again returns no new task for labeled ones. */
     ldpref_tasks_free(tasks, n);

@@ -282,7 +282,7 @@ static size_t label_all(ldpref_client *c, uint64_t shuffle_seed)
     }
     for (size_t i = 0; i < n; i++) {
         items[i].task = &tasks[i];
-        items[i].prefer_b = prefs[i];
+        items[i].choice = prefs[i];
     }
     CHECK_ERR(ldpref_answer_batch(c, items, n), LP_OK);
     size_t ok = 0;

@@ -82,7 +82,7 @@ static void label(ldpref_client *c, int n, int expect_simulated)
         return;
     for (size_t i = 0; i < got; i++) {
         items[i].task = &tasks[i];
-        items[i].prefer_b = strlen(tasks[i].b) > strlen(tasks[i].a);
+        items[i].choice = strlen(tasks[i].b) > strlen(tasks[i].a);
     }
     CHECK_ERR(ldpref_answer_batch(c, items, got), LP_OK);
     size_t ok = 0, marked = 0;

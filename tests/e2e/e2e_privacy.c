@@ -166,16 +166,23 @@ static void test_reasking(ldpref_client *op)
     long long before = server_db_count(&srv, "labels");
     ldpref_budget b0, b1;
     CHECK_ERR(ldpref_budget_get(c, &b0), LP_OK);
-    int z0 = -1, same = 0;
+    int z0 = -1, same = 0, accepted = 0, already = 0;
     for (int i = 0; i < 1000; i++) {
         ldpref_receipt r;
-        /* Even a changed true answer cannot re-randomize. */
-        if (ldpref_answer(c, &tasks[0], i & 1, &r) == LDPREF_OK) {
+        memset(&r, 0, sizeof r);
+        /* Even a changed true answer cannot re-randomize: every repeat is
+         * already answered and carries the first receipt. */
+        int rc = ldpref_answer(c, &tasks[0], i % 3, &r);
+        accepted += rc == LDPREF_OK;
+        already += rc == LDPREF_EALREADY_ANSWERED;
+        if (rc == LDPREF_OK || rc == LDPREF_EALREADY_ANSWERED) {
             if (z0 < 0)
                 z0 = r.z;
-            same += r.z == z0;
+            same += r.z == z0 && r.label_id > 0;
         }
     }
+    CHECK_INT(accepted, 1);
+    CHECK_INT(already, 999);
     CHECK_INT(same, 1000);
     CHECK_INT(server_db_count(&srv, "labels"), before + 1);
     CHECK_ERR(ldpref_budget_get(c, &b1), LP_OK);

@@ -357,7 +357,7 @@ static void run_annotator(live_run *r, int k, const char *token)
         int answer = r->y[ta]; /* task orientation: 1 = response 1 */
         if (ctl_anti && lp_prng_bernoulli(&hg, r->s->alpha))
             answer = 1 - r->truth[ta];
-        items[i].prefer_b = a_is_r1[i] ? !answer : answer;
+        items[i].choice = a_is_r1[i] ? !answer : answer;
     }
     rc = ldpref_answer_batch(c, items, got);
     if (rc != LDPREF_OK) {

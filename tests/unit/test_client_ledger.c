@@ -281,7 +281,8 @@ static void test_epsilon_choice(void)
     t.epsilon_min = 3.0;
     ldpref_receipt r;
     CHECK_ERR(ldpref_answer(c, &t, 1, &r), LP_EEPSILON_OUT_OF_RANGE);
-    CHECK_ERR(ldpref_answer(c, &t, 2, &r), LP_EINVALID_ARGUMENT);
+    CHECK_ERR(ldpref_answer(c, &t, 3, &r), LP_EINVALID_ARGUMENT);
+    CHECK_ERR(ldpref_answer(c, &t, -1, &r), LP_EINVALID_ARGUMENT);
     int64_t memo = -1, spend = -1, outbox = -1;
     counts(c, &memo, &spend, &outbox);
     CHECK_INT(memo, 4);
