@@ -78,6 +78,25 @@ size_t lp_canon_next(const lp_next_msg *msg, uint8_t out[LP_CANON_MAX])
     return w.len;
 }
 
+size_t lp_canon_skip(const lp_skip_msg *msg, uint8_t out[LP_CANON_MAX])
+{
+    struct canon_writer w = {out, 0};
+    put_field(&w, LP_TAG_SKIP, strlen(LP_TAG_SKIP));
+    put_field(&w, msg->key, LP_KEY_BYTES);
+    put_u64(&w, (uint64_t)msg->task_id);
+    put_u64(&w, (uint64_t)msg->timestamp_ms);
+    return w.len;
+}
+
+size_t lp_canon_progress(const lp_progress_msg *msg, uint8_t out[LP_CANON_MAX])
+{
+    struct canon_writer w = {out, 0};
+    put_field(&w, LP_TAG_PROGRESS, strlen(LP_TAG_PROGRESS));
+    put_field(&w, msg->key, LP_KEY_BYTES);
+    put_u64(&w, (uint64_t)msg->timestamp_ms);
+    return w.len;
+}
+
 static void sign_bytes(uint8_t sig[LP_SIG_BYTES], const uint8_t *m, size_t n,
                        const uint8_t sk[LP_SECRET_BYTES])
 {
@@ -108,6 +127,18 @@ void lp_sign_next(lp_next_msg *msg, const uint8_t sk[LP_SECRET_BYTES])
     sign_bytes(msg->sig, buf, lp_canon_next(msg, buf), sk);
 }
 
+void lp_sign_skip(lp_skip_msg *msg, const uint8_t sk[LP_SECRET_BYTES])
+{
+    uint8_t buf[LP_CANON_MAX];
+    sign_bytes(msg->sig, buf, lp_canon_skip(msg, buf), sk);
+}
+
+void lp_sign_progress(lp_progress_msg *msg, const uint8_t sk[LP_SECRET_BYTES])
+{
+    uint8_t buf[LP_CANON_MAX];
+    sign_bytes(msg->sig, buf, lp_canon_progress(msg, buf), sk);
+}
+
 int lp_verify_label(const lp_label_msg *msg)
 {
     uint8_t buf[LP_CANON_MAX];
@@ -124,4 +155,16 @@ int lp_verify_next(const lp_next_msg *msg)
 {
     uint8_t buf[LP_CANON_MAX];
     return verify_bytes(msg->sig, buf, lp_canon_next(msg, buf), msg->key);
+}
+
+int lp_verify_skip(const lp_skip_msg *msg)
+{
+    uint8_t buf[LP_CANON_MAX];
+    return verify_bytes(msg->sig, buf, lp_canon_skip(msg, buf), msg->key);
+}
+
+int lp_verify_progress(const lp_progress_msg *msg)
+{
+    uint8_t buf[LP_CANON_MAX];
+    return verify_bytes(msg->sig, buf, lp_canon_progress(msg, buf), msg->key);
 }

@@ -12,6 +12,8 @@
  *   label:  "ldpref/label/v1"  key(32) task_id(8) z(1) epsilon(8) nonce(16) timestamp_ms(8)
  *   enroll: "ldpref/enroll/v1" key(32) token(<=LP_TOKEN_MAX)
  *   next:   "ldpref/next/v1"   key(32) count(4) timestamp_ms(8)
+ *   skip:   "ldpref/skip/v1"   key(32) task_id(8) timestamp_ms(8)
+ *   progress: "ldpref/progress/v1" key(32) timestamp_ms(8)
  */
 #ifndef LP_CANON_H
 #define LP_CANON_H
@@ -29,6 +31,8 @@
 #define LP_TAG_LABEL "ldpref/label/v1"
 #define LP_TAG_ENROLL "ldpref/enroll/v1"
 #define LP_TAG_NEXT "ldpref/next/v1"
+#define LP_TAG_SKIP "ldpref/skip/v1"
+#define LP_TAG_PROGRESS "ldpref/progress/v1"
 
 /* A privatized label as it travels from the annotator's device. z is the
  * privatized answer relative to the order in which the task was presented:
@@ -58,20 +62,42 @@ typedef struct lp_next_msg {
     uint8_t sig[LP_SIG_BYTES];
 } lp_next_msg;
 
+/* Request to skip an assigned task: no label, no epsilon; the task is never
+ * offered to this annotator again. */
+typedef struct lp_skip_msg {
+    uint8_t key[LP_KEY_BYTES];
+    int64_t task_id;
+    int64_t timestamp_ms;
+    uint8_t sig[LP_SIG_BYTES];
+} lp_skip_msg;
+
+/* Request for the progress of the annotator's campaign. */
+typedef struct lp_progress_msg {
+    uint8_t key[LP_KEY_BYTES];
+    int64_t timestamp_ms;
+    uint8_t sig[LP_SIG_BYTES];
+} lp_progress_msg;
+
 /* Each writes the canonical bytes into out (LP_CANON_MAX bytes) and returns
  * their length. */
 size_t lp_canon_label(const lp_label_msg *msg, uint8_t out[LP_CANON_MAX]);
 size_t lp_canon_enroll(const lp_enroll_msg *msg, uint8_t out[LP_CANON_MAX]);
 size_t lp_canon_next(const lp_next_msg *msg, uint8_t out[LP_CANON_MAX]);
+size_t lp_canon_skip(const lp_skip_msg *msg, uint8_t out[LP_CANON_MAX]);
+size_t lp_canon_progress(const lp_progress_msg *msg, uint8_t out[LP_CANON_MAX]);
 
 /* Sign with an Ed25519 secret key: fills msg->sig. */
 void lp_sign_label(lp_label_msg *msg, const uint8_t sk[LP_SECRET_BYTES]);
 void lp_sign_enroll(lp_enroll_msg *msg, const uint8_t sk[LP_SECRET_BYTES]);
 void lp_sign_next(lp_next_msg *msg, const uint8_t sk[LP_SECRET_BYTES]);
+void lp_sign_skip(lp_skip_msg *msg, const uint8_t sk[LP_SECRET_BYTES]);
+void lp_sign_progress(lp_progress_msg *msg, const uint8_t sk[LP_SECRET_BYTES]);
 
 /* Verify msg->sig against msg->key. Returns LP_OK or LP_EBAD_SIGNATURE. */
 int lp_verify_label(const lp_label_msg *msg) __attribute__((warn_unused_result));
 int lp_verify_enroll(const lp_enroll_msg *msg) __attribute__((warn_unused_result));
 int lp_verify_next(const lp_next_msg *msg) __attribute__((warn_unused_result));
+int lp_verify_skip(const lp_skip_msg *msg) __attribute__((warn_unused_result));
+int lp_verify_progress(const lp_progress_msg *msg) __attribute__((warn_unused_result));
 
 #endif

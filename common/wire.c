@@ -490,3 +490,47 @@ int lp_wire_next_decode(const json_t *obj, lp_next_msg *out, char *msg, size_t m
     out->count = (uint32_t)count;
     return LP_OK;
 }
+
+json_t *lp_wire_skip_encode(const lp_skip_msg *m)
+{
+    return json_pack("{s:o, s:I, s:I, s:o}", "key", bytes_string(m->key, LP_KEY_BYTES), "task_id",
+                     (json_int_t)m->task_id, "timestamp", (json_int_t)m->timestamp_ms, "signature",
+                     bytes_string(m->sig, LP_SIG_BYTES));
+}
+
+int lp_wire_skip_decode(const json_t *obj, lp_skip_msg *out, char *msg, size_t msglen)
+{
+    static const char *const fields[] = {"key", "task_id", "timestamp", "signature", NULL};
+    int rc;
+    memset(out, 0, sizeof *out);
+    if ((rc = require_object(obj, msg, msglen)) != LP_OK ||
+        (rc = lp_json_only_fields(obj, fields, msg, msglen)) != LP_OK ||
+        (rc = lp_json_get_bytes(obj, "key", out->key, LP_KEY_BYTES, msg, msglen)) != LP_OK ||
+        (rc = lp_json_get_int(obj, "task_id", 1, INT64_MAX, &out->task_id, msg, msglen)) != LP_OK ||
+        (rc = lp_json_get_int(obj, "timestamp", 0, INT64_MAX, &out->timestamp_ms, msg, msglen)) !=
+            LP_OK ||
+        (rc = lp_json_get_bytes(obj, "signature", out->sig, LP_SIG_BYTES, msg, msglen)) != LP_OK)
+        return rc;
+    return LP_OK;
+}
+
+json_t *lp_wire_progress_encode(const lp_progress_msg *m)
+{
+    return json_pack("{s:o, s:I, s:o}", "key", bytes_string(m->key, LP_KEY_BYTES), "timestamp",
+                     (json_int_t)m->timestamp_ms, "signature", bytes_string(m->sig, LP_SIG_BYTES));
+}
+
+int lp_wire_progress_decode(const json_t *obj, lp_progress_msg *out, char *msg, size_t msglen)
+{
+    static const char *const fields[] = {"key", "timestamp", "signature", NULL};
+    int rc;
+    memset(out, 0, sizeof *out);
+    if ((rc = require_object(obj, msg, msglen)) != LP_OK ||
+        (rc = lp_json_only_fields(obj, fields, msg, msglen)) != LP_OK ||
+        (rc = lp_json_get_bytes(obj, "key", out->key, LP_KEY_BYTES, msg, msglen)) != LP_OK ||
+        (rc = lp_json_get_int(obj, "timestamp", 0, INT64_MAX, &out->timestamp_ms, msg, msglen)) !=
+            LP_OK ||
+        (rc = lp_json_get_bytes(obj, "signature", out->sig, LP_SIG_BYTES, msg, msglen)) != LP_OK)
+        return rc;
+    return LP_OK;
+}

@@ -94,6 +94,14 @@ int lp_wire_enroll_decode(const json_t *obj, lp_enroll_msg *out, char *msg, size
 json_t *lp_wire_next_encode(const lp_next_msg *msg);
 int lp_wire_next_decode(const json_t *obj, lp_next_msg *out, char *msg, size_t msglen);
 
+/* Skip request: {"key","task_id","timestamp","signature"} */
+json_t *lp_wire_skip_encode(const lp_skip_msg *msg);
+int lp_wire_skip_decode(const json_t *obj, lp_skip_msg *out, char *msg, size_t msglen);
+
+/* Progress request: {"key","timestamp","signature"} */
+json_t *lp_wire_progress_encode(const lp_progress_msg *msg);
+int lp_wire_progress_decode(const json_t *obj, lp_progress_msg *out, char *msg, size_t msglen);
+
 /* Writes printf-style text into msg if msg is non-NULL; returns code. */
 int lp_fail(int code, char *msg, size_t msglen, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));

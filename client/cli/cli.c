@@ -271,6 +271,33 @@ static int cmd_next(const struct cmd *cmd, ldpref_client *c, char **pos, int npo
     return 0;
 }
 
+static int cmd_skip(const struct cmd *cmd, ldpref_client *c, char **pos, int npos)
+{
+    long id;
+    if (parse_long(pos[0], 1, __LONG_MAX__, &id) != 0)
+        return usage_error("TASK_ID must be a positive integer, not %s", pos[0]);
+    int rc = ldpref_skip(c, id);
+    if (rc != LDPREF_OK)
+        return fail(rc, c, "skip");
+    print_json(json_pack("{s:I, s:b}", "task_id", (json_int_t)id, "skipped", 1));
+    return 0;
+}
+
+static int cmd_progress(const struct cmd *cmd, ldpref_client *c, char **pos, int npos)
+{
+    ldpref_progress p;
+    int rc = ldpref_progress_get(c, &p);
+    if (rc != LDPREF_OK)
+        return fail(rc, c, "progress");
+    print_json(json_pack("{s:s, s:I, s:I, s:I, s:I, s:I, s:o}", "campaign", p.campaign,
+                         "tasks_total", (json_int_t)p.tasks_total, "tasks_complete",
+                         (json_int_t)p.tasks_complete, "labels", (json_int_t)p.labels,
+                         "labels_needed", (json_int_t)p.labels_needed, "annotator_labels",
+                         (json_int_t)p.annotator_labels, "annotator_quota",
+                         p.annotator_quota ? json_integer(p.annotator_quota) : json_null()));
+    return 0;
+}
+
 /* Adds the simulation marks to an output object (reference kept). */
 static json_t *mark_simulation(json_t *obj, int simulated)
 {
@@ -493,6 +520,14 @@ static int cmd_campaign_create(const struct cmd *cmd, ldpref_client *c, char **p
             return usage_error("not a number: %s", v);
     }
     s.allow_infinite = cflag_value(cmd, "--allow-infinite") != NULL;
+    long k = 0, q = 0;
+    const char *v = cflag_value(cmd, "--labels-per-task");
+    if (v && parse_long(v, 1, 1000000, &k) != 0)
+        return usage_error("--labels-per-task must be an integer in 1..1000000, not %s", v);
+    if ((v = cflag_value(cmd, "--quota")) != NULL && parse_long(v, 1, __LONG_MAX__, &q) != 0)
+        return usage_error("--quota must be an integer >= 1, not %s", v);
+    s.labels_per_task = (int)k;
+    s.annotator_quota = q;
     char *json = NULL;
     int rc = ldpref_admin_campaign_create(c, &s, &json);
     return print_text(rc, c, json, "admin campaign-create");
@@ -933,6 +968,8 @@ static const struct cflag F_CAMPAIGN_CREATE[] = {
     {"--allow-infinite", NULL, "accept unprivatized labels (epsilon = null)"},
     {"--budget", "X", "total epsilon one annotator may spend (default 1000)"},
     {"--epsilon-default", "X", "epsilon proposed to clients (default 1)"},
+    {"--labels-per-task", "K", "labels each task needs, from different annotators (default 1)"},
+    {"--quota", "Q", "at most Q labels per annotator (default: no quota)"},
     {NULL, NULL, NULL}};
 static const struct cflag F_EXPORT[] = {
     {"--out", "FILE", "write here (mode 0600) instead of stdout"},
@@ -1012,6 +1049,9 @@ static const struct cmd CMDS[] = {
      "answer many: lines {\"task_id\": N, \"choice\": \"a\"|\"b\"|\"t\"}; prints one result "
      "per line",
      1, 1, 1, F_SIM, cmd_answer_batch},
+    {"skip", "skip TASK_ID", "skip a fetched task: nothing is sent but that you skipped it", 1, 1,
+     1, NULL, cmd_skip},
+    {"progress", "progress", "show the progress of your campaign", 0, 0, 1, NULL, cmd_progress},
     {"resend", "resend", "resend signed labels that have no receipt yet", 0, 0, 1, NULL,
      cmd_resend},
     {"budget", "budget", "show the epsilon spent on this device and the caps", 0, 0, 1, NULL,

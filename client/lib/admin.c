@@ -167,8 +167,17 @@ int ldpref_admin_campaign_create(ldpref_client *c, const ldpref_campaign *s, cha
                          "allow_infinite", unbounded || s->allow_infinite != 0, "epsilon_budget",
                          s->epsilon_budget, "epsilon_default", lp_json_epsilon(s->epsilon_default)),
            *resp = NULL;
-    if (req == NULL)
+    /* 0 leaves the server's default; anything else goes as given (the
+     * server names a bad value) */
+    int oom = req == NULL;
+    if (!oom && s->labels_per_task != 0)
+        oom = json_object_set_new(req, "labels_per_task", json_integer(s->labels_per_task)) != 0;
+    if (!oom && s->annotator_quota != 0)
+        oom = json_object_set_new(req, "annotator_quota", json_integer(s->annotator_quota)) != 0;
+    if (oom) {
+        json_decref(req);
         return lpc_fail(c, LDPREF_ENO_MEMORY, "out of memory");
+    }
     long status = 0;
     int rc = lpc_call_json(c, "POST", "/v1/campaigns", req, 1, LPC_RESP_CAP_SMALL, &resp, &status);
     json_decref(req);

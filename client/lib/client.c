@@ -283,7 +283,7 @@ int lpc_call_json(ldpref_client *c, const char *method, const char *path, const 
     return rc;
 }
 
-static int need_key(ldpref_client *c)
+int lpc_need_key(ldpref_client *c)
 {
     if (!c->have_key)
         return lpc_fail(c, LDPREF_EKEY_FILE, "no key: set key_path (see ldpref_keygen)");
@@ -299,7 +299,7 @@ int ldpref_enroll(ldpref_client *c, const char *token, ldpref_enrollment *out)
 {
     if (c == NULL || token == NULL)
         return LDPREF_EINVALID_ARGUMENT;
-    int rc = need_key(c);
+    int rc = lpc_need_key(c);
     if (rc != LDPREF_OK)
         return rc;
     size_t tlen = strlen(token);
@@ -411,7 +411,7 @@ int ldpref_next_tasks(ldpref_client *c, int count, ldpref_task **tasks, size_t *
         return LDPREF_EINVALID_ARGUMENT;
     if (count < 1 || count > 1000)
         return lpc_fail(c, LDPREF_EINVALID_ARGUMENT, "count must be 1..1000");
-    int rc = need_key(c);
+    int rc = lpc_need_key(c);
     if (rc != LDPREF_OK)
         return rc;
     lp_next_msg m;

@@ -42,6 +42,9 @@ struct ldpref_client {
 int lpc_fail(ldpref_client *c, int code, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 
+/* LDPREF_OK if the handle has a key, else LDPREF_EKEY_FILE (errmsg set). */
+int lpc_need_key(ldpref_client *c);
+
 /* Opens the ledger on first use. */
 int lpc_use_ledger(ldpref_client *c, lpc_ledger **out);
 

@@ -102,8 +102,8 @@ typedef enum ldpref_error {
     LDPREF_ECANCELLED = 55,
     LDPREF_EFEATURES_REQUIRED = 56,
     LDPREF_ETRAINING_FAILED = 57,
-    LDPREF_ECAMPAIGN_COMPLETE = 58,
-    LDPREF_EQUOTA_REACHED = 59,
+    LDPREF_ECAMPAIGN_COMPLETE = 58, /* every task of the campaign has all its labels */
+    LDPREF_EQUOTA_REACHED = 59,     /* the annotator's per-campaign quota is reached */
     LDPREF_EALREADY_ANSWERED = 60,
     LDPREF_ERROR_END /* one past the last code; grows when codes are added */
 } ldpref_error;
@@ -238,7 +238,12 @@ typedef struct ldpref_task {
 /*
  * Fetches up to count (1..1000) tasks (signed request). On success *tasks is
  * a new array of *n tasks, freed with ldpref_tasks_free(*tasks, *n). When the
- * server has nothing, returns LDPREF_ENO_TASK with *tasks NULL and *n 0.
+ * server has nothing, returns with *tasks NULL and *n 0:
+ * LDPREF_ECAMPAIGN_COMPLETE (every task of the campaign has its labels),
+ * LDPREF_EQUOTA_REACHED (this annotator's quota is used up), or
+ * LDPREF_ENO_TASK (the open tasks are leased to others, or done by this
+ * annotator). A fetched task is leased to this annotator for the server's
+ * lease time; answer it, or give it up with ldpref_skip().
  * The tasks are also remembered in the ledger (as keyed hashes of their
  * content, never the text) so that ldpref_answer_id() can answer them later.
  */
@@ -323,6 +328,31 @@ int ldpref_answer_batch(ldpref_client *c, ldpref_batch_item *items, size_t n) LD
  */
 int ldpref_resend_pending(ldpref_client *c, size_t *sent, size_t *pending);
 
+/*
+ * Skips a task assigned to this annotator (signed request): no label is
+ * sent and no epsilon is spent; the server never offers the task to this
+ * annotator again, and a later answer to it is refused
+ * (LDPREF_ENOT_ASSIGNED). Skipping tells the server that this annotator
+ * was shown the task and declined, never a preference. Skipping a task
+ * twice succeeds; LDPREF_EUNKNOWN_TASK, LDPREF_ENOT_ASSIGNED,
+ * LDPREF_ECONFLICTING_LABEL (already answered).
+ */
+int ldpref_skip(ldpref_client *c, int64_t task_id);
+
+/* Where the annotator's campaign stands (POST /v1/progress). */
+typedef struct ldpref_progress {
+    char campaign[129];
+    int64_t tasks_total;      /* tasks in the campaign */
+    int64_t tasks_complete;   /* tasks with all the labels they need */
+    int64_t labels;           /* labels stored in the campaign */
+    int64_t labels_needed;    /* tasks_total * labels_per_task */
+    int64_t annotator_labels; /* this annotator's labels */
+    int64_t annotator_quota;  /* 0: none */
+} ldpref_progress;
+
+/* Fetches the progress of this annotator's campaign (signed request). */
+int ldpref_progress_get(ldpref_client *c, ldpref_progress *out);
+
 /* Local privacy accounting from the ledger. */
 typedef struct ldpref_budget {
     double spent;             /* sum of epsilons spent on this device */
@@ -361,10 +391,13 @@ typedef struct ldpref_campaign {
     int allow_infinite; /* accept unprivatized labels (epsilon infinite) */
     double epsilon_budget;
     double epsilon_default;
+    int labels_per_task;     /* labels each task needs (>= 1); 0: the server's default, 1 */
+    int64_t annotator_quota; /* labels (plus open leases) per annotator (>= 1); 0: none */
 } ldpref_campaign;
 
 /* Defaults of the server's "default" campaign: [0.01, 10], no infinity,
- * budget 1000, proposal 1; name NULL (must be set). */
+ * budget 1000, proposal 1, one label per task, no quota; name NULL (must
+ * be set). */
 void ldpref_campaign_init(ldpref_campaign *spec);
 
 /* Creates a campaign. *json_out (may be NULL) gets the server's campaign. */

@@ -1,7 +1,8 @@
 /*
  * api.c — routing, response helpers, healthz, and the synchronous wrapper.
- * See api.h. Handlers live in api_labels.c (annotator endpoints) and
- * api_admin.c (operator endpoints).
+ * See api.h. Handlers live in api_labels.c (annotator endpoints: labels,
+ * next, enrollment), api_progress.c (annotator endpoints: skip, progress)
+ * and api_admin.c (operator endpoints).
  */
 #include "api_internal.h"
 
@@ -140,6 +141,8 @@ static const route ROUTES[] = {
     {"POST", "/v1/annotators/revoke", LP_ROUTE_REVOKE, lp_api_revoke, 1, CAP_BODY},
     {"POST", "/v1/tasks", LP_ROUTE_TASKS, lp_api_tasks_load, 1, CAP_UPLOAD},
     {"POST", "/v1/tasks/next", LP_ROUTE_TASKS_NEXT, lp_api_next, 0, CAP_BODY},
+    {"POST", "/v1/tasks/skip", LP_ROUTE_TASKS_SKIP, lp_api_skip, 0, CAP_BODY},
+    {"POST", "/v1/progress", LP_ROUTE_PROGRESS, lp_api_progress, 0, CAP_BODY},
     {"POST", "/v1/labels", LP_ROUTE_LABELS, NULL, 0, CAP_BODY},
     {"POST", "/v1/labels/batch", LP_ROUTE_LABELS_BATCH, NULL, 0, CAP_BATCH},
     {"GET", "/v1/stats", LP_ROUTE_STATS, lp_api_stats, 1, CAP_BODY},

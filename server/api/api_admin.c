@@ -31,10 +31,32 @@
 
 static json_t *campaign_json(const lp_campaign *c)
 {
-    return json_pack("{s:I, s:s, s:f, s:f, s:b, s:f, s:o}", "id", (json_int_t)c->id, "name",
-                     c->name, "epsilon_min", c->epsilon_min, "epsilon_max", c->epsilon_max,
+    return json_pack("{s:I, s:s, s:f, s:f, s:b, s:f, s:o, s:I, s:o}", "id", (json_int_t)c->id,
+                     "name", c->name, "epsilon_min", c->epsilon_min, "epsilon_max", c->epsilon_max,
                      "allow_infinite", c->allow_infinite, "epsilon_budget", c->epsilon_budget,
-                     "epsilon_default", lp_json_epsilon(c->epsilon_default));
+                     "epsilon_default", lp_json_epsilon(c->epsilon_default), "labels_per_task",
+                     (json_int_t)c->labels_per_task, "annotator_quota",
+                     c->annotator_quota > 0 ? json_integer(c->annotator_quota) : json_null());
+}
+
+/* The largest labels_per_task and annotator_quota accepted. */
+#define LABELS_PER_TASK_MAX 1000000
+#define ANNOTATOR_QUOTA_MAX ((int64_t)1 << 40)
+
+/* labels_per_task (integer >= 1) and annotator_quota (integer >= 1 or
+ * null), both optional; LP_EWRONG_TYPE otherwise. */
+static int opt_distribution(const json_t *o, lp_campaign *c, char *msg, size_t ml)
+{
+    int rc = LP_OK;
+    if (json_object_get(o, "labels_per_task") != NULL &&
+        (rc = lp_json_get_int(o, "labels_per_task", 1, LABELS_PER_TASK_MAX, &c->labels_per_task,
+                              msg, ml)) != LP_OK)
+        return rc;
+    const json_t *q = json_object_get(o, "annotator_quota");
+    if (q != NULL && !json_is_null(q))
+        rc = lp_json_get_int(o, "annotator_quota", 1, ANNOTATOR_QUOTA_MAX, &c->annotator_quota, msg,
+                             ml);
+    return rc;
 }
 
 /* An optional positive finite number field; LP_EBAD_EPSILON otherwise. */
@@ -63,15 +85,24 @@ static int opt_default(const json_t *o, double *v, char *msg, size_t ml)
 
 int lp_api_campaign_create(lp_api *api, const lp_request *req, lp_response *resp)
 {
-    static const char *const fields[] = {
-        "name",           "epsilon_min",     "epsilon_max", "allow_infinite",
-        "epsilon_budget", "epsilon_default", NULL};
+    static const char *const fields[] = {"name",
+                                         "epsilon_min",
+                                         "epsilon_max",
+                                         "allow_infinite",
+                                         "epsilon_budget",
+                                         "epsilon_default",
+                                         "labels_per_task",
+                                         "annotator_quota",
+                                         NULL};
     char msg[LP_MSG_MAX];
     json_t *root = NULL;
     if (lp_api_parse_body(api, req, &root, resp) != LP_OK)
         return LP_API_DONE;
-    lp_campaign c = {
-        .epsilon_min = 0.01, .epsilon_max = 10, .epsilon_budget = 1000, .epsilon_default = 1};
+    lp_campaign c = {.epsilon_min = 0.01,
+                     .epsilon_max = 10,
+                     .epsilon_budget = 1000,
+                     .epsilon_default = 1,
+                     .labels_per_task = 1};
     const char *name = NULL;
     int rc = LP_OK;
     if (!json_is_object(root))
@@ -109,6 +140,8 @@ int lp_api_campaign_create(lp_api *api, const lp_request *req, lp_response *resp
             rc = lp_fail(LP_EBAD_EPSILON, msg, sizeof msg,
                          "need epsilon_min <= epsilon_default <= epsilon_max");
     }
+    if (rc == LP_OK)
+        rc = opt_distribution(root, &c, msg, sizeof msg);
     if (rc == LP_OK)
         snprintf(c.name, sizeof c.name, "%s", name);
     json_decref(root);
@@ -272,9 +305,14 @@ int lp_api_stats(lp_api *api, const lp_request *req, lp_response *resp)
     for (size_t i = 0; i < st.n_campaigns && per; i++) {
         const lp_campaign_count *cc = &st.campaigns[i];
         json_array_append_new(
-            per, json_pack("{s:s, s:I, s:I, s:I, s:f}", "name", cc->name, "tasks",
-                           (json_int_t)cc->tasks, "annotators", (json_int_t)cc->annotators,
-                           "labels", (json_int_t)cc->labels, "epsilon_spent", cc->epsilon_spent));
+            per,
+            json_pack("{s:s, s:I, s:I, s:I, s:f, s:I, s:o, s:I, s:I}", "name", cc->name, "tasks",
+                      (json_int_t)cc->tasks, "annotators", (json_int_t)cc->annotators, "labels",
+                      (json_int_t)cc->labels, "epsilon_spent", cc->epsilon_spent, "labels_per_task",
+                      (json_int_t)cc->labels_per_task, "annotator_quota",
+                      cc->annotator_quota > 0 ? json_integer(cc->annotator_quota) : json_null(),
+                      "tasks_complete", (json_int_t)cc->tasks_complete, "labels_needed",
+                      (json_int_t)cc->labels_needed));
     }
     for (int code = 1; code < LP_ERROR_COUNT && rej; code++) {
         uint64_t n = lp_metrics_rejects(code);

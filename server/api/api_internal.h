@@ -48,6 +48,10 @@ void lp_api_labels_pending_free(lp_pending *p);
 int lp_api_next(lp_api *api, const lp_request *req, lp_response *resp);
 int lp_api_enroll(lp_api *api, const lp_request *req, lp_response *resp);
 
+/* handlers (api_progress.c) */
+int lp_api_skip(lp_api *api, const lp_request *req, lp_response *resp);
+int lp_api_progress(lp_api *api, const lp_request *req, lp_response *resp);
+
 /* handlers (api_admin.c) */
 int lp_api_campaign_create(lp_api *api, const lp_request *req, lp_response *resp);
 int lp_api_campaign_list(lp_api *api, const lp_request *req, lp_response *resp);

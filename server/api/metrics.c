@@ -12,12 +12,13 @@ static atomic_uint_least64_t labels_total;
 static atomic_uint_least64_t epsilon_micro; /* spent epsilon in units of 1e-6 */
 
 static const char *const ROUTE_NAMES[LP_ROUTE_COUNT] = {
-    "healthz",    "campaigns", "enrollment_tokens",
-    "annotators", "revoke",    "tasks",
-    "tasks_next", "labels",    "labels_batch",
-    "stats",      "export",    "metrics",
-    "retrain",    "models",    "score",
-    "corruption", "other",
+    "healthz",    "campaigns",  "enrollment_tokens",
+    "annotators", "revoke",     "tasks",
+    "tasks_next", "labels",     "labels_batch",
+    "stats",      "export",     "metrics",
+    "retrain",    "models",     "score",
+    "corruption", "tasks_skip", "progress",
+    "other",
 };
 
 /* Score latency histogram: upper bounds in seconds, then +Inf. */
@@ -109,6 +110,16 @@ void lp_metrics_render_learning(lp_buf *b, const lp_stats *st, const lp_learner_
     for (size_t i = 0; st && i < st->n_campaigns; i++)
         lp_buf_printf(b, "ldpref_campaign_labels{campaign=\"%s\"} %lld\n", st->campaigns[i].name,
                       (long long)st->campaigns[i].labels);
+    lp_buf_puts(b, "# HELP ldpref_campaign_tasks_complete Tasks with all their labels per "
+                   "campaign.\n# TYPE ldpref_campaign_tasks_complete gauge\n");
+    for (size_t i = 0; st && i < st->n_campaigns; i++)
+        lp_buf_printf(b, "ldpref_campaign_tasks_complete{campaign=\"%s\"} %lld\n",
+                      st->campaigns[i].name, (long long)st->campaigns[i].tasks_complete);
+    lp_buf_puts(b, "# HELP ldpref_campaign_labels_needed Labels a campaign needs (tasks times "
+                   "labels per task).\n# TYPE ldpref_campaign_labels_needed gauge\n");
+    for (size_t i = 0; st && i < st->n_campaigns; i++)
+        lp_buf_printf(b, "ldpref_campaign_labels_needed{campaign=\"%s\"} %lld\n",
+                      st->campaigns[i].name, (long long)st->campaigns[i].labels_needed);
     lp_buf_puts(b, "# HELP ldpref_campaign_epsilon_spent Privacy budget spent per campaign.\n"
                    "# TYPE ldpref_campaign_epsilon_spent gauge\n");
     for (size_t i = 0; st && i < st->n_campaigns; i++)

@@ -31,6 +31,8 @@ typedef enum lp_route {
     LP_ROUTE_MODELS,
     LP_ROUTE_SCORE,
     LP_ROUTE_CORRUPTION,
+    LP_ROUTE_TASKS_SKIP,
+    LP_ROUTE_PROGRESS,
     LP_ROUTE_OTHER,
     LP_ROUTE_COUNT
 } lp_route;

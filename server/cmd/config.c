@@ -53,6 +53,9 @@ static const opt_def OPTIONS[] = {
      "maximum labels in one batch"},
     {"timestamp-window", "LDPREF_TIMESTAMP_WINDOW", OPT_INT, OFF(timestamp_window), "300", 1,
      86400 * 365, "accepted clock skew of signed timestamps, seconds (+/-)"},
+    {"lease-seconds", "LDPREF_LEASE_SECONDS", OPT_INT, OFF(lease_seconds), "3600", 1, 86400 * 365,
+     "how long a task handed out by /v1/tasks/next stays reserved for its annotator, seconds; "
+     "an expired, unlabelled lease returns the task to the pool"},
     {"sync", "LDPREF_SYNC", OPT_SYNC, OFF(sync), "full", 0, 1,
      "durability: full (fsync each commit; survives power loss) or normal (survives a "
      "process crash; an OS crash may lose the last commits)"},

@@ -32,6 +32,7 @@ typedef struct lp_config {
     int64_t json_depth;
     int64_t batch_max;
     int64_t timestamp_window;   /* seconds */
+    int64_t lease_seconds;      /* an assignment's lease */
     int64_t sync;               /* lp_sync_level */
     int64_t connection_timeout; /* seconds */
     int64_t read_connections;

@@ -61,7 +61,8 @@ int main(int argc, char **argv)
 
     lp_store_opts so = {.path = cfg.db,
                         .sync_full = cfg.sync == LP_SYNC_FULL,
-                        .read_conns = (int)cfg.read_connections};
+                        .read_conns = (int)cfg.read_connections,
+                        .lease_ms = cfg.lease_seconds * 1000};
     lp_store *store = NULL;
     if (lp_store_open(&so, &store, err, sizeof err) != LP_OK) {
         fprintf(stderr, "ldpref-server: %s\n", err);

@@ -12,15 +12,21 @@
 
 #define CAMPAIGN_COLS                                                                              \
     "SELECT id, name, epsilon_min, epsilon_max, allow_infinite, epsilon_budget, "                  \
-    "epsilon_default FROM campaigns "
+    "epsilon_default, labels_per_task, coalesce(annotator_quota, 0) FROM campaigns "
 
 static const char SQL_EXISTS[] = "SELECT 1 FROM campaigns WHERE name = ?1";
 static const char SQL_INSERT[] = "INSERT INTO campaigns (name, epsilon_min, epsilon_max, "
-                                 "allow_infinite, epsilon_budget, epsilon_default, created_ms) "
-                                 "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)";
+                                 "allow_infinite, epsilon_budget, epsilon_default, created_ms, "
+                                 "labels_per_task, annotator_quota) "
+                                 "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)";
 static const char SQL_BY_NAME[] = CAMPAIGN_COLS "WHERE name = ?1";
 static const char SQL_BY_ID[] = CAMPAIGN_COLS "WHERE id = ?1";
 static const char SQL_LIST[] = CAMPAIGN_COLS "ORDER BY id";
+static const char SQL_PROGRESS[] =
+    "SELECT c.name, f.tasks, f.tasks_complete, f.labels, f.tasks * c.labels_per_task, "
+    "(SELECT count(*) FROM labels l WHERE l.annotator = a.id), coalesce(c.annotator_quota, 0) "
+    "FROM annotators a JOIN campaigns c ON c.id = a.campaign "
+    "JOIN campaign_fill f ON f.campaign = a.campaign WHERE a.id = ?1";
 
 struct create_job {
     lp_engine *engine;
@@ -48,6 +54,11 @@ static int create_fn(sqlite3 *db, void *ctx)
     sqlite3_bind_double(st, 5, c->epsilon_budget);
     sqlite3_bind_double(st, 6, c->epsilon_default);
     sqlite3_bind_int64(st, 7, lp_now_ms());
+    if (c->labels_per_task < 1)
+        c->labels_per_task = 1;
+    sqlite3_bind_int64(st, 8, c->labels_per_task);
+    if (c->annotator_quota > 0)
+        sqlite3_bind_int64(st, 9, c->annotator_quota);
     if (sqlite3_step(st) != SQLITE_DONE)
         return lp_engine_fail(db, "campaign insert");
     sqlite3_reset(st);
@@ -71,6 +82,8 @@ static void read_campaign(sqlite3_stmt *st, lp_campaign *c)
     c->allow_infinite = sqlite3_column_int(st, 4);
     c->epsilon_budget = sqlite3_column_double(st, 5);
     c->epsilon_default = sqlite3_column_double(st, 6);
+    c->labels_per_task = sqlite3_column_int64(st, 7);
+    c->annotator_quota = sqlite3_column_int64(st, 8);
 }
 
 struct get_query {
@@ -150,4 +163,42 @@ int lp_store_campaign_list(lp_store *s, lp_campaign **out, size_t *n)
     *out = q.items;
     *n = q.n;
     return rc;
+}
+
+struct progress_query {
+    lp_engine *engine;
+    int64_t annotator;
+    lp_progress *out;
+};
+
+static int progress_fn(sqlite3 *db, void *ctx)
+{
+    struct progress_query *q = ctx;
+    sqlite3_stmt *st = lp_engine_stmt(q->engine, db, SQL_PROGRESS);
+    if (st == NULL)
+        return LP_ESTORAGE;
+    sqlite3_bind_int64(st, 1, q->annotator);
+    int rc = LP_ESTORAGE, step = sqlite3_step(st);
+    if (step == SQLITE_ROW) {
+        lp_progress *p = q->out;
+        snprintf(p->campaign, sizeof p->campaign, "%s", (const char *)sqlite3_column_text(st, 0));
+        p->tasks_total = sqlite3_column_int64(st, 1);
+        p->tasks_complete = sqlite3_column_int64(st, 2);
+        p->labels = sqlite3_column_int64(st, 3);
+        p->labels_needed = sqlite3_column_int64(st, 4);
+        p->annotator_labels = sqlite3_column_int64(st, 5);
+        p->annotator_quota = sqlite3_column_int64(st, 6);
+        rc = LP_OK;
+    } else if (step == SQLITE_DONE) {
+        rc = LP_EUNKNOWN_KEY;
+    }
+    sqlite3_reset(st);
+    return rc;
+}
+
+int lp_store_progress(lp_store *s, int64_t annotator, lp_progress *out)
+{
+    memset(out, 0, sizeof *out);
+    struct progress_query q = {s->engine, annotator, out};
+    return lp_engine_read(s->engine, progress_fn, &q);
 }

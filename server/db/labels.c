@@ -27,7 +27,10 @@ static const char *const LSQL[L_COUNT] = {
                 "JOIN campaigns c ON c.id = a.campaign WHERE a.id = ?1",
     [L_EXISTING] = "SELECT id, z, epsilon, received_ms, signature FROM labels "
                    "WHERE annotator = ?1 AND task = ?2",
-    [L_ASSIGNED] = "SELECT swapped FROM assignments WHERE annotator = ?1 AND task = ?2",
+    /* a skipped assignment takes no label (task_not_assigned); an expired
+     * lease still does (a late label) */
+    [L_ASSIGNED] = "SELECT swapped FROM assignments WHERE annotator = ?1 AND task = ?2 "
+                   "AND skipped = 0",
     [L_TASK_EXISTS] = "SELECT campaign FROM tasks WHERE id = ?1",
     [L_NONCE] = "SELECT 1 FROM labels WHERE annotator = ?1 AND nonce = ?2",
     [L_INSERT] = "INSERT INTO labels (annotator, task, z, z_task, epsilon, nonce, "

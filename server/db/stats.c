@@ -45,8 +45,10 @@ static int stats_fn(sqlite3 *db, void *ctx)
         "(SELECT count(*) FROM annotators a WHERE a.campaign = c.id), "
         "(SELECT count(*) FROM labels l JOIN annotators a ON a.id = l.annotator "
         " WHERE a.campaign = c.id), "
-        "(SELECT coalesce(sum(epsilon_spent), 0) FROM annotators a WHERE a.campaign = c.id) "
-        "FROM campaigns c ORDER BY c.id";
+        "(SELECT coalesce(sum(epsilon_spent), 0) FROM annotators a WHERE a.campaign = c.id), "
+        "c.labels_per_task, coalesce(c.annotator_quota, 0), f.tasks_complete, "
+        "f.tasks * c.labels_per_task "
+        "FROM campaigns c JOIN campaign_fill f ON f.campaign = c.id ORDER BY c.id";
     if (ok && sqlite3_prepare_v2(db, per, -1, &st, NULL) == SQLITE_OK) {
         size_t cap = 0;
         while (sqlite3_step(st) == SQLITE_ROW) {
@@ -61,6 +63,10 @@ static int stats_fn(sqlite3 *db, void *ctx)
             cc->annotators = sqlite3_column_int64(st, 2);
             cc->labels = sqlite3_column_int64(st, 3);
             cc->epsilon_spent = sqlite3_column_double(st, 4);
+            cc->labels_per_task = sqlite3_column_int64(st, 5);
+            cc->annotator_quota = sqlite3_column_int64(st, 6);
+            cc->tasks_complete = sqlite3_column_int64(st, 7);
+            cc->labels_needed = sqlite3_column_int64(st, 8);
         }
     } else {
         ok = 0;

@@ -14,6 +14,8 @@ typedef struct lp_campaign_count {
     char name[LP_CAMPAIGN_NAME_MAX + 1];
     int64_t tasks, annotators, labels;
     double epsilon_spent;
+    int64_t labels_per_task, annotator_quota; /* quota 0: none */
+    int64_t tasks_complete, labels_needed;    /* see lp_progress (campaigns.h) */
 } lp_campaign_count;
 
 typedef struct lp_stats {

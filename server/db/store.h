@@ -37,7 +37,10 @@ typedef struct lp_store_opts {
     const char *path; /* database file; created if missing */
     int sync_full;    /* 1: synchronous=FULL, 0: NORMAL (both in WAL mode) */
     int read_conns;   /* size of the read pool, >= 1 */
+    int64_t lease_ms; /* how long an assignment holds its task; 0: LP_LEASE_DEFAULT_MS */
 } lp_store_opts;
+
+#define LP_LEASE_DEFAULT_MS (3600 * (int64_t)1000)
 
 /* Opens (creating and migrating as needed) and starts the writer thread.
  * Returns LP_OK with *out set (free with lp_store_close), or LP_ESTORAGE

@@ -16,17 +16,38 @@ static const char SQL_TASK_INSERT[] =
     "ON CONFLICT (campaign, source_id) DO NOTHING";
 static const char SQL_TASK_GET[] =
     "SELECT id, campaign, prompt, response0, response1 FROM tasks WHERE id = ?1";
-static const char SQL_ANNOTATOR[] = "SELECT revoked, campaign FROM annotators WHERE id = ?1";
-static const char SQL_PENDING[] =
-    "SELECT a.task, a.swapped FROM assignments a WHERE a.annotator = ?1 AND "
-    "NOT EXISTS (SELECT 1 FROM labels l WHERE l.annotator = a.annotator "
-    "AND l.task = a.task) ORDER BY a.task LIMIT ?2";
-static const char SQL_MAX_ASSIGNED[] =
-    "SELECT COALESCE(MAX(task), 0) FROM assignments WHERE annotator = ?1";
-static const char SQL_NEW_TASKS[] =
-    "SELECT id FROM tasks WHERE campaign = ?1 AND id > ?2 ORDER BY id LIMIT ?3";
-static const char SQL_ASSIGN_INSERT[] =
-    "INSERT INTO assignments (annotator, task, swapped, created_ms) VALUES (?1, ?2, ?3, ?4)";
+static const char SQL_ANNOTATOR[] =
+    "SELECT a.revoked, a.campaign, c.labels_per_task, coalesce(c.annotator_quota, 0), f.tasks, "
+    "f.tasks_complete, f.open_from FROM annotators a JOIN campaigns c ON c.id = a.campaign "
+    "JOIN campaign_fill f ON f.campaign = a.campaign WHERE a.id = ?1";
+/* every assignment of the annotator, with whether it is labelled and its
+ * task's label count */
+static const char SQL_OWN[] =
+    "SELECT a.task, a.swapped, a.leased_ms, a.skipped, EXISTS (SELECT 1 FROM labels l "
+    "WHERE l.annotator = a.annotator AND l.task = a.task), f.labels FROM assignments a "
+    "JOIN task_fill f ON f.task = a.task WHERE a.annotator = ?1 ORDER BY a.task";
+/* the campaign's tasks from open_from on, with their label counts */
+static const char SQL_CANDIDATES[] =
+    "SELECT t.id, f.labels FROM tasks t JOIN task_fill f ON f.task = t.id "
+    "WHERE t.campaign = ?1 AND t.id >= ?2 ORDER BY t.id";
+static const char SQL_OWN_ONE[] =
+    "SELECT a.swapped, a.leased_ms, a.skipped, EXISTS (SELECT 1 FROM labels l "
+    "WHERE l.annotator = a.annotator AND l.task = a.task) FROM assignments a "
+    "WHERE a.annotator = ?1 AND a.task = ?2";
+/* unexpired, unlabelled, unskipped leases of others on a task */
+static const char SQL_LEASES[] =
+    "SELECT count(*) FROM assignments a WHERE a.task = ?1 AND a.leased_ms > ?3 "
+    "AND a.annotator <> ?2 AND a.skipped = 0 AND NOT EXISTS (SELECT 1 FROM labels l "
+    "WHERE l.annotator = a.annotator AND l.task = a.task)";
+static const char SQL_ASSIGN_INSERT[] = "INSERT INTO assignments (annotator, task, swapped, "
+                                        "created_ms, leased_ms) VALUES (?1, ?2, ?3, ?4, ?4)";
+static const char SQL_RENEW[] =
+    "UPDATE assignments SET leased_ms = ?3 WHERE annotator = ?1 AND task = ?2";
+static const char SQL_OPEN_FROM[] =
+    "UPDATE campaign_fill SET open_from = ?2 WHERE campaign = ?1 AND open_from < ?2";
+static const char SQL_TASK_CAMPAIGN[] = "SELECT campaign FROM tasks WHERE id = ?1";
+static const char SQL_SKIP[] =
+    "UPDATE assignments SET skipped = 1 WHERE annotator = ?1 AND task = ?2";
 
 /* ---- tasks ---- */
 
@@ -154,89 +175,269 @@ void lp_task_clear(lp_task *t)
 
 /* ---- assignment ---- */
 
-struct assign_job {
-    lp_engine *engine;
-    int64_t annotator;
-    uint32_t count;
-    lp_assignment *out;
-    size_t n;
+/* The annotator's row with its campaign's distribution settings. */
+struct who {
+    int revoked;
+    int64_t campaign, labels_per_task, quota, tasks, tasks_complete, open_from;
 };
 
-static int assign_fn(sqlite3 *db, void *ctx)
+static int who_get(lp_engine *e, sqlite3 *db, int64_t annotator, struct who *w)
 {
-    struct assign_job *a = ctx;
-    sqlite3_stmt *st = lp_engine_stmt(a->engine, db, SQL_ANNOTATOR);
+    sqlite3_stmt *st = lp_engine_stmt(e, db, SQL_ANNOTATOR);
     if (st == NULL)
         return LP_ESTORAGE;
-    sqlite3_bind_int64(st, 1, a->annotator);
+    sqlite3_bind_int64(st, 1, annotator);
     int step = sqlite3_step(st);
     if (step != SQLITE_ROW) {
         sqlite3_reset(st);
         return step == SQLITE_DONE ? LP_EUNKNOWN_KEY : lp_engine_fail(db, "annotator lookup");
     }
-    int revoked = sqlite3_column_int(st, 0);
-    int64_t campaign = sqlite3_column_int64(st, 1);
+    w->revoked = sqlite3_column_int(st, 0);
+    w->campaign = sqlite3_column_int64(st, 1);
+    w->labels_per_task = sqlite3_column_int64(st, 2);
+    w->quota = sqlite3_column_int64(st, 3);
+    w->tasks = sqlite3_column_int64(st, 4);
+    w->tasks_complete = sqlite3_column_int64(st, 5);
+    w->open_from = sqlite3_column_int64(st, 6);
     sqlite3_reset(st);
-    if (revoked)
-        return LP_EREVOKED_KEY;
+    return w->revoked ? LP_EREVOKED_KEY : LP_OK;
+}
 
-    a->n = 0;
-    if ((st = lp_engine_stmt(a->engine, db, SQL_PENDING)) == NULL)
+struct assign_job {
+    lp_engine *engine;
+    int64_t annotator, lease_ms;
+    uint32_t count;
+    lp_assignment *out;
+    size_t n;
+    int rc; /* the outcome; the job itself commits whatever it renewed */
+};
+
+/* The annotator's pending leases on tasks that still need labels into out
+ * (up to count); with a quota, *held gets the labels plus those leases (the
+ * quota's measure); without one the walk stops once out is full. */
+static int own_pending(struct assign_job *a, sqlite3 *db, const struct who *w, int64_t live_after,
+                       int64_t *held)
+{
+    sqlite3_stmt *st = lp_engine_stmt(a->engine, db, SQL_OWN);
+    if (st == NULL)
         return LP_ESTORAGE;
     sqlite3_bind_int64(st, 1, a->annotator);
-    sqlite3_bind_int64(st, 2, a->count);
-    while ((step = sqlite3_step(st)) == SQLITE_ROW && a->n < a->count) {
-        a->out[a->n].task_id = sqlite3_column_int64(st, 0);
-        a->out[a->n].swapped = sqlite3_column_int(st, 1);
-        a->n++;
+    int step = SQLITE_DONE;
+    *held = 0;
+    while ((w->quota > 0 || a->n < a->count) && (step = sqlite3_step(st)) == SQLITE_ROW) {
+        int labelled = sqlite3_column_int(st, 4), skipped = sqlite3_column_int(st, 3);
+        int pending = !labelled && !skipped && sqlite3_column_int64(st, 2) > live_after &&
+                      sqlite3_column_int64(st, 5) < w->labels_per_task;
+        if (labelled || pending)
+            (*held)++;
+        if (pending && a->n < a->count) {
+            a->out[a->n].task_id = sqlite3_column_int64(st, 0);
+            a->out[a->n].swapped = sqlite3_column_int(st, 1);
+            a->n++;
+        }
     }
     sqlite3_reset(st);
-    if (step != SQLITE_DONE && step != SQLITE_ROW)
-        return lp_engine_fail(db, "pending assignments");
-    if (a->n == a->count)
-        return LP_OK;
+    return step == SQLITE_DONE || step == SQLITE_ROW ? LP_OK
+                                                     : lp_engine_fail(db, "own assignments");
+}
 
-    if ((st = lp_engine_stmt(a->engine, db, SQL_MAX_ASSIGNED)) == NULL)
+/* Whether task (with `labels` labels) is open to the annotator: 1 fresh, 2
+ * the annotator's own expired lease (*swapped set), 0 not open, or -error. */
+static int task_open(struct assign_job *a, sqlite3 *db, int64_t task, int64_t labels, int64_t need,
+                     int64_t live_after, int *swapped)
+{
+    sqlite3_stmt *st = lp_engine_stmt(a->engine, db, SQL_OWN_ONE);
+    if (st == NULL)
+        return -LP_ESTORAGE;
+    sqlite3_bind_int64(st, 1, a->annotator);
+    sqlite3_bind_int64(st, 2, task);
+    int step = sqlite3_step(st), kind = 1;
+    if (step == SQLITE_ROW) {
+        *swapped = sqlite3_column_int(st, 0);
+        int live = sqlite3_column_int64(st, 1) > live_after;
+        kind = sqlite3_column_int(st, 2) || sqlite3_column_int(st, 3) || live ? 0 : 2;
+    }
+    sqlite3_reset(st);
+    if (step != SQLITE_ROW && step != SQLITE_DONE)
+        return -lp_engine_fail(db, "own assignment");
+    if (kind == 0)
+        return 0;
+    if ((st = lp_engine_stmt(a->engine, db, SQL_LEASES)) == NULL)
+        return -LP_ESTORAGE;
+    sqlite3_bind_int64(st, 1, task);
+    sqlite3_bind_int64(st, 2, a->annotator);
+    sqlite3_bind_int64(st, 3, live_after);
+    if (sqlite3_step(st) != SQLITE_ROW) {
+        sqlite3_reset(st);
+        return -lp_engine_fail(db, "task leases");
+    }
+    int64_t leases = sqlite3_column_int64(st, 0);
+    sqlite3_reset(st);
+    return labels + leases < need ? kind : 0;
+}
+
+/* Takes (or renews) the lease of out[i]. */
+static int lease(struct assign_job *a, sqlite3 *db, size_t i, int renew, int64_t now)
+{
+    sqlite3_stmt *st = lp_engine_stmt(a->engine, db, renew ? SQL_RENEW : SQL_ASSIGN_INSERT);
+    if (st == NULL)
         return LP_ESTORAGE;
     sqlite3_bind_int64(st, 1, a->annotator);
-    if (sqlite3_step(st) != SQLITE_ROW)
-        return lp_engine_fail(db, "max assignment");
-    int64_t after = sqlite3_column_int64(st, 0);
-    sqlite3_reset(st);
-
-    size_t first_new = a->n;
-    if ((st = lp_engine_stmt(a->engine, db, SQL_NEW_TASKS)) == NULL)
-        return LP_ESTORAGE;
-    sqlite3_bind_int64(st, 1, campaign);
-    sqlite3_bind_int64(st, 2, after);
-    sqlite3_bind_int64(st, 3, a->count - a->n);
-    while ((step = sqlite3_step(st)) == SQLITE_ROW && a->n < a->count) {
-        a->out[a->n].task_id = sqlite3_column_int64(st, 0);
-        a->out[a->n].swapped = (int)randombytes_uniform(2);
-        a->n++;
-    }
-    sqlite3_reset(st);
-    if (step != SQLITE_DONE && step != SQLITE_ROW)
-        return lp_engine_fail(db, "new tasks");
-    int64_t now = lp_now_ms();
-    for (size_t i = first_new; i < a->n; i++) {
-        if ((st = lp_engine_stmt(a->engine, db, SQL_ASSIGN_INSERT)) == NULL)
-            return LP_ESTORAGE;
-        sqlite3_bind_int64(st, 1, a->annotator);
-        sqlite3_bind_int64(st, 2, a->out[i].task_id);
+    sqlite3_bind_int64(st, 2, a->out[i].task_id);
+    if (renew) {
+        sqlite3_bind_int64(st, 3, now);
+    } else {
         sqlite3_bind_int(st, 3, a->out[i].swapped);
         sqlite3_bind_int64(st, 4, now);
-        if (sqlite3_step(st) != SQLITE_DONE)
-            return lp_engine_fail(db, "assignment insert");
-        sqlite3_reset(st);
     }
-    return a->n == 0 ? LP_ENO_TASK : LP_OK;
+    int step = sqlite3_step(st);
+    sqlite3_reset(st);
+    return step == SQLITE_DONE ? LP_OK : lp_engine_fail(db, "assignment lease");
+}
+
+/* Walks the campaign's tasks from open_from, leasing open ones into out
+ * until a->n reaches limit; moves open_from past the complete prefix. */
+static int take_open(struct assign_job *a, sqlite3 *db, const struct who *w, size_t limit,
+                     int64_t now, int64_t live_after)
+{
+    sqlite3_stmt *st = lp_engine_stmt(a->engine, db, SQL_CANDIDATES);
+    if (st == NULL)
+        return LP_ESTORAGE;
+    sqlite3_bind_int64(st, 1, w->campaign);
+    sqlite3_bind_int64(st, 2, w->open_from);
+    int64_t open_from = w->open_from;
+    int prefix = 1, step = SQLITE_DONE, rc = LP_OK;
+    /* the cursor stays open over the leases: SQLite lets a statement read
+     * on while the same connection writes other rows */
+    while (a->n < limit && (step = sqlite3_step(st)) == SQLITE_ROW) {
+        int64_t task = sqlite3_column_int64(st, 0), labels = sqlite3_column_int64(st, 1);
+        if (labels >= w->labels_per_task) {
+            if (prefix)
+                open_from = task + 1;
+            continue;
+        }
+        prefix = 0;
+        int swapped = 0;
+        int kind = task_open(a, db, task, labels, w->labels_per_task, live_after, &swapped);
+        if (kind < 0) {
+            rc = -kind;
+            break;
+        }
+        if (kind == 0)
+            continue;
+        a->out[a->n].task_id = task;
+        a->out[a->n].swapped = kind == 2 ? swapped : (int)randombytes_uniform(2);
+        if ((rc = lease(a, db, a->n, kind == 2, now)) != LP_OK)
+            break;
+        a->n++;
+    }
+    if (rc == LP_OK && a->n < limit && step != SQLITE_DONE)
+        rc = lp_engine_fail(db, "open tasks");
+    sqlite3_reset(st);
+    if (rc != LP_OK || open_from == w->open_from)
+        return rc;
+    if ((st = lp_engine_stmt(a->engine, db, SQL_OPEN_FROM)) == NULL)
+        return LP_ESTORAGE;
+    sqlite3_bind_int64(st, 1, w->campaign);
+    sqlite3_bind_int64(st, 2, open_from);
+    step = sqlite3_step(st);
+    sqlite3_reset(st);
+    return step == SQLITE_DONE ? LP_OK : lp_engine_fail(db, "open_from update");
+}
+
+static int assign_fn(sqlite3 *db, void *ctx)
+{
+    struct assign_job *a = ctx;
+    struct who w;
+    int rc = who_get(a->engine, db, a->annotator, &w);
+    if (rc != LP_OK)
+        return rc;
+    int64_t now = lp_now_ms(), live_after = now - a->lease_ms, held;
+    a->n = 0;
+    if ((rc = own_pending(a, db, &w, live_after, &held)) != LP_OK)
+        return rc;
+    int complete = w.tasks > 0 && w.tasks_complete >= w.tasks;
+    size_t limit = a->count;
+    if (w.quota > 0) { /* room for new leases under the quota */
+        int64_t room = w.quota > held ? w.quota - held : 0;
+        if ((int64_t)a->n + room < (int64_t)limit)
+            limit = a->n + (size_t)room;
+    }
+    if (!complete && a->n < limit && (rc = take_open(a, db, &w, limit, now, live_after)) != LP_OK)
+        return rc;
+    if (a->n > 0)
+        a->rc = LP_OK;
+    else if (complete)
+        a->rc = LP_ECAMPAIGN_COMPLETE;
+    else if (w.quota > 0 && held >= w.quota)
+        a->rc = LP_EQUOTA_REACHED;
+    else
+        a->rc = LP_ENO_TASK;
+    return LP_OK;
 }
 
 int lp_store_assign(lp_store *s, int64_t annotator, uint32_t count, lp_assignment *out, size_t *n)
 {
-    struct assign_job a = {.engine = s->engine, .annotator = annotator, .count = count, .out = out};
+    struct assign_job a = {.engine = s->engine,
+                           .annotator = annotator,
+                           .lease_ms = s->lease_ms,
+                           .count = count,
+                           .out = out};
     int rc = lp_engine_write(s->engine, assign_fn, &a, 1, 0);
+    if (rc == LP_OK)
+        rc = a.rc;
     *n = rc == LP_OK ? a.n : 0;
     return rc;
+}
+
+/* ---- skip ---- */
+
+struct skip_job {
+    lp_engine *engine;
+    int64_t annotator, task;
+};
+
+static int skip_fn(sqlite3 *db, void *ctx)
+{
+    struct skip_job *j = ctx;
+    struct who w;
+    int rc = who_get(j->engine, db, j->annotator, &w);
+    if (rc != LP_OK)
+        return rc;
+    sqlite3_stmt *st = lp_engine_stmt(j->engine, db, SQL_TASK_CAMPAIGN);
+    if (st == NULL)
+        return LP_ESTORAGE;
+    sqlite3_bind_int64(st, 1, j->task);
+    int step = sqlite3_step(st);
+    sqlite3_reset(st);
+    if (step == SQLITE_DONE)
+        return LP_EUNKNOWN_TASK;
+    if (step != SQLITE_ROW)
+        return lp_engine_fail(db, "task lookup");
+    if ((st = lp_engine_stmt(j->engine, db, SQL_OWN_ONE)) == NULL)
+        return LP_ESTORAGE;
+    sqlite3_bind_int64(st, 1, j->annotator);
+    sqlite3_bind_int64(st, 2, j->task);
+    step = sqlite3_step(st);
+    int labelled = step == SQLITE_ROW && sqlite3_column_int(st, 3);
+    sqlite3_reset(st);
+    if (step == SQLITE_DONE)
+        return LP_ENOT_ASSIGNED;
+    if (step != SQLITE_ROW)
+        return lp_engine_fail(db, "assignment lookup");
+    if (labelled)
+        return LP_ECONFLICTING_LABEL;
+    if ((st = lp_engine_stmt(j->engine, db, SQL_SKIP)) == NULL)
+        return LP_ESTORAGE;
+    sqlite3_bind_int64(st, 1, j->annotator);
+    sqlite3_bind_int64(st, 2, j->task);
+    step = sqlite3_step(st);
+    sqlite3_reset(st);
+    return step == SQLITE_DONE ? LP_OK : lp_engine_fail(db, "skip");
+}
+
+int lp_store_skip(lp_store *s, int64_t annotator, int64_t task_id)
+{
+    struct skip_job j = {s->engine, annotator, task_id};
+    return lp_engine_write(s->engine, skip_fn, &j, 1, 0);
 }

@@ -2,6 +2,14 @@
  * tasks.h — the tasks repository: comparison tasks (a prompt, two
  * responses, optional feature vectors and reference preference) and their
  * assignment to annotators, each with a presentation order.
+ *
+ * Distribution: an assignment is a lease that holds its task for the
+ * store's lease time (lp_store_opts.lease_ms) from when it was taken. A
+ * task is open to an annotator while its labels plus the unexpired,
+ * unlabelled leases of others are fewer than the campaign's
+ * labels_per_task, and the annotator has neither labelled nor skipped it
+ * nor holds an unexpired lease on it. An expired, unlabelled lease returns
+ * its task to the pool; a late label on it is still accepted.
  */
 #ifndef LP_TASKS_H
 #define LP_TASKS_H
@@ -37,10 +45,21 @@ typedef struct lp_assignment {
     int swapped;
 } lp_assignment;
 
-/* Pending assignments of the annotator first (in assignment order), then new
- * ones (presentation order drawn from the CSPRNG), up to count in total;
- * out must hold count entries. LP_ENO_TASK if none; LP_EREVOKED_KEY,
- * LP_EUNKNOWN_KEY. */
+/* The annotator's unexpired, unlabelled, unskipped assignments first (in
+ * task order), then open tasks in task order (a new lease, presentation
+ * order drawn from the CSPRNG; the annotator's own expired lease is renewed
+ * with its order), up to count in total and within the campaign's quota
+ * (labels + unexpired leases of the annotator); out must hold count
+ * entries. When none: LP_ECAMPAIGN_COMPLETE if every task of the campaign
+ * has its labels, LP_EQUOTA_REACHED if the quota is the reason, else
+ * LP_ENO_TASK. LP_EREVOKED_KEY, LP_EUNKNOWN_KEY. */
 int lp_store_assign(lp_store *s, int64_t annotator, uint32_t count, lp_assignment *out, size_t *n);
+
+/* Marks the annotator's assignment of task skipped: it never counts again
+ * and the task is never offered to the annotator again; a label for it is
+ * refused (LP_ENOT_ASSIGNED). Skipping twice is LP_OK. LP_EUNKNOWN_TASK,
+ * LP_ENOT_ASSIGNED (no assignment), LP_ECONFLICTING_LABEL (the annotator
+ * has labelled it), LP_EREVOKED_KEY, LP_EUNKNOWN_KEY. */
+int lp_store_skip(lp_store *s, int64_t annotator, int64_t task_id);
 
 #endif

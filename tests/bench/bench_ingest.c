@@ -407,11 +407,14 @@ int main(int argc, char **argv)
     if (server_start(&srv, args) != 0)
         die("could not start ldpref-server");
     int total_ann = cfg.annotators_single + cfg.annotators_batch;
-    json_decref(post_json("/v1/campaigns",
-                          json_pack("{s:s, s:f, s:f, s:b, s:f, s:f}", "name", "bench",
-                                    "epsilon_min", 0.01, "epsilon_max", 10.0, "allow_infinite", 0,
-                                    "epsilon_budget", 1e9, "epsilon_default", 1.0),
-                          srv.token, 201));
+    /* every annotator takes the first TASKS_PER_ANNOTATOR tasks: each task
+     * asks for a label from each of them */
+    json_decref(
+        post_json("/v1/campaigns",
+                  json_pack("{s:s, s:f, s:f, s:b, s:f, s:f, s:i}", "name", "bench", "epsilon_min",
+                            0.01, "epsilon_max", 10.0, "allow_infinite", 0, "epsilon_budget", 1e9,
+                            "epsilon_default", 1.0, "labels_per_task", total_ann),
+                  srv.token, 201));
     json_t *toks =
         post_json("/v1/enrollment-tokens",
                   json_pack("{s:s, s:i}", "campaign", "bench", "count", total_ann), srv.token, 201);

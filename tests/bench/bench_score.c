@@ -34,6 +34,8 @@
 #define DIM 256
 #define TASKS 2000
 #define ANNOTATORS 16 /* 4 for the model's training labels, 4 per ingest phase */
+#define TEXT_(x) #x
+#define TEXT(x) TEXT_(x) /* a macro's value as a string literal */
 #define CLIENTS 8
 #define SCORE_REQUESTS 6000
 
@@ -273,7 +275,7 @@ int main(void)
         die("server does not start");
     json_decref(call("POST", "/v1/campaigns",
                      "{\"name\":\"bench\",\"epsilon_min\":0.1,\"epsilon_max\":10,"
-                     "\"epsilon_budget\":100000}",
+                     "\"epsilon_budget\":100000,\"labels_per_task\":" TEXT(ANNOTATORS) "}",
                      201));
     load_tasks();
     raw_annotator ann[ANNOTATORS];

@@ -212,13 +212,17 @@ static void upload(const char *campaign, int half, int64_t *first, int64_t *last
     free(body);
 }
 
+/* Every annotator of a campaign labels all its tasks: more labels per task
+ * than annotators in any campaign of this test. */
+#define LABELS_PER_TASK 16
+
 static void create_campaign(const char *name)
 {
     char body[256];
     snprintf(body, sizeof body,
              "{\"name\":\"%s\",\"epsilon_min\":0.5,\"epsilon_max\":10,\"allow_infinite\":true,"
-             "\"epsilon_budget\":1000000,\"epsilon_default\":null}",
-             name);
+             "\"epsilon_budget\":1000000,\"epsilon_default\":null,\"labels_per_task\":%d}",
+             name, LABELS_PER_TASK);
     long st;
     json_decref(call("POST", "/v1/campaigns", body, &st));
     CHECK_INT(st, 201);
@@ -744,7 +748,9 @@ static int64_t test_dense_campaign_model(void)
 {
     long st;
     json_decref(call("POST", "/v1/campaigns",
-                     "{\"name\":\"dense\",\"allow_infinite\":true,\"epsilon_default\":null}", &st));
+                     "{\"name\":\"dense\",\"allow_infinite\":true,\"epsilon_default\":null,"
+                     "\"labels_per_task\":2}",
+                     &st));
     CHECK_INT(st, 201);
     char body[8192];
     size_t len = 0;

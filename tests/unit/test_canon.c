@@ -98,6 +98,47 @@ static void test_domain_separation(void)
     CHECK_ERR(lp_verify_label(&m), LP_EBAD_SIGNATURE);
 }
 
+/* Skip and progress: every field is signed, each under its own tag. */
+static void test_skip_progress(void)
+{
+    lp_skip_msg s = {.task_id = 42, .timestamp_ms = 1700000000123};
+    memcpy(s.key, pk, LP_KEY_BYTES);
+    uint8_t buf[LP_CANON_MAX];
+    size_t n = lp_canon_skip(&s, buf);
+    size_t tag = strlen(LP_TAG_SKIP);
+    CHECK_INT(n, 4 + tag + 4 + LP_KEY_BYTES + 4 + 8 + 4 + 8);
+    CHECK(memcmp(buf + 4, "ldpref/skip/v1", tag) == 0);
+    CHECK_INT(buf[4 + tag + 4 + LP_KEY_BYTES + 4 + 7], 42); /* task id, big-endian */
+    lp_sign_skip(&s, sk);
+    CHECK_ERR(lp_verify_skip(&s), LP_OK);
+    lp_skip_msg t = s;
+    t.task_id++;
+    CHECK_ERR(lp_verify_skip(&t), LP_EBAD_SIGNATURE);
+    t = s;
+    t.timestamp_ms++;
+    CHECK_ERR(lp_verify_skip(&t), LP_EBAD_SIGNATURE);
+
+    lp_progress_msg p = {.timestamp_ms = s.timestamp_ms};
+    memcpy(p.key, pk, LP_KEY_BYTES);
+    n = lp_canon_progress(&p, buf);
+    CHECK_INT(n, 4 + strlen(LP_TAG_PROGRESS) + 4 + LP_KEY_BYTES + 4 + 8);
+    CHECK(memcmp(buf + 4, "ldpref/progress/v1", strlen(LP_TAG_PROGRESS)) == 0);
+    lp_sign_progress(&p, sk);
+    CHECK_ERR(lp_verify_progress(&p), LP_OK);
+    lp_progress_msg q = p;
+    q.timestamp_ms--;
+    CHECK_ERR(lp_verify_progress(&q), LP_EBAD_SIGNATURE);
+
+    /* no signature serves another kind: next (same key and timestamp) */
+    lp_next_msg nx = {.count = 1, .timestamp_ms = p.timestamp_ms};
+    memcpy(nx.key, pk, LP_KEY_BYTES);
+    memcpy(nx.sig, p.sig, LP_SIG_BYTES);
+    CHECK_ERR(lp_verify_next(&nx), LP_EBAD_SIGNATURE);
+    memcpy(q.sig, s.sig, LP_SIG_BYTES);
+    q.timestamp_ms = s.timestamp_ms;
+    CHECK_ERR(lp_verify_progress(&q), LP_EBAD_SIGNATURE);
+}
+
 int main(void)
 {
     lp_rng_init();
@@ -105,6 +146,7 @@ int main(void)
     test_layout();
     test_label_signatures();
     test_domain_separation();
+    test_skip_progress();
     sodium_memzero(sk, sizeof sk);
     return check_summary();
 }

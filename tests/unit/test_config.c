@@ -4,7 +4,7 @@
 
 #include <string.h>
 
-static const char *env_port = NULL, *env_sync = NULL;
+static const char *env_port = NULL, *env_sync = NULL, *env_lease = NULL;
 
 static const char *fake_env(const char *name)
 {
@@ -12,6 +12,8 @@ static const char *fake_env(const char *name)
         return env_port;
     if (strcmp(name, "LDPREF_SYNC") == 0)
         return env_sync;
+    if (strcmp(name, "LDPREF_LEASE_SECONDS") == 0)
+        return env_lease;
     return NULL;
 }
 
@@ -35,6 +37,7 @@ int main(void)
     CHECK_INT(c.upload_max, 64 << 20);
     CHECK_INT(c.batch_max, 1000);
     CHECK_INT(c.timestamp_window, 300);
+    CHECK_INT(c.lease_seconds, 3600);
     CHECK_INT(c.sync, LP_SYNC_FULL);
     CHECK_INT(c.new_operator_token, 0);
 
@@ -76,6 +79,19 @@ int main(void)
     CHECK_INT(load(&c, 3, bad6, err), -1);
     const char *bad7[] = {"x", "--batch-max", "0"};
     CHECK_INT(load(&c, 3, bad7, err), -1);
+    /* the lease: environment, then flag; at least one second */
+    env_lease = "90";
+    CHECK_INT(load(&c, 1, none, err), 0);
+    CHECK_INT(c.lease_seconds, 90);
+    const char *lease[] = {"x", "--lease-seconds", "5"};
+    CHECK_INT(load(&c, 3, lease, err), 0);
+    CHECK_INT(c.lease_seconds, 5);
+    env_lease = "0";
+    CHECK_INT(load(&c, 1, none, err), -1);
+    CHECK(strstr(err, "LDPREF_LEASE_SECONDS") != NULL);
+    env_lease = NULL;
+    const char *bad_lease[] = {"x", "--lease-seconds=-1"};
+    CHECK_INT(load(&c, 2, bad_lease, err), -1);
     const char *help[] = {"x", "--help"};
     CHECK_INT(load(&c, 2, help, err), 0);
     CHECK_INT(c.help, 1);

@@ -26,5 +26,12 @@ int main(void)
     }
     CHECK_INT(lp_error_http_status(LP_EBAD_SIGNATURE), 401);
     CHECK_INT(lp_error_http_status(LP_EBODY_TOO_LARGE), 413);
+    /* campaigns that finish: fixed numbers, names and statuses */
+    CHECK_INT(LP_ECAMPAIGN_COMPLETE, 58);
+    CHECK_STR(lp_error_name(58), "campaign_complete");
+    CHECK_INT(lp_error_http_status(LP_ECAMPAIGN_COMPLETE), 404);
+    CHECK_INT(LP_EQUOTA_REACHED, 59);
+    CHECK_STR(lp_error_name(59), "quota_reached");
+    CHECK_INT(lp_error_http_status(LP_EQUOTA_REACHED), 403);
     return check_summary();
 }

@@ -218,8 +218,11 @@ int main(void)
 
     /* campaign "dense" (tasks with features and a reference preference) and
      * campaign "text" (neither); labels of both, interleaved */
-    lp_campaign dense = {
-        .epsilon_min = 0.1, .epsilon_max = 5, .epsilon_budget = 100, .epsilon_default = 1};
+    lp_campaign dense = {.epsilon_min = 0.1,
+                         .epsilon_max = 5,
+                         .epsilon_budget = 100,
+                         .epsilon_default = 1,
+                         .labels_per_task = 2}; /* two annotators label every task */
     lp_campaign text = dense;
     snprintf(dense.name, sizeof dense.name, "dense");
     snprintf(text.name, sizeof text.name, "text");

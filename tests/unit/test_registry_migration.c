@@ -332,7 +332,7 @@ static void test_integrity(const char *path)
     CHECK(sqlite3_step(q) == SQLITE_DONE); /* no dangling reference */
     sqlite3_finalize(q);
     sqlite3_prepare_v2(db, "PRAGMA user_version", -1, &q, NULL);
-    CHECK(sqlite3_step(q) == SQLITE_ROW && sqlite3_column_int(q, 0) == 3);
+    CHECK(sqlite3_step(q) == SQLITE_ROW && sqlite3_column_int(q, 0) == LP_MIGRATION_COUNT);
     sqlite3_finalize(q);
     sqlite3_close(db);
 }

@@ -76,7 +76,8 @@ static void *worker_main(void *arg)
 static void test_schema_files(void)
 {
     static const char *const files[] = {"schema/001_init.sql", "schema/002_learn.sql",
-                                        "schema/003_typed_provenance.sql"};
+                                        "schema/003_typed_provenance.sql",
+                                        "schema/004_campaign_progress.sql"};
     CHECK_INT(LP_MIGRATION_COUNT, (int)(sizeof files / sizeof files[0]));
     for (size_t i = 0; i < sizeof files / sizeof files[0]; i++) {
         FILE *f = fopen(files[i], "rb");
@@ -228,9 +229,17 @@ int main(void)
         snprintf(ids[i], sizeof ids[i], "t%d", i);
         tasks[i] = (lp_task_in){ids[i], "prompt", "r0", "r1", 0, NULL, NULL, 0};
     }
+    /* every annotator labels every task: a campaign that asks THREADS labels of each */
+    lp_campaign crowd = {.epsilon_min = 0.01,
+                         .epsilon_max = 10,
+                         .epsilon_budget = 1000,
+                         .epsilon_default = 1,
+                         .labels_per_task = THREADS};
+    snprintf(crowd.name, sizeof crowd.name, "crowd");
+    CHECK_INT(lp_store_campaign_create(s, &crowd), LP_OK);
     size_t loaded, skipped;
     int64_t first, last;
-    CHECK_INT(lp_store_tasks_load(s, 1, tasks, PER_THREAD, &loaded, &skipped, &first, &last),
+    CHECK_INT(lp_store_tasks_load(s, crowd.id, tasks, PER_THREAD, &loaded, &skipped, &first, &last),
               LP_OK);
     CHECK_INT(loaded, PER_THREAD);
     CHECK_INT(last - first + 1, PER_THREAD);
@@ -244,7 +253,7 @@ int main(void)
     for (int t = 0; t < THREADS; t++) {
         uint8_t key[32];
         memset(&w[t], 0, sizeof w[t]);
-        w[t].annot = enroll_new(1, key);
+        w[t].annot = enroll_new(crowd.id, key);
         size_t n;
         CHECK_INT(lp_store_assign(s, w[t].annot, PER_THREAD, w[t].as, &n), LP_OK);
         CHECK_INT(n, PER_THREAD);
@@ -309,7 +318,12 @@ int main(void)
     lp_stats st;
     CHECK_INT(lp_store_stats(s, &st), LP_OK);
     CHECK_INT(st.labels, THREADS * PER_THREAD + 3);
-    CHECK_INT(st.n_campaigns, 2);
+    CHECK_INT(st.n_campaigns, 3); /* default, crowd, small */
+    CHECK_STR(st.campaigns[1].name, "crowd");
+    CHECK_INT(st.campaigns[1].labels_per_task, THREADS);
+    CHECK_INT(st.campaigns[1].tasks_complete, PER_THREAD);
+    CHECK_INT(st.campaigns[1].labels_needed, THREADS * PER_THREAD);
+    CHECK_INT(st.campaigns[1].annotator_quota, 0);
     lp_stats_clear(&st);
     lp_store_close(s);
 

@@ -152,6 +152,39 @@ static void test_enroll_next_codecs(void)
     json_decref(j);
 }
 
+static void test_skip_progress_codecs(void)
+{
+    char msg[LP_MSG_MAX];
+    lp_skip_msg s = {.task_id = 7, .timestamp_ms = 99}, s2;
+    memset(s.key, 2, sizeof s.key);
+    memset(s.sig, 3, sizeof s.sig);
+    json_t *j = lp_wire_skip_encode(&s);
+    CHECK_ERR(lp_wire_skip_decode(j, &s2, msg, sizeof msg), LP_OK);
+    CHECK(memcmp(&s, &s2, sizeof s) == 0);
+    json_object_set_new(j, "task_id", json_integer(0));
+    CHECK_ERR(lp_wire_skip_decode(j, &s2, msg, sizeof msg), LP_EWRONG_TYPE);
+    json_object_del(j, "task_id");
+    CHECK_ERR(lp_wire_skip_decode(j, &s2, msg, sizeof msg), LP_EMISSING_FIELD);
+    json_object_set_new(j, "task_id", json_integer(7));
+    json_object_set_new(j, "z", json_integer(1)); /* a skip carries no answer */
+    CHECK_ERR(lp_wire_skip_decode(j, &s2, msg, sizeof msg), LP_EUNKNOWN_FIELD);
+    json_decref(j);
+
+    lp_progress_msg p = {.timestamp_ms = 5}, p2;
+    memset(p.key, 4, sizeof p.key);
+    memset(p.sig, 5, sizeof p.sig);
+    j = lp_wire_progress_encode(&p);
+    CHECK_ERR(lp_wire_progress_decode(j, &p2, msg, sizeof msg), LP_OK);
+    CHECK(memcmp(&p, &p2, sizeof p) == 0);
+    json_object_set_new(j, "timestamp", json_string("5"));
+    CHECK_ERR(lp_wire_progress_decode(j, &p2, msg, sizeof msg), LP_EWRONG_TYPE);
+    json_object_set_new(j, "signature", json_string("short"));
+    json_object_set_new(j, "timestamp", json_integer(5));
+    CHECK_ERR(lp_wire_progress_decode(j, &p2, msg, sizeof msg), LP_EWRONG_TYPE);
+    json_decref(j);
+    CHECK_ERR(lp_wire_progress_decode(NULL, &p2, msg, sizeof msg), LP_EWRONG_TYPE);
+}
+
 static void test_depth(void)
 {
     CHECK_INT(lp_json_depth("{\"a\":[1,{\"b\":2}]}", 17), 3);
@@ -294,6 +327,7 @@ int main(void)
     run_invalid();
     test_epsilon_wire();
     test_enroll_next_codecs();
+    test_skip_progress_codecs();
     test_depth();
     test_scan_cases();
     test_scan_mutations();

@@ -22,6 +22,7 @@ struct lp_store {
     lp_engine *engine;
     struct lp_keys *keys;
     struct lp_label_writer *labels;
+    int64_t lease_ms; /* tasks.c: the lease of an assignment (> 0) */
 };
 
 /* annotators.c. NULL when out of memory; free accepts NULL. */

@@ -1,0 +1,89 @@
+/*
+ * progress.c — the annotator's campaign requests: skipping a task and the
+ * campaign's progress (POST /v1/tasks/skip, POST /v1/progress). Both are
+ * signed with the handle's key; neither sends or spends anything private.
+ */
+#include "internal.h"
+
+#include "clock.h"
+#include "error.h"
+#include "wire.h"
+
+#include <stdio.h>
+#include <string.h>
+
+int ldpref_skip(ldpref_client *c, int64_t task_id)
+{
+    if (c == NULL)
+        return LDPREF_EINVALID_ARGUMENT;
+    if (task_id < 1)
+        return lpc_fail(c, LDPREF_EINVALID_ARGUMENT, "task id must be >= 1");
+    int rc = lpc_need_key(c);
+    if (rc != LDPREF_OK)
+        return rc;
+    lp_skip_msg m;
+    memset(&m, 0, sizeof m);
+    memcpy(m.key, c->pk, LP_KEY_BYTES);
+    m.task_id = task_id;
+    m.timestamp_ms = lp_now_ms();
+    lp_sign_skip(&m, c->sk);
+    json_t *req = lp_wire_skip_encode(&m), *resp = NULL;
+    if (req == NULL)
+        return lpc_fail(c, LDPREF_ENO_MEMORY, "encoding the request");
+    long status = 0;
+    rc = lpc_call_json(c, "POST", "/v1/tasks/skip", req, 0, LPC_RESP_CAP_SMALL, &resp, &status);
+    json_decref(req);
+    if (rc != LDPREF_OK)
+        return rc;
+    int64_t got = 0;
+    const json_t *skipped = json_object_get(resp, "skipped");
+    int ok = lp_json_get_int(resp, "task_id", 1, INT64_MAX, &got, NULL, 0) == LP_OK &&
+             got == task_id && json_is_true(skipped);
+    json_decref(resp);
+    return ok ? LDPREF_OK : lpc_fail(c, LDPREF_EPROTOCOL, "unexpected skip answer");
+}
+
+int ldpref_progress_get(ldpref_client *c, ldpref_progress *out)
+{
+    if (c == NULL || out == NULL)
+        return LDPREF_EINVALID_ARGUMENT;
+    memset(out, 0, sizeof *out);
+    int rc = lpc_need_key(c);
+    if (rc != LDPREF_OK)
+        return rc;
+    lp_progress_msg m;
+    memset(&m, 0, sizeof m);
+    memcpy(m.key, c->pk, LP_KEY_BYTES);
+    m.timestamp_ms = lp_now_ms();
+    lp_sign_progress(&m, c->sk);
+    json_t *req = lp_wire_progress_encode(&m), *resp = NULL;
+    if (req == NULL)
+        return lpc_fail(c, LDPREF_ENO_MEMORY, "encoding the request");
+    long status = 0;
+    rc = lpc_call_json(c, "POST", "/v1/progress", req, 0, LPC_RESP_CAP_SMALL, &resp, &status);
+    json_decref(req);
+    if (rc != LDPREF_OK)
+        return rc;
+    ldpref_progress p;
+    memset(&p, 0, sizeof p);
+    const char *campaign = NULL;
+    const json_t *quota = json_object_get(resp, "annotator_quota");
+    int ok =
+        lp_json_get_string(resp, "campaign", sizeof p.campaign - 1, &campaign, NULL, 0) == LP_OK &&
+        lp_json_get_int(resp, "tasks_total", 0, INT64_MAX, &p.tasks_total, NULL, 0) == LP_OK &&
+        lp_json_get_int(resp, "tasks_complete", 0, INT64_MAX, &p.tasks_complete, NULL, 0) ==
+            LP_OK &&
+        lp_json_get_int(resp, "labels", 0, INT64_MAX, &p.labels, NULL, 0) == LP_OK &&
+        lp_json_get_int(resp, "labels_needed", 0, INT64_MAX, &p.labels_needed, NULL, 0) == LP_OK &&
+        lp_json_get_int(resp, "annotator_labels", 0, INT64_MAX, &p.annotator_labels, NULL, 0) ==
+            LP_OK &&
+        (json_is_null(quota) || lp_json_get_int(resp, "annotator_quota", 1, INT64_MAX,
+                                                &p.annotator_quota, NULL, 0) == LP_OK);
+    if (ok)
+        snprintf(p.campaign, sizeof p.campaign, "%s", campaign);
+    json_decref(resp);
+    if (!ok)
+        return lpc_fail(c, LDPREF_EPROTOCOL, "unexpected progress answer");
+    *out = p;
+    return LDPREF_OK;
+}
