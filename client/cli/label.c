@@ -351,12 +351,22 @@ static void budget_text(struct session *s, char *out, size_t len)
     snprintf(out, len, "%s spent %g, left %g", g_eps, b.spent, left > 0 ? left : 0);
 }
 
-/* "12 of 732 in this campaign; 5 answered this session; epsilon spent 5, left 995". */
+/* "12 of 732 in this campaign; 5 answered this session; epsilon spent 5,
+ * left 995" (the campaign's figures from the server, the rest local). */
 static void status_refresh(struct session *s)
 {
-    char budget[160];
+    char budget[160], campaign[160] = "", quota[96] = "";
     budget_text(s, budget, sizeof budget);
-    snprintf(s->status, sizeof s->status, "%d answered this session; %s", s->answered, budget);
+    ldpref_progress p;
+    if (ldpref_progress_get(s->c, &p) == LDPREF_OK) {
+        snprintf(campaign, sizeof campaign, "%lld of %lld in this campaign; ",
+                 (long long)p.tasks_complete, (long long)p.tasks_total);
+        if (p.annotator_quota > 0)
+            snprintf(quota, sizeof quota, "; your labels %lld of your quota %lld",
+                     (long long)p.annotator_labels, (long long)p.annotator_quota);
+    }
+    snprintf(s->status, sizeof s->status, "%s%d answered this session%s; %s", campaign, s->answered,
+             quota, budget);
 }
 
 static const ldpref_task *current(const struct session *s)
@@ -367,8 +377,13 @@ static const ldpref_task *current(const struct session *s)
 /* The closing line for a code that means "nothing is left for you", or NULL. */
 static const char *end_message(int rc)
 {
+    if (rc == LDPREF_ECAMPAIGN_COMPLETE)
+        return "The campaign is complete: every task has all the labels it needs. Thank you!";
+    if (rc == LDPREF_EQUOTA_REACHED)
+        return "You have reached your quota of labels for this campaign. Thank you!";
     if (rc == LDPREF_ENO_TASK)
-        return "No task is available for you right now; try again later.";
+        return "No task is available for you right now (the others are held by other "
+               "annotators); try again later.";
     return NULL;
 }
 
@@ -382,12 +397,23 @@ static int fetch_next(struct session *s)
     int rc = ldpref_next_tasks(s->c, 1, &s->tasks, &s->ntasks);
     if (rc == LDPREF_OK && s->ntasks == 0)
         rc = LDPREF_ENO_TASK;
-    if (rc == LDPREF_OK && s->campaign && strcmp(s->tasks[0].campaign, s->campaign) != 0) {
+    status_refresh(s);
+    return rc;
+}
+
+/* The campaign the key is enrolled in must be the one asked for (checked
+ * before any task is fetched). */
+static int check_campaign(struct session *s)
+{
+    if (s->campaign == NULL)
+        return LDPREF_OK;
+    ldpref_progress p;
+    int rc = ldpref_progress_get(s->c, &p);
+    if (rc == LDPREF_OK && strcmp(p.campaign, s->campaign) != 0) {
         fprintf(stderr, "ldpref: label: this key is enrolled in campaign \"%s\", not \"%s\"\n",
-                s->tasks[0].campaign, s->campaign);
+                p.campaign, s->campaign);
         return LDPREF_EUNKNOWN_CAMPAIGN;
     }
-    status_refresh(s);
     return rc;
 }
 
@@ -397,35 +423,45 @@ static int apply(struct session *s, enum action act)
 {
     const ldpref_task *t = current(s);
     long long id = (long long)t->task_id;
+    int rc;
     if (act == ACT_SKIP) {
+        if ((rc = ldpref_skip(s->c, t->task_id)) != LDPREF_OK)
+            return rc;
+        s->skipped++;
         note(s,
-             "Task %lld: skipping is not available on this server yet; answer it or quit "
-             "(q).",
+             "Task %lld skipped: no label sent, no %s spent. It will not be offered to you again "
+             "(the server learns that you skipped it, never a preference).",
+             id, g_eps);
+        return LDPREF_OK;
+    }
+    /* The same note for every choice: the true answer is never shown. */
+    int choice = act == ACT_A   ? LDPREF_CHOICE_A
+                 : act == ACT_B ? LDPREF_CHOICE_B
+                                : LDPREF_CHOICE_CANT_TELL;
+    ldpref_budget before, after;
+    int have_spend = ldpref_budget_get(s->c, &before) == LDPREF_OK;
+    rc = ldpref_answer(s->c, t, choice, NULL);
+    if (rc == LDPREF_EALREADY_ANSWERED) {
+        note(s,
+             "Task %lld was already answered on this device: a randomized answer can never be "
+             "changed, or repeated questions would reveal your true preference.",
              id);
         return LDPREF_OK;
     }
-    if (act == ACT_CANT_TELL) {
-        note(s, "Task %lld: \"can't tell\" is not available on this server yet.", id);
-        return LDPREF_OK;
-    }
-    ldpref_budget before, after;
-    int have_before = ldpref_budget_get(s->c, &before) == LDPREF_OK;
-    ldpref_receipt r;
-    int rc = ldpref_answer(s->c, t, act == ACT_B ? 1 : 0, &r);
     if (rc != LDPREF_OK)
         return rc;
     s->answered++;
-    double spent = 0;
-    if (have_before && ldpref_budget_get(s->c, &after) == LDPREF_OK)
-        spent = after.spent - before.spent;
+    have_spend = have_spend && ldpref_budget_get(s->c, &after) == LDPREF_OK;
     char cost[128];
-    if (spent > 0)
-        snprintf(cost, sizeof cost, "%s %g spent on it", g_eps, spent);
+    if (!have_spend)
+        cost[0] = '\0';
+    else if (after.spent > before.spent)
+        snprintf(cost, sizeof cost, " (%s %g spent on it)", g_eps, after.spent - before.spent);
     else
-        snprintf(cost, sizeof cost, "no new %s: this comparison was answered before on this device",
-                 g_eps);
+        snprintf(cost, sizeof cost,
+                 " (no new %s: the same comparison was answered before on this device)", g_eps);
     note(s,
-         "Task %lld answered (%s). Your answer was randomized on this device before sending; "
+         "Task %lld answered%s. Your answer was randomized on this device before sending; "
          "the server may have received the other choice — that is how your privacy is "
          "protected.",
          id, cost);
@@ -785,7 +821,9 @@ int label_session(ldpref_client *c, const char *campaign)
     set_locale();
     struct session s = {.c = c, .campaign = campaign};
     s.plain = !isatty(STDIN_FILENO) || !isatty(STDOUT_FILENO);
-    int rc = fetch_next(&s);
+    int rc = check_campaign(&s);
+    if (rc == LDPREF_OK)
+        rc = fetch_next(&s);
     if (rc == LDPREF_OK && !s.plain && screen_start() != 0)
         s.plain = 1;
     int screen = rc == LDPREF_OK && !s.plain;
@@ -810,13 +848,16 @@ int label_session(ldpref_client *c, const char *campaign)
     if (s.plain)
         printf("\n");
     if (end) {
-        if (s.plain && s.note[0])
+        if (s.note[0]) /* what happened to the last task; the screen is gone */
             plain_print(s.note);
         printf("%s\n", end);
         rc = LDPREF_OK;
     } else if (rc != LDPREF_OK && rc != LDPREF_EUNKNOWN_CAMPAIGN) {
         fprintf(stderr, "ldpref: label: %s: %s\n", ldpref_error_name(rc),
                 ldpref_errmsg(c)[0] ? ldpref_errmsg(c) : ldpref_strerror(rc));
+        if (rc == LDPREF_ENETWORK || rc == LDPREF_EUNAVAILABLE)
+            fprintf(stderr, "ldpref: label: a signed answer that was not acknowledged stays on "
+                            "this device; `ldpref resend` sends it later\n");
     }
     char budget[160];
     budget_text(&s, budget, sizeof budget);

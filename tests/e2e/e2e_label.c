@@ -22,7 +22,7 @@
 #include <unistd.h>
 
 #define WAIT_MS 10000
-#define TASKS 6
+#define TASKS 10
 
 static server_proc srv;
 static ldpref_client *op;
@@ -179,7 +179,7 @@ static void test_wide_terminal(void)
     CHECK(strstr(s, "BRAVO-1 opens this response.") != NULL);
     CHECK(strstr(s, "The end of ALPHA-1.") != NULL); /* wide: everything fits */
     CHECK(strstr(s, "The end of BRAVO-1.") != NULL);
-    CHECK(strstr(s, "0 answered this session") != NULL);
+    CHECK(strstr(s, "0 of 10 in this campaign; 0 answered this session") != NULL);
     CHECK(strstr(s, "ε spent 0, left 1000") != NULL);
     /* The escape sequences in the text are shown, not obeyed. */
     CHECK(strstr(s, "ESCAPE\xEF\xBF\xBD[2J\xEF\xBF\xBD]0;owned\xEF\xBF\xBD") != NULL);
@@ -215,9 +215,32 @@ static void test_wide_terminal(void)
     CHECK_INT(labels_count(), before + 2);
     CHECK_INT(labels_with_epsilon(0.5), 2);
 
+    /* Can't tell: a label like any other, with the same epsilon. */
+    term_key(&t, "t");
+    s = expect_screen(&t, "3 of 10 in this campaign; 3 answered this session");
+    CHECK(strstr(s, "randomized on this device before sending") != NULL);
+    CHECK(strstr(s, "ε spent 1.5, left 998.5") != NULL);
+    long long skipped = task_on_screen(s);
+    free(s);
+    CHECK_INT(labels_count(), before + 3);
+    CHECK_INT(labels_with_epsilon(0.5), 3);
+
+    /* Skip: no label, nothing spent, a different task next. */
+    term_key(&t, "s");
+    char skipped_note[64];
+    snprintf(skipped_note, sizeof skipped_note, "Task %lld skipped", skipped);
+    s = expect_screen(&t, skipped_note);
+    CHECK(strstr(s, "3 answered this session") != NULL);
+    CHECK(strstr(s, "ε spent 1.5, left 998.5") != NULL);
+    CHECK(task_on_screen(s) != skipped);
+    save(s, "label-200x50-skipped.txt");
+    free(s);
+    CHECK_INT(labels_count(), before + 3);
+    CHECK_INT(server_db_count(&srv, "assignments WHERE skipped = 1"), 1);
+
     term_key(&t, "q");
     CHECK_INT(term_exit_status(&t, WAIT_MS), 0);
-    free(expect_screen(&t, "Session ended: 2 answered, 0 skipped; ε spent 1, left 999."));
+    free(expect_screen(&t, "Session ended: 3 answered, 1 skipped; ε spent 1.5, left 998.5."));
     term_stop(&t);
 }
 
@@ -363,28 +386,61 @@ static void test_plain_mode(void)
     CHECK_INT(labels_count(), before + 1);
 }
 
-/* A campaign with one task: after it, the session says nothing is left and
- * exits 0. */
-static void test_nothing_left(void)
+/* Creates campaign name with tasks tasks, labels_per_task and quota. */
+static void campaign_with(const char *name, int tasks, int labels_per_task, int64_t quota)
 {
     ldpref_campaign spec;
     ldpref_campaign_init(&spec);
-    spec.name = "tiny";
+    spec.name = name;
+    spec.labels_per_task = labels_per_task;
+    spec.annotator_quota = quota;
     CHECK_ERR(ldpref_admin_campaign_create(op, &spec, NULL), LP_OK);
-    load_tasks("tiny", 1);
-    char key[400];
-    enroll("tiny", "tiny", key, sizeof key);
+    load_tasks(name, tasks);
+}
+
+static long long campaign_labels(const char *name)
+{
+    return server_db_scalar(&srv,
+                            "SELECT count(*) FROM labels l JOIN tasks t ON t.id = l.task "
+                            "JOIN campaigns c ON c.id = t.campaign WHERE c.name = ?1",
+                            name);
+}
+
+/* The plain session of a new annotator of campaign that answers input; its
+ * output must contain want and it must exit 0. */
+static void plain_session_ends(const char *campaign, const char *input, const char *want,
+                               const char *capture)
+{
+    char key[400], name[64];
+    static int n;
+    snprintf(name, sizeof name, "%s-%d", campaign, ++n);
+    enroll(name, campaign, key, sizeof key);
     char *out = NULL;
-    CHECK_INT(run_plain(key, "b\nb\n", NULL, &out), 0);
-    save(out, "label-plain-end.txt");
-    CHECK(out && strstr(out, "No task is available for you right now") != NULL);
-    CHECK(out && strstr(out, "Session ended: 1 answered") != NULL);
+    CHECK_INT(run_plain(key, input, NULL, &out), 0);
+    if (capture)
+        save(out, capture);
+    check_record(out && strstr(out, want), __FILE__, __LINE__, "the session says \"%s\":\n%s", want,
+                 out ? out : "(no output)");
     free(out);
-    CHECK_INT(server_db_scalar(&srv,
-                               "SELECT count(*) FROM labels l JOIN tasks t ON t.id = l.task "
-                               "JOIN campaigns c ON c.id = t.campaign WHERE c.name = 'tiny'",
-                               NULL),
-              1);
+}
+
+/* When nothing is left the session says why and exits 0: the campaign is
+ * complete, the quota is reached, or the remaining task is leased to
+ * someone else. */
+static void test_nothing_left(void)
+{
+    campaign_with("tiny", 1, 1, 0);
+    plain_session_ends("tiny", "b\nb\n", "The campaign is complete", "label-plain-end.txt");
+    CHECK_INT(campaign_labels("tiny"), 1);
+
+    campaign_with("quota", 3, 1, 1);
+    plain_session_ends("quota", "a\na\n", "You have reached your quota", NULL);
+    CHECK_INT(campaign_labels("quota"), 1);
+
+    campaign_with("leased", 1, 1, 0);
+    plain_session_ends("leased", "q\n", "Session ended: 0 answered, 0 skipped", NULL);
+    plain_session_ends("leased", "a\n", "No task is available for you right now", NULL);
+    CHECK_INT(campaign_labels("leased"), 0);
 }
 
 int main(void)
