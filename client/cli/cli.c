@@ -248,6 +248,16 @@ static int cmd_enroll(const struct cmd *cmd, ldpref_client *c, char **pos, int n
     return 0;
 }
 
+/* The earlier turns of a task's conversation: [{"role", "content"}, ...]. */
+static json_t *context_json(const ldpref_task *t)
+{
+    json_t *arr = json_array();
+    for (size_t k = 0; k < t->n_context && arr != NULL; k++)
+        json_array_append_new(arr, json_pack("{s:s, s:s}", "role", t->context[k].role, "content",
+                                             t->context[k].content));
+    return arr;
+}
+
 static int cmd_next(const struct cmd *cmd, ldpref_client *c, char **pos, int npos)
 {
     long count = 1;
@@ -261,11 +271,11 @@ static int cmd_next(const struct cmd *cmd, ldpref_client *c, char **pos, int npo
         return fail(rc, c, "next");
     for (size_t i = 0; i < n; i++) {
         const ldpref_task *t = &tasks[i];
-        print_json(json_pack("{s:I, s:s, s:s, s:s, s:s, s:o, s:o, s:o}", "task_id",
-                             (json_int_t)t->task_id, "campaign", t->campaign, "prompt", t->prompt,
-                             "a", t->a, "b", t->b, "epsilon", eps_json(t->epsilon_proposed),
-                             "epsilon_min", eps_json(t->epsilon_min), "epsilon_max",
-                             eps_json(t->epsilon_max)));
+        print_json(json_pack("{s:I, s:s, s:o, s:s, s:s, s:s, s:o, s:o, s:o}", "task_id",
+                             (json_int_t)t->task_id, "campaign", t->campaign, "context",
+                             context_json(t), "prompt", t->prompt, "a", t->a, "b", t->b, "epsilon",
+                             eps_json(t->epsilon_proposed), "epsilon_min", eps_json(t->epsilon_min),
+                             "epsilon_max", eps_json(t->epsilon_max)));
     }
     ldpref_tasks_free(tasks, n);
     return 0;
@@ -555,8 +565,12 @@ static int cmd_export(const struct cmd *cmd, ldpref_client *c, char **pos, int n
 {
     const char *out = cflag_value(cmd, "--out"), *campaign = cflag_value(cmd, "--campaign");
     const char *view = cflag_value(cmd, "--view"), *v = cflag_value(cmd, "--version");
+    const char *format = cflag_value(cmd, "--format");
     if (view && strcmp(view, "clean") != 0 && strcmp(view, "corrupted") != 0)
         return usage_error("--view must be clean or corrupted, not %s", view);
+    if (format && strcmp(format, LDPREF_EXPORT_STANDARD) != 0 &&
+        strcmp(format, LDPREF_EXPORT_CONVERSATIONAL) != 0)
+        return usage_error("--format must be standard or conversational, not %s", format);
     int64_t version = 0;
     if (v && (view == NULL || strcmp(view, "corrupted") != 0))
         return usage_error("--version %s needs --view corrupted", v);
@@ -567,8 +581,8 @@ static int cmd_export(const struct cmd *cmd, ldpref_client *c, char **pos, int n
                            "--campaign %s",
                            campaign);
     int rc = out && strcmp(out, "-") != 0
-                 ? ldpref_admin_export_view_path(c, campaign, view, version, out)
-                 : ldpref_admin_export_view(c, campaign, view, version, stdout);
+                 ? ldpref_admin_export_format_path(c, campaign, view, version, format, out)
+                 : ldpref_admin_export_format(c, campaign, view, version, format, stdout);
     return rc == LDPREF_OK ? 0 : fail(rc, c, "admin export");
 }
 
@@ -977,6 +991,8 @@ static const struct cflag F_EXPORT[] = {
     {"--view", "VIEW",
      "clean (default: labels as received) or corrupted (a model's training view)"},
     {"--version", "V", "with --view corrupted: the model (default: the active one)"},
+    {"--format", "F",
+     "standard (default: TRL's text prompt/chosen/rejected) or conversational (turn lists)"},
     {NULL, NULL, NULL}};
 static const struct cflag F_SIM[] = {
     {"--simulate-ctl-alpha", "A",
@@ -1068,7 +1084,8 @@ static const struct cmd CMDS[] = {
     {"admin revoke", "admin revoke KEY", "revoke an annotator key (operator)", 1, 1, 2, NULL,
      cmd_revoke},
     {"admin stats", "admin stats", "server statistics (operator)", 0, 0, 2, NULL, cmd_stats},
-    {"admin export", "admin export [--out FILE] [--campaign C | --view corrupted [--version V]]",
+    {"admin export",
+     "admin export [--out FILE] [--campaign C | --view corrupted [--version V]] [--format F]",
      "export labels as JSONL (operator)", 0, 0, 2, F_EXPORT, cmd_export},
     {"admin retrain", "admin retrain [options] [--wait]",
      "start a training run; prints the run (with --wait: the final run) (operator)", 0, 0, 2,

@@ -256,12 +256,29 @@ static int check_view(ldpref_client *c, const char *campaign, const char *view, 
     return LDPREF_OK;
 }
 
-int ldpref_admin_export_view(ldpref_client *c, const char *campaign, const char *view,
-                             int64_t version, FILE *out)
+/* 1 for the conversational format, 0 for the standard one (or NULL). */
+static int conversational(const char *format)
+{
+    return format != NULL && strcmp(format, LDPREF_EXPORT_CONVERSATIONAL) == 0;
+}
+
+/* check_view, and the format: NULL, standard or conversational. */
+static int check_export(ldpref_client *c, const char *campaign, const char *view, int64_t version,
+                        const char *format)
+{
+    if (format != NULL && !conversational(format) && strcmp(format, LDPREF_EXPORT_STANDARD) != 0)
+        return lpc_fail(c, LDPREF_EINVALID_ARGUMENT,
+                        "export format must be \"standard\" or \"conversational\", not \"%.40s\"",
+                        format);
+    return check_view(c, campaign, view, version);
+}
+
+int ldpref_admin_export_format(ldpref_client *c, const char *campaign, const char *view,
+                               int64_t version, const char *format, FILE *out)
 {
     if (c == NULL || out == NULL)
         return LDPREF_EINVALID_ARGUMENT;
-    int rc = check_view(c, campaign, view, version);
+    int rc = check_export(c, campaign, view, version, format);
     if (rc != LDPREF_OK)
         return rc;
     char path[512];
@@ -274,6 +291,9 @@ int ldpref_admin_export_view(ldpref_client *c, const char *campaign, const char 
             return rc;
         snprintf(path, sizeof path, "/v1/export?view=corrupted&version=%lld", (long long)version);
     }
+    if (conversational(format)) /* "standard" is the server's default: sent as no parameter */
+        snprintf(path + strlen(path), sizeof path - strlen(path), "%sformat=conversational",
+                 strchr(path, '?') ? "&" : "?");
     char url[LPC_SERVER_MAX + 512];
     snprintf(url, sizeof url, "%s%s", c->server, path);
     lpc_http_req req = {.method = "GET",
@@ -293,17 +313,23 @@ int ldpref_admin_export_view(ldpref_client *c, const char *campaign, const char 
     return rc;
 }
 
-int ldpref_admin_export(ldpref_client *c, const char *campaign, FILE *out)
+int ldpref_admin_export_view(ldpref_client *c, const char *campaign, const char *view,
+                             int64_t version, FILE *out)
 {
-    return ldpref_admin_export_view(c, campaign, NULL, 0, out);
+    return ldpref_admin_export_format(c, campaign, view, version, NULL, out);
 }
 
-int ldpref_admin_export_view_path(ldpref_client *c, const char *campaign, const char *view,
-                                  int64_t version, const char *path)
+int ldpref_admin_export(ldpref_client *c, const char *campaign, FILE *out)
+{
+    return ldpref_admin_export_format(c, campaign, NULL, 0, NULL, out);
+}
+
+int ldpref_admin_export_format_path(ldpref_client *c, const char *campaign, const char *view,
+                                    int64_t version, const char *format, const char *path)
 {
     if (c == NULL || path == NULL)
         return LDPREF_EINVALID_ARGUMENT;
-    int rc = check_view(c, campaign, view, version);
+    int rc = check_export(c, campaign, view, version, format);
     if (rc != LDPREF_OK)
         return rc;
     int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
@@ -314,13 +340,19 @@ int ldpref_admin_export_view_path(ldpref_client *c, const char *campaign, const 
         close(fd);
         return lpc_fail(c, LDPREF_EIO, "%s: %s", path, strerror(errno));
     }
-    rc = ldpref_admin_export_view(c, campaign, view, version, f);
+    rc = ldpref_admin_export_format(c, campaign, view, version, format, f);
     if (fclose(f) != 0 && rc == LDPREF_OK)
         rc = lpc_fail(c, LDPREF_EIO, "%s: %s", path, strerror(errno));
     return rc;
 }
 
+int ldpref_admin_export_view_path(ldpref_client *c, const char *campaign, const char *view,
+                                  int64_t version, const char *path)
+{
+    return ldpref_admin_export_format_path(c, campaign, view, version, NULL, path);
+}
+
 int ldpref_admin_export_path(ldpref_client *c, const char *campaign, const char *path)
 {
-    return ldpref_admin_export_view_path(c, campaign, NULL, 0, path);
+    return ldpref_admin_export_format_path(c, campaign, NULL, 0, NULL, path);
 }

@@ -44,7 +44,8 @@
 _Static_assert(LPC_CTL_TIE == LDPREF_CHOICE_CANT_TELL, "ctl.h: a tie is LDPREF_CHOICE_CANT_TELL");
 
 #define LPC_BATCH_MAX 1000
-#define LPC_MEMO_TAG "ldpref/memo/v1"
+#define LPC_MEMO_TAG "ldpref/memo/v1"              /* a comparison without context */
+#define LPC_MEMO_TAG_CONVERSATION "ldpref/memo/v2" /* one with earlier turns */
 
 static void hash_update_lp(crypto_generichash_state *st, const void *data, size_t len)
 {
@@ -55,9 +56,10 @@ static void hash_update_lp(crypto_generichash_state *st, const void *data, size_
     crypto_generichash_update(st, data, len);
 }
 
-void lpc_memo_key(const uint8_t secret[LPC_DEVICE_SECRET_BYTES], const char *prompt, const char *a,
-                  const char *b, uint8_t key[LPC_MEMO_KEY_BYTES], int *swapped)
+void lpc_memo_key(const uint8_t secret[LPC_DEVICE_SECRET_BYTES], const ldpref_task *t,
+                  uint8_t key[LPC_MEMO_KEY_BYTES], int *swapped)
 {
+    const char *a = t->a, *b = t->b;
     uint8_t ha[32], hb[32];
     size_t la = strlen(a), lb = strlen(b);
     crypto_generichash(ha, sizeof ha, (const uint8_t *)a, la, NULL, 0);
@@ -68,7 +70,20 @@ void lpc_memo_key(const uint8_t secret[LPC_DEVICE_SECRET_BYTES], const char *pro
     const char *first = sw ? b : a, *second = sw ? a : b;
     crypto_generichash_state st;
     crypto_generichash_init(&st, secret, LPC_DEVICE_SECRET_BYTES, LPC_MEMO_KEY_BYTES);
-    hash_update_lp(&st, LPC_MEMO_TAG, strlen(LPC_MEMO_TAG));
+    if (t->n_context == 0) { /* the key of the comparisons before conversations */
+        hash_update_lp(&st, LPC_MEMO_TAG, strlen(LPC_MEMO_TAG));
+    } else { /* the turn count, then each turn's role and content */
+        hash_update_lp(&st, LPC_MEMO_TAG_CONVERSATION, strlen(LPC_MEMO_TAG_CONVERSATION));
+        uint8_t be[8];
+        for (int i = 0; i < 8; i++)
+            be[i] = (uint8_t)((uint64_t)t->n_context >> (56 - 8 * i));
+        crypto_generichash_update(&st, be, sizeof be);
+        for (size_t k = 0; k < t->n_context; k++) {
+            hash_update_lp(&st, t->context[k].role, strlen(t->context[k].role));
+            hash_update_lp(&st, t->context[k].content, strlen(t->context[k].content));
+        }
+    }
+    const char *prompt = t->prompt;
     hash_update_lp(&st, prompt, strlen(prompt));
     hash_update_lp(&st, first, strlen(first));
     hash_update_lp(&st, second, strlen(second));
@@ -237,7 +252,13 @@ static int meta_from_task(ldpref_client *c, const ldpref_task *t, lpc_task_meta 
 {
     if (t->prompt == NULL || t->a == NULL || t->b == NULL || t->task_id < 1)
         return lpc_fail(c, LDPREF_EINVALID_ARGUMENT, "task needs task_id >= 1, prompt, a and b");
-    lpc_memo_key(lpc_ledger_secret(c->ledger), t->prompt, t->a, t->b, m->memo_key, &m->swapped);
+    if (t->n_context > 0 && t->context == NULL)
+        return lpc_fail(c, LDPREF_EINVALID_ARGUMENT, "task has n_context turns but no context");
+    for (size_t k = 0; k < t->n_context; k++)
+        if (t->context[k].role == NULL || t->context[k].content == NULL)
+            return lpc_fail(c, LDPREF_EINVALID_ARGUMENT, "context turn %zu needs role and content",
+                            k);
+    lpc_memo_key(lpc_ledger_secret(c->ledger), t, m->memo_key, &m->swapped);
     m->epsilon_proposed = t->epsilon_proposed;
     m->epsilon_min = t->epsilon_min;
     m->epsilon_max = t->epsilon_max;

@@ -17,8 +17,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define LPC_RESP_CAP_TASKS LPC_RESP_CAP_LARGE /* 1000 tasks x 3 x 64 KiB, with room */
-#define LPC_TEXT_MAX 65536                    /* prompt / response, bytes (protocol cap) */
+/* 1000 tasks x (3 x 64 KiB + 128 KiB of context), with room for escapes */
+#define LPC_RESP_CAP_TASKS (384u << 20)
+#define LPC_TEXT_MAX 65536 /* prompt / response / one turn, bytes (protocol cap) */
+#define LPC_TURNS_MAX 32   /* context turns of one task (protocol cap) */
 #define LPC_CAMPAIGN_MAX 128
 
 void ldpref_options_init(ldpref_options *o)
@@ -347,8 +349,49 @@ void ldpref_tasks_free(ldpref_task *tasks, size_t n)
         free(tasks[i].prompt);
         free(tasks[i].a);
         free(tasks[i].b);
+        for (size_t k = 0; k < tasks[i].n_context; k++) {
+            free(tasks[i].context[k].role);
+            free(tasks[i].context[k].content);
+        }
+        free(tasks[i].context);
     }
     free(tasks);
+}
+
+/* The "context" of a task object (absent: none, as from servers before
+ * conversations) into t->context (strings copied). */
+static int parse_context(const json_t *obj, ldpref_task *t, char *msg, size_t msglen)
+{
+    static const char *const roles[] = {"system", "user", "assistant", NULL};
+    const json_t *arr = json_object_get(obj, "context");
+    if (arr == NULL)
+        return LP_OK;
+    if (!json_is_array(arr) || json_array_size(arr) > LPC_TURNS_MAX)
+        return lp_fail(LP_EPROTOCOL, msg, msglen, "\"context\" must be a list of at most %d turns",
+                       LPC_TURNS_MAX);
+    size_t n = json_array_size(arr);
+    if (n == 0)
+        return LP_OK;
+    if ((t->context = calloc(n, sizeof *t->context)) == NULL)
+        return LP_ENO_MEMORY;
+    for (size_t k = 0; k < n; k++) {
+        const json_t *turn = json_array_get(arr, k);
+        const char *role, *content;
+        if (lp_json_get_string(turn, "role", 16, &role, msg, msglen) != LP_OK ||
+            lp_json_get_string(turn, "content", LPC_TEXT_MAX, &content, msg, msglen) != LP_OK)
+            return LP_EPROTOCOL;
+        int known = 0;
+        for (const char *const *r = roles; *r != NULL && !known; r++)
+            known = strcmp(*r, role) == 0;
+        if (!known)
+            return lp_fail(LP_EPROTOCOL, msg, msglen, "context turn %zu has an unknown role", k);
+        t->context[k].role = strdup(role);
+        t->context[k].content = strdup(content);
+        t->n_context = k + 1; /* freed with the task from here on */
+        if (!t->context[k].role || !t->context[k].content)
+            return LP_ENO_MEMORY;
+    }
+    return LP_OK;
 }
 
 /* Parses one task object of the next-tasks answer into t (strings copied). */
@@ -374,7 +417,7 @@ static int parse_task(const json_t *obj, ldpref_task *t, char *msg, size_t msgle
     t->b = strdup(b);
     if (!t->campaign || !t->prompt || !t->a || !t->b)
         return LP_ENO_MEMORY;
-    return LP_OK;
+    return parse_context(obj, t, msg, msglen);
 }
 
 /* Remembers the fetched tasks (memo key, orientation, epsilon range). */
@@ -388,8 +431,7 @@ static int cache_tasks(ldpref_client *c, const ldpref_task *tasks, size_t n)
         return lpc_fail(c, LDPREF_ESTORAGE, "ledger busy or failing");
     for (size_t i = 0; i < n && rc == LP_OK; i++) {
         lpc_task_meta m;
-        lpc_memo_key(lpc_ledger_secret(l), tasks[i].prompt, tasks[i].a, tasks[i].b, m.memo_key,
-                     &m.swapped);
+        lpc_memo_key(lpc_ledger_secret(l), &tasks[i], m.memo_key, &m.swapped);
         m.epsilon_proposed = tasks[i].epsilon_proposed;
         m.epsilon_min = tasks[i].epsilon_min;
         m.epsilon_max = tasks[i].epsilon_max;

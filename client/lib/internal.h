@@ -90,13 +90,21 @@ int lpc_key_load(const char *path, uint8_t sk[LP_SECRET_BYTES], uint8_t pk[LP_KE
  */
 
 /*
- * The memo key and orientation of a comparison: key = keyed BLAKE2b under
- * the device secret over the prompt and the two responses in canonical
- * order (sorted by their BLAKE2b hash), each length-prefixed. *swapped is 1
- * when the canonical order is (b, a).
+ * The memo key and orientation of the comparison t presents (its context,
+ * prompt, a and b; task id and epsilons play no part): key = keyed BLAKE2b
+ * under the device secret over, each length-prefixed (8-byte big-endian
+ * length, then the bytes):
+ *   without context  "ldpref/memo/v1", prompt, first, second
+ *   with context     "ldpref/memo/v2", then the turn count (8 bytes,
+ *                    big-endian), each turn's role and content, then
+ *                    prompt, first, second
+ * where first, second are the two responses in canonical order (sorted by
+ * their BLAKE2b hash). *swapped is 1 when the canonical order is (b, a).
+ * The key without context is the one of ledgers written before
+ * conversations (docs/client.md "Memo key").
  */
-void lpc_memo_key(const uint8_t secret[LPC_DEVICE_SECRET_BYTES], const char *prompt, const char *a,
-                  const char *b, uint8_t key[LPC_MEMO_KEY_BYTES], int *swapped);
+void lpc_memo_key(const uint8_t secret[LPC_DEVICE_SECRET_BYTES], const ldpref_task *t,
+                  uint8_t key[LPC_MEMO_KEY_BYTES], int *swapped);
 
 /*
  * Does everything ldpref_answer() does before the network: outbox lookup,

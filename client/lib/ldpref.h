@@ -222,8 +222,16 @@ typedef struct ldpref_enrollment {
  * (the request is signed: proof of possession). out may be NULL. */
 int ldpref_enroll(ldpref_client *c, const char *token, ldpref_enrollment *out);
 
+/* One earlier turn of a task's conversation: role "system", "user" or
+ * "assistant", and its text. */
+typedef struct ldpref_turn {
+    char *role;
+    char *content;
+} ldpref_turn;
+
 /* A comparison task as served to this annotator. a/b is the presentation
- * order. All strings are owned by the array they came in. */
+ * order. All strings (and the context array) are owned by the array they
+ * came in. */
 typedef struct ldpref_task {
     int64_t task_id;
     char *campaign;
@@ -233,10 +241,16 @@ typedef struct ldpref_task {
     double epsilon_proposed; /* the campaign's proposal (INFINITY for null) */
     double epsilon_min;
     double epsilon_max;
+    ldpref_turn *context; /* the conversation before the prompt, oldest first;
+                             NULL when n_context is 0 */
+    size_t n_context;
 } ldpref_task;
 
 /*
- * Fetches up to count (1..1000) tasks (signed request). On success *tasks is
+ * Fetches up to count (1..1000) tasks (signed request). Each comes with its
+ * conversation's earlier turns (context); the comparison the annotator
+ * answers, and whose randomized answer is remembered, is the whole
+ * conversation with the two responses (docs/client.md "Memo key"). On success *tasks is
  * a new array of *n tasks, freed with ldpref_tasks_free(*tasks, *n). When the
  * server has nothing, returns with *tasks NULL and *n 0:
  * LDPREF_ECAMPAIGN_COMPLETE (every task of the campaign has its labels),
@@ -429,6 +443,24 @@ int ldpref_admin_export_view(ldpref_client *c, const char *campaign, const char 
 /* As ldpref_admin_export_view() into a file created (mode 0600) at path. */
 int ldpref_admin_export_view_path(ldpref_client *c, const char *campaign, const char *view,
                                   int64_t version, const char *path);
+
+/* Export formats (docs/protocol.md "Export"). */
+#define LDPREF_EXPORT_STANDARD                                                                     \
+    "standard" /* TRL's standard preference format: text                                           \
+                  prompt, chosen, rejected (the default) */
+#define LDPREF_EXPORT_CONVERSATIONAL                                                               \
+    "conversational" /* TRL's conversational format:                                               \
+            "prompt" the list of turns ending with the                                             \
+            user's, chosen/rejected one assistant turn */
+
+/* As ldpref_admin_export_view() in format (NULL: LDPREF_EXPORT_STANDARD;
+ * anything else but the two: LDPREF_EINVALID_ARGUMENT). Since 0.3. */
+int ldpref_admin_export_format(ldpref_client *c, const char *campaign, const char *view,
+                               int64_t version, const char *format, FILE *out);
+
+/* As ldpref_admin_export_format() into a file created (mode 0600) at path. */
+int ldpref_admin_export_format_path(ldpref_client *c, const char *campaign, const char *view,
+                                    int64_t version, const char *format, const char *path);
 
 /* ---------------------------------------------------------------------------
  * Learning (docs/protocol.md "Learning endpoints"). All but ldpref_score*

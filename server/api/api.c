@@ -8,6 +8,7 @@
 
 #include "auth.h"
 #include "error.h"
+#include "tasks.h"
 #include "wire.h"
 
 #include <pthread.h>
@@ -108,6 +109,26 @@ void lp_api_receipt(lp_buf *b, const lp_receipt *r, int with_status, int status)
     if (with_status)
         lp_buf_printf(b, ",\"status\":%d", status);
     lp_buf_puts(b, "}");
+}
+
+int lp_api_context(lp_api *api, int64_t task_id, json_t **out)
+{
+    *out = NULL;
+    lp_turn *turns = NULL;
+    size_t n = 0;
+    int rc = lp_store_task_context(api->store, task_id, &turns, &n);
+    if (rc != LP_OK)
+        return rc;
+    json_t *arr = json_array();
+    for (size_t i = 0; i < n && arr != NULL; i++)
+        if (json_array_append_new(arr, json_pack("{s:s, s:s}", "role", turns[i].role, "content",
+                                                 turns[i].content)) != 0) {
+            json_decref(arr);
+            arr = NULL;
+        }
+    lp_turns_free(turns);
+    *out = arr;
+    return arr != NULL ? LP_OK : LP_ENO_MEMORY;
 }
 
 /* ---- routing ---- */

@@ -350,6 +350,8 @@ int lp_api_metrics(lp_api *api, const lp_request *req, lp_response *resp)
 /* ---- export (streamed) ---- */
 
 struct export_stream {
+    lp_api *api;
+    int conversational;      /* format=conversational: turns instead of texts */
     lp_label_cursor *cur;    /* the received labels, or */
     lp_view *view;           /* a model's training view (view=corrupted) */
     lp_corruption *settings; /* the view's, owned */
@@ -370,7 +372,32 @@ static json_t *features_json(const void *blob, size_t dim)
     return arr;
 }
 
-/* Formats the next row into es->line; 0 at the end, -1 on error. */
+/* A turn {"role", "content"}. */
+static json_t *turn(const char *role, const char *content)
+{
+    return json_pack("{s:s, s:s}", "role", role, "content", content);
+}
+
+/* TRL's conversational form of a row: "prompt" becomes the context turns
+ * and the user's prompt, "chosen" and "rejected" one assistant turn each. */
+static int conversational(struct export_stream *es, json_t *o, const lp_label_row *r)
+{
+    json_t *prompt = NULL;
+    if (lp_api_context(es->api, r->task_id, &prompt) != LP_OK)
+        return -1;
+    if (json_array_append_new(prompt, turn(LP_ROLE_USER, r->prompt ? r->prompt : "")) != 0 ||
+        json_object_set_new(o, "prompt", prompt) != 0)
+        return -1;
+    const char *keys[2] = {"chosen", "rejected"};
+    for (int k = 0; k < 2; k++) {
+        json_t *text = json_object_get(o, keys[k]);
+        json_t *list = json_pack("[o]", turn(LP_ROLE_ASSISTANT, json_string_value(text)));
+        if (json_object_set_new(o, keys[k], list) != 0)
+            return -1;
+    }
+    return 0;
+}
+
 /* The next row of the model view as an export row (oriented by the view's
  * label); *vr keeps the view's own fields. */
 static int view_row(struct export_stream *es, lp_label_row *r, lp_view_row *vr)
@@ -398,6 +425,7 @@ static int view_row(struct export_stream *es, lp_label_row *r, lp_view_row *vr)
     return 1;
 }
 
+/* Formats the next row into es->line; 0 at the end, -1 on error. */
 static int export_fill(struct export_stream *es)
 {
     lp_label_row r;
@@ -427,6 +455,10 @@ static int export_fill(struct export_stream *es)
         json_object_set_new(o, "z_received", json_integer(vr.z));
         json_object_set_new(o, "corruption_id",
                             vr.corruption_id ? json_integer(vr.corruption_id) : json_null());
+    }
+    if (o != NULL && es->conversational && conversational(es, o, &r) != 0) {
+        json_decref(o);
+        o = NULL;
     }
     char *text = o ? json_dumps(o, JSON_COMPACT) : NULL;
     json_decref(o);
@@ -490,9 +522,13 @@ static int export_open(lp_store *s, const char *campaign, lp_label_cursor **out)
 int lp_api_export(lp_api *api, const lp_request *req, lp_response *resp)
 {
     const char *view = lp_api_param(req, "view"), *version = lp_api_param(req, "version");
+    const char *format = lp_api_param(req, "format");
     int corrupted = view != NULL && strcmp(view, "corrupted") == 0;
+    int conversational = format != NULL && strcmp(format, "conversational") == 0;
     if (view != NULL && !corrupted && strcmp(view, "clean") != 0)
         return lp_api_error(resp, LP_EBAD_REQUEST, "view must be clean or corrupted");
+    if (format != NULL && !conversational && strcmp(format, "standard") != 0)
+        return lp_api_error(resp, LP_EBAD_REQUEST, "format must be standard or conversational");
     char *end = NULL;
     long long v = version ? strtoll(version, &end, 10) : 0;
     if (corrupted && (version == NULL || *end != '\0' || v < 1))
@@ -505,6 +541,8 @@ int lp_api_export(lp_api *api, const lp_request *req, lp_response *resp)
     struct export_stream *es = calloc(1, sizeof *es);
     if (es == NULL)
         return lp_api_error(resp, LP_ENO_MEMORY, NULL);
+    es->api = api;
+    es->conversational = conversational;
     int rc;
     char msg[LP_MSG_MAX] = "";
     if (corrupted) {

@@ -37,6 +37,10 @@ int lp_api_parse_body(lp_api *api, const lp_request *req, json_t **out, lp_respo
 /* The value of a query parameter, or NULL. */
 const char *lp_api_param(const lp_request *req, const char *key);
 
+/* The context turns of task_id as a new JSON array of {"role", "content"}
+ * ([] when it has none) in *out. LP_ESTORAGE, LP_ENO_MEMORY. */
+int lp_api_context(lp_api *api, int64_t task_id, json_t **out);
+
 /* Appends a receipt object (without braces' closing when extra is set). */
 void lp_api_receipt(lp_buf *b, const lp_receipt *r, int with_status, int status);
 

@@ -333,6 +333,13 @@ int lp_api_next(lp_api *api, const lp_request *req, lp_response *resp)
                               lp_json_epsilon(c.epsilon_default), "epsilon_min", c.epsilon_min,
                               "epsilon_max", c.epsilon_max);
         lp_task_clear(&t);
+        json_t *context = NULL;
+        if (o != NULL && (rc = lp_api_context(api, as[i].task_id, &context)) == LP_OK)
+            json_object_set_new(o, "context", context);
+        if (rc != LP_OK) {
+            json_decref(o);
+            break;
+        }
         if (o == NULL || json_array_append_new(tasks, o) != 0) {
             rc = LP_ENO_MEMORY;
             break;

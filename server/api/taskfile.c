@@ -14,6 +14,7 @@ struct line_store {
     json_t *doc;
     char id[LP_TASK_ID_MAX + 3]; /* "h:" + 32 hex, or the supplied id */
     double *f0, *f1;
+    lp_turn *turns; /* the context; strings borrowed from doc */
 };
 
 struct priv {
@@ -29,6 +30,7 @@ static void priv_free(struct priv *p)
         json_decref(p->lines[i].doc);
         free(p->lines[i].f0);
         free(p->lines[i].f1);
+        free(p->lines[i].turns);
     }
     free(p->lines);
     free(p);
@@ -72,18 +74,160 @@ static int features(const json_t *v, const char *name, double **out, size_t *dim
     return LP_OK;
 }
 
+/* One turn {"role", "content"} of the array `name` at index i. */
+static int parse_turn(const json_t *v, const char *name, size_t i, lp_turn *out, char *why,
+                      size_t wl)
+{
+    static const char *const fields[] = {"role", "content", NULL};
+    static const char *const roles[] = {LP_ROLE_SYSTEM, LP_ROLE_USER, LP_ROLE_ASSISTANT};
+    char m[LP_MSG_MAX];
+    const char *role = NULL;
+    if (!json_is_object(v))
+        return lp_fail(LP_EBAD_TASK, why, wl,
+                       "\"%s\"[%zu] must be a {\"role\", \"content\"} object", name, i);
+    if (lp_json_only_fields(v, fields, m, sizeof m) != LP_OK ||
+        lp_json_get_string(v, "role", 16, &role, m, sizeof m) != LP_OK ||
+        lp_json_get_string(v, "content", LP_TASK_TEXT_MAX, &out->content, m, sizeof m) != LP_OK)
+        return lp_fail(LP_EBAD_TASK, why, wl, "\"%s\"[%zu]: %s", name, i, m);
+    out->role = NULL;
+    for (size_t r = 0; r < sizeof roles / sizeof roles[0]; r++)
+        if (strcmp(role, roles[r]) == 0)
+            out->role = roles[r];
+    if (out->role == NULL)
+        return lp_fail(LP_EBAD_TASK, why, wl,
+                       "\"%s\"[%zu]: role must be system, user or assistant, not \"%.16s\"", name,
+                       i, role);
+    return LP_OK;
+}
+
+/* The turns of array v (named name) into a new array in ls->turns: at
+ * most max of them. *n gets their count. */
+static int parse_turns(const json_t *v, const char *name, size_t max, struct line_store *ls,
+                       size_t *n, char *why, size_t wl)
+{
+    if (!json_is_array(v))
+        return lp_fail(LP_EBAD_TASK, why, wl, "\"%s\" must be an array of turns", name);
+    size_t k = json_array_size(v);
+    if (k > max)
+        return lp_fail(LP_EBAD_TASK, why, wl, "\"%s\" has more than %zu turns", name, max);
+    *n = k;
+    if (k == 0)
+        return LP_OK;
+    if ((ls->turns = calloc(k, sizeof *ls->turns)) == NULL)
+        return LP_ENO_MEMORY;
+    for (size_t i = 0; i < k; i++) {
+        int rc = parse_turn(json_array_get(v, i), name, i, &ls->turns[i], why, wl);
+        if (rc != LP_OK)
+            return rc;
+    }
+    return LP_OK;
+}
+
+/* The one assistant turn of a conversational "chosen" or "rejected". */
+static int assistant_reply(const json_t *o, const char *name, const char **out, char *why,
+                           size_t wl)
+{
+    const json_t *v = json_object_get(o, name);
+    lp_turn turn;
+    if (!json_is_array(v) || json_array_size(v) != 1)
+        return lp_fail(LP_EBAD_TASK, why, wl,
+                       "\"%s\" must be a list of one assistant turn when \"prompt\" is a list",
+                       name);
+    int rc = parse_turn(json_array_get(v, 0), name, 0, &turn, why, wl);
+    if (rc != LP_OK)
+        return rc;
+    if (strcmp(turn.role, LP_ROLE_ASSISTANT) != 0)
+        return lp_fail(LP_EBAD_TASK, why, wl, "\"%s\"[0] must be an assistant turn, not %s", name,
+                       turn.role);
+    *out = turn.content;
+    return LP_OK;
+}
+
+/* TRL's conversational form: "prompt" is a list of turns whose last is the
+ * user's; chosen and rejected are one assistant turn each. */
+static int parse_conversation(const json_t *o, struct line_store *ls, lp_task_in *t, char *why,
+                              size_t wl)
+{
+    if (json_object_get(o, "context") != NULL || json_object_get(o, "responses") != NULL)
+        return lp_fail(LP_EBAD_TASK, why, wl,
+                       "a conversational \"prompt\" list carries its own context: no "
+                       "\"context\" or \"responses\" beside it");
+    size_t n;
+    const json_t *prompt = json_object_get(o, "prompt");
+    int rc = parse_turns(prompt, "prompt", LP_TASK_TURNS_MAX + 1, ls, &n, why, wl);
+    if (rc != LP_OK)
+        return rc;
+    if (n == 0 || strcmp(ls->turns[n - 1].role, LP_ROLE_USER) != 0)
+        return lp_fail(LP_EBAD_TASK, why, wl,
+                       "the last turn of \"prompt\" must be the user turn being answered");
+    t->prompt = ls->turns[n - 1].content;
+    t->context = n > 1 ? ls->turns : NULL;
+    t->n_context = n - 1;
+    if ((rc = assistant_reply(o, "chosen", &t->response0, why, wl)) != LP_OK ||
+        (rc = assistant_reply(o, "rejected", &t->response1, why, wl)) != LP_OK)
+        return rc;
+    t->reference_preferred = 0;
+    return LP_OK;
+}
+
+/* An optional "context" beside a text prompt; a last user turn equal to
+ * the prompt is the prompt itself and is dropped. */
+static int parse_context(const json_t *o, struct line_store *ls, lp_task_in *t, char *why,
+                         size_t wl)
+{
+    const json_t *v = json_object_get(o, "context");
+    if (v == NULL || json_is_null(v))
+        return LP_OK;
+    size_t n;
+    int rc = parse_turns(v, "context", LP_TASK_TURNS_MAX + 1, ls, &n, why, wl);
+    if (rc != LP_OK)
+        return rc;
+    if (n > 0 && strcmp(ls->turns[n - 1].role, LP_ROLE_USER) == 0 &&
+        strcmp(ls->turns[n - 1].content, t->prompt) == 0)
+        n--;
+    t->context = n > 0 ? ls->turns : NULL;
+    t->n_context = n;
+    return LP_OK;
+}
+
+/* The caps on a task's context taken together. */
+static int check_context_size(const lp_task_in *t, char *why, size_t wl)
+{
+    if (t->n_context > LP_TASK_TURNS_MAX)
+        return lp_fail(LP_EBAD_TASK, why, wl, "more than %d turns before the prompt",
+                       LP_TASK_TURNS_MAX);
+    size_t bytes = 0;
+    for (size_t i = 0; i < t->n_context; i++)
+        bytes += strlen(t->context[i].content);
+    if (bytes > LP_TASK_CONTEXT_MAX)
+        return lp_fail(LP_EBAD_TASK, why, wl,
+                       "the turns before the prompt hold more than %d bytes in all",
+                       LP_TASK_CONTEXT_MAX);
+    return LP_OK;
+}
+
 static int parse_line(const json_t *o, struct line_store *ls, lp_task_in *t, char *why, size_t wl)
 {
     memset(t, 0, sizeof *t);
     t->reference_preferred = -1;
     if (!json_is_object(o))
         return lp_fail(LP_EBAD_TASK, why, wl, "not a JSON object");
-    int rc = text_field(o, "prompt", &t->prompt, why, wl);
-    if (rc != LP_OK)
-        return LP_EBAD_TASK;
+    int rc;
     const json_t *responses = json_object_get(o, "responses");
     const json_t *fa = NULL, *fb = NULL;
-    if (responses != NULL) {
+    if (json_is_array(json_object_get(o, "prompt"))) {
+        if ((rc = parse_conversation(o, ls, t, why, wl)) != LP_OK)
+            return rc;
+        fa = json_object_get(o, "chosen_features");
+        fb = json_object_get(o, "rejected_features");
+        if ((fa == NULL) != (fb == NULL))
+            return lp_fail(LP_EBAD_TASK, why, wl,
+                           "\"chosen_features\" and \"rejected_features\" go together");
+    } else if (text_field(o, "prompt", &t->prompt, why, wl) != LP_OK) {
+        return LP_EBAD_TASK;
+    } else if ((rc = parse_context(o, ls, t, why, wl)) != LP_OK) {
+        return rc;
+    } else if (responses != NULL) {
         if (!json_is_array(responses) || json_array_size(responses) != 2 ||
             !json_is_string(json_array_get(responses, 0)) ||
             !json_is_string(json_array_get(responses, 1)))
@@ -114,6 +258,8 @@ static int parse_line(const json_t *o, struct line_store *ls, lp_task_in *t, cha
             return lp_fail(LP_EBAD_TASK, why, wl,
                            "\"chosen_features\" and \"rejected_features\" go together");
     }
+    if ((rc = check_context_size(t, why, wl)) != LP_OK)
+        return rc;
     if (fa != NULL) {
         size_t d0, d1;
         if ((rc = features(fa, "features 0", &ls->f0, &d0, why, wl)) != LP_OK ||
@@ -134,6 +280,13 @@ static int parse_line(const json_t *o, struct line_store *ls, lp_task_in *t, cha
         const char *parts[3] = {t->prompt, t->response0, t->response1};
         for (int k = 0; k < 3; k++) /* each part with its NUL: unambiguous */
             crypto_generichash_update(&st, (const unsigned char *)parts[k], strlen(parts[k]) + 1);
+        for (size_t k = 0; k < t->n_context; k++) { /* nothing more without context */
+            const lp_turn *turn = &t->context[k];
+            crypto_generichash_update(&st, (const unsigned char *)turn->role,
+                                      strlen(turn->role) + 1);
+            crypto_generichash_update(&st, (const unsigned char *)turn->content,
+                                      strlen(turn->content) + 1);
+        }
         crypto_generichash_final(&st, h, sizeof h);
         memcpy(ls->id, "h:", 2);
         sodium_bin2hex(ls->id + 2, sizeof ls->id - 2, h, sizeof h);

@@ -407,5 +407,33 @@ static const char MIGRATION_004[] =
     "     WHERE campaign = (SELECT campaign FROM task_fill WHERE task = NEW.task);\n"
     "END;\n";
 
-const char *const LP_MIGRATIONS[] = {MIGRATION_001, MIGRATION_002, MIGRATION_003, MIGRATION_004};
+static const char MIGRATION_005[] =
+    "-- 005_conversations.sql — the earlier turns of a task's conversation\n"
+    "-- (PRAGMA user_version = 5).\n"
+    "--\n"
+    "-- A task's context is the conversation before its prompt: turns 0..n-1 in\n"
+    "-- order, each a role and its text. The prompt (the user turn being\n"
+    "-- answered) stays in tasks.prompt and is not repeated here. A task without\n"
+    "-- context has no rows. Turns are written with their task and never change.\n"
+    "\n"
+    "CREATE TABLE task_turns (\n"
+    "    task     INTEGER NOT NULL REFERENCES tasks (id),\n"
+    "    position INTEGER NOT NULL CHECK (position >= 0),\n"
+    "    role     TEXT NOT NULL CHECK (role IN ('system', 'user', 'assistant')),\n"
+    "    content  TEXT NOT NULL,\n"
+    "    PRIMARY KEY (task, position)\n"
+    ") WITHOUT ROWID;\n"
+    "\n"
+    "CREATE TRIGGER task_turns_append_only_update BEFORE UPDATE ON task_turns\n"
+    "BEGIN\n"
+    "    SELECT RAISE(ABORT, 'task turns are append-only');\n"
+    "END;\n"
+    "\n"
+    "CREATE TRIGGER task_turns_append_only_delete BEFORE DELETE ON task_turns\n"
+    "BEGIN\n"
+    "    SELECT RAISE(ABORT, 'task turns are append-only');\n"
+    "END;\n";
+
+const char *const LP_MIGRATIONS[] = {MIGRATION_001, MIGRATION_002, MIGRATION_003, MIGRATION_004,
+                                     MIGRATION_005};
 const int LP_MIGRATION_COUNT = (int)(sizeof LP_MIGRATIONS / sizeof LP_MIGRATIONS[0]);

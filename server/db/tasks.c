@@ -16,6 +16,10 @@ static const char SQL_TASK_INSERT[] =
     "ON CONFLICT (campaign, source_id) DO NOTHING";
 static const char SQL_TASK_GET[] =
     "SELECT id, campaign, prompt, response0, response1 FROM tasks WHERE id = ?1";
+static const char SQL_TURN_INSERT[] =
+    "INSERT INTO task_turns (task, position, role, content) VALUES (?1, ?2, ?3, ?4)";
+static const char SQL_TURNS[] =
+    "SELECT role, content FROM task_turns WHERE task = ?1 ORDER BY position";
 static const char SQL_ANNOTATOR[] =
     "SELECT a.revoked, a.campaign, c.labels_per_task, coalesce(c.annotator_quota, 0), f.tasks, "
     "f.tasks_complete, f.open_from FROM annotators a JOIN campaigns c ON c.id = a.campaign "
@@ -59,6 +63,25 @@ struct load_job {
     int64_t first, last;
 };
 
+/* The context turns of the new task id. */
+static int insert_turns(lp_engine *e, sqlite3 *db, int64_t id, const lp_turn *turns, size_t n)
+{
+    for (size_t k = 0; k < n; k++) {
+        sqlite3_stmt *st = lp_engine_stmt(e, db, SQL_TURN_INSERT);
+        if (st == NULL)
+            return LP_ESTORAGE;
+        sqlite3_bind_int64(st, 1, id);
+        sqlite3_bind_int64(st, 2, (int64_t)k);
+        sqlite3_bind_text(st, 3, turns[k].role, -1, SQLITE_STATIC);
+        sqlite3_bind_text(st, 4, turns[k].content, -1, SQLITE_STATIC);
+        int step = sqlite3_step(st);
+        sqlite3_reset(st);
+        if (step != SQLITE_DONE)
+            return lp_engine_fail(db, "turn insert");
+    }
+    return LP_OK;
+}
+
 static int load_fn(sqlite3 *db, void *ctx)
 {
     struct load_job *a = ctx;
@@ -89,6 +112,9 @@ static int load_fn(sqlite3 *db, void *ctx)
         sqlite3_reset(st);
         if (sqlite3_changes(db) == 1) {
             int64_t id = sqlite3_last_insert_rowid(db);
+            int rc = insert_turns(a->engine, db, id, t->context, t->n_context);
+            if (rc != LP_OK)
+                return rc;
             if (a->loaded++ == 0)
                 a->first = id;
             a->last = id;
@@ -171,6 +197,83 @@ void lp_task_clear(lp_task *t)
     free(t->response0);
     free(t->response1);
     t->prompt = t->response0 = t->response1 = NULL;
+}
+
+/* ---- context turns ---- */
+
+struct turns_query {
+    lp_engine *engine;
+    int64_t id;
+    lp_turn *turns;
+    size_t n;
+};
+
+/* Two passes over the turns: the sizes, then the copy into one block
+ * (the array, then each role and content with its NUL). */
+static int turns_fn(sqlite3 *db, void *ctx)
+{
+    struct turns_query *q = ctx;
+    sqlite3_stmt *st = lp_engine_stmt(q->engine, db, SQL_TURNS);
+    if (st == NULL)
+        return LP_ESTORAGE;
+    sqlite3_bind_int64(st, 1, q->id);
+    size_t n = 0, bytes = 0;
+    int step;
+    while ((step = sqlite3_step(st)) == SQLITE_ROW) {
+        n++;
+        bytes += (size_t)sqlite3_column_bytes(st, 0) + (size_t)sqlite3_column_bytes(st, 1) + 2;
+    }
+    sqlite3_reset(st);
+    if (step != SQLITE_DONE)
+        return lp_engine_fail(db, "context turns");
+    if (n == 0)
+        return LP_OK;
+    lp_turn *turns = malloc(n * sizeof *turns + bytes);
+    if (turns == NULL)
+        return LP_ENO_MEMORY;
+    char *text = (char *)(turns + n), *end = text + bytes;
+    size_t k = 0, fields = 0;
+    while (k < n && (step = sqlite3_step(st)) == SQLITE_ROW) {
+        const char *field[2] = {NULL, NULL};
+        for (int col = 0; col < 2; col++) {
+            size_t len = (size_t)sqlite3_column_bytes(st, col);
+            const unsigned char *v = sqlite3_column_text(st, col);
+            if (v == NULL || len + 1 > (size_t)(end - text))
+                break;
+            memcpy(text, v, len);
+            text[len] = '\0';
+            field[col] = text;
+            text += len + 1;
+            fields++;
+        }
+        turns[k].role = field[0];
+        turns[k].content = field[1];
+        k++;
+    }
+    sqlite3_reset(st);
+    if (k != n || fields != 2 * n || text != end) { /* the rows changed between the passes */
+        free(turns);
+        return lp_engine_fail(db, "context turns changed while read");
+    }
+    q->turns = turns;
+    q->n = n;
+    return LP_OK;
+}
+
+int lp_store_task_context(lp_store *s, int64_t id, lp_turn **turns, size_t *n)
+{
+    struct turns_query q = {.engine = s->engine, .id = id};
+    int rc = lp_engine_read(s->engine, turns_fn, &q);
+    *turns = rc == LP_OK ? q.turns : NULL;
+    *n = rc == LP_OK ? q.n : 0;
+    if (rc != LP_OK)
+        free(q.turns);
+    return rc;
+}
+
+void lp_turns_free(lp_turn *turns)
+{
+    free(turns);
 }
 
 /* ---- assignment ---- */

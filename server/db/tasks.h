@@ -19,16 +19,28 @@
 #include <stddef.h>
 #include <stdint.h>
 
+/* One earlier turn of a task's conversation: role "system", "user" or
+ * "assistant" (LP_ROLE_*), and its text. */
+typedef struct lp_turn {
+    const char *role, *content;
+} lp_turn;
+
+#define LP_ROLE_SYSTEM "system"
+#define LP_ROLE_USER "user"
+#define LP_ROLE_ASSISTANT "assistant"
+
 typedef struct lp_task_in {
     const char *source_id, *prompt, *response0, *response1; /* borrowed */
     int reference_preferred;                                /* 0, 1, or -1 unknown */
     const double *features0, *features1;                    /* NULL or dim values */
     size_t dim;
+    const lp_turn *context; /* the turns before the prompt, borrowed; NULL when n_context 0 */
+    size_t n_context;
 } lp_task_in;
 
-/* Inserts tasks atomically; rows whose (campaign, source_id) exists are
- * skipped. first/last are the ids of the first and last inserted (0 if none).
- * LP_EUNKNOWN_CAMPAIGN. */
+/* Inserts tasks (with their context turns) atomically; rows whose
+ * (campaign, source_id) exists are skipped. first/last are the ids of the first and last inserted
+ * (0 if none). LP_EUNKNOWN_CAMPAIGN. */
 int lp_store_tasks_load(lp_store *s, int64_t campaign, const lp_task_in *tasks, size_t n,
                         size_t *loaded, size_t *skipped, int64_t *first, int64_t *last);
 
@@ -39,6 +51,14 @@ typedef struct lp_task {
 int lp_store_task_get(lp_store *s, int64_t id, lp_task *out); /* LP_EUNKNOWN_TASK */
 /* Frees the strings; accepts NULL. */
 void lp_task_clear(lp_task *t);
+
+/* The context turns of task id, in order, into *turns: one allocation
+ * holding the array and its strings (free with lp_turns_free), NULL when
+ * the task has none (*n 0). An unknown id has none. LP_ESTORAGE,
+ * LP_ENO_MEMORY. */
+int lp_store_task_context(lp_store *s, int64_t id, lp_turn **turns, size_t *n);
+/* Accepts NULL. */
+void lp_turns_free(lp_turn *turns);
 
 typedef struct lp_assignment {
     int64_t task_id;

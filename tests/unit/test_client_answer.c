@@ -261,7 +261,7 @@ static void test_ctl_ties(void)
             continue;
         uint8_t key[LPC_MEMO_KEY_BYTES];
         int swapped, hit = 0;
-        lpc_memo_key(lpc_ledger_secret(const1->ledger), t.prompt, t.a, t.b, key, &swapped);
+        lpc_memo_key(lpc_ledger_secret(const1->ledger), &t, key, &swapped);
         (void)lpc_ctl_apply(&const1->ctl, key, swapped, LPC_CTL_TIE, &hit);
         hits += hit;
         hit_b += hit && m.z == 1;

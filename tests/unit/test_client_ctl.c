@@ -281,7 +281,7 @@ static void test_answer_exact(void)
             continue;
         uint8_t key[32];
         int swapped;
-        lpc_memo_key(lpc_ledger_secret(c->ledger), p, a, b, key, &swapped);
+        lpc_memo_key(lpc_ledger_secret(c->ledger), &t, key, &swapped);
         int want = lpc_ctl_apply(&c->ctl, key, swapped, prefer_b ^ swapped, NULL) ^ swapped;
         exact += m.z == want && isinf(m.epsilon);
         flipped += m.z != prefer_b;

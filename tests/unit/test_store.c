@@ -75,9 +75,9 @@ static void *worker_main(void *arg)
 /* Every schema/00N_*.sql file is embedded byte for byte, in order. */
 static void test_schema_files(void)
 {
-    static const char *const files[] = {"schema/001_init.sql", "schema/002_learn.sql",
-                                        "schema/003_typed_provenance.sql",
-                                        "schema/004_campaign_progress.sql"};
+    static const char *const files[] = {
+        "schema/001_init.sql", "schema/002_learn.sql", "schema/003_typed_provenance.sql",
+        "schema/004_campaign_progress.sql", "schema/005_conversations.sql"};
     CHECK_INT(LP_MIGRATION_COUNT, (int)(sizeof files / sizeof files[0]));
     for (size_t i = 0; i < sizeof files / sizeof files[0]; i++) {
         FILE *f = fopen(files[i], "rb");
@@ -109,7 +109,7 @@ static void test_label_checks(void)
     static char ids[8][16];
     for (int i = 0; i < 8; i++) {
         snprintf(ids[i], sizeof ids[i], "c%d", i);
-        tasks[i] = (lp_task_in){ids[i], "prompt", "r0", "r1", 0, NULL, NULL, 0};
+        tasks[i] = (lp_task_in){ids[i], "prompt", "r0", "r1", 0, NULL, NULL, 0, NULL, 0};
     }
     size_t loaded, skipped;
     int64_t first, last;
@@ -177,7 +177,7 @@ static void test_label_checks(void)
     memset(prompt, 'p', sizeof prompt - 1);
     for (int i = 0; i < 600; i++) {
         snprintf(big_ids[i], sizeof big_ids[i], "big%d", i);
-        big[i] = (lp_task_in){big_ids[i], prompt, "r0", "r1", 0, NULL, NULL, 0};
+        big[i] = (lp_task_in){big_ids[i], prompt, "r0", "r1", 0, NULL, NULL, 0, NULL, 0};
     }
     CHECK_INT(lp_store_tasks_load(s, c.id, big, 600, &loaded, &skipped, &first, &last), LP_OK);
     CHECK_INT(loaded, 600);
@@ -227,7 +227,7 @@ int main(void)
     static char ids[PER_THREAD][16];
     for (int i = 0; i < PER_THREAD; i++) {
         snprintf(ids[i], sizeof ids[i], "t%d", i);
-        tasks[i] = (lp_task_in){ids[i], "prompt", "r0", "r1", 0, NULL, NULL, 0};
+        tasks[i] = (lp_task_in){ids[i], "prompt", "r0", "r1", 0, NULL, NULL, 0, NULL, 0};
     }
     /* every annotator labels every task: a campaign that asks THREADS labels of each */
     lp_campaign crowd = {.epsilon_min = 0.01,

@@ -1,7 +1,8 @@
 /*
  * test_taskfile.c — JSONL task uploads (server/api/taskfile): every accepted
  * line format with and without dense features and what each yields, the
- * content-derived id, blank lines, CRLF, and every refusal (bad_task with
+ * content-derived id, blank lines, CRLF, conversations (context turns and
+ * TRL's conversational form, their caps), and every refusal (bad_task with
  * the 1-based line and the problem in the message, nothing left to free).
  * The parsed tasks are also loaded into a real store on a temporary file and
  * read back.
@@ -105,6 +106,7 @@ static void test_pairs_format_with_context(void)
         CHECK_INT(t->reference_preferred, 0); /* chosen is response 0 */
         CHECK(t->features0 == NULL && t->features1 == NULL);
         CHECK_INT(t->dim, 0);
+        CHECK_INT(t->n_context, 0); /* the one turn is the prompt itself */
     }
     lp_taskfile_free(&tf);
     CHECK(tf.tasks == NULL && tf.n == 0 && tf.priv == NULL);
@@ -553,6 +555,307 @@ static void test_parsed_tasks_load_into_store(void)
     store_fixture_close(&fx);
 }
 
+/* ---- conversations ---- */
+
+/* The content id of a task with context turns: content_id's parts, then
+ * each turn's role and content, each with its NUL. */
+static void conversation_id(const char *prompt, const char *r0, const char *r1,
+                            const char *const *turns, size_t n, char out[35])
+{
+    crypto_generichash_state st;
+    uint8_t h[16];
+    crypto_generichash_init(&st, NULL, 0, sizeof h);
+    const char *parts[3] = {prompt, r0, r1};
+    for (int k = 0; k < 3; k++)
+        crypto_generichash_update(&st, (const uint8_t *)parts[k], strlen(parts[k]) + 1);
+    for (size_t k = 0; k < 2 * n; k++)
+        crypto_generichash_update(&st, (const uint8_t *)turns[k], strlen(turns[k]) + 1);
+    crypto_generichash_final(&st, h, sizeof h);
+    memcpy(out, "h:", 2);
+    sodium_bin2hex(out + 2, 33, h, sizeof h);
+}
+
+/* t's context is exactly turns (role, content pairs). */
+static void check_turns(const lp_task_in *t, const char *const *turns, size_t n)
+{
+    CHECK_INT(t->n_context, n);
+    if (t->n_context != n)
+        return;
+    CHECK(n == 0 ? t->context == NULL : t->context != NULL);
+    for (size_t k = 0; k < n; k++) {
+        CHECK_STR(t->context[k].role, turns[2 * k]);
+        CHECK_STR(t->context[k].content, turns[2 * k + 1]);
+    }
+}
+
+/* pairs.jsonl and generic lines keep their context; a last user turn equal
+ * to the prompt is the prompt itself. */
+static void test_context_turns_kept(void)
+{
+    const char *body =
+        "{\"context\": [{\"role\": \"user\", \"content\": \"Q1\"}, {\"role\": \"assistant\", "
+        "\"content\": \"A1\"}, {\"role\": \"user\", \"content\": \"Q2\"}], \"prompt\": \"Q2\", "
+        "\"chosen\": \"c\", \"rejected\": \"r\"}\n"
+        "{\"context\": [{\"role\": \"system\", \"content\": \"Be brief.\"}], \"prompt\": \"p\", "
+        "\"responses\": [\"r0\", \"r1\"]}\n"
+        "{\"context\": [{\"role\": \"user\", \"content\": \"earlier\"}], \"prompt\": \"p\", "
+        "\"responses\": [\"r0\", \"r1\"]}\n"
+        "{\"context\": null, \"prompt\": \"p\", \"responses\": [\"r0\", \"r1\"]}\n"
+        "{\"context\": [{\"role\": \"user\", \"content\": \"p\"}], \"prompt\": \"p\", "
+        "\"responses\": [\"r0\", \"r1\"]}\n"
+        "{\"context\": [{\"role\": \"assistant\", \"content\": \"p\"}], \"prompt\": \"p\", "
+        "\"responses\": [\"r0\", \"r1\"]}\n";
+    lp_taskfile tf;
+    CHECK_ERR(parse(body, &tf), LP_OK);
+    CHECK_INT(tf.n, 6);
+    if (tf.n != 6) {
+        lp_taskfile_free(&tf);
+        return;
+    }
+    static const char *const t0[] = {"user", "Q1", "assistant", "A1"};
+    static const char *const t1[] = {"system", "Be brief."};
+    static const char *const t2[] = {"user", "earlier"};
+    static const char *const t5[] = {"assistant", "p"};
+    check_turns(&tf.tasks[0], t0, 2);
+    CHECK_STR(tf.tasks[0].prompt, "Q2");
+    check_turns(&tf.tasks[1], t1, 1);
+    check_turns(&tf.tasks[2], t2, 1); /* a user turn that is not the prompt stays */
+    check_turns(&tf.tasks[3], NULL, 0);
+    check_turns(&tf.tasks[4], NULL, 0); /* only the prompt itself */
+    check_turns(&tf.tasks[5], t5, 1);   /* an assistant turn is never the prompt */
+    /* The content id covers the turns; without them it is the old one. */
+    char want[35];
+    conversation_id("Q2", "c", "r", t0, 2, want);
+    CHECK_STR(tf.tasks[0].source_id, want);
+    conversation_id("p", "r0", "r1", t2, 1, want);
+    CHECK_STR(tf.tasks[2].source_id, want);
+    content_id("p", "r0", "r1", want);
+    CHECK_STR(tf.tasks[3].source_id, want);
+    CHECK_STR(tf.tasks[4].source_id, want);
+    for (int i = 0; i < 6; i++)
+        for (int j = i + 1; j < 6; j++)
+            check_record((strcmp(tf.tasks[i].source_id, tf.tasks[j].source_id) == 0) ==
+                             (i == 3 && j == 4),
+                         __FILE__, __LINE__, "lines %d and %d: ids %s, %s", i + 1, j + 1,
+                         tf.tasks[i].source_id, tf.tasks[j].source_id);
+    lp_taskfile_free(&tf);
+}
+
+/* TRL's conversational form: the prompt list's earlier turns are context,
+ * its last (the user's) the prompt; the same conversation in pairs.jsonl
+ * form is the same task (same content id). */
+static void test_conversational_format(void)
+{
+    const char *body =
+        "{\"prompt\": [{\"role\": \"system\", \"content\": \"Be kind.\"}, {\"role\": \"user\", "
+        "\"content\": \"Hi\"}, {\"role\": \"assistant\", \"content\": \"Hello!\"}, {\"role\": "
+        "\"user\", \"content\": \"2+2?\"}], \"chosen\": [{\"role\": \"assistant\", \"content\": "
+        "\"4\"}], \"rejected\": [{\"role\": \"assistant\", \"content\": \"5\"}]}\n"
+        "{\"context\": [{\"role\": \"system\", \"content\": \"Be kind.\"}, {\"role\": \"user\", "
+        "\"content\": \"Hi\"}, {\"role\": \"assistant\", \"content\": \"Hello!\"}, {\"role\": "
+        "\"user\", \"content\": \"2+2?\"}], \"prompt\": \"2+2?\", \"chosen\": \"4\", "
+        "\"rejected\": \"5\"}\n"
+        "{\"id\": \"c3\", \"prompt\": [{\"role\": \"user\", \"content\": \"alone\"}], "
+        "\"chosen\": [{\"role\": \"assistant\", \"content\": \"x\"}], \"rejected\": [{\"role\": "
+        "\"assistant\", \"content\": \"y\"}], \"chosen_features\": [1], "
+        "\"rejected_features\": [2]}\n";
+    lp_taskfile tf;
+    CHECK_ERR(parse(body, &tf), LP_OK);
+    CHECK_INT(tf.n, 3);
+    if (tf.n != 3) {
+        lp_taskfile_free(&tf);
+        return;
+    }
+    static const char *const turns[] = {"system", "Be kind.", "user", "Hi", "assistant", "Hello!"};
+    for (int i = 0; i < 2; i++) {
+        const lp_task_in *t = &tf.tasks[i];
+        check_turns(t, turns, 3);
+        CHECK_STR(t->prompt, "2+2?");
+        CHECK_STR(t->response0, "4");
+        CHECK_STR(t->response1, "5");
+        CHECK_INT(t->reference_preferred, 0);
+    }
+    char want[35];
+    conversation_id("2+2?", "4", "5", turns, 3, want);
+    CHECK_STR(tf.tasks[0].source_id, want);
+    CHECK_STR(tf.tasks[1].source_id, want);
+    const lp_task_in *t = &tf.tasks[2];
+    CHECK_STR(t->source_id, "c3");
+    check_turns(t, NULL, 0);
+    CHECK_STR(t->prompt, "alone");
+    CHECK_STR(t->response0, "x");
+    CHECK_INT(t->dim, 1);
+    CHECK(t->features1 && t->features1[0] == 2);
+    lp_taskfile_free(&tf);
+}
+
+/* The caps are inclusive: 32 turns before the prompt, each of 65536 bytes
+ * up to 131072 bytes in all. */
+static void test_context_limits_accepted(void)
+{
+    size_t cap = 2 * LP_TASK_TEXT_MAX + 64 * LP_TASK_TURNS_MAX + 256;
+    char *body = malloc(cap), *text = malloc(LP_TASK_TEXT_MAX + 1);
+    memset(text, 'w', LP_TASK_TEXT_MAX);
+    text[LP_TASK_TEXT_MAX] = 0;
+    size_t n = (size_t)snprintf(body, cap, "{\"context\": [");
+    for (int k = 0; k < LP_TASK_TURNS_MAX; k++)
+        n += (size_t)snprintf(body + n, cap - n, "%s{\"role\":\"%s\",\"content\":\"%s\"}",
+                              k ? "," : "", k % 2 ? "assistant" : "user", k < 2 ? text : "");
+    n +=
+        (size_t)snprintf(body + n, cap - n, "], \"prompt\": \"p\", \"responses\": [\"a\", \"b\"]}");
+    lp_taskfile tf;
+    CHECK_ERR(lp_taskfile_parse(body, n, DEPTH, &tf, msg, sizeof msg), LP_OK);
+    CHECK_INT(tf.n == 1 ? tf.tasks[0].n_context : 0, LP_TASK_TURNS_MAX);
+    lp_taskfile_free(&tf);
+    free(text);
+    free(body);
+}
+
+/* Every malformed conversation: bad_task naming the line and the problem. */
+static void test_refuses_malformed_conversations(void)
+{
+#define CTX(turns) "{\"prompt\":\"p\",\"responses\":[\"a\",\"b\"],\"context\":" turns "}"
+#define CONV(prompt, chosen)                                                                       \
+    "{\"prompt\":" prompt ",\"chosen\":" chosen ",\"rejected\":["                                  \
+    "{\"role\":\"assistant\",\"content\":\"r\"}]}"
+#define USER "{\"role\":\"user\",\"content\":\"q\"}"
+#define ASSISTANT "[{\"role\":\"assistant\",\"content\":\"c\"}]"
+    static const refusal cases[] = {
+        {"context an object", CTX("{\"role\":\"user\",\"content\":\"q\"}"), 1,
+         "\"context\" must be an array of turns"},
+        {"context a string", CTX("\"earlier\""), 1, "\"context\" must be an array of turns"},
+        {"turn a string", CTX("[\"hello\"]"), 1,
+         "\"context\"[0] must be a {\"role\", \"content\"} object"},
+        {"unknown role", CTX("[{\"role\":\"tool\",\"content\":\"x\"}]"), 1,
+         "\"context\"[0]: role must be system, user or assistant, not \"tool\""},
+        {"role a number", CTX("[" USER ",{\"role\":1,\"content\":\"x\"}]"), 1,
+         "\"context\"[1]: field \"role\" must be a string"},
+        {"no content", CTX("[{\"role\":\"user\"}]"), 1,
+         "\"context\"[0]: missing field \"content\""},
+        {"content null", CTX("[{\"role\":\"user\",\"content\":null}]"), 1,
+         "\"context\"[0]: field \"content\" must be a string"},
+        {"content a list of parts",
+         CTX("[{\"role\":\"user\",\"content\":[{\"type\":\"text\",\"text\":\"x\"}]}]"), 1,
+         "\"context\"[0]: field \"content\" must be a string"},
+        {"extra field in a turn", CTX("[{\"role\":\"user\",\"content\":\"x\",\"name\":\"n\"}]"), 1,
+         "\"context\"[0]: unknown field \"name\""},
+        {"NUL in a turn", CTX("[{\"role\":\"user\",\"content\":\"a\\u0000b\"}]"), 1,
+         "\\u0000 is not allowed"},
+        {"empty prompt list", CONV("[]", ASSISTANT), 1,
+         "the last turn of \"prompt\" must be the user turn being answered"},
+        {"prompt list ends with the assistant",
+         CONV("[" USER ",{\"role\":\"assistant\",\"content\":\"a\"}]", ASSISTANT), 1,
+         "the last turn of \"prompt\" must be the user turn being answered"},
+        {"bad turn in the prompt list",
+         CONV("[{\"role\":\"bot\",\"content\":\"a\"}," USER "]", ASSISTANT), 1,
+         "\"prompt\"[0]: role must be system, user or assistant, not \"bot\""},
+        {"chosen a string", CONV("[" USER "]", "\"c\""), 1,
+         "\"chosen\" must be a list of one assistant turn when \"prompt\" is a list"},
+        {"chosen empty", CONV("[" USER "]", "[]"), 1,
+         "\"chosen\" must be a list of one assistant turn"},
+        {"chosen two turns",
+         CONV("[" USER "]", "[" USER ",{\"role\":\"assistant\",\"content\":\"c\"}]"), 1,
+         "\"chosen\" must be a list of one assistant turn"},
+        {"chosen by the user", CONV("[" USER "]", "[" USER "]"), 1,
+         "\"chosen\"[0] must be an assistant turn, not user"},
+        {"rejected missing", "{\"prompt\":[" USER "],\"chosen\":" ASSISTANT "}", 1,
+         "\"rejected\" must be a list of one assistant turn"},
+        {"context beside a prompt list",
+         "{\"prompt\":[" USER "],\"context\":[],\"chosen\":" ASSISTANT ",\"rejected\":" ASSISTANT
+         "}",
+         1, "no \"context\" or \"responses\" beside it"},
+        {"responses beside a prompt list", "{\"prompt\":[" USER "],\"responses\":[\"a\",\"b\"]}", 1,
+         "no \"context\" or \"responses\" beside it"},
+        {"second line bad", CTX("[" USER "]") "\n" CTX("[{\"role\":\"user\",\"content\":5}]"), 2,
+         "\"context\"[0]: field \"content\" must be a string"},
+    };
+    refuse_all(cases, sizeof cases / sizeof cases[0]);
+#undef CTX
+#undef CONV
+#undef USER
+#undef ASSISTANT
+    /* The caps: one turn too many, one turn too long, too much in all. */
+    size_t cap = 3 * LP_TASK_TEXT_MAX + 64 * (LP_TASK_TURNS_MAX + 2) + 256;
+    char *body = malloc(cap), *text = malloc(LP_TASK_TEXT_MAX + 2);
+    memset(text, 'w', LP_TASK_TEXT_MAX + 1);
+    text[LP_TASK_TEXT_MAX + 1] = 0;
+    size_t n = (size_t)snprintf(body, cap, "{\"context\": [");
+    for (int k = 0; k <= LP_TASK_TURNS_MAX; k++)
+        n += (size_t)snprintf(body + n, cap - n, "%s{\"role\":\"user\",\"content\":\"t\"}",
+                              k ? "," : "");
+    snprintf(body + n, cap - n, "], \"prompt\": \"p\", \"responses\": [\"a\", \"b\"]}");
+    refuse("33 turns before the prompt", body, 1, "more than 32 turns before the prompt");
+    n = (size_t)snprintf(body, cap, "{\"prompt\": [");
+    for (int k = 0; k <= LP_TASK_TURNS_MAX + 1; k++)
+        n += (size_t)snprintf(body + n, cap - n, "%s{\"role\":\"user\",\"content\":\"t\"}",
+                              k ? "," : "");
+    snprintf(body + n, cap - n,
+             "], \"chosen\": [{\"role\":\"assistant\",\"content\":\"c\"}], \"rejected\": "
+             "[{\"role\":\"assistant\",\"content\":\"r\"}]}");
+    refuse("a prompt list of 34 turns", body, 1, "\"prompt\" has more than 33 turns");
+    snprintf(body, cap,
+             "{\"context\": [{\"role\":\"user\",\"content\":\"%s\"}], \"prompt\": \"p\", "
+             "\"responses\": [\"a\", \"b\"]}",
+             text);
+    refuse("a turn of 65537 bytes", body, 1,
+           "\"context\"[0]: field \"content\" is longer than 65536 bytes");
+    text[LP_TASK_TEXT_MAX] = 0;
+    snprintf(body, cap,
+             "{\"prompt\": [{\"role\":\"user\",\"content\":\"%s\"},{\"role\":\"assistant\","
+             "\"content\":\"%s\"},{\"role\":\"user\",\"content\":\"x\"},{\"role\":\"user\","
+             "\"content\":\"p\"}], \"chosen\": [{\"role\":\"assistant\",\"content\":\"c\"}], "
+             "\"rejected\": [{\"role\":\"assistant\",\"content\":\"r\"}]}",
+             text, text);
+    refuse("131073 bytes before the prompt", body, 1,
+           "the turns before the prompt hold more than 131072 bytes in all");
+    free(text);
+    free(body);
+}
+
+/* Loaded tasks keep their turns in order; a task without context has none. */
+static void test_context_loads_into_store(void)
+{
+    store_fixture fx;
+    int opened = store_fixture_open(&fx, "test-taskfile-context", 1);
+    CHECK_INT(opened, LP_OK);
+    if (opened != LP_OK)
+        return;
+    const char *body =
+        "{\"id\": \"conv\", \"prompt\": [{\"role\": \"system\", \"content\": \"Be kind.\"}, "
+        "{\"role\": \"user\", \"content\": \"Hi \\u00e9\"}, {\"role\": \"assistant\", "
+        "\"content\": \"\"}, {\"role\": \"user\", \"content\": \"2+2?\"}], \"chosen\": "
+        "[{\"role\": \"assistant\", \"content\": \"4\"}], \"rejected\": [{\"role\": "
+        "\"assistant\", \"content\": \"5\"}]}\n"
+        "{\"id\": \"plain\", \"prompt\": \"p\", \"chosen\": \"a\", \"rejected\": \"b\"}\n";
+    lp_taskfile tf;
+    CHECK_ERR(parse(body, &tf), LP_OK);
+    size_t loaded = 0, skipped = 0;
+    int64_t first = 0, last = 0;
+    CHECK_ERR(lp_store_tasks_load(fx.store, 1, tf.tasks, tf.n, &loaded, &skipped, &first, &last),
+              LP_OK);
+    CHECK_INT(loaded, 2);
+    lp_taskfile_free(&tf);
+    lp_turn *turns = NULL;
+    size_t n = 9;
+    CHECK_ERR(lp_store_task_context(fx.store, first, &turns, &n), LP_OK);
+    CHECK_INT(n, 3);
+    if (n == 3 && turns != NULL) {
+        CHECK_STR(turns[0].role, "system");
+        CHECK_STR(turns[0].content, "Be kind.");
+        CHECK_STR(turns[1].role, "user");
+        CHECK_STR(turns[1].content, "Hi \xc3\xa9");
+        CHECK_STR(turns[2].role, "assistant");
+        CHECK_STR(turns[2].content, "");
+    }
+    lp_turns_free(turns);
+    CHECK_ERR(lp_store_task_context(fx.store, last, &turns, &n), LP_OK);
+    CHECK(turns == NULL && n == 0);
+    CHECK_ERR(lp_store_task_context(fx.store, last + 100, &turns, &n), LP_OK);
+    CHECK(turns == NULL && n == 0);
+    lp_turns_free(NULL);
+    store_fixture_close(&fx);
+}
+
 int main(void)
 {
     if (sodium_init() < 0)
@@ -574,5 +877,10 @@ int main(void)
     test_refusal_names_the_line();
     test_free_accepts_null_and_twice();
     test_parsed_tasks_load_into_store();
+    test_context_turns_kept();
+    test_conversational_format();
+    test_context_limits_accepted();
+    test_refuses_malformed_conversations();
+    test_context_loads_into_store();
     return check_summary();
 }
