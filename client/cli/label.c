@@ -235,18 +235,6 @@ static int doc_take(struct doc *d, struct lines *l)
     return rc;
 }
 
-/* The turns before the prompt; none until tasks carry them. */
-struct turn_view {
-    const char *role, *content;
-};
-
-static size_t task_context(const ldpref_task *t, const struct turn_view **out)
-{
-    (void)t;
-    *out = NULL;
-    return 0;
-}
-
 static const char *role_title(const char *role)
 {
     if (strcmp(role, "user") == 0)
@@ -259,18 +247,17 @@ static const char *role_title(const char *role)
 }
 
 /* The task laid out for width columns: the conversation, then responses A
- * and B (side by side from SIDE_BY_SIDE_MIN_COLS, else stacked). */
-static int doc_build(struct doc *d, const ldpref_task *t, int width, int allow_side_by_side)
+ * and B (side by side when asked, else stacked). */
+static int doc_build(struct doc *d, const ldpref_task *t, int width, int side_by_side)
 {
     struct lines a = {0}, b = {0};
     int rc = 0;
-    const struct turn_view *turns;
-    size_t n = task_context(t, &turns);
+    size_t n = t->n_context;
     char title[160];
     for (size_t i = 0; rc == 0 && i < n; i++) {
-        snprintf(title, sizeof title, "%s:", role_title(turns[i].role));
+        snprintf(title, sizeof title, "%s:", role_title(t->context[i].role));
         rc = doc_text(d, title, 1);
-        if (rc == 0 && (rc = wrap(&a, turns[i].content, width, 2)) == 0)
+        if (rc == 0 && (rc = wrap(&a, t->context[i].content, width, 2)) == 0)
             rc = doc_take(d, &a);
         if (rc == 0)
             rc = doc_text(d, "", 0);
@@ -281,7 +268,7 @@ static int doc_build(struct doc *d, const ldpref_task *t, int width, int allow_s
         rc = doc_take(d, &a);
     if (rc == 0)
         rc = doc_text(d, "", 0);
-    d->side_by_side = allow_side_by_side && width >= SIDE_BY_SIDE_MIN_COLS;
+    d->side_by_side = side_by_side;
     if (rc == 0 && d->side_by_side) {
         d->col_width = (width - 3) / 2;
         rc = doc_push(d, decode("Response A  [1/a]"), decode("Response B  [2/b]"), 1, 1);
@@ -567,7 +554,7 @@ static void draw(struct session *s)
     mvhline(y++, 0, ACS_HLINE, COLS);
     s->body_rows = LINES - 1 - y;
     struct doc d = {0};
-    if (doc_build(&d, t, COLS - 1, 1) != 0) {
+    if (doc_build(&d, t, COLS - 1, COLS >= SIDE_BY_SIDE_MIN_COLS) != 0) {
         doc_free(&d);
         put_text(y, 0, "out of memory", COLS - 1);
         refresh();

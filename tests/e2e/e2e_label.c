@@ -22,6 +22,7 @@
 #include <unistd.h>
 
 #define WAIT_MS 10000
+#define OASST "tests/data/oasst-en100/en_100.pairs.jsonl"
 #define TASKS 10
 
 static server_proc srv;
@@ -42,9 +43,11 @@ static void long_text(char *out, size_t len, const char *marker, int k)
              marker, k, marker, k, marker, k, marker, k, marker, k);
 }
 
-/* Writes TASKS comparisons to campaign (NULL: default); task k has prompt
- * PROMPT-k and responses ALPHA-k and BRAVO-k. Task 1's BRAVO carries an
- * escape sequence that must never reach the terminal. Returns the first id. */
+/* Writes count comparisons to campaign (NULL: default); task k has prompt
+ * PROMPT-k and responses ALPHA-k and BRAVO-k, and odd tasks a conversation
+ * before the prompt (SYSTEM-k, EARLIER-QUESTION-k, EARLIER-REPLY-k). Task
+ * 1's BRAVO carries escape sequences that must never reach the terminal.
+ * Returns the first task id. */
 static long long load_tasks(const char *campaign, int count)
 {
     char path[400];
@@ -57,10 +60,19 @@ static long long load_tasks(const char *campaign, int count)
         char a[1024], b[1024];
         long_text(a, sizeof a, "ALPHA", k);
         long_text(b, sizeof b, "BRAVO", k);
+        char context[512] = "";
+        if (k % 2 == 1)
+            snprintf(
+                context, sizeof context,
+                "\"context\": [{\"role\": \"system\", \"content\": \"SYSTEM-%d: be helpful.\"}, "
+                "{\"role\": \"user\", \"content\": \"EARLIER-QUESTION-%d: what is this?\"}, "
+                "{\"role\": \"assistant\", \"content\": \"EARLIER-REPLY-%d: a comparison.\"}, "
+                "{\"role\": \"user\", \"content\": \"PROMPT-%d: which answer is better?\"}], ",
+                k, k, k, k);
         fprintf(f,
-                "{\"id\": \"%s-%d\", \"prompt\": \"PROMPT-%d: which answer is better?\", "
+                "{\"id\": \"%s-%d\", %s\"prompt\": \"PROMPT-%d: which answer is better?\", "
                 "\"chosen\": \"%s\", \"rejected\": \"%s%s\"}\n",
-                campaign ? campaign : "default", k, k, a, b,
+                campaign ? campaign : "default", k, context, k, a, b,
                 k == 1 ? " ESCAPE\\u001b[2J\\u001b]0;owned\\u0007" : "");
     }
     fclose(f);
@@ -174,7 +186,24 @@ static void test_wide_terminal(void)
     save(s, "label-200x50.txt");
     char line[400];
     CHECK(line_with(s, "Response A", line, sizeof line) && strstr(line, "Response B") != NULL);
-    CHECK(strstr(s, "PROMPT-1: which answer is better?") != NULL);
+    /* The conversation in order: earlier turns, the prompt, the responses. */
+    const char *order[] = {"System:",
+                           "SYSTEM-1: be helpful.",
+                           "User:",
+                           "EARLIER-QUESTION-1: what is this?",
+                           "Assistant:",
+                           "EARLIER-REPLY-1: a comparison.",
+                           "User (the prompt):",
+                           "PROMPT-1: which answer is better?",
+                           "Response A",
+                           NULL};
+    const char *at = s;
+    for (int i = 0; order[i]; i++) {
+        const char *next = at ? strstr(at, order[i]) : NULL;
+        check_record(next != NULL, __FILE__, __LINE__, "\"%s\" follows the text before it",
+                     order[i]);
+        at = next;
+    }
     CHECK(strstr(s, "ALPHA-1 opens this response.") != NULL);
     CHECK(strstr(s, "BRAVO-1 opens this response.") != NULL);
     CHECK(strstr(s, "The end of ALPHA-1.") != NULL); /* wide: everything fits */
@@ -300,6 +329,45 @@ static void test_small_terminal(void)
     free(expect_screen(&t, "1 answered this session"));
     CHECK_INT(labels_count(), before + 1);
     CHECK_INT(labels_with_epsilon(1), eps1 + 1);
+    term_key(&t, "q");
+    CHECK_INT(term_exit_status(&t, WAIT_MS), 0);
+    term_stop(&t);
+}
+
+/* The bundled OpenAssistant data: a follow-up turn shows the conversation
+ * it follows (the capture in the README comes from here). */
+static void test_oasst_conversation(void)
+{
+    ldpref_campaign spec;
+    ldpref_campaign_init(&spec);
+    spec.name = "oasst";
+    CHECK_ERR(ldpref_admin_campaign_create(op, &spec, NULL), LP_OK);
+    CHECK_ERR(ldpref_admin_tasks_load(op, OASST, "oasst", NULL), LP_OK);
+    char key[400];
+    enroll("oasst", "oasst", key, sizeof key);
+    term_session t;
+    if (start_label(&t, key, 120, 36, "1") != 0)
+        return;
+    char *s = expect_screen(&t, "0 of 732 in this campaign; 0 answered this session");
+    CHECK(strstr(s, "Prompt:") != NULL); /* the first task starts the conversation */
+    free(s);
+    term_key(&t, "a");
+    s = expect_screen(&t, "1 of 732 in this campaign; 1 answered this session");
+    save(s, "label-oasst-120x36.txt");
+    const char *order[] = {"User:",
+                           "How to protect my eyes",
+                           "Assistant:",
+                           "User (the prompt):",
+                           "Are blue light blocking glasses also effective?",
+                           NULL};
+    const char *at = s;
+    for (int i = 0; order[i]; i++) {
+        const char *next = at ? strstr(at, order[i]) : NULL;
+        check_record(next != NULL, __FILE__, __LINE__, "\"%s\" follows the text before it",
+                     order[i]);
+        at = next;
+    }
+    free(s);
     term_key(&t, "q");
     CHECK_INT(term_exit_status(&t, WAIT_MS), 0);
     term_stop(&t);
@@ -468,6 +536,7 @@ int main(void)
     CHECK(load_tasks(NULL, TASKS) == 1);
     test_wide_terminal();
     test_small_terminal();
+    test_oasst_conversation();
     test_plain_mode();
     test_nothing_left();
     ldpref_client_close(op);
