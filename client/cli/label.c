@@ -15,6 +15,7 @@
 
 #define NCURSES_WIDECHAR 1
 #include <curses.h>
+#include <errno.h>
 #include <langinfo.h>
 #include <locale.h>
 #include <math.h>
@@ -608,9 +609,12 @@ static enum action screen_ask(struct session *s)
         else
             draw(s);
         wint_t ch;
+        errno = 0;
         int kind = get_wch(&ch);
+        if (kind == ERR && errno == EINTR)
+            continue; /* a signal (e.g. after a suspend): read again */
         if (kind == ERR)
-            return ACT_QUIT;
+            return ACT_QUIT; /* the terminal is gone */
         if (help) {
             if (kind == KEY_CODE_YES && ch == KEY_RESIZE)
                 continue;
