@@ -18,7 +18,6 @@
 #include <errno.h>
 #include <langinfo.h>
 #include <locale.h>
-#include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -36,7 +35,7 @@
 /* Lines of the note about the previous action shown above the task. */
 #define NOTE_LINES_MAX 3
 
-enum action { ACT_NONE, ACT_A, ACT_B, ACT_CANT_TELL, ACT_SKIP, ACT_QUIT };
+enum action { ACT_A, ACT_B, ACT_CANT_TELL, ACT_SKIP, ACT_QUIT };
 
 /* The character for text that cannot be shown, and the name of epsilon:
  * both depend on whether the locale is UTF-8. */
