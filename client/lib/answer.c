@@ -184,6 +184,16 @@ static int prepare(ldpref_client *c, int64_t task_id, const lpc_task_meta *meta,
     }
     if (rc != LP_ENOT_FOUND)
         goto storage;
+    rc = lpc_ledger_skipped(l, c->server, task_id);
+    if (rc == LP_OK) {
+        rc = lpc_fail(c, LDPREF_ENOT_ASSIGNED,
+                      "task %lld was skipped on this device and cannot be answered; nothing was "
+                      "spent or sent",
+                      (long long)task_id);
+        goto refuse;
+    }
+    if (rc != LP_ENOT_FOUND)
+        goto storage;
 
     int z_canon;
     double eps;

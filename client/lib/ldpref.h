@@ -345,8 +345,9 @@ int ldpref_resend_pending(ldpref_client *c, size_t *sent, size_t *pending);
 /*
  * Skips a task assigned to this annotator (signed request): no label is
  * sent and no epsilon is spent; the server never offers the task to this
- * annotator again, and a later answer to it is refused
- * (LDPREF_ENOT_ASSIGNED). Skipping tells the server that this annotator
+ * annotator again, and a later answer to it is refused by the library
+ * before anything is randomized, spent or sent (LDPREF_ENOT_ASSIGNED; the
+ * ledger remembers the skip). Skipping tells the server that this annotator
  * was shown the task and declined, never a preference. Skipping a task
  * twice succeeds; LDPREF_EUNKNOWN_TASK, LDPREF_ENOT_ASSIGNED,
  * LDPREF_ECONFLICTING_LABEL (already answered).

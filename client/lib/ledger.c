@@ -47,6 +47,12 @@ static const char SCHEMA_V1[] =
 static const char SCHEMA_V2[] = "ALTER TABLE memo ADD COLUMN simulation TEXT;"
                                 "ALTER TABLE outbox ADD COLUMN simulation TEXT;";
 
+/* v3: skipped tasks, so that answering one is refused before anything is
+ * randomized or spent. */
+static const char SCHEMA_V3[] =
+    "CREATE TABLE skipped(server TEXT NOT NULL, task_id INTEGER NOT NULL,"
+    "  created INTEGER NOT NULL, PRIMARY KEY (server, task_id));";
+
 static int64_t now_s(void)
 {
     return (int64_t)time(NULL);
@@ -80,7 +86,7 @@ static int exec(lpc_ledger *l, const char *sql)
     return sqlite3_exec(l->db, sql, NULL, NULL, NULL) == SQLITE_OK ? LP_OK : LP_ESTORAGE;
 }
 
-_Static_assert(LPC_LEDGER_VERSION == 2, "migrate() writes user_version 2");
+_Static_assert(LPC_LEDGER_VERSION == 3, "migrate() writes user_version 3");
 
 static int migrate(lpc_ledger *l, char *msg, size_t msglen)
 {
@@ -98,12 +104,13 @@ static int migrate(lpc_ledger *l, char *msg, size_t msglen)
                        LPC_LEDGER_VERSION);
     if (version == LPC_LEDGER_VERSION)
         return LP_OK;
-    /* One step per version, all in one transaction: 0 (a new file) -> 1 -> 2. */
+    /* One step per version, all in one transaction: 0 (a new file) -> 1 -> 2 -> 3. */
     if (exec(l, "BEGIN IMMEDIATE") != LP_OK)
         return db_fail(l->db, msg, msglen, "starting the migration");
     if ((version < 1 && exec(l, SCHEMA_V1) != LP_OK) ||
         (version < 2 && exec(l, SCHEMA_V2) != LP_OK) ||
-        exec(l, "PRAGMA user_version = 2") != LP_OK) {
+        (version < 3 && exec(l, SCHEMA_V3) != LP_OK) ||
+        exec(l, "PRAGMA user_version = 3") != LP_OK) {
         int rc = db_fail(l->db, msg, msglen, "migrating the schema");
         exec(l, "ROLLBACK");
         return rc;
@@ -444,6 +451,30 @@ int lpc_ledger_task_put(lpc_ledger *l, const char *server, int64_t task_id, cons
     sqlite3_bind_double(st, 7, m->epsilon_max);
     sqlite3_bind_int64(st, 8, now_s());
     return run(st);
+}
+
+int lpc_ledger_skip_put(lpc_ledger *l, const char *server, int64_t task_id)
+{
+    sqlite3_stmt *st =
+        prep(l, "INSERT OR IGNORE INTO skipped(server, task_id, created) VALUES (?, ?, ?)");
+    if (st == NULL)
+        return LP_ESTORAGE;
+    sqlite3_bind_text(st, 1, server, -1, SQLITE_STATIC);
+    sqlite3_bind_int64(st, 2, task_id);
+    sqlite3_bind_int64(st, 3, now_s());
+    return run(st);
+}
+
+int lpc_ledger_skipped(lpc_ledger *l, const char *server, int64_t task_id)
+{
+    sqlite3_stmt *st = prep(l, "SELECT 1 FROM skipped WHERE server = ? AND task_id = ?");
+    if (st == NULL)
+        return LP_ESTORAGE;
+    sqlite3_bind_text(st, 1, server, -1, SQLITE_STATIC);
+    sqlite3_bind_int64(st, 2, task_id);
+    int step = sqlite3_step(st);
+    sqlite3_finalize(st);
+    return step == SQLITE_ROW ? LP_OK : step == SQLITE_DONE ? LP_ENOT_FOUND : LP_ESTORAGE;
 }
 
 int lpc_ledger_task_get(lpc_ledger *l, const char *server, int64_t task_id, lpc_task_meta *out)

@@ -23,7 +23,7 @@
 
 #define LPC_DEVICE_SECRET_BYTES 32
 #define LPC_MEMO_KEY_BYTES 32
-#define LPC_LEDGER_VERSION 2 /* 2: simulation columns */
+#define LPC_LEDGER_VERSION 3 /* 2: simulation columns; 3: skipped tasks */
 
 typedef struct lpc_ledger lpc_ledger;
 
@@ -84,6 +84,12 @@ typedef struct lpc_task_meta {
 int lpc_ledger_task_put(lpc_ledger *l, const char *server, int64_t task_id,
                         const lpc_task_meta *meta);
 int lpc_ledger_task_get(lpc_ledger *l, const char *server, int64_t task_id, lpc_task_meta *out);
+
+/* Tasks the annotator skipped (the server never offers them again and
+ * refuses a label for them): put records one, skipped answers LP_OK if
+ * task_id of server was skipped, LP_ENOT_FOUND if not. */
+int lpc_ledger_skip_put(lpc_ledger *l, const char *server, int64_t task_id);
+int lpc_ledger_skipped(lpc_ledger *l, const char *server, int64_t task_id);
 
 /* Row counts, for budget reports and tests. Any pointer may be NULL. */
 int lpc_ledger_counts(lpc_ledger *l, int64_t *memo, int64_t *spend, int64_t *outbox,

@@ -40,7 +40,16 @@ int ldpref_skip(ldpref_client *c, int64_t task_id)
     int ok = lp_json_get_int(resp, "task_id", 1, INT64_MAX, &got, NULL, 0) == LP_OK &&
              got == task_id && json_is_true(skipped);
     json_decref(resp);
-    return ok ? LDPREF_OK : lpc_fail(c, LDPREF_EPROTOCOL, "unexpected skip answer");
+    if (!ok)
+        return lpc_fail(c, LDPREF_EPROTOCOL, "unexpected skip answer");
+    /* Remembered so that answering the task later is refused before any
+     * epsilon is spent (the server would refuse the label). */
+    lpc_ledger *l;
+    if ((rc = lpc_use_ledger(c, &l)) != LDPREF_OK)
+        return rc;
+    if (lpc_ledger_skip_put(l, c->server, task_id) != LP_OK)
+        return lpc_fail(c, LDPREF_ESTORAGE, "the server recorded the skip; the ledger did not");
+    return LDPREF_OK;
 }
 
 int ldpref_progress_get(ldpref_client *c, ldpref_progress *out)

@@ -254,6 +254,15 @@ static void test_skip(ldpref_client *op)
     CHECK(after.spent == before.spent);
     check_progress(x, "skips", 3, 0, 0, 3, 0, 0);
     CHECK_INT(server_db_count(&srv, "labels"), 20);
+    /* answering the skipped task is refused on the device: nothing is
+     * randomized, spent, stored or sent */
+    ldpref_receipt skipped_r;
+    CHECK_ERR(ldpref_answer_id(x, ids[0], LDPREF_CHOICE_B, &skipped_r), LP_ENOT_ASSIGNED);
+    CHECK_ERR(ldpref_budget_get(x, &after), LP_OK);
+    CHECK(after.spent == before.spent);
+    CHECK_INT(after.labels, before.labels);
+    CHECK_INT(after.pending, before.pending);
+    CHECK_INT(server_db_count(&srv, "labels"), 20);
 
     /* x never sees it again, however often it asks */
     for (int k = 0; k < 3; k++) {
