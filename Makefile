@@ -26,6 +26,9 @@ PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
 PKG_LIBS   := $(shell pkg-config --libs $(PKGS) 2>/dev/null) -llbfgs -lm -lpthread
 CLIENT_PKGS := libcurl libsodium jansson sqlite3 libmicrohttpd
 CLIENT_LIBS := $(shell pkg-config --libs $(CLIENT_PKGS) 2>/dev/null) -lm -lpthread
+# The ldpref CLI alone draws on the terminal (ldpref label): ncursesw.
+CLI_CFLAGS  := $(shell pkg-config --cflags ncursesw 2>/dev/null)
+CLI_LIBS    := $(shell pkg-config --libs ncursesw 2>/dev/null)
 
 CFLAGS  ?= -O2 -g
 CFLAGS  += -std=c11 -D_GNU_SOURCE -fPIC -Wall -Wextra -Wshadow -Wstrict-prototypes \
@@ -89,7 +92,7 @@ obj = $(patsubst %.c,$(BUILD)/obj/%.o,$(1))
 
 $(BUILD)/obj/common/%.o:          LAYER_INC = $(INC_common)
 $(BUILD)/obj/client/lib/%.o:      LAYER_INC = $(INC_clientlib)
-$(BUILD)/obj/client/cli/%.o:      LAYER_INC = $(INC_cli)
+$(BUILD)/obj/client/cli/%.o:      LAYER_INC = $(INC_cli) $(CLI_CFLAGS)
 $(BUILD)/obj/server/engine/%.o:   LAYER_INC = $(INC_engine)
 $(BUILD)/obj/server/research/%.o: LAYER_INC = $(INC_research)
 $(BUILD)/obj/server/db/%.o:       LAYER_INC = $(INC_db)
@@ -188,7 +191,7 @@ $(UI_ASSETS_O): $(UI_ASSETS_C) client/lib/ui_assets.h
 	$(CC) $(CFLAGS) $(INC_clientlib) -c $< -o $@
 
 $(BUILD)/ldpref: $(call obj,$(CLI_SRC)) $(LIB_CLIENT)
-	$(CC) $(LDFLAGS) -o $@ $^ $(PKG_LIBS)
+	$(CC) $(LDFLAGS) -o $@ $^ $(PKG_LIBS) $(CLI_LIBS)
 $(BUILD)/ldpref-server: $(call obj,server/cmd/server_main.c) $(LIB_CMD) $(SERVER_LIBS)
 	$(CC) $(LDFLAGS) -o $@ $^ $(PKG_LIBS)
 $(BUILD)/ldpref-train: $(call obj,server/cmd/train_main.c) $(LIB_RESEARCH) $(LIB_ENGINE) $(LIB_COMMON)

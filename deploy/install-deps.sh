@@ -12,6 +12,7 @@ set -euo pipefail
 PKGS=(build-essential pkg-config
       libmicrohttpd-dev libjansson-dev libsodium-dev libsqlite3-dev sqlite3
       libcurl4-openssl-dev libopenblas-dev liblbfgs-dev
+      libncurses-dev tmux
       clang libclang-rt-dev clang-format gnuplot-nox
       xxd chromium)
 if [ "${1:-}" = "--dev" ]; then

@@ -12,6 +12,8 @@
 #include "ldpref.h"
 #include "ui.h"
 
+#include "label.h"
+
 #include <assert.h>
 #include <errno.h>
 #include <jansson.h>
@@ -463,6 +465,11 @@ static int cmd_resend(const struct cmd *cmd, ldpref_client *c, char **pos, int n
     int rc = ldpref_resend_pending(c, &sent, &pending);
     print_json(json_pack("{s:I, s:I}", "sent", (json_int_t)sent, "pending", (json_int_t)pending));
     return rc == LDPREF_OK ? 0 : fail(rc, c, "resend");
+}
+
+static int cmd_label(const struct cmd *cmd, ldpref_client *c, char **pos, int npos)
+{
+    return label_session(c, cflag_value(cmd, "--campaign"));
 }
 
 static int cmd_budget(const struct cmd *cmd, ldpref_client *c, char **pos, int npos)
@@ -967,6 +974,9 @@ static const struct cflag F_COUNT[] = {{"--count", "N", "how many (1..1000, defa
                                        {NULL, NULL, NULL}};
 static const struct cflag F_CAMPAIGN[] = {{"--campaign", "NAME", "campaign (default: default)"},
                                           {NULL, NULL, NULL}};
+static const struct cflag F_LABEL[] = {
+    {"--campaign", "NAME", "the campaign you mean to label (checked against your enrollment)"},
+    {NULL, NULL, NULL}};
 static const struct cflag F_TOKENS[] = {{"--count", "N", "how many tokens (1..1000, default 1)"},
                                         {"--campaign", "NAME", "campaign (default: default)"},
                                         {NULL, NULL, NULL}};
@@ -1074,6 +1084,9 @@ static const struct cmd CMDS[] = {
      cmd_resend},
     {"budget", "budget", "show the epsilon spent on this device and the caps", 0, 0, 1, NULL,
      cmd_budget},
+    {"label", "label [--campaign C]",
+     "label interactively: the conversation, both responses, one key per answer", 0, 0, 1, F_LABEL,
+     cmd_label},
     {"admin tasks-load", "admin tasks-load FILE [--campaign C]",
      "upload a JSONL task file (operator)", 1, 1, 2, F_CAMPAIGN, cmd_tasks_load},
     {"admin enroll-token", "admin enroll-token [--count N] [--campaign C]",
@@ -1184,6 +1197,14 @@ static void cmd_help(const struct cmd *cmd)
         printf("\nThis is LTC corruption, applied by the server to privatized labels when a\n"
                "training snapshot is built; received labels are never changed. Setting stores a\n"
                "new record: options not given take their defaults, not the previous values.\n");
+    if (cmd->flags == F_LABEL)
+        printf(
+            "\nKeys: 1 or a: A is better; 2 or b: B is better; t: can't tell; s: skip; q: quit;\n"
+            "?: help; arrows, j/k, PgUp/PgDn, space, Home/End: scroll. Your answer is\n"
+            "randomized on this device before it is sent. When stdin or stdout is not a\n"
+            "terminal, each task is printed as text and one choice is read per line.\n"
+            "Exits 0 when you quit or nothing is left (campaign complete, quota reached,\n"
+            "no task available).\n");
     if (cmd->flags == F_SCORE)
         printf("\nNeeds no operator token. Prints the server's answer: model_version, loss,\n"
                "link, beta and per candidate reward, probability and log_ratio (for --task,\n"
