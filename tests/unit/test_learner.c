@@ -79,8 +79,16 @@ static void load_tasks(void)
         }
         truth[i] = margin > 0;
         snprintf(ids[i], sizeof ids[i], "t%d", i);
-        in[i] = (lp_task_in){ids[i], "a prompt",  "first response", "second response",
-                             -1,     feats[i][0], feats[i][1],      DIM};
+        in[i] = (lp_task_in){ids[i],
+                             "a prompt",
+                             "first response",
+                             "second response",
+                             -1,
+                             feats[i][0],
+                             feats[i][1],
+                             DIM,
+                             NULL,
+                             0};
     }
     size_t loaded, skipped;
     int64_t first, last;
