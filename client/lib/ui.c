@@ -4,8 +4,8 @@
  * JSON endpoints, and answers tasks through the same library calls as the
  * CLI (ldpref_next_tasks, ldpref_answer, ldpref_skip, ldpref_progress_get,
  * ldpref_budget_get). The browser sends the TRUE choice only here; it is
- * randomized by ldpref_answer() before anything leaves the device. The
- * request body holding it is wiped after use and never logged.
+ * randomized by ldpref_answer() before anything leaves the device. Our
+ * copy of the request body holding it is wiped after use; nothing logs it.
  *
  * Access control (the model of Jupyter's local server):
  *   - the listening socket is bound to 127.0.0.1 only;
