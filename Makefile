@@ -24,7 +24,7 @@ VERSION := 0.3.0
 PKGS    := libmicrohttpd jansson libsodium sqlite3 libcurl openblas
 PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
 PKG_LIBS   := $(shell pkg-config --libs $(PKGS) 2>/dev/null) -llbfgs -lm -lpthread
-CLIENT_PKGS := libcurl libsodium jansson sqlite3
+CLIENT_PKGS := libcurl libsodium jansson sqlite3 libmicrohttpd
 CLIENT_LIBS := $(shell pkg-config --libs $(CLIENT_PKGS) 2>/dev/null) -lm -lpthread
 # The ldpref CLI alone draws on the terminal (ldpref label): ncursesw.
 CLI_CFLAGS  := $(shell pkg-config --cflags ncursesw 2>/dev/null)
@@ -75,6 +75,10 @@ INC_tests    := $(INC_cmd) -Iserver/db/internal -Iclient/lib -Itests/support
 COMMON_SRC   := $(wildcard common/*.c)
 CLIENT_SRC   := $(wildcard client/lib/*.c)
 CLI_SRC      := $(wildcard client/cli/*.c)
+# The local web page's files, embedded in libldpref (client/lib/ui_assets.h).
+UI_ASSETS    := $(sort $(wildcard client/lib/ui/*))
+UI_ASSETS_C  := $(BUILD)/gen/ui_assets.c
+UI_ASSETS_O  := $(BUILD)/obj/gen/ui_assets.o
 ENGINE_SRC   := $(wildcard server/engine/*.c)
 RESEARCH_SRC := $(wildcard server/research/*.c)
 DB_SRC       := $(wildcard server/db/*.c)
@@ -142,18 +146,19 @@ $(BUILD)/obj/%.o: %.c $(VERSION_STAMP)
 # The two libraries with a single home: only server/db/ includes sqlite3.h
 # (the client's local ledger and memo use SQLite through their own files),
 # and there only behind server/db/internal/: the public db headers do not
-# mention it; only server/http/ includes microhttpd.h.
+# mention it; only server/http/ and the client library's local web page
+# (client/lib/ui.c) include microhttpd.h.
 check-layers:
 	@bad=$$(grep -ln '^#include <sqlite3.h>' $$(git ls-files 'server/*.c' 'server/*.h' 2>/dev/null || find server -name '*.[ch]') \
 	        | grep -v '^server/db/'); \
 	 if [ -n "$$bad" ]; then echo "layering: sqlite3.h outside server/db/: $$bad" >&2; exit 1; fi
 	@bad=$$(grep -l 'sqlite3' server/db/*.h); \
 	 if [ -n "$$bad" ]; then echo "layering: a public db header mentions sqlite3: $$bad" >&2; exit 1; fi
-	@bad=$$(grep -rln '^#include <microhttpd.h>' server client common | grep -v '^server/http/'); \
-	 if [ -n "$$bad" ]; then echo "layering: microhttpd.h outside server/http/: $$bad" >&2; exit 1; fi
+	@bad=$$(grep -rln '^#include <microhttpd.h>' server client common | grep -v '^server/http/' | grep -vx 'client/lib/ui.c'); \
+	 if [ -n "$$bad" ]; then echo "layering: microhttpd.h outside server/http/ and client/lib/ui.c: $$bad" >&2; exit 1; fi
 
 $(LIB_COMMON):   $(call obj,$(COMMON_SRC))
-$(LIB_CLIENT):   $(call obj,$(CLIENT_SRC) $(COMMON_SRC))
+$(LIB_CLIENT):   $(call obj,$(CLIENT_SRC) $(COMMON_SRC)) $(UI_ASSETS_O)
 $(LIB_ENGINE):   $(call obj,$(ENGINE_SRC))
 $(LIB_RESEARCH): $(call obj,$(RESEARCH_SRC))
 $(LIB_DB):       $(call obj,$(DB_SRC))
@@ -166,9 +171,24 @@ $(BUILD)/%.a:
 	@mkdir -p $(dir $@)
 	rm -f $@ && ar rcs $@ $^
 
-$(SO_CLIENT): $(call obj,$(CLIENT_SRC) $(COMMON_SRC)) client/lib/libldpref.map
+$(SO_CLIENT): $(call obj,$(CLIENT_SRC) $(COMMON_SRC)) $(UI_ASSETS_O) client/lib/libldpref.map
 	$(CC) -shared -Wl,-soname,libldpref.so.0 -Wl,--version-script=client/lib/libldpref.map \
 	    $(LDFLAGS) -o $@ $(filter %.o,$^) $(CLIENT_LIBS)
+
+# The page's files as C arrays (xxd -i reading stdin prints just the bytes).
+$(UI_ASSETS_C): $(UI_ASSETS) Makefile
+	@mkdir -p $(dir $@)
+	{ echo '/* Generated from client/lib/ui/ by the Makefile: do not edit. */'; \
+	  echo '#include "ui_assets.h"'; i=0; \
+	  for f in $(UI_ASSETS); do echo "static const unsigned char asset_$$i[] = {"; \
+	    xxd -i < $$f || exit 1; echo '};'; i=$$((i + 1)); done; \
+	  echo 'const lpc_ui_asset lpc_ui_assets[] = {'; i=0; \
+	  for f in $(UI_ASSETS); do echo "    {\"/$${f##*/}\", asset_$$i, sizeof asset_$$i},"; \
+	    i=$$((i + 1)); done; \
+	  echo '    {NULL, NULL, 0}};'; } > $@.tmp && mv $@.tmp $@
+$(UI_ASSETS_O): $(UI_ASSETS_C) client/lib/ui_assets.h
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) $(INC_clientlib) -c $< -o $@
 
 $(BUILD)/ldpref: $(call obj,$(CLI_SRC)) $(LIB_CLIENT)
 	$(CC) $(LDFLAGS) -o $@ $^ $(PKG_LIBS) $(CLI_LIBS)

@@ -10,6 +10,7 @@
  * after the command. `ldpref --help` and `ldpref CMD --help` print help.
  */
 #include "ldpref.h"
+#include "ui.h"
 
 #include "label.h"
 
@@ -194,6 +195,11 @@ static char *json_text(const json_t *v)
 }
 
 /* ---- annotator commands -------------------------------------------------- */
+
+static int cmd_ui(const struct cmd *cmd, ldpref_client *c, char **pos, int npos)
+{
+    return cli_ui(c, cflag_value(cmd, "--port"), cflag_value(cmd, "--no-browser") != NULL);
+}
 
 static int make_parent_dir(const char *path)
 {
@@ -1049,6 +1055,10 @@ static const struct cflag F_SCORE[] = {
     {"--version", "V", "model version (default: the active model)"},
     {NULL, NULL, NULL}};
 
+static const struct cflag F_UI[] = {{"--port", "N", "port on 127.0.0.1 (default: a free one)"},
+                                    {"--no-browser", NULL, "print the address only"},
+                                    {NULL, NULL, NULL}};
+
 static const struct cmd CMDS[] = {
     {"keygen", "keygen", "create a key pair at --key (mode 0600; never overwrites)", 0, 0, 0, NULL,
      cmd_keygen},
@@ -1068,6 +1078,8 @@ static const struct cmd CMDS[] = {
     {"skip", "skip TASK_ID", "skip a fetched task: nothing is sent but that you skipped it", 1, 1,
      1, NULL, cmd_skip},
     {"progress", "progress", "show the progress of your campaign", 0, 0, 1, NULL, cmd_progress},
+    {"ui", "ui [--port N] [--no-browser]",
+     "label in your browser: a page served on 127.0.0.1 by this program", 0, 0, 1, F_UI, cmd_ui},
     {"resend", "resend", "resend signed labels that have no receipt yet", 0, 0, 1, NULL,
      cmd_resend},
     {"budget", "budget", "show the epsilon spent on this device and the caps", 0, 0, 1, NULL,
@@ -1158,6 +1170,12 @@ static void cmd_help(const struct cmd *cmd)
                "The same comparison under another task id (either order) reuses the first\n"
                "randomized answer and spends no new epsilon. Answering a task id again exits\n"
                "60 already_answered: a randomized answer can never be changed or repeated.\n");
+    if (cmd->flags == F_UI)
+        printf("\nPrints exactly one line, \"ldpref ui: http://127.0.0.1:PORT/?token=TOKEN\", and\n"
+               "opens it with $BROWSER or xdg-open. The page is served on this computer only;\n"
+               "the browser sends your TRUE answer to this process, which randomizes it before\n"
+               "anything is sent, exactly as `ldpref answer` does. The token works once: the\n"
+               "browser that opens it first gets the session. Ctrl-C stops the page.\n");
     if (cmd->flags == F_SIM)
         printf("\n--simulate-ctl-* are for SIMULATED annotators in experiments only (CTL:\n"
                "corruption, then LDP). The corruption coins are deterministic from the seed and\n"

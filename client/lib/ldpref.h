@@ -561,6 +561,44 @@ int ldpref_score_texts(ldpref_client *c, const char *prompt, const char *const *
                        int64_t version, double *rewards_out, double *probs_out,
                        int64_t *version_out);
 
+/* ---------------------------------------------------------------------------
+ * The local web page for annotators (`ldpref ui`; docs/client.md "The web
+ * page"). The library serves a page on 127.0.0.1 that shows one task at a
+ * time and answers it through this handle, exactly as ldpref_answer() does:
+ * the browser sends the TRUE choice only to this local process, which
+ * randomizes, signs and submits it. Every request must carry the session
+ * cookie obtained by exchanging the URL's one-time token; requests with a
+ * foreign Host or Origin, and state-changing requests without the CSRF
+ * header, are refused. Since 0.3.
+ */
+
+/* Options of ldpref_ui_start(). Fill with ldpref_ui_options_init(). */
+typedef struct ldpref_ui_options {
+    int port; /* 0 (default): a free port chosen by the system; else 1..65535 */
+} ldpref_ui_options;
+
+void ldpref_ui_options_init(ldpref_ui_options *o);
+
+typedef struct ldpref_ui ldpref_ui;
+
+/*
+ * Starts serving the page on 127.0.0.1 in a background thread. From then on
+ * the handle c belongs to that thread until ldpref_ui_stop(): the caller
+ * must not use it meanwhile. *out is a new server (NULL on failure);
+ * LDPREF_EINVALID_ARGUMENT for a bad port, LDPREF_EIO when the port cannot
+ * be bound, LDPREF_ERNG when no token can be drawn.
+ */
+int ldpref_ui_start(ldpref_client *c, const ldpref_ui_options *o, ldpref_ui **out) LDPREF_WUR;
+
+/* The page's address with its one-time token,
+ * "http://127.0.0.1:PORT/?token=TOKEN" (a secret: whoever opens it first gets
+ * the session). Borrowed; valid until ldpref_ui_stop(). */
+const char *ldpref_ui_url(const ldpref_ui *ui);
+
+/* Stops serving (waits for the request in progress) and wipes the token and
+ * session secrets; the handle is the caller's again. Accepts NULL. */
+void ldpref_ui_stop(ldpref_ui *ui);
+
 #ifdef __cplusplus
 }
 #endif

@@ -20,11 +20,8 @@ void server_bin_path(const char *name, char *out, size_t outlen)
     snprintf(out, outlen, "%s/%s", build && *build ? build : "build", name);
 }
 
-/* Forks and execs bin with argv (and the "K=V" additions of env, may be
- * NULL), its stdout on a pipe whose read end goes to *out_fd. Returns the
- * child's pid, or -1. */
-static pid_t spawn_with_stdout(const char *bin, const char *const *argv, const char *const *env,
-                               int *out_fd)
+pid_t spawn_with_stdout(const char *bin, const char *const *argv, const char *const *env,
+                        int *out_fd)
 {
     int out_pipe[2];
     if (pipe(out_pipe) != 0)

@@ -50,4 +50,10 @@ void server_cleanup(server_proc *s);
  */
 int run_tool(const char *const *argv, const char *const *env, char **out);
 
+/* Forks and execs bin with argv (and the "K=V" additions of env, may be
+ * NULL), its stdout on a pipe whose read end goes to *out_fd: for tools
+ * that keep running (ldpref ui). Returns the child's pid, or -1. */
+pid_t spawn_with_stdout(const char *bin, const char *const *argv, const char *const *env,
+                        int *out_fd);
+
 #endif
