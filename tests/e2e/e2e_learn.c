@@ -263,8 +263,12 @@ static ldpref_client *annotator(const char *campaign, const char *name, double e
 }
 
 /* Labels every task of the annotator's campaign. With shuffle_seed != 0 the
- * true answers are the human choices (as presented) in a permuted order:
- * labels that carry no information about the content. Returns the count. */
+ * true answers are coins drawn from the seed, one per task in the order the
+ * tasks come (task ids ascending), applied in the task's own orientation
+ * (undoing the presentation order the server drew): labels that carry no
+ * information about the content and are the same in every run, so the
+ * shuffled-label model, and the baseline it sets, is reproducible. Returns
+ * the count. */
 static size_t label_all(ldpref_client *c, uint64_t shuffle_seed)
 {
     ldpref_task *tasks = NULL;
@@ -277,12 +281,11 @@ static size_t label_all(ldpref_client *c, uint64_t shuffle_seed)
         CHECK(prefs[i] >= 0);
     }
     uint64_t s = shuffle_seed;
-    for (size_t i = n; shuffle_seed && i > 1; i--) { /* Fisher-Yates, xorshift64 */
+    for (size_t i = 0; shuffle_seed && i < n; i++) { /* xorshift64 coins */
         s ^= s << 13, s ^= s >> 7, s ^= s << 17;
-        size_t j = (size_t)(s % i);
-        int t = prefs[i - 1];
-        prefs[i - 1] = prefs[j];
-        prefs[j] = t;
+        /* prefs[i] is 1 exactly when the presented order is swapped (the
+         * human choice is response 0): coin 1 = "response 1 is better" */
+        prefs[i] ^= (int)(s >> 63);
     }
     for (size_t i = 0; i < n; i++) {
         items[i].task = &tasks[i];
