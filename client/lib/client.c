@@ -285,6 +285,17 @@ int lpc_call_json(ldpref_client *c, const char *method, const char *path, const 
     return rc;
 }
 
+int lpc_post(ldpref_client *c, const char *path, json_t *req, size_t resp_cap, json_t **resp)
+{
+    *resp = NULL;
+    if (req == NULL)
+        return lpc_fail(c, LDPREF_ENO_MEMORY, "encoding the request");
+    long status = 0;
+    int rc = lpc_call_json(c, "POST", path, req, 0, resp_cap, resp, &status);
+    json_decref(req);
+    return rc;
+}
+
 int lpc_need_key(ldpref_client *c)
 {
     if (!c->have_key)
@@ -314,11 +325,7 @@ int ldpref_enroll(ldpref_client *c, const char *token, ldpref_enrollment *out)
     lp_sign_enroll(&m, c->sk);
     json_t *req = lp_wire_enroll_encode(&m), *resp = NULL;
     sodium_memzero(&m, sizeof m);
-    if (req == NULL)
-        return lpc_fail(c, LDPREF_ENO_MEMORY, "encoding the enrollment");
-    long status = 0;
-    rc = lpc_call_json(c, "POST", "/v1/annotators", req, 0, LPC_RESP_CAP_SMALL, &resp, &status);
-    json_decref(req);
+    rc = lpc_post(c, "/v1/annotators", req, LPC_RESP_CAP_SMALL, &resp);
     if (rc != LDPREF_OK)
         return rc;
     ldpref_enrollment e;
@@ -462,12 +469,8 @@ int ldpref_next_tasks(ldpref_client *c, int count, ldpref_task **tasks, size_t *
     m.count = (uint32_t)count;
     m.timestamp_ms = lp_now_ms();
     lp_sign_next(&m, c->sk);
-    json_t *req = lp_wire_next_encode(&m), *resp = NULL;
-    if (req == NULL)
-        return lpc_fail(c, LDPREF_ENO_MEMORY, "encoding the request");
-    long status = 0;
-    rc = lpc_call_json(c, "POST", "/v1/tasks/next", req, 0, LPC_RESP_CAP_TASKS, &resp, &status);
-    json_decref(req);
+    json_t *resp = NULL;
+    rc = lpc_post(c, "/v1/tasks/next", lp_wire_next_encode(&m), LPC_RESP_CAP_TASKS, &resp);
     if (rc != LDPREF_OK)
         return rc;
     json_t *arr = json_object_get(resp, "tasks");

@@ -59,6 +59,11 @@ int lpc_use_ledger(ldpref_client *c, lpc_ledger **out);
 int lpc_call_json(ldpref_client *c, const char *method, const char *path, const json_t *req,
                   int bearer, size_t resp_cap, json_t **resp, long *status);
 
+/* POSTs req to path without the operator token (an annotator's or a public
+ * request): req is taken (freed here; NULL means its encoding failed:
+ * LDPREF_ENO_MEMORY), *resp as for lpc_call_json(). */
+int lpc_post(ldpref_client *c, const char *path, json_t *req, size_t resp_cap, json_t **resp);
+
 /* As lpc_call_json() with the request body given as JSON text (borrowed),
  * sent byte for byte: how stored label messages are (re)sent. */
 int lpc_call_text(ldpref_client *c, const char *method, const char *path, const char *body,

@@ -385,9 +385,7 @@ int ldpref_score_texts(ldpref_client *c, const char *prompt, const char *const *
     int rc = score_request(c, prompt, texts, k, version, &req);
     if (rc != LDPREF_OK)
         return rc;
-    long status = 0;
-    rc = lpc_call_json(c, "POST", "/v1/score", req, 0, LPC_RESP_CAP_LARGE, &resp, &status);
-    json_decref(req);
+    rc = lpc_post(c, "/v1/score", req, LPC_RESP_CAP_LARGE, &resp);
     if (rc != LDPREF_OK)
         return rc;
     int64_t v = 0;

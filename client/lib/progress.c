@@ -27,12 +27,8 @@ int ldpref_skip(ldpref_client *c, int64_t task_id)
     m.task_id = task_id;
     m.timestamp_ms = lp_now_ms();
     lp_sign_skip(&m, c->sk);
-    json_t *req = lp_wire_skip_encode(&m), *resp = NULL;
-    if (req == NULL)
-        return lpc_fail(c, LDPREF_ENO_MEMORY, "encoding the request");
-    long status = 0;
-    rc = lpc_call_json(c, "POST", "/v1/tasks/skip", req, 0, LPC_RESP_CAP_SMALL, &resp, &status);
-    json_decref(req);
+    json_t *resp = NULL;
+    rc = lpc_post(c, "/v1/tasks/skip", lp_wire_skip_encode(&m), LPC_RESP_CAP_SMALL, &resp);
     if (rc != LDPREF_OK)
         return rc;
     int64_t got = 0;
@@ -65,12 +61,8 @@ int ldpref_progress_get(ldpref_client *c, ldpref_progress *out)
     memcpy(m.key, c->pk, LP_KEY_BYTES);
     m.timestamp_ms = lp_now_ms();
     lp_sign_progress(&m, c->sk);
-    json_t *req = lp_wire_progress_encode(&m), *resp = NULL;
-    if (req == NULL)
-        return lpc_fail(c, LDPREF_ENO_MEMORY, "encoding the request");
-    long status = 0;
-    rc = lpc_call_json(c, "POST", "/v1/progress", req, 0, LPC_RESP_CAP_SMALL, &resp, &status);
-    json_decref(req);
+    json_t *resp = NULL;
+    rc = lpc_post(c, "/v1/progress", lp_wire_progress_encode(&m), LPC_RESP_CAP_SMALL, &resp);
     if (rc != LDPREF_OK)
         return rc;
     ldpref_progress p;
