@@ -3,6 +3,7 @@
 
 #include "error.h"
 
+#include <ctype.h>
 #include <math.h>
 #include <sodium.h>
 #include <stdarg.h>
@@ -79,6 +80,15 @@ int lp_json_only_fields(const json_t *obj, const char *const *allowed, char *msg
 static const json_t *field(const json_t *obj, const char *key)
 {
     return json_is_object(obj) ? json_object_get(obj, key) : NULL;
+}
+
+int lp_campaign_name_valid(const char *name, size_t max_len)
+{
+    size_t n = name ? strlen(name) : 0;
+    int ok = n > 0 && n <= max_len;
+    for (size_t i = 0; i < n && ok; i++)
+        ok = isalnum((unsigned char)name[i]) || name[i] == '-' || name[i] == '_' || name[i] == '.';
+    return ok;
 }
 
 int lp_json_get_string(const json_t *obj, const char *key, size_t max_len, const char **out,

@@ -45,6 +45,10 @@ int lp_json_get_string(const json_t *obj, const char *key, size_t max_len, const
                        char *msg, size_t msglen);
 int lp_json_get_int(const json_t *obj, const char *key, int64_t min, int64_t max, int64_t *out,
                     char *msg, size_t msglen);
+/* Whether name is a campaign name: 1..max_len characters of [A-Za-z0-9._-].
+ * The server accepts no other; the client refuses others in answers, so a
+ * hostile server cannot put control sequences on an annotator's terminal. */
+int lp_campaign_name_valid(const char *name, size_t max_len);
 /* Decodes base64url into exactly n bytes. */
 int lp_json_get_bytes(const json_t *obj, const char *key, uint8_t *out, size_t n, char *msg,
                       size_t msglen);

@@ -418,6 +418,8 @@ static int parse_task(const json_t *obj, ldpref_task *t, char *msg, size_t msgle
         (rc = lp_json_get_epsilon(obj, "epsilon_min", &t->epsilon_min, msg, msglen)) != LP_OK ||
         (rc = lp_json_get_epsilon(obj, "epsilon_max", &t->epsilon_max, msg, msglen)) != LP_OK)
         return LP_EPROTOCOL;
+    if (!lp_campaign_name_valid(campaign, LPC_CAMPAIGN_MAX))
+        return lp_fail(LP_EPROTOCOL, msg, msglen, "a task's campaign name is not [A-Za-z0-9._-]");
     t->campaign = strdup(campaign);
     t->prompt = strdup(prompt);
     t->a = strdup(a);

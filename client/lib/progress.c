@@ -10,6 +10,7 @@
 #include "wire.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 int ldpref_skip(ldpref_client *c, int64_t task_id)
@@ -21,6 +22,22 @@ int ldpref_skip(ldpref_client *c, int64_t task_id)
     int rc = lpc_need_key(c);
     if (rc != LDPREF_OK)
         return rc;
+    /* A task answered on this device stays answered: its label (maybe still
+     * unacknowledged) is in the outbox, and a skip would make the server
+     * refuse it after its epsilon was spent. */
+    lpc_ledger *l;
+    if ((rc = lpc_use_ledger(c, &l)) != LDPREF_OK)
+        return rc;
+    char *stored = NULL;
+    rc = lpc_ledger_outbox_get(l, c->server, task_id, &stored, NULL, NULL);
+    free(stored);
+    if (rc == LP_OK)
+        return lpc_fail(c, LDPREF_EALREADY_ANSWERED,
+                        "task %lld was answered on this device and cannot be skipped; if its "
+                        "label is still pending, `ldpref resend` sends it",
+                        (long long)task_id);
+    if (rc != LP_ENOT_FOUND)
+        return lpc_fail(c, LDPREF_ESTORAGE, "reading the ledger");
     lp_skip_msg m;
     memset(&m, 0, sizeof m);
     memcpy(m.key, c->pk, LP_KEY_BYTES);
@@ -40,9 +57,6 @@ int ldpref_skip(ldpref_client *c, int64_t task_id)
         return lpc_fail(c, LDPREF_EPROTOCOL, "unexpected skip answer");
     /* Remembered so that answering the task later is refused before any
      * epsilon is spent (the server would refuse the label). */
-    lpc_ledger *l;
-    if ((rc = lpc_use_ledger(c, &l)) != LDPREF_OK)
-        return rc;
     if (lpc_ledger_skip_put(l, c->server, task_id) != LP_OK)
         return lpc_fail(c, LDPREF_ESTORAGE, "the server recorded the skip; the ledger did not");
     return LDPREF_OK;
@@ -79,7 +93,8 @@ int ldpref_progress_get(ldpref_client *c, ldpref_progress *out)
         lp_json_get_int(resp, "annotator_labels", 0, INT64_MAX, &p.annotator_labels, NULL, 0) ==
             LP_OK &&
         (json_is_null(quota) || lp_json_get_int(resp, "annotator_quota", 1, INT64_MAX,
-                                                &p.annotator_quota, NULL, 0) == LP_OK);
+                                                &p.annotator_quota, NULL, 0) == LP_OK) &&
+        lp_campaign_name_valid(campaign, sizeof p.campaign - 1);
     if (ok)
         snprintf(p.campaign, sizeof p.campaign, "%s", campaign);
     json_decref(resp);

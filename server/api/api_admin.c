@@ -18,7 +18,6 @@
 #include "tasks.h"
 #include "wire.h"
 
-#include <ctype.h>
 #include <math.h>
 #include <sodium.h>
 #include <stdio.h>
@@ -111,16 +110,9 @@ int lp_api_campaign_create(lp_api *api, const lp_request *req, lp_response *resp
         rc = lp_json_only_fields(root, fields, msg, sizeof msg);
     if (rc == LP_OK)
         rc = lp_json_get_string(root, "name", LP_CAMPAIGN_NAME_MAX, &name, msg, sizeof msg);
-    if (rc == LP_OK) {
-        size_t n = strlen(name);
-        int ok = n > 0;
-        for (size_t i = 0; i < n && ok; i++)
-            ok = isalnum((unsigned char)name[i]) || name[i] == '-' || name[i] == '_' ||
-                 name[i] == '.';
-        if (!ok)
-            rc = lp_fail(LP_EWRONG_TYPE, msg, sizeof msg,
-                         "field \"name\" must be 1..%d of [A-Za-z0-9._-]", LP_CAMPAIGN_NAME_MAX);
-    }
+    if (rc == LP_OK && !lp_campaign_name_valid(name, LP_CAMPAIGN_NAME_MAX))
+        rc = lp_fail(LP_EWRONG_TYPE, msg, sizeof msg,
+                     "field \"name\" must be 1..%d of [A-Za-z0-9._-]", LP_CAMPAIGN_NAME_MAX);
     if (rc == LP_OK &&
         (rc = opt_positive(root, "epsilon_min", &c.epsilon_min, msg, sizeof msg)) == LP_OK &&
         (rc = opt_positive(root, "epsilon_max", &c.epsilon_max, msg, sizeof msg)) == LP_OK &&

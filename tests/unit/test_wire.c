@@ -185,6 +185,22 @@ static void test_skip_progress_codecs(void)
     CHECK_ERR(lp_wire_progress_decode(NULL, &p2, msg, sizeof msg), LP_EWRONG_TYPE);
 }
 
+/* Campaign names: the server's naming rule, which the client also applies
+ * to names in answers (no control characters reach a terminal). */
+static void test_campaign_names(void)
+{
+    CHECK(lp_campaign_name_valid("default", 64));
+    CHECK(lp_campaign_name_valid("oasst-en_100.v2", 64));
+    CHECK(lp_campaign_name_valid("a", 1));
+    CHECK(!lp_campaign_name_valid("ab", 1));
+    CHECK(!lp_campaign_name_valid("", 64));
+    CHECK(!lp_campaign_name_valid(NULL, 64));
+    CHECK(!lp_campaign_name_valid("x\x1b]0;owned\x07", 64));
+    CHECK(!lp_campaign_name_valid("x\x1b[2J", 64));
+    CHECK(!lp_campaign_name_valid("two words", 64));
+    CHECK(!lp_campaign_name_valid("caf\xc3\xa9", 64));
+}
+
 static void test_depth(void)
 {
     CHECK_INT(lp_json_depth("{\"a\":[1,{\"b\":2}]}", 17), 3);
@@ -328,6 +344,7 @@ int main(void)
     test_epsilon_wire();
     test_enroll_next_codecs();
     test_skip_progress_codecs();
+    test_campaign_names();
     test_depth();
     test_scan_cases();
     test_scan_mutations();
