@@ -350,7 +350,9 @@ int ldpref_resend_pending(ldpref_client *c, size_t *sent, size_t *pending);
  * ledger remembers the skip). Skipping tells the server that this annotator
  * was shown the task and declined, never a preference. Skipping a task
  * twice succeeds; LDPREF_EUNKNOWN_TASK, LDPREF_ENOT_ASSIGNED,
- * LDPREF_ECONFLICTING_LABEL (already answered).
+ * LDPREF_EALREADY_ANSWERED (answered on this device: refused before
+ * anything is sent, its label may still be pending for ldpref_resend_pending),
+ * LDPREF_ECONFLICTING_LABEL (answered elsewhere with this key).
  */
 int ldpref_skip(ldpref_client *c, int64_t task_id);
 
