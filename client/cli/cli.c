@@ -1172,7 +1172,8 @@ static void cmd_help(const struct cmd *cmd)
                "60 already_answered: a randomized answer can never be changed or repeated.\n");
     if (cmd->flags == F_UI)
         printf("\nPrints exactly one line, \"ldpref ui: http://127.0.0.1:PORT/?token=TOKEN\", and\n"
-               "opens it with $BROWSER or xdg-open. The page is served on this computer only;\n"
+               "opens it with $BROWSER or xdg-open through a private file that redirects to it\n"
+               "(the token is on no command line). The page is served on this computer only;\n"
                "the browser sends your TRUE answer to this process, which randomizes it before\n"
                "anything is sent, exactly as `ldpref answer` does. The token works once: the\n"
                "browser that opens it first gets the session. Ctrl-C stops the page.\n");

@@ -568,10 +568,10 @@ int ldpref_score_texts(ldpref_client *c, const char *prompt, const char *const *
  * page"). The library serves a page on 127.0.0.1 that shows one task at a
  * time and answers it through this handle, exactly as ldpref_answer() does:
  * the browser sends the TRUE choice only to this local process, which
- * randomizes, signs and submits it. Every request must carry the session
- * cookie obtained by exchanging the URL's one-time token; requests with a
- * foreign Host or Origin, and state-changing requests without the CSRF
- * header, are refused. Since 0.3.
+ * randomizes, signs and submits it. The page's script exchanges the URL's
+ * one-time token for a session secret, which every API request must carry
+ * in a header (no cookies are used); requests with a foreign Host or
+ * Origin, or from another site, are refused. Since 0.3.
  */
 
 /* Options of ldpref_ui_start(). Fill with ldpref_ui_options_init(). */

@@ -7,21 +7,30 @@
  * randomized by ldpref_answer() before anything leaves the device. Our
  * copy of the request body holding it is wiped after use; nothing logs it.
  *
- * Access control (the model of Jupyter's local server):
+ * Access control (the model of Jupyter's local server, without cookies:
+ * a cookie is scoped by host, not port, so any other service on 127.0.0.1
+ * that the browser visits would receive it):
  *   - the listening socket is bound to 127.0.0.1 only;
  *   - Host must be 127.0.0.1:PORT or localhost:PORT (defeats DNS
- *     rebinding); an Origin, when sent, must be http:// one of those; a
- *     Sec-Fetch-Site, when sent, must be same-origin or none: otherwise 403;
- *   - the URL's token (32 bytes from the CSPRNG) is exchanged once, on
- *     GET /?token=..., for two cookies named after the port: a session
- *     secret (HttpOnly, SameSite=Strict) that every later request must
- *     carry (else 401), and a CSRF secret (SameSite=Strict, readable by the
- *     page) that every POST must echo in X-CSRF-Token (else 403); the token
- *     is then spent, so a copy of the URL (shell history, process list) is
- *     useless;
+ *     rebinding); an Origin, when sent, must be http:// one of those;
+ *   - the page's files hold no secret and are served without a session;
+ *     a Sec-Fetch-Site, when sent, must be same-origin or none, except for
+ *     a top-level navigation to GET / (the redirect from the file
+ *     `ldpref ui` hands the browser, or a link), which any site may make;
+ *   - every /api/ call must be same-origin (Sec-Fetch-Site same-origin or
+ *     absent);
+ *   - the URL's token (32 bytes from the CSPRNG) is exchanged once, by the
+ *     page's script, on POST /api/session with the token in X-Ldpref-Token,
+ *     for a session secret in the JSON answer; the token is then spent, so
+ *     a copy of the URL (shell history, process list) is useless;
+ *   - every other /api/ call must carry the secret in X-Ldpref-Session
+ *     (else 401). The page keeps it in sessionStorage, which is scoped to
+ *     the origin including the port; a custom header is also the CSRF
+ *     defence: another origin cannot set it without a CORS preflight, which
+ *     this server never grants;
  *   - all of these run on the headers, before any of the body is read;
  *   - every response carries a strict Content-Security-Policy, nosniff,
- *     no-referrer and no-store.
+ *     no-referrer and no-store; no response sets a cookie.
  * Requests are handled one at a time on the server's single thread, which
  * owns the client handle while the server runs.
  */
@@ -55,10 +64,7 @@ struct ldpref_ui {
     struct MHD_Daemon *d;
     int port;
     char token[UI_SECRET_TEXT];   /* "" once exchanged */
-    char session[UI_SECRET_TEXT]; /* the HttpOnly cookie's value */
-    char csrf[UI_SECRET_TEXT];    /* the CSRF cookie's value, echoed in X-CSRF-Token */
-    char session_cookie[32];      /* "ldpref_ui_PORT" */
-    char csrf_cookie[32];         /* "ldpref_csrf_PORT" */
+    char session[UI_SECRET_TEXT]; /* the secret every /api/ call carries in X-Ldpref-Session */
     char hosts[2][UI_ORIGIN_MAX]; /* "127.0.0.1:PORT", "localhost:PORT" */
     char url[128];
     ldpref_task *task; /* the task on screen (one), or NULL */
@@ -185,42 +191,45 @@ static int origin_allowed(const ldpref_ui *ui, const char *origin)
     return host_allowed(ui, origin + 7);
 }
 
-static int fetch_site_allowed(const char *site)
-{
-    return site == NULL || strcmp(site, "same-origin") == 0 || strcmp(site, "none") == 0;
-}
-
 static const char *header(struct MHD_Connection *conn, const char *name)
 {
     return MHD_lookup_connection_value(conn, MHD_HEADER_KIND, name);
 }
 
-/* A redirect to "/": the token leaves the address bar. */
-static enum MHD_Result redirect_home(struct MHD_Connection *conn, const char *const *cookies,
-                                     size_t ncookies)
+static int header_is(struct MHD_Connection *conn, const char *name, const char *value)
 {
-    struct MHD_Response *r = MHD_create_response_from_buffer(0, (void *)"", MHD_RESPMEM_PERSISTENT);
-    if (r == NULL)
-        return MHD_NO;
-    MHD_add_response_header(r, "Location", "/");
-    for (size_t i = 0; i < ncookies; i++)
-        MHD_add_response_header(r, "Set-Cookie", cookies[i]);
-    return queue(conn, MHD_HTTP_SEE_OTHER, r);
+    const char *v = header(conn, name);
+    return v && strcmp(v, value) == 0;
 }
 
-/* GET /?token=...: the one-time exchange for the session and CSRF cookies. */
-static enum MHD_Result exchange_token(ldpref_ui *ui, struct MHD_Connection *conn)
+/* Sec-Fetch-Site: /api/ calls must come from the page itself (same-origin,
+ * or no such header from a client that is not a browser). The page's files
+ * may also be opened from the address bar (none), and GET / by a top-level
+ * navigation from anywhere: the redirect from the file:// page that
+ * `ldpref ui` hands the browser is cross-site. The page holds no secret. */
+static int fetch_site_allowed(struct MHD_Connection *conn, const char *url, const char *method)
 {
-    char cookie[2][160];
-    snprintf(cookie[0], sizeof cookie[0], "%s=%s; Path=/; HttpOnly; SameSite=Strict",
-             ui->session_cookie, ui->session);
-    snprintf(cookie[1], sizeof cookie[1], "%s=%s; Path=/; SameSite=Strict", ui->csrf_cookie,
-             ui->csrf);
+    const char *site = header(conn, "Sec-Fetch-Site");
+    if (site == NULL || strcmp(site, "same-origin") == 0)
+        return 1;
+    if (strncmp(url, "/api/", 5) == 0)
+        return 0;
+    if (strcmp(site, "none") == 0)
+        return 1;
+    return strcmp(method, "GET") == 0 && strcmp(url, "/") == 0 &&
+           header_is(conn, "Sec-Fetch-Mode", "navigate") &&
+           header_is(conn, "Sec-Fetch-Dest", "document");
+}
+
+/* POST /api/session with X-Ldpref-Token: the one-time exchange of the
+ * URL's token for the session secret, in the JSON answer. */
+static enum MHD_Result api_session(ldpref_ui *ui, struct MHD_Connection *conn)
+{
+    if (!secret_equal(header(conn, "X-Ldpref-Token"), ui->token))
+        return send_error(conn, 0, LP_EUNAUTHORIZED,
+                          "this link was already used or is wrong: restart ldpref ui");
     sodium_memzero(ui->token, sizeof ui->token);
-    const char *const cookies[] = {cookie[0], cookie[1]};
-    enum MHD_Result ok = redirect_home(conn, cookies, 2);
-    sodium_memzero(cookie, sizeof cookie);
-    return ok;
+    return send_json(conn, MHD_HTTP_OK, json_pack("{s:s}", "session", ui->session));
 }
 
 /* ---- the endpoints ------------------------------------------------------ */
@@ -435,33 +444,31 @@ static enum MHD_Result route(ldpref_ui *ui, struct MHD_Connection *conn, const c
     return send_error(conn, 0, LP_ENOT_FOUND, "no such endpoint");
 }
 
-/* The session part of the gate (see gate()). */
+/* The session part of the gate (see gate()): the page's files need none;
+ * POST /api/session needs the token, every other /api/ call the session. */
 static int session_gate(ldpref_ui *ui, struct MHD_Connection *conn, const char *url,
                         const char *method, enum MHD_Result *ret)
 {
-    const char *cookie = MHD_lookup_connection_value(conn, MHD_COOKIE_KIND, ui->session_cookie);
-    int session = secret_equal(cookie, ui->session), get = strcmp(method, "GET") == 0;
-    const char *token = MHD_lookup_connection_value(conn, MHD_GET_ARGUMENT_KIND, "token");
-    int home = token && get && strcmp(url, "/") == 0;
-    if (!session && home && secret_equal(token, ui->token))
-        *ret = exchange_token(ui, conn);
-    else if (session && home)
-        *ret = redirect_home(conn, NULL, 0); /* the URL opened again in the same browser */
-    else if (!session)
+    if (strncmp(url, "/api/", 5) != 0)
+        return 0;
+    if (strcmp(url, "/api/session") == 0)
+        *ret = strcmp(method, "POST") == 0 ? api_session(ui, conn)
+                                           : send_error(conn, 0, LP_EMETHOD_NOT_ALLOWED, NULL);
+    else if (!secret_equal(header(conn, "X-Ldpref-Session"), ui->session))
         *ret = send_error(conn, 0, LP_EUNAUTHORIZED,
-                          token ? "this link was already used or is wrong: restart ldpref ui"
-                                : "open the page with the address ldpref ui printed");
-    else if (!get && !secret_equal(header(conn, "X-CSRF-Token"), ui->csrf))
-        *ret = send_error(conn, MHD_HTTP_FORBIDDEN, LP_EUNAUTHORIZED, "missing CSRF token");
+                          header(conn, "X-Ldpref-Session")
+                              ? "this page's session is not this ldpref ui's: open the address "
+                                "ldpref ui printed"
+                              : "open the page with the address ldpref ui printed");
     else
         return 0;
     return 1;
 }
 
 /* The gate, run on a request's headers before its body is read: checks
- * Host, Origin, Sec-Fetch-Site, the session and (for POST) the CSRF header,
- * in that order, and answers the token exchange. Returns 1 when it has
- * answered the request (*ret set), 0 to let it through. */
+ * Host, Origin, Sec-Fetch-Site and then the session (for /api/), answers
+ * the token exchange. Returns 1 when it has answered the request (*ret
+ * set), 0 to let it through. */
 static int gate(ldpref_ui *ui, struct MHD_Connection *conn, const char *url, const char *method,
                 enum MHD_Result *ret)
 {
@@ -469,8 +476,7 @@ static int gate(ldpref_ui *ui, struct MHD_Connection *conn, const char *url, con
     if (!host_allowed(ui, header(conn, "Host")))
         *ret = send_error(conn, MHD_HTTP_FORBIDDEN, LP_EUNAUTHORIZED,
                           "foreign Host: open the page at the address ldpref ui printed");
-    else if (!origin_allowed(ui, header(conn, "Origin")) ||
-             !fetch_site_allowed(header(conn, "Sec-Fetch-Site")))
+    else if (!origin_allowed(ui, header(conn, "Origin")) || !fetch_site_allowed(conn, url, method))
         *ret = send_error(conn, MHD_HTTP_FORBIDDEN, LP_EUNAUTHORIZED,
                           "requests from other sites are refused");
     else
@@ -535,8 +541,7 @@ int ldpref_ui_start(ldpref_client *c, const ldpref_ui_options *o, ldpref_ui **ou
     if (ui == NULL)
         return lpc_fail(c, LDPREF_ENO_MEMORY, "out of memory");
     ui->c = c;
-    if (random_text(ui->token) != LDPREF_OK || random_text(ui->session) != LDPREF_OK ||
-        random_text(ui->csrf) != LDPREF_OK) {
+    if (random_text(ui->token) != LDPREF_OK || random_text(ui->session) != LDPREF_OK) {
         ldpref_ui_stop(ui);
         return lpc_fail(c, LDPREF_ERNG, "drawing the page's secrets failed");
     }
@@ -558,8 +563,6 @@ int ldpref_ui_start(ldpref_client *c, const ldpref_ui_options *o, ldpref_ui **ou
     }
     const union MHD_DaemonInfo *info = MHD_get_daemon_info(ui->d, MHD_DAEMON_INFO_BIND_PORT);
     ui->port = info ? info->port : o->port;
-    snprintf(ui->session_cookie, sizeof ui->session_cookie, "ldpref_ui_%d", ui->port);
-    snprintf(ui->csrf_cookie, sizeof ui->csrf_cookie, "ldpref_csrf_%d", ui->port);
     snprintf(ui->hosts[0], sizeof ui->hosts[0], "127.0.0.1:%d", ui->port);
     snprintf(ui->hosts[1], sizeof ui->hosts[1], "localhost:%d", ui->port);
     snprintf(ui->url, sizeof ui->url, "http://127.0.0.1:%d/?token=%s", ui->port, ui->token);

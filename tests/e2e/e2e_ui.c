@@ -8,9 +8,14 @@
  * conversation's earlier turns are shown; progress, the end of the
  * campaign and a reached quota are said on the page; the page must request
  * nothing but the local process; task text with HTML and <script> must
- * show as text; requests without the token or session, with a
- * foreign Host or Origin, or without the CSRF header are refused (raw HTTP
- * over a socket, so every header is ours to choose). A screenshot is saved
+ * show as text; the page's script exchanges the URL's one-time token for a
+ * session secret kept in sessionStorage (no cookies) and a reload keeps
+ * it, another browser does not have it; API requests without the session
+ * header (everything a browser would send to another 127.0.0.1 port), with
+ * a wrong one, or with a foreign Host or Origin are refused (raw HTTP over
+ * a socket, so every header is ours to choose). With a browser, `ldpref
+ * ui` hands it a 0600 file that redirects to the address, never the token
+ * itself, and Chromium follows it. A screenshot is saved
  * in $LDPREF_BUILD/test-output/ (and at $LDPREF_UI_SCREENSHOT when set).
  */
 #include "annotator_client.h"
@@ -131,8 +136,9 @@ static int enroll(ldpref_client *op, const char *campaign, const char *name, cha
 }
 
 /* Starts `ldpref ui` and reads its one line: with --no-browser when
- * browser is NULL, else with $BROWSER set to it. Returns the pid or -1. */
-static pid_t start_ui(const char *key, const char *browser)
+ * browser is NULL, else with $BROWSER set to it, and with the environment
+ * entries more (NULL-terminated; NULL for none) too. Returns the pid or -1. */
+static pid_t start_ui(const char *key, const char *browser, const char *const *more)
 {
     char bin[512], env_server[128], env_key[512], env_browser[512];
     server_bin_path("ldpref", bin, sizeof bin);
@@ -140,7 +146,9 @@ static pid_t start_ui(const char *key, const char *browser)
     snprintf(env_key, sizeof env_key, "LDPREF_KEY=%s", key);
     snprintf(env_browser, sizeof env_browser, "BROWSER=%s", browser ? browser : "");
     const char *argv[] = {bin, "ui", browser ? NULL : "--no-browser", NULL};
-    const char *env[] = {env_server, env_key, env_browser, NULL};
+    const char *env[8] = {env_server, env_key, env_browser, NULL};
+    for (size_t i = 0; more && more[i] && i < 4; i++)
+        env[3 + i] = more[i];
     int fd = -1;
     pid_t pid = spawn_with_stdout(bin, argv, env, &fd);
     if (pid < 0)
@@ -168,32 +176,41 @@ static pid_t start_ui(const char *key, const char *browser)
 
 /* ---- the checks ---------------------------------------------------------- */
 
-/* Before the browser: nothing without the token, and the token itself is
- * refused with a foreign Host or Origin (and stays unspent). */
+/* Before the browser: the page (no secret in it) is served, but no API
+ * call without the session; the token is refused with a foreign Host or
+ * Origin or from another site (and stays unspent), and a wrong one is
+ * refused. */
 static void test_refused_before_session(void)
 {
-    char host[64], path[256];
+    char host[64], path[256], token[192], with_token[512];
     socket_reply r;
     snprintf(host, sizeof host, "127.0.0.1:%d", ui_port);
     snprintf(path, sizeof path, "/?token=%s", ui_token);
+    snprintf(token, sizeof token, "X-Ldpref-Token: %s\r\n", ui_token);
 
     ui_request(&r, "GET", "/api/task", host, NULL, "", NULL);
     check_refused("no token, no session", &r, 401);
     ui_request(&r, "GET", "/", host, NULL, "", NULL);
-    check_refused("the page without the token", &r, 401);
-    ui_request(&r, "GET", "/?token=AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA", host, NULL, "",
-               NULL);
+    CHECK_INT(r.status, 200); /* the page itself holds no secret */
+    CHECK(strstr(r.text, "Set-Cookie") == NULL);
+    ui_request(&r, "GET", path, host, NULL, "", NULL);
+    CHECK_INT(r.status, 200); /* loading it does not spend the token */
+    ui_request(&r, "POST", "/api/session", host, NULL,
+               "X-Ldpref-Token: AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA\r\n", NULL);
     check_refused("a wrong token", &r, 401);
 
     char evil_host[64];
     snprintf(evil_host, sizeof evil_host, "evil.example:%d", ui_port);
     ui_request(&r, "GET", path, evil_host, NULL, "", NULL);
+    check_refused("the page with a foreign Host", &r, 403);
+    ui_request(&r, "POST", "/api/session", evil_host, NULL, token, NULL);
     check_refused("the token with a foreign Host", &r, 403);
-    ui_request(&r, "GET", path, "evil.example", NULL, "", NULL);
+    ui_request(&r, "POST", "/api/session", "evil.example", NULL, token, NULL);
     check_refused("the token with a rebinding Host", &r, 403);
-    ui_request(&r, "GET", path, host, "http://evil.example", "", NULL);
+    ui_request(&r, "POST", "/api/session", host, "http://evil.example", token, NULL);
     check_refused("the token with a foreign Origin", &r, 403);
-    ui_request(&r, "GET", path, host, NULL, "Sec-Fetch-Site: cross-site\r\n", NULL);
+    snprintf(with_token, sizeof with_token, "Sec-Fetch-Site: cross-site\r\n%s", token);
+    ui_request(&r, "POST", "/api/session", host, NULL, with_token, NULL);
     check_refused("the token from another site", &r, 403);
     CHECK(socket_reply_has_header(&r, "X-Content-Type-Options", "nosniff"));
 }
@@ -260,74 +277,97 @@ static void save_screenshot(cdp *b)
         CHECK_INT(cdp_screenshot(b, extra), 0);
 }
 
-/* The session cookies the browser holds, for raw requests. */
-static void session_cookies(cdp *b, char *session, size_t slen, char *csrf, size_t clen)
+/* The session secret the page holds (sessionStorage); the browser holds
+ * no cookie at all. */
+static void session_secret(cdp *b, char *session, size_t slen)
 {
-    char session_name[32], csrf_name[32];
-    snprintf(session_name, sizeof session_name, "ldpref_ui_%d", ui_port);
-    snprintf(csrf_name, sizeof csrf_name, "ldpref_csrf_%d", ui_port);
-    session[0] = csrf[0] = '\0';
+    json_t *v = cdp_eval(b, "sessionStorage.getItem('ldpref_session')");
+    snprintf(session, slen, "%s", json_string_value(v) ?: "");
+    json_decref(v);
+    CHECK_INT(strlen(session), 43);
+    CHECK(eval_true(b, "document.cookie === ''"));
     json_t *r = cdp_call(b, "Network.getCookies", NULL);
-    json_t *cookies = json_object_get(r, "cookies"), *c;
-    size_t i;
-    json_array_foreach(cookies, i, c)
-    {
-        const char *name = json_string_value(json_object_get(c, "name"));
-        const char *value = json_string_value(json_object_get(c, "value"));
-        if (name && value && strcmp(name, session_name) == 0) {
-            snprintf(session, slen, "%s", value);
-            CHECK(json_is_true(json_object_get(c, "httpOnly")));
-            CHECK_STR(json_string_value(json_object_get(c, "sameSite")), "Strict");
-        }
-        if (name && value && strcmp(name, csrf_name) == 0)
-            snprintf(csrf, clen, "%s", value);
-    }
+    CHECK(r != NULL && json_array_size(json_object_get(r, "cookies")) == 0);
     json_decref(r);
-    CHECK(session[0] != '\0' && csrf[0] != '\0');
 }
 
-/* With a valid session: a foreign Host or Origin, or a POST without the
- * CSRF header, is still refused; the spent token opens nothing. */
-static void test_refused_with_session(const char *session, const char *csrf)
+/* With a valid session: a foreign Host or Origin, or a request from another
+ * site, is still refused; an answer without the session header or with a
+ * wrong one is refused; the spent token opens nothing. */
+static void test_refused_with_session(const char *session)
 {
-    char host[64], evil_host[64], origin[64], cookie[512], both[1024], path[256];
+    char host[64], evil_host[64], origin[64], hdr[512], both[1024], wrong[1200];
     socket_reply r;
     snprintf(host, sizeof host, "127.0.0.1:%d", ui_port);
     snprintf(evil_host, sizeof evil_host, "evil.example:%d", ui_port);
     snprintf(origin, sizeof origin, "http://127.0.0.1:%d", ui_port);
-    snprintf(cookie, sizeof cookie, "Cookie: ldpref_ui_%d=%s\r\n", ui_port, session);
-    snprintf(both, sizeof both, "%sX-CSRF-Token: %s\r\nContent-Type: application/json\r\n", cookie,
-             csrf);
-    snprintf(path, sizeof path, "/?token=%s", ui_token);
+    snprintf(hdr, sizeof hdr, "X-Ldpref-Session: %s\r\n", session);
+    snprintf(both, sizeof both, "%sContent-Type: application/json\r\n", hdr);
 
-    ui_request(&r, "GET", "/api/progress", host, origin, cookie, NULL);
+    ui_request(&r, "GET", "/api/progress", host, origin, hdr, NULL);
     CHECK_INT(r.status, 200); /* the control: this session works */
-    ui_request(&r, "GET", "/api/progress", evil_host, NULL, cookie, NULL);
+    ui_request(&r, "GET", "/api/progress", evil_host, NULL, hdr, NULL);
     check_refused("session with a foreign Host", &r, 403);
-    ui_request(&r, "GET", "/api/progress", host, "http://evil.example", cookie, NULL);
+    ui_request(&r, "GET", "/api/progress", host, "http://evil.example", hdr, NULL);
     check_refused("session with a foreign Origin", &r, 403);
-    ui_request(&r, "GET", "/api/progress", host, "null", cookie, NULL);
+    ui_request(&r, "GET", "/api/progress", host, "null", hdr, NULL);
     check_refused("session with an opaque Origin", &r, 403);
 
     long long labels = server_db_count(&srv, "labels");
     char body[128];
     json_t *task = NULL;
-    ui_request(&r, "GET", "/api/task", host, origin, cookie, NULL);
+    ui_request(&r, "GET", "/api/task", host, origin, hdr, NULL);
     task = json_loads(socket_reply_body(&r), 0, NULL);
     long long id = json_integer_value(json_object_get(json_object_get(task, "task"), "task_id"));
     json_decref(task);
     CHECK(id > 0);
     snprintf(body, sizeof body, "{\"task_id\": %lld, \"choice\": \"a\"}", id);
-    char no_csrf[600];
-    snprintf(no_csrf, sizeof no_csrf, "%sContent-Type: application/json\r\n", cookie);
-    ui_request(&r, "POST", "/api/answer", host, origin, no_csrf, body);
-    check_refused("an answer without the CSRF header", &r, 403);
+    ui_request(&r, "POST", "/api/answer", host, origin, "Content-Type: application/json\r\n", body);
+    check_refused("an answer without the session header", &r, 401);
+    snprintf(wrong, sizeof wrong, "X-Ldpref-Session: %.42s%c\r\nContent-Type: application/json\r\n",
+             session, session[42] == 'A' ? 'B' : 'A');
+    ui_request(&r, "POST", "/api/answer", host, origin, wrong, body);
+    check_refused("an answer with a wrong session", &r, 401);
     ui_request(&r, "POST", "/api/answer", evil_host, "http://evil.example", both, body);
     check_refused("an answer from another site", &r, 403);
+    snprintf(wrong, sizeof wrong, "%sSec-Fetch-Site: cross-site\r\n", both);
+    ui_request(&r, "POST", "/api/answer", host, NULL, wrong, body);
+    check_refused("an answer sent cross-site", &r, 403);
     CHECK_INT(server_db_count(&srv, "labels"), labels);
 
-    ui_request(&r, "GET", path, host, NULL, "", NULL);
+    char token[192];
+    snprintf(token, sizeof token, "X-Ldpref-Token: %s\r\n", ui_token);
+    ui_request(&r, "POST", "/api/session", host, origin, token, NULL);
     check_refused("the spent token", &r, 401);
+}
+
+/* Another service on 127.0.0.1 (the ldpref server's port stands in for
+ * it), visited by the same browser, gets nothing it could replay: the
+ * session is in sessionStorage, scoped to the page's origin with its port,
+ * and there are no cookies. Replaying everything a browser would send to
+ * that port, to ours, is refused. Then back to the page: it still works
+ * (the same tab keeps its sessionStorage). */
+static void test_other_port(cdp *b)
+{
+    char other[160], host[64];
+    snprintf(other, sizeof other, "%s/", srv.url);
+    CHECK_INT(cdp_navigate(b, other), 0);
+    char expr[128];
+    snprintf(expr, sizeof expr, "location.hostname === '127.0.0.1' && +location.port !== %d",
+             ui_port);
+    CHECK(eval_true(b, expr));
+    CHECK(eval_true(b, "sessionStorage.getItem('ldpref_session') === null"));
+    CHECK(eval_true(b, "document.cookie === ''"));
+    json_t *r = cdp_call(b, "Network.getCookies", NULL);
+    CHECK(r != NULL && json_array_size(json_object_get(r, "cookies")) == 0);
+    json_decref(r);
+    socket_reply rep;
+    snprintf(host, sizeof host, "127.0.0.1:%d", ui_port);
+    ui_request(&rep, "GET", "/api/progress", host, NULL,
+               "User-Agent: Mozilla/5.0 (X11; Linux x86_64) Chrome/120.0 Safari/537.36\r\n"
+               "Accept: */*\r\nAccept-Language: en-US\r\nAccept-Encoding: gzip\r\n",
+               NULL);
+    check_refused("a replay of what another port's service received", &rep, 401);
 }
 
 /* Every label in the operator's export (JSONL) with its task id. */
@@ -361,7 +401,8 @@ static void test_browser_session(ldpref_client *op, const char *key)
     if (b == NULL)
         return;
     CHECK_INT(cdp_navigate(b, ui_url), 0);
-    /* The token left the address bar: the exchange redirected to "/". */
+    /* The token left the address bar (history.replaceState) once the page
+     * read it. */
     char home[64];
     snprintf(home, sizeof home, "http://127.0.0.1:%d/", ui_port);
     json_t *href = cdp_eval(b, "location.href");
@@ -408,9 +449,30 @@ static void test_browser_session(ldpref_client *op, const char *key)
     CHECK_INT(export_has_tasks(op, ids, 2), 0);
     CHECK_INT(server_db_scalar(&srv, "SELECT count(*) FROM labels WHERE epsilon = 1.0", NULL), 2);
 
-    char session[128], csrf[128];
-    session_cookies(b, session, sizeof session, csrf, sizeof csrf);
-    test_refused_with_session(session, csrf);
+    char session[128];
+    session_secret(b, session, sizeof session);
+    test_refused_with_session(session);
+    test_other_port(b);
+    /* Back to the page in the same tab (a reload): its session holds. */
+    CHECK_INT(cdp_navigate(b, home), 0);
+    CHECK(wait_task(b, 3));
+    char again[128];
+    session_secret(b, again, sizeof again);
+    CHECK_STR(again, session);
+    /* Another browser (or tab) opening the spent address has no session:
+     * the page says the link was used. */
+    cdp *b2 = cdp_start(800, 600);
+    CHECK(b2 != NULL);
+    if (b2) {
+        CHECK_INT(cdp_navigate(b2, ui_url), 0);
+        CHECK(cdp_wait_true(b2,
+                            "!document.getElementById('error').hidden && /already used/.test("
+                            "document.getElementById('error').textContent)",
+                            15000));
+        CHECK(eval_true(b2, "document.getElementById('task').hidden"));
+        CHECK(eval_true(b2, "sessionStorage.getItem('ldpref_session') === null"));
+        cdp_close(b2);
+    }
 
     /* 's' skips task 3: nothing reaches the server; 't' answers task 4
      * "can't tell": a label with the same epsilon as any other. */
@@ -452,11 +514,14 @@ static void test_browser_session(ldpref_client *op, const char *key)
     CHECK_INT(export_has_tasks(op, all, 4), 0);
 
     /* Every request the page made went to the local process. */
+    char visited[160];
+    snprintf(visited, sizeof visited, "%s/", srv.url); /* the test's own (test_other_port) */
+    size_t vlen = strlen(visited);
     size_t local = 0;
     n = cdp_request_count(b);
     for (size_t i = 0; i < n; i++) {
         const char *url = cdp_request_url(b, i);
-        int ok = strncmp(url, home, strlen(home)) == 0;
+        int ok = strncmp(url, home, strlen(home)) == 0 || strncmp(url, visited, vlen) == 0;
         if (!ok)
             fprintf(stderr, "the page requested %s\n", url);
         local += ok;
@@ -487,7 +552,7 @@ static void test_quota(ldpref_client *op)
     char key[400];
     CHECK_INT(enroll(op, "quota", "quota.key", key, sizeof key), LDPREF_OK);
     long long labels = server_db_count(&srv, "labels");
-    pid_t ui = start_ui(key, NULL);
+    pid_t ui = start_ui(key, NULL, NULL);
     cdp *b = ui > 0 && ui_port > 0 ? cdp_start(1024, 768) : NULL;
     CHECK(b != NULL);
     if (b) {
@@ -509,13 +574,32 @@ static void test_quota(ldpref_client *op)
         stop_ui(ui);
 }
 
-/* Without --no-browser, the address goes to $BROWSER (here a script that
- * writes its argument to a file). */
-static void test_opens_browser(const char *key)
+/* The argument `ldpref ui` gave $BROWSER (the script writes it to
+ * dir/opened), without the newline; NULL if none came. */
+static char *browser_argument(const char *opened)
+{
+    char *text = NULL;
+    for (int i = 0; i < 200 && (text = file_read_all(opened, NULL)) == NULL; i++)
+        usleep(25000);
+    if (text && strchr(text, '\n'))
+        *strchr(text, '\n') = '\0';
+    return text;
+}
+
+/* Without --no-browser, $BROWSER (here a script that writes its argument to
+ * a file) gets a file:// URL of a 0600 page in dir that redirects to the
+ * address, never the address (its token would be on the command line of
+ * the browser, readable by any local user). Chromium opened on that file
+ * follows it to the page. The file is removed when ldpref ui stops. With
+ * XDG_RUNTIME_DIR usable the file is there, else in a 0700 directory of its
+ * own under $TMPDIR. */
+static void check_opens_browser(const char *key, const char *const *env, const char *dir,
+                                int own_dir)
 {
     char script[512], opened[512];
     snprintf(script, sizeof script, "%s/browser.sh", srv.dir);
     snprintf(opened, sizeof opened, "%s/opened", srv.dir);
+    unlink(opened);
     FILE *f = fopen(script, "w");
     if (f) {
         fprintf(f, "#!/bin/sh\necho \"$1\" > \"%s.tmp\" && mv \"%s.tmp\" \"%s\"\n", opened, opened,
@@ -523,17 +607,75 @@ static void test_opens_browser(const char *key)
         fclose(f);
     }
     CHECK(chmod(script, 0700) == 0);
-    pid_t ui = start_ui(key, script);
+    pid_t ui = start_ui(key, script, env);
     CHECK(ui > 0);
-    char *text = NULL;
-    for (int i = 0; i < 200 && (text = file_read_all(opened, NULL)) == NULL; i++)
-        usleep(25000);
-    char want[300];
-    snprintf(want, sizeof want, "%s\n", ui_url);
-    CHECK_STR(text, want);
-    free(text);
+    char *arg = browser_argument(opened);
+    CHECK(arg != NULL);
+    char prefix[600], path[600] = "";
+    snprintf(prefix, sizeof prefix, "file://%s/", dir);
+    if (arg) {
+        check_record(strncmp(arg, prefix, strlen(prefix)) == 0 && strstr(arg, ui_token) == NULL &&
+                         strstr(arg, "token") == NULL,
+                     __FILE__, __LINE__, "the browser gets a file in %s, not the token: %s", dir,
+                     arg);
+        snprintf(path, sizeof path, "%s", arg + 7);
+    }
+    struct stat st;
+    CHECK(path[0] && lstat(path, &st) == 0 && S_ISREG(st.st_mode) && (st.st_mode & 07777) == 0600);
+    if (own_dir) {
+        char parent[600];
+        snprintf(parent, sizeof parent, "%s", path);
+        if (strrchr(parent, '/'))
+            *strrchr(parent, '/') = '\0';
+        CHECK(strlen(parent) > strlen(dir) && lstat(parent, &st) == 0 && S_ISDIR(st.st_mode) &&
+              (st.st_mode & 07777) == 0700);
+    }
+    char *html = path[0] ? file_read_all(path, NULL) : NULL;
+    char refresh[400];
+    snprintf(refresh, sizeof refresh, "<meta http-equiv=\"refresh\" content=\"0;url=%s\">", ui_url);
+    CHECK(html != NULL && strstr(html, refresh) != NULL);
+    snprintf(refresh, sizeof refresh, "<a href=\"%s\">", ui_url);
+    CHECK(html != NULL && strstr(html, refresh) != NULL);
+    free(html);
+
+    /* Chromium, opened on the file, lands on the page with a session. */
+    cdp *b = arg ? cdp_start(800, 600) : NULL;
+    CHECK(b != NULL);
+    if (b) {
+        char home[64], expr[512];
+        snprintf(home, sizeof home, "http://127.0.0.1:%d/", ui_port);
+        CHECK_INT(cdp_navigate(b, arg), 0);
+        snprintf(expr, sizeof expr,
+                 "location.href === '%s' && sessionStorage.getItem('ldpref_session') !== null && "
+                 "(!document.getElementById('task').hidden || "
+                 "!document.getElementById('done').hidden)",
+                 home);
+        CHECK(cdp_wait_true(b, expr, 15000));
+        CHECK(eval_true(b, "document.getElementById('error').hidden"));
+        cdp_close(b);
+    }
+    free(arg);
     if (ui > 0)
         stop_ui(ui);
+    CHECK(path[0] && access(path, F_OK) != 0); /* removed on exit */
+    if (own_dir && path[0]) {
+        *strrchr(path, '/') = '\0';
+        CHECK(access(path, F_OK) != 0);
+    }
+}
+
+static void test_opens_browser(const char *key)
+{
+    char run[400], tmp[400], env_run[420], env_tmp[420];
+    snprintf(run, sizeof run, "%s/run", srv.dir);
+    snprintf(tmp, sizeof tmp, "%s/tmp", srv.dir);
+    CHECK(mkdir(run, 0700) == 0 && mkdir(tmp, 0700) == 0);
+    snprintf(env_run, sizeof env_run, "XDG_RUNTIME_DIR=%s", run);
+    snprintf(env_tmp, sizeof env_tmp, "TMPDIR=%s", tmp);
+    const char *in_run[] = {env_run, NULL};
+    check_opens_browser(key, in_run, run, 0);
+    const char *in_tmp[] = {"XDG_RUNTIME_DIR=", env_tmp, NULL};
+    check_opens_browser(key, in_tmp, tmp, 1);
 }
 
 /* The command's own errors: a bad port, a missing key. */
@@ -570,7 +712,7 @@ int main(void)
     CHECK_INT(op ? load_tasks(op, NULL) : -1, LDPREF_OK);
     CHECK_INT(op ? enroll(op, NULL, "ui.key", key, sizeof key) : -1, LDPREF_OK);
     test_cli_errors(key);
-    pid_t ui = start_ui(key, NULL);
+    pid_t ui = start_ui(key, NULL, NULL);
     CHECK(ui > 0);
     if (ui > 0 && ui_port > 0) {
         test_refused_before_session();

@@ -2,7 +2,8 @@
  * test_client_ui.c — the local web page server of libldpref (client/lib/ui.c)
  * on its own, without a browser and with no ldpref server behind it (the
  * handle points at a closed port): start/stop and their argument errors,
- * the printed address, the one-time token exchange and its cookies, the
+ * the printed address, the one-time token exchange for the session secret
+ * (no cookies, ever), the gate's Host, Origin and Sec-Fetch-Site checks, the
  * security headers, the embedded files, and the named error of every bad
  * request. Raw HTTP over a socket, so every header is the test's own.
  */
@@ -46,16 +47,37 @@ static const char *url_token(const ldpref_ui *ui)
     return t ? t + 8 : "";
 }
 
-/* One request with the page's own Host; extra: header lines or "". */
-static void request(int port, socket_reply *r, const char *method, const char *path,
-                    const char *extra, const char *body)
+/* Replies that set a cookie (there must be none). */
+static int cookies_set;
+
+static void count_cookies(const socket_reply *r)
+{
+    const char *end = strstr(r->text, "\r\n\r\n");
+    for (const char *c = r->text; (c = strstr(c, "\r\nSet-Cookie")) != NULL && (!end || c < end);
+         c++)
+        cookies_set++;
+}
+
+/* One request with the given Host; extra: header lines or "". */
+static void request_host(int port, socket_reply *r, const char *host, const char *method,
+                         const char *path, const char *extra, const char *body)
 {
     char req[16384];
     snprintf(req, sizeof req,
-             "%s %s HTTP/1.1\r\nHost: 127.0.0.1:%d\r\n%sContent-Length: %zu\r\n"
+             "%s %s HTTP/1.1\r\nHost: %s\r\n%sContent-Length: %zu\r\n"
              "Connection: close\r\n\r\n%s",
-             method, path, port, extra, body ? strlen(body) : 0, body ? body : "");
+             method, path, host, extra, body ? strlen(body) : 0, body ? body : "");
     http_socket(port, req, r);
+    count_cookies(r);
+}
+
+/* One request with the page's own Host. */
+static void request(int port, socket_reply *r, const char *method, const char *path,
+                    const char *extra, const char *body)
+{
+    char host[64];
+    snprintf(host, sizeof host, "127.0.0.1:%d", port);
+    request_host(port, r, host, method, path, extra, body);
 }
 
 static void check_error(const char *what, const socket_reply *r, int status, int code)
@@ -115,17 +137,6 @@ static void test_ports_and_tokens(void)
     ldpref_client_close(other);
 }
 
-/* The session cookie header line for raw requests, from a 303's Set-Cookie. */
-static void cookie_value(const socket_reply *r, const char *name, char *out, size_t cap)
-{
-    char prefix[64];
-    snprintf(prefix, sizeof prefix, "Set-Cookie: %s=", name);
-    const char *c = strstr(r->text, prefix);
-    out[0] = '\0';
-    if (c)
-        snprintf(out, cap, "%.*s", (int)strcspn(c + strlen(prefix), ";\r"), c + strlen(prefix));
-}
-
 static void test_session(void)
 {
     ldpref_ui_options o;
@@ -133,16 +144,17 @@ static void test_session(void)
     ldpref_ui *ui = NULL;
     CHECK_ERR(ldpref_ui_start(client, &o, &ui), LP_OK);
     int port = url_port(ui);
-    char path[128], name[32], csrf_name[32], session[64], csrf[64];
+    char path[128], token[128], evil[64], session[64] = "";
     snprintf(path, sizeof path, "/?token=%s", url_token(ui));
-    snprintf(name, sizeof name, "ldpref_ui_%d", port);
-    snprintf(csrf_name, sizeof csrf_name, "ldpref_csrf_%d", port);
+    snprintf(token, sizeof token, "X-Ldpref-Token: %s\r\n", url_token(ui));
+    snprintf(evil, sizeof evil, "evil.example:%d", port);
     socket_reply r;
 
-    /* The exchange: a redirect home with the two cookies. */
+    /* The page holds no secret: served with or without the token, and the
+     * token in its URL is not spent by loading it. */
     request(port, &r, "GET", path, "", NULL);
-    CHECK_INT(r.status, 303);
-    CHECK(socket_reply_has_header(&r, "Location", "/"));
+    CHECK_INT(r.status, 200);
+    CHECK(socket_reply_has_header(&r, "Content-Type", "text/html; charset=utf-8"));
     CHECK(socket_reply_has_header(
         &r, "Content-Security-Policy",
         "default-src 'none'; script-src 'self'; style-src 'self'; connect-src 'self'; "
@@ -150,27 +162,100 @@ static void test_session(void)
     CHECK(socket_reply_has_header(&r, "X-Content-Type-Options", "nosniff"));
     CHECK(socket_reply_has_header(&r, "Referrer-Policy", "no-referrer"));
     CHECK(socket_reply_has_header(&r, "Cache-Control", "no-store"));
-    cookie_value(&r, name, session, sizeof session);
-    cookie_value(&r, csrf_name, csrf, sizeof csrf);
-    CHECK_INT(strlen(session), 43);
-    CHECK_INT(strlen(csrf), 43);
-    CHECK(strcmp(session, csrf) != 0);
-    char line[160];
-    snprintf(line, sizeof line, "%s=%s; Path=/; HttpOnly; SameSite=Strict", name, session);
-    CHECK(socket_reply_has_header(&r, "Set-Cookie", line));
-    snprintf(line, sizeof line, "%s=%s; Path=/; SameSite=Strict", csrf_name, csrf);
-    CHECK(socket_reply_has_header(&r, "Set-Cookie", line));
+    request(port, &r, "GET", "/", "", NULL);
+    CHECK_INT(r.status, 200);
 
-    /* Spent: the token opens nothing again, but the same browser (with
-     * its session) opening the URL again is sent home without cookies. */
-    request(port, &r, "GET", path, "", NULL);
+    /* Sec-Fetch-Site: the page may be navigated to from anywhere (the
+     * file:// redirect is cross-site), nothing else may. */
+    static const char nav[] = "Sec-Fetch-Site: cross-site\r\nSec-Fetch-Mode: navigate\r\n"
+                              "Sec-Fetch-Dest: document\r\n";
+    request(port, &r, "GET", path, nav, NULL);
+    CHECK_INT(r.status, 200);
+    request(port, &r, "GET", "/", "Sec-Fetch-Site: none\r\n", NULL);
+    CHECK_INT(r.status, 200);
+    request(port, &r, "GET", "/app.js", nav, NULL);
+    check_error("a script loaded by another site", &r, 403, LP_EUNAUTHORIZED);
+    request(port, &r, "GET", "/",
+            "Sec-Fetch-Site: cross-site\r\nSec-Fetch-Mode: no-cors\r\n"
+            "Sec-Fetch-Dest: iframe\r\n",
+            NULL);
+    check_error("the page in another site's frame", &r, 403, LP_EUNAUTHORIZED);
+    char api_nav[512];
+    snprintf(api_nav, sizeof api_nav, "%s%s", nav, token);
+    request(port, &r, "POST", "/api/session", api_nav, NULL);
+    check_error("the exchange from another site", &r, 403, LP_EUNAUTHORIZED);
+    snprintf(api_nav, sizeof api_nav, "Sec-Fetch-Site: none\r\n%s", token);
+    request(port, &r, "POST", "/api/session", api_nav, NULL);
+    check_error("the exchange from the address bar", &r, 403, LP_EUNAUTHORIZED);
+
+    /* The exchange, refused before the token is looked at with a foreign
+     * Host or Origin (the token stays unspent), and without or with a
+     * wrong token. */
+    request_host(port, &r, evil, "POST", "/api/session", token, NULL);
+    check_error("the exchange with a foreign Host", &r, 403, LP_EUNAUTHORIZED);
+    char foreign[512];
+    snprintf(foreign, sizeof foreign, "Origin: http://evil.example\r\n%s", token);
+    request(port, &r, "POST", "/api/session", foreign, NULL);
+    check_error("the exchange with a foreign Origin", &r, 403, LP_EUNAUTHORIZED);
+    request(port, &r, "POST", "/api/session", "", NULL);
+    check_error("the exchange without the token", &r, 401, LP_EUNAUTHORIZED);
+    request(port, &r, "POST", "/api/session",
+            "X-Ldpref-Token: AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA\r\n", NULL);
+    check_error("a wrong token", &r, 401, LP_EUNAUTHORIZED);
+    request(port, &r, "GET", "/api/session", token, NULL);
+    check_error("GET of the exchange", &r, 405, LP_EMETHOD_NOT_ALLOWED);
+    char origin[512];
+    snprintf(origin, sizeof origin,
+             "Origin: http://127.0.0.1:%d\r\nSec-Fetch-Site: same-origin\r\n%s", port, token);
+    request(port, &r, "POST", "/api/session", origin, NULL);
+    CHECK_INT(r.status, 200);
+    CHECK(socket_reply_has_header(&r, "Content-Type", "application/json"));
+    CHECK(socket_reply_has_header(&r, "Cache-Control", "no-store"));
+    json_t *j = json_loads(socket_reply_body(&r), 0, NULL);
+    const char *s = json_string_value(json_object_get(j, "session"));
+    snprintf(session, sizeof session, "%s", s ? s : "");
+    CHECK_INT(json_object_size(j), 1);
+    json_decref(j);
+    CHECK_INT(strlen(session), 43);
+    CHECK(strcmp(session, url_token(ui)) != 0);
+
+    /* Spent: the token opens nothing again. */
+    request(port, &r, "POST", "/api/session", token, NULL);
     check_error("the spent token", &r, 401, LP_EUNAUTHORIZED);
-    char cookie[256], wrong[256], post[512];
-    snprintf(cookie, sizeof cookie, "Cookie: %s=%s\r\n", name, session);
-    request(port, &r, "GET", path, cookie, NULL);
-    CHECK_INT(r.status, 303);
-    CHECK(socket_reply_has_header(&r, "Location", "/"));
-    CHECK(strstr(r.text, "Set-Cookie") == NULL);
+    CHECK(strstr(socket_reply_body(&r), "already used") != NULL);
+
+    /* The session header: required on every API call (401 without, with a
+     * wrong one, or with the token instead), and still not enough with a
+     * foreign Host or Origin or from another site. */
+    char hdr[256], wrong[256], post[512];
+    snprintf(hdr, sizeof hdr, "X-Ldpref-Session: %s\r\n", session);
+    request(port, &r, "GET", "/api/progress", hdr, NULL);
+    CHECK_INT(r.status, 200);
+    request(port, &r, "GET", "/api/progress", "", NULL);
+    check_error("no session", &r, 401, LP_EUNAUTHORIZED);
+    snprintf(wrong, sizeof wrong, "X-Ldpref-Session: %.42s%c\r\n", session,
+             session[42] == 'A' ? 'B' : 'A'); /* one character off */
+    request(port, &r, "GET", "/api/progress", wrong, NULL);
+    check_error("a wrong session", &r, 401, LP_EUNAUTHORIZED);
+    snprintf(wrong, sizeof wrong, "X-Ldpref-Session: %s\r\n", url_token(ui));
+    request(port, &r, "GET", "/api/task", wrong, NULL);
+    check_error("the token as the session", &r, 401, LP_EUNAUTHORIZED);
+    request(port, &r, "POST", "/api/skip", "Content-Type: application/json\r\n",
+            "{\"task_id\": 1}");
+    check_error("a skip without a session", &r, 401, LP_EUNAUTHORIZED);
+    request_host(port, &r, evil, "GET", "/api/progress", hdr, NULL);
+    check_error("a session with a foreign Host", &r, 403, LP_EUNAUTHORIZED);
+    request_host(port, &r, "evil.example", "GET", "/api/progress", hdr, NULL);
+    check_error("a session with a rebinding Host", &r, 403, LP_EUNAUTHORIZED);
+    snprintf(foreign, sizeof foreign, "%sOrigin: http://evil.example\r\n", hdr);
+    request(port, &r, "GET", "/api/progress", foreign, NULL);
+    check_error("a session with a foreign Origin", &r, 403, LP_EUNAUTHORIZED);
+    snprintf(foreign, sizeof foreign, "%sOrigin: http://127.0.0.1:1\r\n", hdr);
+    request(port, &r, "GET", "/api/progress", foreign, NULL);
+    check_error("a session with another port's Origin", &r, 403, LP_EUNAUTHORIZED);
+    snprintf(foreign, sizeof foreign, "%sSec-Fetch-Site: same-site\r\n", hdr);
+    request(port, &r, "GET", "/api/progress", foreign, NULL);
+    check_error("a session from another port's page", &r, 403, LP_EUNAUTHORIZED);
     /* Refused on its headers: a request announcing a large body without a
      * session is answered before any of the body is read (none is sent). */
     char announce[256];
@@ -179,11 +264,9 @@ static void test_session(void)
              "application/json\r\nContent-Length: 1000000\r\n\r\n",
              port);
     http_socket(port, announce, &r);
+    count_cookies(&r);
     check_error("a large body without a session", &r, 401, LP_EUNAUTHORIZED);
-    /* The cookie of another port's page is not ours. */
-    snprintf(wrong, sizeof wrong, "Cookie: ldpref_ui_1=%s; %s=%s\r\n", session, name, csrf);
-    request(port, &r, "GET", "/", wrong, NULL);
-    check_error("a wrong session", &r, 401, LP_EUNAUTHORIZED);
+    const char *cookie = hdr;
 
     /* The embedded files. */
     static const struct {
@@ -211,17 +294,14 @@ static void test_session(void)
     check_error("an unknown endpoint", &r, 404, LP_ENOT_FOUND);
     request(port, &r, "GET", "/api/answer", cookie, NULL);
     check_error("GET of a POST endpoint", &r, 405, LP_EMETHOD_NOT_ALLOWED);
-    snprintf(post, sizeof post, "%sX-CSRF-Token: %s\r\n", cookie, csrf);
+    snprintf(post, sizeof post, "%s", cookie);
     request(port, &r, "POST", "/api/task", post, "{}");
     check_error("POST of a GET endpoint", &r, 405, LP_EMETHOD_NOT_ALLOWED);
     request(port, &r, "POST", "/", post, "{}");
     check_error("POST of a page", &r, 405, LP_EMETHOD_NOT_ALLOWED);
     request(port, &r, "POST", "/api/answer", post, "{\"task_id\": 1, \"choice\": \"a\"}");
     check_error("an answer that is not JSON typed", &r, 400, LP_EBAD_REQUEST);
-    request(port, &r, "POST", "/api/answer", cookie, "{}");
-    check_error("an answer without the CSRF header", &r, 403, LP_EUNAUTHORIZED);
-    snprintf(post, sizeof post, "%sX-CSRF-Token: %s\r\nContent-Type: application/json\r\n", cookie,
-             csrf);
+    snprintf(post, sizeof post, "%sContent-Type: application/json\r\n", cookie);
     request(port, &r, "POST", "/api/answer", post, "{\"task_id\": ");
     check_error("malformed JSON", &r, 400, LP_EMALFORMED_JSON);
     request(port, &r, "POST", "/api/answer", post, "{\"choice\": \"a\"}");
@@ -250,6 +330,7 @@ static void test_session(void)
     CHECK_INT(json_integer_value(json_object_get(json_object_get(p, "budget"), "labels")), 0);
     CHECK_INT(json_integer_value(json_object_get(json_object_get(p, "session"), "answered")), 0);
     json_decref(p);
+    CHECK_INT(cookies_set, 0); /* no reply set a cookie */
     ldpref_ui_stop(ui);
 }
 

@@ -7,19 +7,41 @@ const $ = (id) => document.getElementById(id);
 let task = null;
 let busy = false;
 
-function cookie(name) {
-  for (const part of document.cookie.split(';')) {
-    const [k, ...v] = part.trim().split('=');
-    if (k === name) return v.join('=');
+// The session: the address ldpref ui printed carries a one-time token
+// (?token=, or #token=). It leaves the address bar at once, and is
+// exchanged once for a session secret kept in sessionStorage, which is
+// scoped to this origin (port included) and this tab: a reload keeps it,
+// another tab or site does not have it. No cookies.
+const SESSION = 'ldpref_session';
+
+async function openSession() {
+  const token = new URLSearchParams(location.search).get('token') ||
+                new URLSearchParams(location.hash.slice(1)).get('token');
+  if (location.search || location.hash) history.replaceState(null, '', '/');
+  if (token) {
+    const r = await fetch('/api/session', {
+      method: 'POST', headers: { 'X-Ldpref-Token': token }, credentials: 'omit',
+      cache: 'no-store',
+    });
+    const j = await r.json();
+    if (r.ok && j.session) {
+      sessionStorage.setItem(SESSION, j.session);
+      return;
+    }
+    // The same link opened again in this tab: its session still holds.
+    if (sessionStorage.getItem(SESSION)) return;
+    throw new Error((j.error || r.status) + ': ' + (j.message || ''));
   }
-  return '';
+  if (!sessionStorage.getItem(SESSION))
+    throw new Error('unauthorized: open the page with the address ldpref ui printed');
 }
 
 async function call(method, path, body) {
-  const opts = { method, headers: {}, credentials: 'same-origin', cache: 'no-store' };
+  const opts = { method, headers: {}, credentials: 'omit', cache: 'no-store' };
+  const session = sessionStorage.getItem(SESSION);
+  if (session) opts.headers['X-Ldpref-Session'] = session;
   if (body !== undefined) {
     opts.headers['Content-Type'] = 'application/json';
-    opts.headers['X-CSRF-Token'] = cookie('ldpref_csrf_' + location.port);
     opts.body = JSON.stringify(body);
   }
   const r = await fetch(path, opts);
@@ -234,5 +256,5 @@ document.addEventListener('DOMContentLoaded', () => {
   $('btn-t').addEventListener('click', () => act('answer', 't'));
   $('btn-s').addEventListener('click', () => act('skip'));
   $('btn-help').addEventListener('click', toggleHelp);
-  loadTask().then(loadProgress);
+  openSession().then(() => loadTask().then(loadProgress), showError);
 });
