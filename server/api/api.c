@@ -312,3 +312,21 @@ void lp_api_handle(lp_api *api, const lp_request *req, lp_response *resp)
     pthread_cond_destroy(&w.c);
     pthread_mutex_destroy(&w.m);
 }
+
+/* See api_internal.h. */
+int lp_api_signed_annotator(lp_api *api, const uint8_t key[LP_KEY_BYTES],
+                            int (*verify)(const void *msg), const void *msg, int64_t timestamp_ms,
+                            lp_annotator *a)
+{
+    int rc = lp_store_annotator_by_key(api->store, key, a);
+    if (rc != LP_OK)
+        return rc;
+    if (a->revoked)
+        return LP_EREVOKED_KEY;
+    if (verify(msg) != LP_OK)
+        return LP_EBAD_SIGNATURE;
+    int64_t skew = timestamp_ms - lp_now_ms();
+    if (skew > api->opts.timestamp_window_ms || skew < -api->opts.timestamp_window_ms)
+        return LP_ESTALE_TIMESTAMP;
+    return LP_OK;
+}

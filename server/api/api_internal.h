@@ -5,6 +5,7 @@
 #ifndef LP_API_INTERNAL_H
 #define LP_API_INTERNAL_H
 
+#include "annotators.h"
 #include "api.h"
 #include "buf.h"
 #include "labels.h"
@@ -34,6 +35,13 @@ int lp_api_json(lp_response *resp, int status, json_t *obj);
 int lp_api_buf(lp_response *resp, int status, const char *content_type, lp_buf *b);
 /* Parses the body as JSON with the configured depth; on error fills resp. */
 int lp_api_parse_body(lp_api *api, const lp_request *req, json_t **out, lp_response *resp);
+/* An annotator's signed request, checked in the order of docs/protocol.md:
+ * the key is looked up first (a cache hit), so an unknown or revoked key
+ * costs no verification; then verify(msg), then the timestamp window.
+ * LP_OK with *a filled, or the rejection's code. */
+int lp_api_signed_annotator(lp_api *api, const uint8_t key[LP_KEY_BYTES],
+                            int (*verify)(const void *msg), const void *msg, int64_t timestamp_ms,
+                            lp_annotator *a);
 /* The value of a query parameter, or NULL. */
 const char *lp_api_param(const lp_request *req, const char *key);
 

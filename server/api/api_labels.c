@@ -288,6 +288,11 @@ void lp_api_labels_finish(lp_api *api, lp_pending *p, lp_response *resp)
 
 /* ---- POST /v1/tasks/next ---- */
 
+static int verify_next(const void *msg)
+{
+    return lp_verify_next(msg);
+}
+
 int lp_api_next(lp_api *api, const lp_request *req, lp_response *resp)
 {
     char msg[LP_MSG_MAX];
@@ -300,15 +305,8 @@ int lp_api_next(lp_api *api, const lp_request *req, lp_response *resp)
     if (rc != LP_OK)
         return lp_api_error(resp, rc, msg);
     lp_annotator a;
-    if ((rc = lp_store_annotator_by_key(api->store, m.key, &a)) != LP_OK)
+    if ((rc = lp_api_signed_annotator(api, m.key, verify_next, &m, m.timestamp_ms, &a)) != LP_OK)
         return lp_api_error(resp, rc, NULL);
-    if (a.revoked)
-        return lp_api_error(resp, LP_EREVOKED_KEY, NULL);
-    if (lp_verify_next(&m) != LP_OK)
-        return lp_api_error(resp, LP_EBAD_SIGNATURE, NULL);
-    int64_t skew = m.timestamp_ms - lp_now_ms();
-    if (skew > api->opts.timestamp_window_ms || skew < -api->opts.timestamp_window_ms)
-        return lp_api_error(resp, LP_ESTALE_TIMESTAMP, NULL);
     lp_campaign c;
     if ((rc = lp_store_campaign_by_id(api->store, a.campaign, &c)) != LP_OK)
         return lp_api_error(resp, LP_ESTORAGE, NULL);

@@ -13,27 +13,6 @@
 #include "tasks.h"
 #include "wire.h"
 
-/* The annotator behind key once its signature and timestamp are checked:
- * the key is looked up first (a cache hit), so an unknown or revoked key
- * costs no signature verification; verify(msg) verifies it. LP_OK with *a
- * filled, or the rejection. */
-static int signed_annotator(lp_api *api, const uint8_t key[LP_KEY_BYTES],
-                            int (*verify)(const void *msg), const void *msg, int64_t timestamp_ms,
-                            lp_annotator *a)
-{
-    int rc = lp_store_annotator_by_key(api->store, key, a);
-    if (rc != LP_OK)
-        return rc;
-    if (a->revoked)
-        return LP_EREVOKED_KEY;
-    if (verify(msg) != LP_OK)
-        return LP_EBAD_SIGNATURE;
-    int64_t skew = timestamp_ms - lp_now_ms();
-    if (skew > api->opts.timestamp_window_ms || skew < -api->opts.timestamp_window_ms)
-        return LP_ESTALE_TIMESTAMP;
-    return LP_OK;
-}
-
 static int verify_skip(const void *msg)
 {
     return lp_verify_skip(msg);
@@ -58,7 +37,7 @@ int lp_api_skip(lp_api *api, const lp_request *req, lp_response *resp)
     if (rc != LP_OK)
         return lp_api_error(resp, rc, msg);
     lp_annotator a;
-    if ((rc = signed_annotator(api, m.key, verify_skip, &m, m.timestamp_ms, &a)) != LP_OK ||
+    if ((rc = lp_api_signed_annotator(api, m.key, verify_skip, &m, m.timestamp_ms, &a)) != LP_OK ||
         (rc = lp_store_skip(api->store, a.id, m.task_id)) != LP_OK)
         return lp_api_error(resp, rc, NULL);
     return lp_api_json(resp, 200,
@@ -80,7 +59,8 @@ int lp_api_progress(lp_api *api, const lp_request *req, lp_response *resp)
         return lp_api_error(resp, rc, msg);
     lp_annotator a;
     lp_progress p;
-    if ((rc = signed_annotator(api, m.key, verify_progress, &m, m.timestamp_ms, &a)) != LP_OK ||
+    if ((rc = lp_api_signed_annotator(api, m.key, verify_progress, &m, m.timestamp_ms, &a)) !=
+            LP_OK ||
         (rc = lp_store_progress(api->store, a.id, &p)) != LP_OK)
         return lp_api_error(resp, rc, NULL);
     return lp_api_json(

@@ -187,6 +187,19 @@ static int migrate(sqlite3 *db, char *err, size_t errlen)
     return LP_OK;
 }
 
+char *lp_engine_column_dup(sqlite3_stmt *st, int col)
+{
+    const unsigned char *t = sqlite3_column_text(st, col);
+    size_t n = (size_t)sqlite3_column_bytes(st, col);
+    char *out = malloc(n + 1);
+    if (out != NULL) {
+        if (n)
+            memcpy(out, t, n);
+        out[n] = '\0';
+    }
+    return out;
+}
+
 sqlite3_stmt *lp_engine_stmt(lp_engine *e, sqlite3 *db, const char *sql)
 {
     if (db == e->wdb)

@@ -33,12 +33,6 @@ static int exec_done(sqlite3 *db, sqlite3_stmt *st)
     return rc == SQLITE_DONE ? LP_OK : LP_ESTORAGE;
 }
 
-static char *dup_text(sqlite3_stmt *st, int col)
-{
-    const unsigned char *t = sqlite3_column_text(st, col);
-    return t ? strdup((const char *)t) : NULL;
-}
-
 static void copy_text(sqlite3_stmt *st, int col, char *dst, size_t cap)
 {
     const unsigned char *t = sqlite3_column_text(st, col);
@@ -571,7 +565,7 @@ static void read_model(sqlite3_stmt *st, lp_model_record *m, int with_model)
     m->labels = sqlite3_column_int64(st, 5);
     m->duration_ms = sqlite3_column_int64(st, 6);
     m->created_ms = sqlite3_column_int64(st, 7);
-    m->summary = dup_text(st, 8);
+    m->summary = lp_engine_column_dup(st, 8);
     copy_text(st, 9, m->campaign_name, sizeof m->campaign_name);
     copy_text(st, 10, m->features, sizeof m->features);
     m->dim = sqlite3_column_int64(st, 11);
@@ -582,7 +576,7 @@ static void read_model(sqlite3_stmt *st, lp_model_record *m, int with_model)
     m->text_length = sqlite3_column_int(st, 16);
     read_settings(st, 17, &m->settings);
     if (with_model)
-        m->model = dup_text(st, 39);
+        m->model = lp_engine_column_dup(st, 39);
 }
 
 /* Reads the model's corruption rows, in campaign order. */

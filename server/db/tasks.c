@@ -137,19 +137,6 @@ int lp_store_tasks_load(lp_store *s, int64_t campaign, const lp_task_in *tasks, 
     return rc;
 }
 
-static char *dup_column(sqlite3_stmt *st, int col)
-{
-    const unsigned char *t = sqlite3_column_text(st, col);
-    size_t n = (size_t)sqlite3_column_bytes(st, col);
-    char *out = malloc(n + 1);
-    if (out != NULL) {
-        if (n)
-            memcpy(out, t, n);
-        out[n] = '\0';
-    }
-    return out;
-}
-
 struct get_query {
     lp_engine *engine;
     int64_t id;
@@ -168,9 +155,9 @@ static int get_fn(sqlite3 *db, void *ctx)
         lp_task *out = q->out;
         out->id = sqlite3_column_int64(st, 0);
         out->campaign = sqlite3_column_int64(st, 1);
-        out->prompt = dup_column(st, 2);
-        out->response0 = dup_column(st, 3);
-        out->response1 = dup_column(st, 4);
+        out->prompt = lp_engine_column_dup(st, 2);
+        out->response0 = lp_engine_column_dup(st, 3);
+        out->response1 = lp_engine_column_dup(st, 4);
         rc = out->prompt && out->response0 && out->response1 ? LP_OK : LP_ENO_MEMORY;
     } else if (step == SQLITE_DONE) {
         rc = LP_EUNKNOWN_TASK;

@@ -94,6 +94,10 @@ int lp_engine_reader_open(lp_engine *e, sqlite3 **out);
  * on failure (logged). */
 sqlite3_stmt *lp_engine_stmt(lp_engine *e, sqlite3 *db, const char *sql);
 
+/* A new copy (free()) of text column col of the current row, by its length
+ * ("" for NULL); NULL only when out of memory. */
+char *lp_engine_column_dup(sqlite3_stmt *st, int col);
+
 /* Logs what failed with db's message; returns LP_ESTORAGE. */
 int lp_engine_fail(sqlite3 *db, const char *what);
 
