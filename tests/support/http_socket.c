@@ -1,35 +1,25 @@
 /* http_socket.c — HTTP/1.1 over a plain socket. See http_socket.h. */
 #include "http_socket.h"
 
-#include <arpa/inet.h>
-#include <netinet/in.h>
+#include "http_wire.h"
+
 #include <stdio.h>
 #include <string.h>
 #include <strings.h>
-#include <sys/socket.h>
 #include <unistd.h>
 
 int http_socket(int port, const char *request, socket_reply *out)
 {
     out->status = 0;
     out->text[0] = '\0';
-    int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port)};
-    sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    if (fd < 0 || connect(fd, (struct sockaddr *)&sa, sizeof sa) != 0) {
-        if (fd >= 0)
-            close(fd);
+    int fd = wire_connect(port, 10000);
+    if (fd < 0)
+        return -1;
+    if (wire_send_str(fd, request) != 0) {
+        close(fd);
         return -1;
     }
-    size_t n = strlen(request), len = 0;
-    for (size_t off = 0; off < n;) {
-        ssize_t w = write(fd, request + off, n - off);
-        if (w <= 0) {
-            close(fd);
-            return -1;
-        }
-        off += (size_t)w;
-    }
+    size_t len = 0;
     ssize_t got;
     while (len < sizeof out->text - 1 &&
            (got = read(fd, out->text + len, sizeof out->text - 1 - len)) > 0)

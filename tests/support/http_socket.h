@@ -1,7 +1,8 @@
 /*
- * http_socket.h — HTTP/1.1 over a plain socket, for tests that must choose
- * every header themselves (a foreign Host, a forged Origin): libcurl
- * (http_raw.h) writes Host on its own.
+ * http_socket.h — one whole request over a plain socket (connection and
+ * sending from http_wire.h), the answer read raw until the server closes,
+ * for tests that must choose every header themselves (a foreign Host, a
+ * forged Origin): libcurl (http_raw.h) writes Host on its own.
  */
 #ifndef LP_HTTP_SOCKET_H
 #define LP_HTTP_SOCKET_H
