@@ -85,7 +85,9 @@
       "the annotator has reached the campaign's per-annotator quota")                              \
     X(60, ALREADY_ANSWERED, "already_answered", 409,                                               \
       "this task was already answered on this device; a randomized answer can never be changed "   \
-      "or repeated")
+      "or repeated")                                                                               \
+    X(61, CSRF_FAILED, "csrf_failed", 403, "the request lacks the console session's CSRF token")   \
+    X(62, CROSS_SITE, "cross_site_request", 403, "cross-site requests are refused")
 
 /* Codes as an enum: LP_OK, LP_EINVALID_ARGUMENT, ... */
 typedef enum lp_error {

@@ -105,6 +105,8 @@ typedef enum ldpref_error {
     LDPREF_ECAMPAIGN_COMPLETE = 58, /* every task of the campaign has all its labels */
     LDPREF_EQUOTA_REACHED = 59,     /* the annotator's per-campaign quota is reached */
     LDPREF_EALREADY_ANSWERED = 60,
+    LDPREF_ECSRF_FAILED = 61,
+    LDPREF_ECROSS_SITE = 62,
     LDPREF_ERROR_END /* one past the last code; grows when codes are added */
 } ldpref_error;
 

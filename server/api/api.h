@@ -44,7 +44,14 @@ typedef struct lp_request {
     const char *body; /* may be NULL when body_len == 0 */
     size_t body_len;
     const char *bearer; /* token of "Authorization: Bearer", or NULL */
-} lp_request;           /* everything borrowed for the duration of the call */
+    /* Headers the console and the request log use; NULL when absent. */
+    const char *cookie;      /* "Cookie" */
+    const char *csrf;        /* "X-CSRF-Token" */
+    const char *origin;      /* "Origin" */
+    const char *fetch_site;  /* "Sec-Fetch-Site" */
+    const char *request_id;  /* the request's id (as accepted or made by the HTTP layer) */
+    const char *client_addr; /* numeric address of the peer, e.g. "127.0.0.1" */
+} lp_request;                /* everything borrowed for the duration of the call */
 
 /* A body produced piece by piece (export). read returns the number of bytes
  * written into buf (<= max), 0 at the end, -1 on error; free releases ctx. */

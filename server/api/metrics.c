@@ -18,7 +18,8 @@ static const char *const ROUTE_NAMES[LP_ROUTE_COUNT] = {
     "stats",      "export",     "metrics",
     "retrain",    "models",     "score",
     "corruption", "tasks_skip", "progress",
-    "other",
+    "quality",    "console",    "annotator_list",
+    "task_list",  "other",
 };
 
 /* Score latency histogram: upper bounds in seconds, then +Inf. */

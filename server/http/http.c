@@ -157,10 +157,14 @@ static enum MHD_Result collect_param(void *cls, enum MHD_ValueKind kind, const c
     return MHD_YES;
 }
 
+static const char *header(struct MHD_Connection *conn, const char *name)
+{
+    return MHD_lookup_connection_value(conn, MHD_HEADER_KIND, name);
+}
+
 static const char *bearer_token(struct MHD_Connection *conn)
 {
-    const char *v =
-        MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_AUTHORIZATION);
+    const char *v = header(conn, MHD_HTTP_HEADER_AUTHORIZATION);
     if (v == NULL || strncasecmp(v, "Bearer ", 7) != 0)
         return NULL;
     v += 7;
@@ -256,7 +260,11 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
                       .n_params = st->n_params,
                       .body = st->body,
                       .body_len = st->len,
-                      .bearer = bearer_token(conn)};
+                      .bearer = bearer_token(conn),
+                      .cookie = header(conn, MHD_HTTP_HEADER_COOKIE),
+                      .csrf = header(conn, "X-CSRF-Token"),
+                      .origin = header(conn, MHD_HTTP_HEADER_ORIGIN),
+                      .fetch_site = header(conn, "Sec-Fetch-Site")};
     if (h->per_connection) { /* this thread is the connection's own: wait here */
         lp_api_handle(h->api, &req, &resp);
         return send_response(conn, &resp);
