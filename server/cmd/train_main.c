@@ -213,10 +213,11 @@ static int run_fit(const fit_cli *c, lp_dataset *ds, lp_model **out, char *msg, 
 {
     lp_loss_kind kind;
     if (lp_loss_parse(c->loss, &kind) != LP_OK)
-        return lp_fail(LP_EINVALID_ARGUMENT, msg, msglen,
-                       "unknown loss '%s' (square-chipo, chipo, dpo, rdpo, rr-mle, rr-sgd, ipo)",
-                       c->loss);
-    lp_method method = kind == LP_LOSS_RR_SGD ? LP_OPT_SGD : LP_OPT_LBFGS;
+        return lp_fail(
+            LP_EINVALID_ARGUMENT, msg, msglen,
+            "unknown loss '%s' (square-chipo, chipo, dpo, rdpo, rr-mle, rr-sgd, ipo, rr-sgd-last)",
+            c->loss);
+    lp_method method = lp_loss_fit_method(kind);
     if (c->optimizer && lp_method_parse(c->optimizer, &method) != LP_OK)
         return lp_fail(LP_EINVALID_ARGUMENT, msg, msglen, "unknown optimizer '%s'", c->optimizer);
     lp_objective_opts oo;
@@ -304,12 +305,14 @@ static int cmd_fit(int argc, char **argv)
         {"l2", "L", "objective (1/n)[sum loss + L ||theta||^2] (default 0)", O_DBL, &c.l2},
         {"norm-bound", "B", "constrain ||theta|| <= B (default none); reported when active", O_DBL,
          &c.bound},
-        {"optimizer", "NAME", "lbfgs|sgd|adam (default lbfgs; sgd for rr-sgd)", O_STR,
+        {"optimizer", "NAME",
+         "lbfgs|sgd|adam|sgd-last (default lbfgs; sgd for rr-sgd, sgd-last for rr-sgd-last)", O_STR,
          &c.optimizer},
         {"max-iter", "N", "L-BFGS iterations (default 500)", O_INT, &c.max_iter},
         {"gtol", "G", "L-BFGS: stop at |grad| < G max(1,|theta|) (default 1e-8)", O_DBL, &c.gtol},
         {"memory", "M", "L-BFGS history (default 10)", O_INT, &c.memory},
-        {"lr", "ETA", "SGD step lr/sqrt(t) (default 0.5) / Adam step (default 0.01)", O_DBL, &c.lr},
+        {"lr", "ETA", "SGD step lr/sqrt(t), sgd-last lr/t (default 0.5) / Adam step (0.01)", O_DBL,
+         &c.lr},
         {"batch", "N", "SGD/Adam minibatch (default 1)", O_INT, &c.batch},
         {"epochs", "N", "SGD/Adam passes (default 1)", O_INT, &c.epochs},
         {"seed", "S", "seed for SGD/Adam order (default 0)", O_U64, &c.seed},
@@ -1020,6 +1023,8 @@ static int cmd_report(int argc, char **argv)
         {"sweep-seconds", "S", "wall time of the sweep", O_DBL, &ro.sweep_seconds},
         {"total-seconds", "S", "wall time of the whole reproduction", O_DBL, &ro.total_seconds},
         {"machine", "TEXT", "a sentence about the machine and its load", O_STR, &ro.machine},
+        {"compare", "FILE", "verdicts.json of the full report: say whether each verdict agrees",
+         O_STR, &ro.compare},
         {NULL, NULL, NULL, O_STR, NULL}};
     int p = parse_opts(argc, argv, t, "report", "--in FILE.jsonl --dir DIR [options]");
     if (p)

@@ -27,16 +27,24 @@ void lp_fit_opts_init(lp_fit_opts *o, lp_method method)
     o->epochs = 1;
 }
 
-static const char *const method_names[] = {"lbfgs", "sgd", "adam"};
+static const char *const method_names[] = {"lbfgs", "sgd", "adam", "sgd-last"};
+#define NMETHODS 4
+
+lp_method lp_loss_fit_method(lp_loss_kind kind)
+{
+    return kind == LP_LOSS_RR_SGD        ? LP_OPT_SGD
+           : kind == LP_LOSS_RR_SGD_LAST ? LP_OPT_SGD_LAST
+                                         : LP_OPT_LBFGS;
+}
 
 const char *lp_method_name(lp_method m)
 {
-    return (unsigned)m < 3 ? method_names[m] : NULL;
+    return (unsigned)m < NMETHODS ? method_names[m] : NULL;
 }
 
 int lp_method_parse(const char *name, lp_method *out)
 {
-    for (int k = 0; k < 3; k++)
+    for (int k = 0; k < NMETHODS; k++)
         if (strcmp(name, method_names[k]) == 0) {
             *out = (lp_method)k;
             return LP_OK;
@@ -272,8 +280,9 @@ static int fit_stochastic(lp_objective *ob, const lp_fit_opts *o, double *theta,
     long t = 0;
     int cancelled = 0;
     const double b1 = 0.9, b2 = 0.999, ae = 1e-8;
+    int in_order = o->method == LP_OPT_SGD_LAST; /* paper 002: each sample once, in order */
     for (int ep = 0; ep < o->epochs && !cancelled; ep++) {
-        for (size_t i = n; i > 1; i--) { /* Fisher-Yates */
+        for (size_t i = n; i > 1 && !in_order; i--) { /* Fisher-Yates */
             size_t j = (size_t)lp_prng_below(&rng, i);
             size_t tmp = perm[i - 1];
             perm[i - 1] = perm[j];
@@ -293,7 +302,12 @@ static int fit_stochastic(lp_objective *ob, const lp_fit_opts *o, double *theta,
             for (size_t j = 0; j < d; j++)
                 g[j] = g[j] * inv + 2.0 * oo->l2 * theta[j] / (double)n;
             t++;
-            if (o->method == LP_OPT_SGD) {
+            if (o->method == LP_OPT_SGD_LAST) {
+                double lr = o->lr / (double)t;
+                for (size_t j = 0; j < d; j++)
+                    theta[j] -= lr * g[j];
+                project(theta, d, o->norm_bound);
+            } else if (o->method == LP_OPT_SGD) {
                 double lr = o->lr / sqrt((double)t);
                 for (size_t j = 0; j < d; j++)
                     theta[j] -= lr * g[j];

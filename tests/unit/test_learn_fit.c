@@ -140,7 +140,14 @@ static void fit_one(lp_dataset *ds, lp_loss_kind kind, double rmax, double *thet
     oo.loss.rmax = rmax;
     lp_objective *ob = lp_objective_new(ds, &oo);
     lp_fit_opts fo;
-    lp_fit_opts_init(&fo, kind == LP_LOSS_RR_SGD ? LP_OPT_SGD : LP_OPT_LBFGS);
+    lp_fit_opts_init(&fo, lp_loss_fit_method(kind));
+    /* paper 002's Algorithm 1 projects onto Theta_B (here 3 ||theta*||, the
+     * study's bound) with steps lr/t, lr = 1/(gamma kappa): kappa = 2 for
+     * N(0, I) features, gamma = sigma'(2) for margins of sd 2 */
+    if (kind == LP_LOSS_RR_SGD_LAST) {
+        fo.lr = 1.0 / (2.0 * lp_sigmoid(2.0) * (1.0 - lp_sigmoid(2.0)));
+        fo.norm_bound = 3.0 * sqrt(2.0);
+    }
     CHECK_ERR(lp_fit(ob, &fo, theta, res), LP_OK);
     if (keep)
         *keep = ob;
