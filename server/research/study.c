@@ -1291,12 +1291,16 @@ int lp_study_report(const lp_study *s, const lp_study_report_opts *o, char *msg,
             "dpo/rdpo/rr-mle, each against its own link's optimal policy π*_β.\n"
             "- Seeds: seed s fixes θ*, the data and the fresh evaluation draws; all "
             "settings of one seed share them (common random numbers), so differences "
-            "between losses or orders are paired by seed.\n\nGrid (one block per pair of "
-            "claims):\n\n",
+            "between losses or orders are paired by seed.\n\nGrid (one block per group of "
+            "claims; the paper002 block uses features normalised to ‖f‖ = 1, ‖θ*‖ = 1 and "
+            "B = 1.5):\n\n",
             r0->d, r0->norm_bound / 3.0, r0->norm_bound / 3.0 * sqrt(2.0), r0->l2, 2 * r0->rmax,
             r0->rmax, r0->norm_bound, r0->K, r0->beta);
     describe_block(f, s, B_PRIV);
     describe_block(f, s, B_CORR);
+    const char *extra_blocks[] = {"paper002", "ipo", "eps-0.1", "order"};
+    for (size_t i = 0; i < sizeof extra_blocks / sizeof extra_blocks[0]; i++)
+        describe_block(f, s, extra_blocks[i]);
     fprintf(f, "\nRun: `%s`", o->command ? o->command : "make reproduce");
     if (!isnan(o->sweep_seconds))
         fprintf(f, "; sweep wall time %.0f s (%.1f min)", o->sweep_seconds, o->sweep_seconds / 60);
