@@ -279,7 +279,7 @@ static void fit_cli_init(fit_cli *c)
     c->tau = 0.5;
     c->l2 = 0.0;
     c->bound = INFINITY;
-    c->gtol = 1e-8;
+    c->gtol = 1e-7;
     c->lr = 0.0;
     c->beta = 1.0;
     c->max_iter = 500;
@@ -309,7 +309,8 @@ static int cmd_fit(int argc, char **argv)
          "lbfgs|sgd|adam|sgd-last (default lbfgs; sgd for rr-sgd, sgd-last for rr-sgd-last)", O_STR,
          &c.optimizer},
         {"max-iter", "N", "L-BFGS iterations (default 500)", O_INT, &c.max_iter},
-        {"gtol", "G", "L-BFGS: stop at |grad| < G max(1,|theta|) (default 1e-8)", O_DBL, &c.gtol},
+        {"gtol", "G", "L-BFGS: stop at |grad| <= G max(1,|theta|) max(1,|F|) (default 1e-7)", O_DBL,
+         &c.gtol},
         {"memory", "M", "L-BFGS history (default 10)", O_INT, &c.memory},
         {"lr", "ETA", "SGD step lr/sqrt(t), sgd-last lr/t (default 0.5) / Adam step (0.01)", O_DBL,
          &c.lr},

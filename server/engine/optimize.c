@@ -19,7 +19,7 @@ void lp_fit_opts_init(lp_fit_opts *o, lp_method method)
     memset(o, 0, sizeof *o);
     o->method = method;
     o->max_iter = 500;
-    o->gtol = 1e-8;
+    o->gtol = 1e-7;
     o->memory = 10;
     o->norm_bound = INFINITY;
     o->lr = method == LP_OPT_ADAM ? 0.01 : 0.5;
@@ -62,6 +62,12 @@ static double norm2(const double *v, size_t d)
 
 /* ---- L-BFGS ---------------------------------------------------------- */
 
+int lp_fit_gradient_small(double gnorm, double xnorm, double f, double gtol)
+{
+    double fscale = fabs(f) > 1.0 ? fabs(f) : 1.0;
+    return gnorm <= gtol * (xnorm > 1.0 ? xnorm : 1.0) * fscale;
+}
+
 typedef struct lb_ctx {
     lp_objective *ob;
     const lp_fit_opts *o;
@@ -72,6 +78,7 @@ typedef struct lb_ctx {
     int last_k;
     int iters_before; /* iterations of earlier restarts */
     int cancelled;
+    int scaled_converged; /* the objective-scaled gradient test was met */
 } lb_ctx;
 
 /* theta = B u / sqrt(1 + |u|^2) (identity when B is infinite). */
@@ -126,6 +133,10 @@ static int lb_progress(void *inst, const lbfgsfloatval_t *x, const lbfgsfloatval
         c->o->on_progress(c->o->progress_ctx, c->iters_before + k, c->evals, fx, gnorm) != 0) {
         c->cancelled = 1;
         return 1; /* liblbfgs stops and returns this value */
+    }
+    if (lp_fit_gradient_small(gnorm, xnorm, fx, c->o->gtol)) {
+        c->scaled_converged = 1;
+        return 1;
     }
     return 0;
 }
@@ -196,6 +207,10 @@ static int fit_lbfgs(lp_objective *ob, const lp_fit_opts *o, double *theta, lp_f
         iters += c.last_k;
         if (c.cancelled)
             break;
+        if (c.scaled_converged) {
+            rc = LBFGS_SUCCESS;
+            break;
+        }
         int linesearch_failure = rc == LBFGSERR_ROUNDING_ERROR || rc == LBFGSERR_MINIMUMSTEP ||
                                  rc == LBFGSERR_MAXIMUMSTEP || rc == LBFGSERR_MAXIMUMLINESEARCH ||
                                  rc == LBFGSERR_INCREASEGRADIENT;

@@ -37,7 +37,7 @@ typedef enum lp_method {
 typedef struct lp_fit_opts {
     lp_method method;
     int max_iter;      /* L-BFGS iterations (default 500) */
-    double gtol;       /* L-BFGS: stop at ||grad|| < gtol max(1, ||x||) (default 1e-9) */
+    double gtol;       /* L-BFGS: lp_fit_gradient_small's tolerance (default 1e-7) */
     int memory;        /* L-BFGS history (default 10) */
     double norm_bound; /* B > 0, or INFINITY (default) */
     double lr;         /* SGD/Adam step (default 0.5 SGD and sgd-last, 0.01 Adam) */
@@ -53,6 +53,12 @@ typedef struct lp_fit_opts {
                        double grad_norm);
     void *progress_ctx;
 } lp_fit_opts;
+
+/* The L-BFGS gradient test, scaled to the objective: ||g|| <= gtol
+ * max(1, ||x||) max(1, |f|). The objective's rounding error grows with |f|
+ * (docs/training.md, "When L-BFGS stops"), and so does the smallest
+ * gradient a line search can still verify. */
+int lp_fit_gradient_small(double gnorm, double xnorm, double f, double gtol);
 
 /* Defaults for a method. */
 void lp_fit_opts_init(lp_fit_opts *o, lp_method method);

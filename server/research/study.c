@@ -1317,10 +1317,9 @@ int lp_study_report(const lp_study *s, const lp_study_report_opts *o, char *msg,
     fprintf(f,
             "\n### Norm bound and optimizer\n\nThe bound B = %.4g is active when ‖θ̂‖ ≥ "
             "0.99 B (then the unconstrained fit wanted a larger norm). \"Not converged\" "
-            "counts fits whose L-BFGS stopped with a status other than converged (mostly "
-            "rounding_error: the line search could not decrease the objective further "
-            "before the gradient test at gtol 1e-8); status and objective are in the "
-            "JSONL.\n\n",
+            "counts fits whose L-BFGS stopped with a status other than converged (the "
+            "gradient test is scaled to the objective, docs/training.md \"When L-BFGS "
+            "stops\"); status and objective are in the JSONL.\n\n",
             r0->norm_bound);
     table_bound(f, s);
 
