@@ -949,8 +949,9 @@ static int cmd_sweep(int argc, char **argv)
     const opt t[] = {
         {"grid", "NAME", "built-in grid: default (the study) or quick (make test)", O_STR, &grid},
         {"block", "SPEC",
-         "one custom block instead: NAME:n=..;eps=..;alpha=..;order=..;adv=..;loss=..[;theta=..;bound=..;features=unit]", O_STR,
-         &block},
+         "one custom block instead: "
+         "NAME:n=..;eps=..;alpha=..;order=..;adv=..;loss=..[;theta=..;bound=..;features=unit]",
+         O_STR, &block},
         {"out", "FILE", "JSONL, one line per (setting, seed, loss) (default stdout)", O_STR, &out},
         {"seeds", "S", "seeds per setting (default 5)", O_INT, &o.seeds},
         {"seed", "S", "base seed (default 0)", O_U64, &o.seed},

@@ -75,6 +75,27 @@ static double rate(const lp_study *s, const char *block, int loss, double eps, d
     return k >= 2 ? lp_study_slope(x, y, sy, k, se) : NAN;
 }
 
+/* The rate rule for one loss over eps[0..ne): every slope that can be
+ * measured (rate) within -1/2 +- (SLOPE_TOL + K_SE SE). Adds the number of
+ * measured slopes to *judged and widens [*smin, *smax] to cover them. */
+static int rates_ok(const lp_study *s, const char *block, int loss, const double *eps, int ne,
+                    int *judged, double *smin, double *smax)
+{
+    int ok = 1;
+    for (int e = 0; e < ne; e++) {
+        double se;
+        int used;
+        double sl = rate(s, block, loss, eps[e], &se, &used);
+        if (isnan(sl))
+            continue;
+        ++*judged;
+        *smin = fmin(*smin, sl);
+        *smax = fmax(*smax, sl);
+        ok &= fabs(sl + 0.5) <= SLOPE_TOL + K_SE * se;
+    }
+    return ok;
+}
+
 /* Slope of log mean error on log factor(eps) at sample size n over eps[0..ne). */
 static double power(const lp_study *s, const char *block, int loss, size_t n, const double *eps,
                     const double *factor, int ne, double *se)
@@ -166,18 +187,9 @@ static void judge_sgd_last(const lp_study *s, lp_study_verdict *v)
         no_data(v, "need rr-sgd-last in a paper002 block with >= 2 n and >= 2 eps");
         return;
     }
-    int rate_ok = 1, judged = 0;
+    int judged = 0;
     double smin = INFINITY, smax = -INFINITY, se;
-    for (int e = 0; e < ne; e++) {
-        int used;
-        double sl = rate(s, B_P002, LP_LOSS_RR_SGD_LAST, eps[e], &se, &used);
-        if (isnan(sl))
-            continue;
-        judged++;
-        smin = fmin(smin, sl);
-        smax = fmax(smax, sl);
-        rate_ok &= fabs(sl + 0.5) <= SLOPE_TOL + K_SE * se;
-    }
+    int rate_ok = rates_ok(s, B_P002, LP_LOSS_RR_SGD_LAST, eps, ne, &judged, &smin, &smax);
     rate_ok &= judged > 0;
     for (int e = 0; e < ne; e++)
         c[e] = lp_rr_debias(eps[e]);
@@ -254,18 +266,9 @@ static void judge_mle_regime(const lp_study *s, lp_study_verdict *v)
         no_data(v, "need rr-mle on bounded features at >= 2 finite eps > 2LB and >= 2 n");
         return;
     }
-    int rate_ok = 1, judged = 0;
+    int judged = 0;
     double smin = INFINITY, smax = -INFINITY, se;
-    for (int e = 0; e < ni; e++) {
-        int used;
-        double sl = rate(s, B_P002, LP_LOSS_RR_MLE, in[e], &se, &used);
-        if (isnan(sl))
-            continue;
-        judged++;
-        smin = fmin(smin, sl);
-        smax = fmax(smax, sl);
-        rate_ok &= fabs(sl + 0.5) <= SLOPE_TOL + K_SE * se;
-    }
+    int rate_ok = rates_ok(s, B_P002, LP_LOSS_RR_MLE, in, ni, &judged, &smin, &smax);
     rate_ok &= judged == ni;
     size_t nmax = (size_t)ns[nn - 1];
     double pF = power(s, B_P002, LP_LOSS_RR_MLE, nmax, in, F, ni, &se);
@@ -421,15 +424,10 @@ static void judge_eps01(const lp_study *s, lp_study_verdict *v)
         if (!lp_loss_uses_epsilon((lp_loss_kind)losses[l]))
             continue;
         tested++;
+        int j = 0;
+        rate_ok &= rates_ok(s, B_EPS01, losses[l], eps, 1, &j, &smin, &smax);
+        judged += j;
         double se;
-        int used;
-        double sl = rate(s, B_EPS01, losses[l], eps[0], &se, &used);
-        if (!isnan(sl)) {
-            judged++;
-            smin = fmin(smin, sl);
-            smax = fmax(smax, sl);
-            rate_ok &= fabs(sl + 0.5) <= SLOPE_TOL + K_SE * se;
-        }
         double p = power(s, B_EPS01, losses[l], nmax, e2, c2, 2, &se);
         pmin = fmin(pmin, p);
         pmax = fmax(pmax, p);
@@ -528,6 +526,20 @@ static double scaling(const lp_study *s, int order, int loss, int by_alpha, doub
     return k ? acc / k : NAN;
 }
 
+/* The axes of the order block. */
+typedef struct order_grid {
+    int losses[16], ords[4], nl, no, na, ne;
+    double al[MAXV], eps[MAXV];
+} order_grid;
+
+static void order_grid_load(const lp_study *s, order_grid *g)
+{
+    g->nl = lp_study_present(s, B_ORDER, 'l', g->losses);
+    g->no = lp_study_present(s, B_ORDER, 'o', g->ords);
+    g->na = lp_study_distinct(s, B_ORDER, "alpha", g->al);
+    g->ne = lp_study_distinct(s, B_ORDER, "eps", g->eps);
+}
+
 static int near(double x, double se, double want)
 {
     return fabs(x - want) <= SCALE_TOL + K_SE * se;
@@ -536,12 +548,10 @@ static int near(double x, double se, double want)
 static void judge_scaling(const lp_study *s, lp_study_verdict *v)
 {
     memset(v, 0, sizeof *v);
-    int losses[16], ords[4];
-    int nl = lp_study_present(s, B_ORDER, 'l', losses),
-        no = lp_study_present(s, B_ORDER, 'o', ords);
-    double al[MAXV], eps[MAXV];
-    int na = lp_study_distinct(s, B_ORDER, "alpha", al),
-        ne = lp_study_distinct(s, B_ORDER, "eps", eps);
+    order_grid g;
+    order_grid_load(s, &g);
+    const int *losses = g.losses, *ords = g.ords, nl = g.nl, no = g.no, na = g.na, ne = g.ne;
+    const double *al = g.al;
     if (!has(ords, no, LP_ORDER_CTL) || !has(ords, no, LP_ORDER_LTC) || na < 3 || al[0] != 0 ||
         ne < 2) {
         no_data(v, "need CTL and LTC at alpha = 0 and >= 2 alpha > 0, >= 2 eps in an order block");
@@ -636,12 +646,10 @@ static void table_terms(FILE *f, const lp_study *s)
 static void judge_clc(const lp_study *s, lp_study_verdict *v)
 {
     memset(v, 0, sizeof *v);
-    int losses[16], ords[4];
-    int nl = lp_study_present(s, B_ORDER, 'l', losses),
-        no = lp_study_present(s, B_ORDER, 'o', ords);
-    double al[MAXV], eps[MAXV];
-    int na = lp_study_distinct(s, B_ORDER, "alpha", al),
-        ne = lp_study_distinct(s, B_ORDER, "eps", eps);
+    order_grid g;
+    order_grid_load(s, &g);
+    const int *losses = g.losses, nl = g.nl, no = g.no, na = g.na, ne = g.ne;
+    const double *al = g.al, *eps = g.eps;
     if (no < 3 || na < 2) {
         no_data(v, "need CTL, LTC and CLC at alpha > 0 in an order block");
         return;
