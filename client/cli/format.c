@@ -478,6 +478,19 @@ static void choose_columns(const char *command, const char *path, kvs *rows, siz
                 kvs_add(cols, rows[r].keys[i], NULL);
 }
 
+/* A column's header: the last part of its dotted key when no other column
+ * ends the same way ("request.loss" -> "loss"), else the whole key. */
+static const char *header(const kvs *cols, size_t c)
+{
+    const char *dot = strrchr(cols->keys[c], '.'), *last = dot ? dot + 1 : cols->keys[c];
+    for (size_t k = 0; dot && k < cols->n; k++) {
+        const char *d = strrchr(cols->keys[k], '.'), *l = d ? d + 1 : cols->keys[k];
+        if (k != c && strcmp(l, last) == 0)
+            return cols->keys[c];
+    }
+    return last;
+}
+
 static void print_table(FILE *out, const char *command, const char *path, const json_t *arr,
                         int width)
 {
@@ -492,7 +505,7 @@ static void print_table(FILE *out, const char *command, const char *path, const 
     int *w = calloc(nc ? nc : 1, sizeof *w), *right = calloc(nc ? nc : 1, sizeof *right);
     int total = 0;
     for (size_t c = 0; c < nc && w && right; c++) {
-        w[c] = text_width(cols.keys[c]);
+        w[c] = text_width(header(&cols, c));
         right[c] = 1;
         for (size_t r = 0; r < nrows; r++) {
             const char *v = kvs_get(&rows[r], cols.keys[c]);
@@ -528,7 +541,7 @@ static void print_table(FILE *out, const char *command, const char *path, const 
         for (size_t c = 0; c < nc; c++) {
             if (c)
                 fprintf(out, "%*s", GAP, "");
-            const char *v = r == 0   ? cols.keys[c]
+            const char *v = r == 0   ? header(&cols, c)
                             : r == 1 ? NULL
                                      : kvs_get(&rows[r - 2], cols.keys[c]);
             if (r == 1)
