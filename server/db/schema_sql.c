@@ -456,6 +456,6 @@ static const char MIGRATION_007[] =
     "    PRIMARY KEY (run, seq)\n"
     ") WITHOUT ROWID;\n";
 
-const char *const LP_MIGRATIONS[] = {MIGRATION_001, MIGRATION_002, MIGRATION_003, MIGRATION_004,
-                                     MIGRATION_005, MIGRATION_007};
+const char *const LP_MIGRATIONS[] = {MIGRATION_001, MIGRATION_002, MIGRATION_003,
+                                     MIGRATION_004, MIGRATION_005, MIGRATION_007};
 const int LP_MIGRATION_COUNT = (int)(sizeof LP_MIGRATIONS / sizeof LP_MIGRATIONS[0]);

@@ -20,6 +20,7 @@
 #include "check.h"
 #include "error.h"
 #include "http_raw.h"
+#include "operator_client.h"
 #include "server_proc.h"
 #include "terminal.h"
 
@@ -51,13 +52,8 @@ static char *get_text(const char *path, long *status)
 
 static json_t *call(const char *method, const char *path, const char *body)
 {
-    char url[512];
-    snprintf(url, sizeof url, "%s%s", srv.url, path);
-    http_reply r;
-    http_raw(method, url, body, body ? strlen(body) : 0, srv.token, &r);
-    json_t *j = r.body ? json_loads(r.body, 0, NULL) : NULL;
-    http_reply_free(&r);
-    return j;
+    long st;
+    return operator_call(&srv, method, path, body, &st);
 }
 
 static json_t *run_get(int64_t run)
@@ -81,15 +77,7 @@ static int is_final(const json_t *run)
 
 static json_t *run_wait(int64_t run)
 {
-    for (int i = 0; i < 12000; i++) {
-        json_t *j = run_get(run);
-        if (j && is_final(j))
-            return j;
-        json_decref(j);
-        usleep(10000);
-    }
-    check_record(0, __FILE__, __LINE__, "run %lld did not finish", (long long)run);
-    return NULL;
+    return operator_run_wait(&srv, run, 120);
 }
 
 static int64_t retrain(const char *body)
@@ -158,14 +146,10 @@ static void set_up_campaign(void)
     free(out);
     const char *tok[] = {"admin", "enroll-token", "--campaign", "curve", NULL};
     CHECK_INT(cli(&out, NULL, tok), 0);
-    json_t *j = out ? json_loads(out, 0, NULL) : NULL;
+    char *first = first_enrollment_token(out), token[200];
+    snprintf(token, sizeof token, "%s", first ? first : "");
+    free(first);
     free(out);
-    char token[200];
-    snprintf(token, sizeof token, "%s",
-             json_string_value(json_array_get(json_object_get(j, "tokens"), 0))
-                 ? json_string_value(json_array_get(json_object_get(j, "tokens"), 0))
-                 : "");
-    json_decref(j);
     char env_key[512];
     snprintf(env_key, sizeof env_key, "LDPREF_KEY=%s/ann.key", srv.dir);
     const char *keygen[] = {"keygen", NULL}, *enroll[] = {"enroll", token, NULL};
@@ -269,7 +253,9 @@ static void test_live_curve(void)
     size_t seen = 0, grew = 0;
     long long rows_live = 0;
     int training = 0;
-    for (int k = 0; k < 6000 && (grew < 2 || rows_live == 0); k++) {
+    /* up to 10 minutes: the run trains at idle priority, so a busy machine
+     * slows it, but 1000 epochs take far longer than three */
+    for (int k = 0; k < 30000 && (grew < 2 || rows_live == 0); k++) {
         json_t *r = run_get(run);
         if (strcmp(status_of(r), "training") == 0) {
             training = 1;
