@@ -3,6 +3,7 @@
 #include "format.h"
 
 #include <jansson.h>
+#include <langinfo.h>
 #include <locale.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -13,7 +14,7 @@
 #include <wchar.h>
 
 #define KV_ARRAY_MAX 16 /* longer arrays of scalars show as "[N values]" */
-#define COLUMN_MIN 6    /* a shrunk column keeps this many cells of text */
+#define COLUMN_MIN 6    /* a shrunk column keeps this many cells (with its ellipsis) */
 #define GAP 2           /* spaces between columns */
 
 /* ---- column choices ---- */
@@ -110,6 +111,22 @@ static int text_width(const char *s)
     return w;
 }
 
+/* The table's own marks: Unicode on a UTF-8 locale, ASCII otherwise. */
+static struct {
+    const char *ellipsis, *rule;
+    int ellipsis_width;
+} g_marks = {"\u2026", "\u2500", 1};
+
+static void choose_marks(void)
+{
+    setlocale(LC_CTYPE, ""); /* character widths; numbers stay in the C locale */
+    if (strcmp(nl_langinfo(CODESET), "UTF-8") != 0) {
+        g_marks.ellipsis = "...";
+        g_marks.rule = "-";
+        g_marks.ellipsis_width = 3;
+    }
+}
+
 /* Prints s in `width` cells: cut on a character boundary with an ellipsis
  * when longer; right-aligned when right, else padded on the right when pad
  * (the last column is not). */
@@ -124,20 +141,20 @@ static void put_fitted(FILE *out, const char *s, int width, int right, int pad)
             fprintf(out, "%*s", width - w, "");
         return;
     }
-    int used = 0;
+    int used = 0, room = width - g_marks.ellipsis_width;
     uint32_t cp;
     const char *p = s;
     while (*p) {
         size_t len = utf8_next(p, &cp);
-        if (used + cp_width(cp) > width - 1)
+        if (used + cp_width(cp) > room)
             break;
         fwrite(p, 1, len, out);
         used += cp_width(cp);
         p += len;
     }
-    fputs("\u2026", out);
+    fputs(g_marks.ellipsis, out);
     if (pad)
-        fprintf(out, "%*s", width - used - 1, "");
+        fprintf(out, "%*s", room - used, "");
 }
 
 /* The terminal's width for tables; 0: unlimited. */
@@ -546,7 +563,7 @@ static void print_table(FILE *out, const char *command, const char *path, const 
                                      : kvs_get(&rows[r - 2], cols.keys[c]);
             if (r == 1)
                 for (int k = 0; k < w[c]; k++)
-                    fputs("\u2500", out);
+                    fputs(g_marks.rule, out);
             else
                 put_fitted(out, v ? v : "-", w[c], right[c], c + 1 < nc);
         }
@@ -658,7 +675,7 @@ void cli_print_answer(const char *command, const char *text, cli_format f)
         puts(text);
         return;
     }
-    setlocale(LC_CTYPE, ""); /* character widths; numbers stay in the C locale */
+    choose_marks();
     if (f == FORMAT_JSONL) {
         const json_t *list = list_records(root);
         size_t i;

@@ -26,7 +26,10 @@
  * the terminal raw (escaped in JSON, replaced in tables). Table lines fit
  * the terminal's width (TIOCGWINSZ; COLUMNS when stdout is not a terminal;
  * unlimited otherwise): the widest columns shrink and long cells end in an
- * ellipsis, cut on a UTF-8 character boundary.
+ * ellipsis, cut on a UTF-8 character boundary; when even shrunk columns do
+ * not fit, the last ones are left out and a line says how many. The rule
+ * under the header and the ellipsis are Unicode (─, …) in a UTF-8 locale,
+ * ASCII (-, ...) otherwise.
  */
 #ifndef LDPREF_CLI_FORMAT_H
 #define LDPREF_CLI_FORMAT_H

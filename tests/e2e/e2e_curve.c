@@ -350,7 +350,11 @@ static void test_pipe_output(int64_t run, int64_t version)
     free(out);
     /* a table on request: aligned columns, the command's choice, 6 digits */
     const char *models_table[] = {"admin", "models", "--format", "table", NULL};
-    CHECK_INT(cli(&out, NULL, models_table), 0);
+    CHECK_INT(cli(&out, "LC_ALL=C", models_table), 0); /* ASCII marks outside UTF-8 */
+    CHECK(out && strstr(out, "\n-------  ------  ") && strstr(out, "\u2500") == NULL);
+    free(out);
+    CHECK_INT(cli(&out, "LC_ALL=C.UTF-8", models_table), 0);
+    CHECK(out && strstr(out, "\u2500\u2500"));
     fprintf(stderr, "admin models --format table:\n%s", out ? out : "");
     char want[64];
     snprintf(want, sizeof want, "%.6g", last);
