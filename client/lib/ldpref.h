@@ -107,7 +107,9 @@ typedef enum ldpref_error {
     LDPREF_EALREADY_ANSWERED = 60,
     LDPREF_ECSRF_FAILED = 61,
     LDPREF_ECROSS_SITE = 62,
-    LDPREF_ERROR_END /* one past the last code; grows when codes are added */
+    LDPREF_EBAD_BUCKET = 65, /* a view's bucket_s is not 60..2592000 whole minutes */
+    LDPREF_EBAD_PAGE = 66,   /* a listing's offset or limit is out of range */
+    LDPREF_ERROR_END         /* one past the last code; grows when codes are added */
 } ldpref_error;
 
 /* A one-line human message for a code. Static storage, never NULL. */
