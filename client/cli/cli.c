@@ -567,26 +567,6 @@ static int cmd_stats(const struct cmd *cmd, ldpref_client *c, char **pos, int np
 
 static int parse_id(const char *s, const char *what, int64_t *out);
 
-/* --offset and --limit of a listing (0: the server's default); the server
- * checks the ranges. */
-static int page_flags(const struct cmd *cmd, int64_t *offset, int64_t *limit)
-{
-    long v;
-    const char *s;
-    *offset = *limit = 0;
-    if ((s = cflag_value(cmd, "--offset")) != NULL) {
-        if (parse_long(s, 0, __LONG_MAX__, &v) != 0)
-            return usage_error("--offset must be an integer >= 0, not %s", s);
-        *offset = v;
-    }
-    if ((s = cflag_value(cmd, "--limit")) != NULL) {
-        if (parse_long(s, 1, 1000, &v) != 0)
-            return usage_error("--limit must be an integer in 1..1000, not %s", s);
-        *limit = v;
-    }
-    return 0;
-}
-
 static int cmd_campaign_view(const struct cmd *cmd, ldpref_client *c, char **pos, int npos)
 {
     long bucket = 0;
@@ -598,26 +578,21 @@ static int cmd_campaign_view(const struct cmd *cmd, ldpref_client *c, char **pos
     return print_text(rc, c, json, "admin campaign");
 }
 
-static int cmd_annotators(const struct cmd *cmd, ldpref_client *c, char **pos, int npos)
+/* admin annotators and admin tasks: a page of the campaign's rows
+ * (--offset, --limit; 0: the server's default). */
+static int cmd_page(const struct cmd *cmd, ldpref_client *c, char **pos, int npos)
 {
-    int64_t offset, limit;
-    int rc = page_flags(cmd, &offset, &limit);
-    if (rc != 0)
-        return rc;
+    long offset = 0, limit = 0;
+    const char *s = cflag_value(cmd, "--offset");
+    if (s && parse_long(s, 0, __LONG_MAX__, &offset) != 0)
+        return usage_error("--offset must be an integer >= 0, not %s", s);
+    if ((s = cflag_value(cmd, "--limit")) != NULL && parse_long(s, 1, 1000, &limit) != 0)
+        return usage_error("--limit must be an integer in 1..1000, not %s", s);
+    int (*page)(ldpref_client *, const char *, int64_t, int64_t, char **) =
+        strcmp(cmd->name, "admin tasks") == 0 ? ldpref_admin_tasks : ldpref_admin_annotators;
     char *json = NULL;
-    rc = ldpref_admin_annotators(c, cflag_value(cmd, "--campaign"), offset, limit, &json);
-    return print_text(rc, c, json, "admin annotators");
-}
-
-static int cmd_tasks(const struct cmd *cmd, ldpref_client *c, char **pos, int npos)
-{
-    int64_t offset, limit;
-    int rc = page_flags(cmd, &offset, &limit);
-    if (rc != 0)
-        return rc;
-    char *json = NULL;
-    rc = ldpref_admin_tasks(c, cflag_value(cmd, "--campaign"), offset, limit, &json);
-    return print_text(rc, c, json, "admin tasks");
+    int rc = page(c, cflag_value(cmd, "--campaign"), offset, limit, &json);
+    return print_text(rc, c, json, cmd->name);
 }
 
 static int cmd_task(const struct cmd *cmd, ldpref_client *c, char **pos, int npos)
@@ -1172,11 +1147,10 @@ static const struct cmd CMDS[] = {
      "a campaign's progress, labels over time and epsilon spent (operator)", 1, 1, 2,
      F_CAMPAIGN_VIEW, cmd_campaign_view},
     {"admin annotators", "admin annotators [--campaign C] [--offset N] [--limit N]",
-     "a campaign's annotators: labels, epsilon spent, skips (operator)", 0, 0, 2, F_PAGE,
-     cmd_annotators},
+     "a campaign's annotators: labels, epsilon spent, skips (operator)", 0, 0, 2, F_PAGE, cmd_page},
     {"admin tasks", "admin tasks [--campaign C] [--offset N] [--limit N]",
      "a campaign's tasks with their label counts (default limit 100) (operator)", 0, 0, 2, F_PAGE,
-     cmd_tasks},
+     cmd_page},
     {"admin task", "admin task TASK_ID",
      "one task in full: context, prompt, responses, labels, skips (operator)", 1, 1, 2, NULL,
      cmd_task},

@@ -51,17 +51,6 @@ static int campaign_param(lp_api *api, const lp_request *req, lp_campaign *c, ch
     return rc;
 }
 
-/* offset and limit of a listing (limit default def). */
-static int page_params(const lp_request *req, int64_t def, int64_t *offset, int64_t *limit,
-                       char *msg, size_t ml)
-{
-    *offset = 0;
-    *limit = def;
-    int rc =
-        int_param(req, "offset", 0, INT64_C(999999999999999999), offset, LP_EBAD_PAGE, msg, ml);
-    return rc == LP_OK ? int_param(req, "limit", 1, LP_PAGE_MAX, limit, LP_EBAD_PAGE, msg, ml) : rc;
-}
-
 static json_t *quota_json(int64_t quota)
 {
     return quota > 0 ? json_integer(quota) : json_null();
@@ -135,7 +124,7 @@ int lp_api_campaign_view(lp_api *api, const lp_request *req, lp_response *resp)
     return lp_api_json(resp, 200, o);
 }
 
-/* ---- GET /v1/annotators ---- */
+/* ---- GET /v1/annotators, GET /v1/tasks ---- */
 
 static json_t *annotator_json(const lp_annotator_row *r, double budget)
 {
@@ -146,64 +135,80 @@ static json_t *annotator_json(const lp_annotator_row *r, double budget)
                      r->last_label_ms > 0 ? json_integer(r->last_label_ms) : json_null());
 }
 
-/* {"campaign", key: rows, "total", "offset", "limit"} */
-static json_t *page_json(const char *campaign, const char *key, json_t *rows, int64_t total,
-                         int64_t offset, int64_t limit)
+/* A page of the campaign's annotators or tasks, as JSON objects in arr;
+ * *total gets how many the campaign has. */
+typedef int (*page_fetch)(lp_api *api, const lp_campaign *c, int64_t offset, int64_t limit,
+                          json_t *arr, int64_t *total);
+
+static int fetch_annotators(lp_api *api, const lp_campaign *c, int64_t offset, int64_t limit,
+                            json_t *arr, int64_t *total)
 {
-    return json_pack("{s:s, s:o, s:I, s:I, s:I}", "campaign", campaign, key, rows, "total",
-                     (json_int_t)total, "offset", (json_int_t)offset, "limit", (json_int_t)limit);
+    lp_annotator_row *rows = NULL;
+    size_t n = 0;
+    int rc = lp_store_annotator_page(api->store, c->id, offset, limit, &rows, &n, total);
+    for (size_t i = 0; rc == LP_OK && i < n; i++)
+        if (json_array_append_new(arr, annotator_json(&rows[i], c->epsilon_budget)) != 0)
+            rc = LP_ENO_MEMORY;
+    free(rows);
+    return rc;
+}
+
+static int fetch_tasks(lp_api *api, const lp_campaign *c, int64_t offset, int64_t limit,
+                       json_t *arr, int64_t *total)
+{
+    lp_task_row *rows = NULL;
+    size_t n = 0;
+    int rc = lp_store_task_page(api->store, c->id, offset, limit, &rows, &n, total);
+    for (size_t i = 0; rc == LP_OK && i < n; i++)
+        if (json_array_append_new(arr, json_pack("{s:I, s:s, s:b, s:I, s:I, s:b}", "id",
+                                                 (json_int_t)rows[i].id, "prompt", rows[i].prompt,
+                                                 "prompt_truncated", rows[i].truncated, "labels",
+                                                 (json_int_t)rows[i].labels, "labels_needed",
+                                                 (json_int_t)c->labels_per_task, "complete",
+                                                 rows[i].labels >= c->labels_per_task)) != 0)
+            rc = LP_ENO_MEMORY;
+    lp_task_rows_free(rows, n);
+    return rc;
+}
+
+/* GET ?campaign=&offset=&limit= (limit default def): {"campaign", key:
+ * [...], "total", "offset", "limit"}. */
+static int list_page(lp_api *api, const lp_request *req, lp_response *resp, int64_t def,
+                     const char *key, page_fetch fetch)
+{
+    char msg[LP_MSG_MAX] = "";
+    int64_t offset = 0, limit = def, total = 0;
+    lp_campaign c;
+    int rc = int_param(req, "offset", 0, INT64_C(999999999999999999), &offset, LP_EBAD_PAGE, msg,
+                       sizeof msg);
+    if (rc == LP_OK)
+        rc = int_param(req, "limit", 1, LP_PAGE_MAX, &limit, LP_EBAD_PAGE, msg, sizeof msg);
+    if (rc == LP_OK)
+        rc = campaign_param(api, req, &c, msg, sizeof msg);
+    json_t *arr = rc == LP_OK ? json_array() : NULL;
+    if (rc == LP_OK)
+        rc = arr != NULL ? fetch(api, &c, offset, limit, arr, &total) : LP_ENO_MEMORY;
+    if (rc != LP_OK) {
+        json_decref(arr);
+        return lp_api_error(resp, rc, msg[0] ? msg : NULL);
+    }
+    return lp_api_json(resp, 200,
+                       json_pack("{s:s, s:o, s:I, s:I, s:I}", "campaign", c.name, key, arr, "total",
+                                 (json_int_t)total, "offset", (json_int_t)offset, "limit",
+                                 (json_int_t)limit));
 }
 
 int lp_api_annotator_list(lp_api *api, const lp_request *req, lp_response *resp)
 {
-    char msg[LP_MSG_MAX] = "";
-    int64_t offset, limit;
-    lp_campaign c;
-    int rc = page_params(req, LP_PAGE_MAX, &offset, &limit, msg, sizeof msg);
-    if (rc == LP_OK)
-        rc = campaign_param(api, req, &c, msg, sizeof msg);
-    lp_annotator_row *rows = NULL;
-    size_t n = 0;
-    int64_t total = 0;
-    if (rc == LP_OK)
-        rc = lp_store_annotator_page(api->store, c.id, offset, limit, &rows, &n, &total);
-    if (rc != LP_OK)
-        return lp_api_error(resp, rc, msg[0] ? msg : NULL);
-    json_t *arr = json_array();
-    for (size_t i = 0; i < n && arr; i++)
-        json_array_append_new(arr, annotator_json(&rows[i], c.epsilon_budget));
-    free(rows);
-    return lp_api_json(resp, 200, page_json(c.name, "annotators", arr, total, offset, limit));
+    return list_page(api, req, resp, LP_PAGE_MAX, "annotators", fetch_annotators);
 }
-
-/* ---- GET /v1/tasks, GET /v1/tasks/one ---- */
 
 int lp_api_task_list(lp_api *api, const lp_request *req, lp_response *resp)
 {
-    char msg[LP_MSG_MAX] = "";
-    int64_t offset, limit;
-    lp_campaign c;
-    int rc = page_params(req, TASK_PAGE_DEFAULT, &offset, &limit, msg, sizeof msg);
-    if (rc == LP_OK)
-        rc = campaign_param(api, req, &c, msg, sizeof msg);
-    lp_task_row *rows = NULL;
-    size_t n = 0;
-    int64_t total = 0;
-    if (rc == LP_OK)
-        rc = lp_store_task_page(api->store, c.id, offset, limit, &rows, &n, &total);
-    if (rc != LP_OK)
-        return lp_api_error(resp, rc, msg[0] ? msg : NULL);
-    json_t *arr = json_array();
-    for (size_t i = 0; i < n && arr; i++)
-        json_array_append_new(arr, json_pack("{s:I, s:s, s:b, s:I, s:I, s:b}", "id",
-                                             (json_int_t)rows[i].id, "prompt", rows[i].prompt,
-                                             "prompt_truncated", rows[i].truncated, "labels",
-                                             (json_int_t)rows[i].labels, "labels_needed",
-                                             (json_int_t)c.labels_per_task, "complete",
-                                             rows[i].labels >= c.labels_per_task));
-    lp_task_rows_free(rows, n);
-    return lp_api_json(resp, 200, page_json(c.name, "tasks", arr, total, offset, limit));
+    return list_page(api, req, resp, TASK_PAGE_DEFAULT, "tasks", fetch_tasks);
 }
+
+/* ---- GET /v1/tasks/one ---- */
 
 int lp_api_task_one(lp_api *api, const lp_request *req, lp_response *resp)
 {

@@ -233,8 +233,10 @@ void lp_campaign_view_clear(lp_campaign_view *v)
 
 /* ---- pages ---- */
 
+struct page_kind;
 struct page_query {
     lp_engine *engine;
+    const struct page_kind *kind;
     int64_t campaign, offset, limit;
     void *rows; /* lp_annotator_row or lp_task_row */
     size_t n;
@@ -257,112 +259,103 @@ static int page_total(struct page_query *q, sqlite3 *db, int col)
                                  : lp_engine_fail(db, "campaign counts");
 }
 
-/* The page's statement, bound; NULL on failure. */
-static sqlite3_stmt *page_stmt(struct page_query *q, sqlite3 *db, const char *sql)
+/* One row of a page into rows[i]; LP_OK or LP_ENO_MEMORY. */
+typedef int (*page_row_fn)(sqlite3_stmt *st, void *rows, size_t i);
+
+static int annotator_row(sqlite3_stmt *st, void *rows, size_t i)
 {
-    sqlite3_stmt *st = lp_engine_stmt(q->engine, db, sql);
-    if (st != NULL) {
-        sqlite3_bind_int64(st, 1, q->campaign);
-        sqlite3_bind_int64(st, 2, q->offset);
-        sqlite3_bind_int64(st, 3, q->limit);
-    }
-    return st;
+    lp_annotator_row *r = (lp_annotator_row *)rows + i;
+    snprintf(r->pseudonym, sizeof r->pseudonym, "%s", (const char *)sqlite3_column_text(st, 0));
+    r->revoked = sqlite3_column_int(st, 1);
+    r->epsilon_spent = sqlite3_column_double(st, 2);
+    r->enrolled_ms = sqlite3_column_int64(st, 3);
+    r->labels = sqlite3_column_int64(st, 4);
+    r->skips = sqlite3_column_int64(st, 5);
+    r->last_label_ms = sqlite3_column_int64(st, 6);
+    return LP_OK;
 }
 
-static int annotators_fn(sqlite3 *db, void *ctx)
+static int task_row(sqlite3_stmt *st, void *rows, size_t i)
+{
+    lp_task_row *r = (lp_task_row *)rows + i;
+    r->id = sqlite3_column_int64(st, 0);
+    r->labels = sqlite3_column_int64(st, 2);
+    const char *p = (const char *)sqlite3_column_text(st, 1);
+    r->prompt = lp_utf8_excerpt(p ? p : "", (size_t)sqlite3_column_bytes(st, 1), LP_EXCERPT_CHARS,
+                                &r->truncated);
+    return r->prompt != NULL ? LP_OK : LP_ENO_MEMORY;
+}
+
+/* What a page is read with: its statement, the campaign_fill column of
+ * its total, the size of a row and how to read one. */
+static const struct page_kind {
+    const char *sql;
+    int total_col;
+    size_t size;
+    page_row_fn row;
+} ANNOTATOR_PAGE = {SQL_ANNOTATORS, 0, sizeof(lp_annotator_row), annotator_row},
+  TASK_PAGE = {SQL_TASKS, 1, sizeof(lp_task_row), task_row};
+
+static int page_fn(sqlite3 *db, void *ctx)
 {
     struct page_query *q = ctx;
-    int rc = page_total(q, db, 0);
-    sqlite3_stmt *st = rc == LP_OK ? page_stmt(q, db, SQL_ANNOTATORS) : NULL;
+    int rc = page_total(q, db, q->kind->total_col);
+    if (rc != LP_OK)
+        return rc;
+    sqlite3_stmt *st = lp_engine_stmt(q->engine, db, q->kind->sql);
     if (st == NULL)
-        return rc != LP_OK ? rc : LP_ESTORAGE;
-    lp_annotator_row *rows = calloc((size_t)q->limit, sizeof *rows);
-    q->rows = rows;
+        return LP_ESTORAGE;
+    sqlite3_bind_int64(st, 1, q->campaign);
+    sqlite3_bind_int64(st, 2, q->offset);
+    sqlite3_bind_int64(st, 3, q->limit);
+    if (q->kind == &TASK_PAGE) /* one character more tells whether it was cut */
+        sqlite3_bind_int(st, 4, LP_EXCERPT_CHARS + 1);
+    q->rows = calloc((size_t)q->limit, q->kind->size);
+    rc = q->rows != NULL ? LP_OK : LP_ENO_MEMORY;
     int step = SQLITE_DONE;
-    while (rows != NULL && q->n < (size_t)q->limit && (step = sqlite3_step(st)) == SQLITE_ROW) {
-        lp_annotator_row *r = &rows[q->n++];
-        snprintf(r->pseudonym, sizeof r->pseudonym, "%s", (const char *)sqlite3_column_text(st, 0));
-        r->revoked = sqlite3_column_int(st, 1);
-        r->epsilon_spent = sqlite3_column_double(st, 2);
-        r->enrolled_ms = sqlite3_column_int64(st, 3);
-        r->labels = sqlite3_column_int64(st, 4);
-        r->skips = sqlite3_column_int64(st, 5);
-        r->last_label_ms = sqlite3_column_int64(st, 6);
-    }
+    while (rc == LP_OK && q->n < (size_t)q->limit && (step = sqlite3_step(st)) == SQLITE_ROW)
+        rc = q->kind->row(st, q->rows, q->n++);
     sqlite3_reset(st);
-    if (rows == NULL)
-        return LP_ENO_MEMORY;
-    return step == SQLITE_DONE || step == SQLITE_ROW ? LP_OK : lp_engine_fail(db, "annotators");
+    if (rc == LP_OK && step != SQLITE_DONE && step != SQLITE_ROW)
+        rc = lp_engine_fail(db, "page");
+    return rc;
+}
+
+/* Reads a page of kind; on failure frees what was read. */
+static int read_page(lp_store *s, const struct page_kind *kind, int64_t campaign, int64_t offset,
+                     int64_t limit, void **out, size_t *n, int64_t *total)
+{
+    *out = NULL;
+    *n = 0;
+    *total = 0;
+    if (offset < 0 || limit < 1 || limit > LP_PAGE_MAX)
+        return LP_EINVALID_ARGUMENT;
+    struct page_query q = {
+        .engine = s->engine, .kind = kind, .campaign = campaign, .offset = offset, .limit = limit};
+    int rc = read_snapshot(s, page_fn, &q);
+    if (rc != LP_OK) {
+        if (kind == &TASK_PAGE)
+            lp_task_rows_free(q.rows, q.n);
+        else
+            free(q.rows);
+        return rc;
+    }
+    *out = q.rows;
+    *n = q.n;
+    *total = q.total;
+    return LP_OK;
 }
 
 int lp_store_annotator_page(lp_store *s, int64_t campaign, int64_t offset, int64_t limit,
                             lp_annotator_row **out, size_t *n, int64_t *total)
 {
-    *out = NULL;
-    *n = 0;
-    *total = 0;
-    if (offset < 0 || limit < 1 || limit > LP_PAGE_MAX)
-        return LP_EINVALID_ARGUMENT;
-    struct page_query q = {
-        .engine = s->engine, .campaign = campaign, .offset = offset, .limit = limit};
-    int rc = read_snapshot(s, annotators_fn, &q);
-    if (rc != LP_OK) {
-        free(q.rows);
-        return rc;
-    }
-    *out = q.rows;
-    *n = q.n;
-    *total = q.total;
-    return LP_OK;
-}
-
-static int tasks_fn(sqlite3 *db, void *ctx)
-{
-    struct page_query *q = ctx;
-    int rc = page_total(q, db, 1);
-    sqlite3_stmt *st = rc == LP_OK ? page_stmt(q, db, SQL_TASKS) : NULL;
-    if (st == NULL)
-        return rc != LP_OK ? rc : LP_ESTORAGE;
-    sqlite3_bind_int(st, 4, LP_EXCERPT_CHARS + 1); /* one more: tells whether it was cut */
-    lp_task_row *rows = calloc((size_t)q->limit, sizeof *rows);
-    q->rows = rows;
-    int step = SQLITE_DONE;
-    rc = rows != NULL ? LP_OK : LP_ENO_MEMORY;
-    while (rc == LP_OK && q->n < (size_t)q->limit && (step = sqlite3_step(st)) == SQLITE_ROW) {
-        lp_task_row *r = &rows[q->n++];
-        r->id = sqlite3_column_int64(st, 0);
-        r->labels = sqlite3_column_int64(st, 2);
-        const char *p = (const char *)sqlite3_column_text(st, 1);
-        r->prompt = lp_utf8_excerpt(p ? p : "", (size_t)sqlite3_column_bytes(st, 1),
-                                    LP_EXCERPT_CHARS, &r->truncated);
-        if (r->prompt == NULL)
-            rc = LP_ENO_MEMORY;
-    }
-    sqlite3_reset(st);
-    if (rc == LP_OK && step != SQLITE_DONE && step != SQLITE_ROW)
-        rc = lp_engine_fail(db, "tasks");
-    return rc;
+    return read_page(s, &ANNOTATOR_PAGE, campaign, offset, limit, (void **)out, n, total);
 }
 
 int lp_store_task_page(lp_store *s, int64_t campaign, int64_t offset, int64_t limit,
                        lp_task_row **out, size_t *n, int64_t *total)
 {
-    *out = NULL;
-    *n = 0;
-    *total = 0;
-    if (offset < 0 || limit < 1 || limit > LP_PAGE_MAX)
-        return LP_EINVALID_ARGUMENT;
-    struct page_query q = {
-        .engine = s->engine, .campaign = campaign, .offset = offset, .limit = limit};
-    int rc = read_snapshot(s, tasks_fn, &q);
-    if (rc != LP_OK) {
-        lp_task_rows_free(q.rows, q.n);
-        return rc;
-    }
-    *out = q.rows;
-    *n = q.n;
-    *total = q.total;
-    return LP_OK;
+    return read_page(s, &TASK_PAGE, campaign, offset, limit, (void **)out, n, total);
 }
 
 void lp_task_rows_free(lp_task_row *rows, size_t n)

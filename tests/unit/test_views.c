@@ -25,15 +25,8 @@
 
 static char dir[256];
 
-static int exec(sqlite3 *db, const char *sql)
-{
-    char *err = NULL;
-    int rc = sqlite3_exec(db, sql, NULL, NULL, &err);
-    if (rc != SQLITE_OK)
-        fprintf(stderr, "sql: %s\n", err ? err : "?");
-    sqlite3_free(err);
-    return rc;
-}
+/* sqlite3_exec without a callback. */
+#define exec(db, sql) sqlite3_exec(db, sql, NULL, NULL, NULL)
 
 static long long scalar(sqlite3 *db, const char *sql)
 {
