@@ -76,20 +76,15 @@ static int per_campaign(struct stats_query *q, sqlite3 *db)
 static int stats_fn(sqlite3 *db, void *ctx)
 {
     struct stats_query *q = ctx;
-    if (sqlite3_exec(db, "BEGIN", NULL, NULL, NULL) != SQLITE_OK) /* one snapshot */
-        return lp_engine_fail(db, "stats snapshot");
     int rc = totals(q, db);
-    if (rc == LP_OK)
-        rc = per_campaign(q, db);
-    sqlite3_exec(db, "COMMIT", NULL, NULL, NULL);
-    return rc;
+    return rc == LP_OK ? per_campaign(q, db) : rc;
 }
 
 int lp_store_stats(lp_store *s, lp_stats *out)
 {
     memset(out, 0, sizeof *out);
     struct stats_query q = {s->engine, out};
-    int rc = lp_engine_read(s->engine, stats_fn, &q);
+    int rc = lp_engine_read_snapshot(s->engine, stats_fn, &q);
     if (rc != LP_OK)
         lp_stats_clear(out);
     return rc;

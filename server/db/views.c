@@ -58,30 +58,6 @@ char *lp_utf8_excerpt(const char *text, size_t len, size_t chars, int *truncated
     return out;
 }
 
-/* ---- one snapshot ---- */
-
-/* Runs fn inside one read transaction of the pooled connection. */
-struct snapshot {
-    lp_job_fn fn;
-    void *ctx;
-};
-
-static int snapshot_fn(sqlite3 *db, void *ctx)
-{
-    struct snapshot *s = ctx;
-    if (sqlite3_exec(db, "BEGIN", NULL, NULL, NULL) != SQLITE_OK)
-        return lp_engine_fail(db, "view snapshot");
-    int rc = s->fn(db, s->ctx);
-    sqlite3_exec(db, "COMMIT", NULL, NULL, NULL);
-    return rc;
-}
-
-static int read_snapshot(lp_store *st, lp_job_fn fn, void *ctx)
-{
-    struct snapshot s = {fn, ctx};
-    return lp_engine_read(st->engine, snapshot_fn, &s);
-}
-
 /* ---- the campaign view ---- */
 
 struct view_query {
@@ -216,7 +192,7 @@ int lp_store_campaign_view(lp_store *s, const char *name, int64_t bucket_s, int6
         now_ms < 0)
         return LP_EINVALID_ARGUMENT;
     struct view_query q = {s->engine, name, bucket_s, now_ms, out};
-    int rc = read_snapshot(s, view_fn, &q);
+    int rc = lp_engine_read_snapshot(s->engine, view_fn, &q);
     if (rc != LP_OK)
         lp_campaign_view_clear(out);
     return rc;
@@ -332,7 +308,7 @@ static int read_page(lp_store *s, const struct page_kind *kind, int64_t campaign
         return LP_EINVALID_ARGUMENT;
     struct page_query q = {
         .engine = s->engine, .kind = kind, .campaign = campaign, .offset = offset, .limit = limit};
-    int rc = read_snapshot(s, page_fn, &q);
+    int rc = lp_engine_read_snapshot(s->engine, page_fn, &q);
     if (rc != LP_OK) {
         if (kind == &TASK_PAGE)
             lp_task_rows_free(q.rows, q.n);
