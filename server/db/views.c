@@ -325,13 +325,19 @@ static int read_page(lp_store *s, const struct page_kind *kind, int64_t campaign
 int lp_store_annotator_page(lp_store *s, int64_t campaign, int64_t offset, int64_t limit,
                             lp_annotator_row **out, size_t *n, int64_t *total)
 {
-    return read_page(s, &ANNOTATOR_PAGE, campaign, offset, limit, (void **)out, n, total);
+    void *rows = NULL;
+    int rc = read_page(s, &ANNOTATOR_PAGE, campaign, offset, limit, &rows, n, total);
+    *out = rows;
+    return rc;
 }
 
 int lp_store_task_page(lp_store *s, int64_t campaign, int64_t offset, int64_t limit,
                        lp_task_row **out, size_t *n, int64_t *total)
 {
-    return read_page(s, &TASK_PAGE, campaign, offset, limit, (void **)out, n, total);
+    void *rows = NULL;
+    int rc = read_page(s, &TASK_PAGE, campaign, offset, limit, &rows, n, total);
+    *out = rows;
+    return rc;
 }
 
 void lp_task_rows_free(lp_task_row *rows, size_t n)
