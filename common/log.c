@@ -226,10 +226,28 @@ static void put_time(line *l)
         strftime(cached, sizeof cached, "%Y-%m-%dT%H:%M:%S", &tm);
         cached_sec = ts.tv_sec;
     }
-    char ms[8];
-    int n = snprintf(ms, sizeof ms, ".%03dZ", (int)(ts.tv_nsec / 1000000));
+    int ms = (int)(ts.tv_nsec / 1000000);
+    char frac[5] = {'.', (char)('0' + ms / 100), (char)('0' + ms / 10 % 10), (char)('0' + ms % 10),
+                    'Z'};
     puts_(l, cached);
-    put(l, ms, (size_t)n);
+    put(l, frac, sizeof frac);
+}
+
+/* Decimal digits of v into out (at least 21 bytes); returns the length. */
+static size_t format_int(char *out, int64_t v)
+{
+    char tmp[24];
+    size_t n = 0, len = 0;
+    uint64_t u = v < 0 ? (uint64_t)0 - (uint64_t)v : (uint64_t)v;
+    do {
+        tmp[n++] = (char)('0' + u % 10);
+        u /= 10;
+    } while (u != 0);
+    if (v < 0)
+        out[len++] = '-';
+    while (n > 0)
+        out[len++] = tmp[--n];
+    return len;
 }
 
 /* Appends f's value. Returns -1 when nothing usable fit (the caller drops
@@ -254,9 +272,23 @@ static int put_value(line *l, const lp_log_field *f, int json)
         }
         break;
     case LP_LOG_T_INT:
-        n = snprintf(num, sizeof num, "%lld", (long long)f->i);
-        put(l, num, (size_t)n);
+        put(l, num, format_int(num, f->i));
         break;
+    case LP_LOG_T_MS: { /* nanoseconds as milliseconds with 3 decimals */
+        int64_t us = (f->i >= 0 ? f->i + 500 : f->i - 500) / 1000;
+        int64_t whole = us / 1000, frac = us % 1000;
+        size_t k = 0;
+        if (us < 0 && whole == 0)
+            num[k++] = '-';
+        k += format_int(num + k, whole);
+        frac = frac < 0 ? -frac : frac;
+        num[k++] = '.';
+        num[k++] = (char)('0' + frac / 100);
+        num[k++] = (char)('0' + frac / 10 % 10);
+        num[k++] = (char)('0' + frac % 10);
+        put(l, num, k);
+        break;
+    }
     case LP_LOG_T_NUM:
         if (!isfinite(f->d)) {
             puts_(l, json ? "null" : "nan");
@@ -304,11 +336,17 @@ void lp_log_write(lp_log_level level, const char *event, const lp_log_field *fie
         puts_(&l, "\",\"event\":\"");
         put_escaped(&l, event);
         put(&l, "\"", 1);
-    } else {
+    } else { /* time, level padded to 5, event padded to 16 */
+        static const char PAD[] = "                ";
         put_time(&l);
-        char head[48];
-        int h = snprintf(head, sizeof head, " %-5s %-16s", lp_log_level_name(level), event);
-        put(&l, head, (size_t)(h < (int)sizeof head ? h : (int)sizeof head - 1));
+        const char *name = lp_log_level_name(level);
+        size_t nl = strlen(name), ne = strlen(event);
+        put(&l, " ", 1);
+        put(&l, name, nl);
+        put(&l, PAD, 6 - nl);
+        put(&l, event, ne);
+        if (ne < 16)
+            put(&l, PAD, 16 - ne);
     }
     for (size_t k = 0; k < n && !l.full; k++) {
         const lp_log_field *f = &fields[k];

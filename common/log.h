@@ -54,7 +54,8 @@ typedef enum lp_log_type {
     LP_LOG_T_STR,
     LP_LOG_T_INT,
     LP_LOG_T_NUM,
-    LP_LOG_T_BOOL
+    LP_LOG_T_BOOL,
+    LP_LOG_T_MS
 } lp_log_type;
 
 /* A field: key (a static identifier) and a typed value. A NULL string is
@@ -70,6 +71,8 @@ typedef struct lp_log_field {
 #define LP_LOG_STR(k, v) ((lp_log_field){.key = (k), .type = LP_LOG_T_STR, .s = (v)})
 #define LP_LOG_INT(k, v) ((lp_log_field){.key = (k), .type = LP_LOG_T_INT, .i = (int64_t)(v)})
 #define LP_LOG_NUM(k, v) ((lp_log_field){.key = (k), .type = LP_LOG_T_NUM, .d = (double)(v)})
+/* A duration given in nanoseconds, written in milliseconds with 3 decimals. */
+#define LP_LOG_MS(k, ns) ((lp_log_field){.key = (k), .type = LP_LOG_T_MS, .i = (int64_t)(ns)})
 #define LP_LOG_BOOL(k, v) ((lp_log_field){.key = (k), .type = LP_LOG_T_BOOL, .i = !!(v)})
 
 /* Writes one line (if level passes) with the fields in order; fields with a

@@ -13,7 +13,10 @@
  * its id, method, route, status, duration and client address, never a
  * header value other than X-Request-Id, the query string or the body. The
  * id is the client's X-Request-Id when valid (1-64 of [A-Za-z0-9._-]),
- * otherwise 16 random hex digits; every response carries it back.
+ * otherwise 16 hex digits: SipHash (crypto_shorthash) of a counter under a
+ * random key of the process, unique and unpredictable without a syscall,
+ * and telling nothing of how many requests came before. Every response
+ * carries it back.
  */
 #include "http.h"
 
@@ -52,6 +55,8 @@ struct lp_http {
     pthread_mutex_t lock;
     pthread_cond_t idle;
     long in_flight;
+    uint8_t id_key[crypto_shorthash_KEYBYTES]; /* request ids */
+    _Atomic uint64_t id_counter;
 };
 
 enum phase { ACCUMULATE, PENDING, RESUMED };
@@ -201,7 +206,7 @@ static const char *bearer_token(struct MHD_Connection *conn)
 }
 
 /* The client's X-Request-Id when it is 1-64 of [A-Za-z0-9._-], otherwise a
- * new random one (16 hex digits), into st->request_id. */
+ * new one (16 hex digits), into st->request_id. */
 static void request_id(struct req_state *st)
 {
     const char *v = header(st->conn, "X-Request-Id");
@@ -217,8 +222,9 @@ static void request_id(struct req_state *st)
         memcpy(st->request_id, v, n + 1);
         return;
     }
-    uint8_t raw[8];
-    randombytes_buf(raw, sizeof raw);
+    uint64_t n_id = atomic_fetch_add_explicit(&st->h->id_counter, 1, memory_order_relaxed);
+    uint8_t raw[crypto_shorthash_BYTES];
+    crypto_shorthash(raw, (const uint8_t *)&n_id, sizeof n_id, st->h->id_key);
     sodium_bin2hex(st->request_id, sizeof st->request_id, raw, sizeof raw);
 }
 
@@ -381,10 +387,9 @@ static void log_request(const struct req_state *st, enum MHD_RequestTerminationC
     lp_log_level level = st->status >= 500 || st->status == 0 ? LP_LOG_WARN : LP_LOG_INFO;
     if (!lp_log_enabled(level))
         return;
-    double ms = (double)(mono_ns() - st->started_ns) / 1e6;
     lp_log(level, "request", LP_LOG_STR("request_id", st->request_id),
            LP_LOG_STR("method", st->method), LP_LOG_STR("route", st->route),
-           LP_LOG_INT("status", st->status), LP_LOG_NUM("duration_ms", ms),
+           LP_LOG_INT("status", st->status), LP_LOG_MS("duration_ms", mono_ns() - st->started_ns),
            LP_LOG_STR("client", st->client_addr), LP_LOG_INT("bytes", st->bytes),
            st->error ? LP_LOG_STR("error", lp_error_name(st->error)) : (lp_log_field){0},
            toe != MHD_REQUEST_TERMINATED_COMPLETED_OK
@@ -446,6 +451,8 @@ int lp_http_start(lp_api *api, const lp_http_opts *opts, lp_http **out, int *bou
         return -1;
     }
     h->api = api;
+    randombytes_buf(h->id_key, sizeof h->id_key);
+    atomic_init(&h->id_counter, 0);
     pthread_mutex_init(&h->lock, NULL);
     pthread_cond_init(&h->idle, NULL);
     h->per_connection = opts->connection_threads > 0;
