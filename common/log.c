@@ -13,8 +13,8 @@ static _Atomic int log_level = LP_LOG_INFO;
 static _Atomic int log_format = LP_LOG_TEXT;
 static _Atomic int log_fd = 2;
 
-static const char *const LEVELS[] = {"debug", "info", "warn", "error"};
-static const char *const FORMATS[] = {"text", "json"};
+const char *const lp_log_level_names[] = {"debug", "info", "warn", "error", NULL};
+const char *const lp_log_format_names[] = {"text", "json", NULL};
 
 void lp_log_configure(lp_log_level level, lp_log_format format)
 {
@@ -32,40 +32,39 @@ int lp_log_enabled(lp_log_level level)
     return (int)level >= atomic_load_explicit(&log_level, memory_order_relaxed);
 }
 
-static int parse_name(const char *const *names, int n, const char *name)
+/* The index of name in names[0..n) into *out: 0, or -1 when absent. */
+static int parse_name(const char *const *names, int n, const char *name, int *out)
 {
     for (int k = 0; name != NULL && k < n; k++)
-        if (strcmp(name, names[k]) == 0)
-            return k;
+        if (strcmp(name, names[k]) == 0) {
+            *out = k;
+            return 0;
+        }
     return -1;
 }
 
 const char *lp_log_level_name(lp_log_level level)
 {
-    return (unsigned)level < 4 ? LEVELS[level] : "?";
+    return (unsigned)level < 4 ? lp_log_level_names[level] : "?";
 }
 
 int lp_log_level_parse(const char *name, lp_log_level *out)
 {
-    int k = parse_name(LEVELS, 4, name);
-    if (k < 0)
-        return -1;
-    *out = (lp_log_level)k;
-    return 0;
+    int k = 0, rc = parse_name(lp_log_level_names, 4, name, &k);
+    *out = rc == 0 ? (lp_log_level)k : *out;
+    return rc;
 }
 
 const char *lp_log_format_name(lp_log_format format)
 {
-    return (unsigned)format < 2 ? FORMATS[format] : "?";
+    return (unsigned)format < 2 ? lp_log_format_names[format] : "?";
 }
 
 int lp_log_format_parse(const char *name, lp_log_format *out)
 {
-    int k = parse_name(FORMATS, 2, name);
-    if (k < 0)
-        return -1;
-    *out = (lp_log_format)k;
-    return 0;
+    int k = 0, rc = parse_name(lp_log_format_names, 2, name, &k);
+    *out = rc == 0 ? (lp_log_format)k : *out;
+    return rc;
 }
 
 /* ---- escaping ---- */

@@ -42,8 +42,10 @@ void lp_log_set_fd(int fd);
 /* 1 when a line at level would be written. */
 int lp_log_enabled(lp_log_level level);
 
-/* Names ("debug", "info", "warn", "error"; "text", "json") and their parse:
- * 0, or -1 for an unknown name. */
+/* Names ("debug", "info", "warn", "error"; "text", "json") by value,
+ * NULL-terminated, and their parse: 0, or -1 for an unknown name. */
+extern const char *const lp_log_level_names[];
+extern const char *const lp_log_format_names[];
 const char *lp_log_level_name(lp_log_level level);
 int lp_log_level_parse(const char *name, lp_log_level *out);
 const char *lp_log_format_name(lp_log_format format);

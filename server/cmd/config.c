@@ -7,6 +7,8 @@
  */
 #include "config.h"
 
+#include "log.h"
+
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -40,12 +42,11 @@ typedef struct opt_def {
 #define MIB (KIB * 1024)
 #define GIB (MIB * 1024)
 
-/* Indexed by lp_sync_level, lp_log_format and lp_log_level; NULL-terminated. */
+/* Indexed by lp_sync_level (and lp_log_format, lp_log_level); NULL-terminated. */
 static const char *const SYNC_NAMES[] = {"normal", "full", NULL};
-static const char *const LOG_FORMATS[] = {"text", "json", NULL};
-static const char *const LOG_LEVELS[] = {"debug", "info", "warn", "error", NULL};
-static const char *const *const CHOICES[OPT_TYPES] = {
-    [OPT_SYNC] = SYNC_NAMES, [OPT_LOG_FORMAT] = LOG_FORMATS, [OPT_LOG_LEVEL] = LOG_LEVELS};
+static const char *const *const CHOICES[OPT_TYPES] = {[OPT_SYNC] = SYNC_NAMES,
+                                                      [OPT_LOG_FORMAT] = lp_log_format_names,
+                                                      [OPT_LOG_LEVEL] = lp_log_level_names};
 
 static const opt_def OPTIONS[] = {
     {"host", "LDPREF_HOST", OPT_STR, OFF(host), "127.0.0.1", 0, 0,
