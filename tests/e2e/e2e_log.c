@@ -276,6 +276,16 @@ static void flow(void)
     CHECK_INT(r.status, 401);
     http_reply_free(&r);
     json_decref(op("POST", "/v1/campaigns", "{\"name\":", 400));
+    /* refused before its body is read: still a line, still an id */
+    size_t big_len = 128 * 1024;
+    char *big = malloc(big_len + 1);
+    memset(big, ' ', big_len);
+    big[big_len] = '\0';
+    request("POST", "/v1/labels", big, NULL, "too-large.1", &r);
+    CHECK_INT(r.status, 413);
+    CHECK_STR(r.request_id, "too-large.1");
+    http_reply_free(&r);
+    free(big);
     request("GET", "/nope?q=" QUERY_MARK, NULL, NULL, NULL, &r);
     CHECK_INT(r.status, 404);
     http_reply_free(&r);
@@ -429,6 +439,8 @@ static void check_log(const char *text)
     CHECK_INT(json_integer_value(json_object_get(rejected, "status")), 401);
     CHECK(find_event(lines, "request", "error", "replayed_nonce") != NULL);
     CHECK(find_event(lines, "request", "route", "/nope") != NULL);
+    json_t *large = find_event(lines, "request", "request_id", "too-large.1");
+    CHECK_STR(json_string_value(json_object_get(large, "error")), "body_too_large");
 
     /* the events */
     CHECK_INT(count_event(lines, "server_start"), 1);
