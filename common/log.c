@@ -172,6 +172,7 @@ int lp_log_escape(char *out, size_t cap, size_t *len, const char *s, size_t max)
 /* The line under construction. Fields stop at SOFT_MAX; the closing bytes
  * always fit in the rest. */
 #define SOFT_MAX (LP_LOG_LINE_MAX - 8)
+#define EVENT_WIDTH 18 /* text: the event column (most names fit) */
 
 typedef struct line {
     char b[LP_LOG_LINE_MAX];
@@ -335,8 +336,8 @@ void lp_log_write(lp_log_level level, const char *event, const lp_log_field *fie
         puts_(&l, "\",\"event\":\"");
         put_escaped(&l, event);
         put(&l, "\"", 1);
-    } else { /* time, level padded to 5, event padded to 16 */
-        static const char PAD[] = "                ";
+    } else { /* time, level padded to 5, event padded to EVENT_WIDTH */
+        static const char PAD[EVENT_WIDTH + 1] = "                  ";
         put_time(&l);
         const char *name = lp_log_level_name(level);
         size_t nl = strlen(name), ne = strlen(event);
@@ -344,8 +345,8 @@ void lp_log_write(lp_log_level level, const char *event, const lp_log_field *fie
         put(&l, name, nl);
         put(&l, PAD, 6 - nl);
         put(&l, event, ne);
-        if (ne < 16)
-            put(&l, PAD, 16 - ne);
+        if (ne < EVENT_WIDTH)
+            put(&l, PAD, EVENT_WIDTH - ne);
     }
     for (size_t k = 0; k < n && !l.full; k++) {
         const lp_log_field *f = &fields[k];

@@ -4,7 +4,7 @@
  * A line is a time (ISO-8601 UTC with milliseconds), a level, an event name
  * and typed fields:
  *
- *   text: 2026-11-24T11:42:20.123Z info  request          method=POST status=200
+ *   text: 2026-11-24T11:42:20.123Z info  request            method=POST status=200
  *   json: {"time":"2026-11-24T11:42:20.123Z","level":"info","event":"request",...}
  *
  * Each line is built in a stack buffer and written with one write(2) of at

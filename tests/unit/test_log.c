@@ -104,9 +104,9 @@ static void test_text_format(void)
     lp_log_configure(LP_LOG_DEBUG, LP_LOG_TEXT);
     char *out = capture(write_text, NULL);
     CHECK(out != NULL);
-    /* time, level padded to 5, event padded to 16, then key=value */
+    /* time, level padded to 5, event padded to 18, then key=value */
     CHECK(strlen(out) > 24 && out[23] == 'Z' && out[24] == ' ');
-    CHECK(strncmp(out + 25, "warn  request          method=POST", 34) == 0);
+    CHECK(strncmp(out + 25, "warn  request            method=POST", 36) == 0);
     CHECK(strstr(out, " route=/v1/labels ") != NULL);
     CHECK(strstr(out, " msg=\"two words\" ") != NULL);
     CHECK(strstr(out, " empty=\"\" ") != NULL);
