@@ -203,6 +203,8 @@ long long server_db_scalar(const server_proc *s, const char *sql, const char *ar
     sqlite3 *db;
     long long n = -1;
     if (sqlite3_open_v2(s->db, &db, SQLITE_OPEN_READONLY, NULL) == SQLITE_OK) {
+        /* The server's writer may hold the WAL briefly (a checkpoint). */
+        sqlite3_busy_timeout(db, 5000);
         sqlite3_stmt *st;
         if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) == SQLITE_OK) {
             if (arg != NULL)
