@@ -65,7 +65,7 @@ static const char *const quick_grid[] = {
     "loss=rr-mle,rr-sgd,rr-sgd-last",
     "ipo:n=20000;eps=1;alpha=0,0.2;order=CTL;adv=backdoor;loss=square-chipo,ipo",
     "eps-0.1:n=20000;eps=0.1,0.5;loss=square-chipo,rdpo",
-    "order:n=10000;eps=0.5,2;alpha=0,0.04,0.08;order=CTL,LTC,CLC;adv=anti;loss=square-chipo",
+    "order:n=20000;eps=0.5,2;alpha=0,0.04,0.08;order=CTL,LTC,CLC;adv=anti;loss=square-chipo",
     NULL};
 
 int lp_sweep_grid_named(const char *name, lp_sweep_grid *g)
