@@ -19,6 +19,8 @@
 #include "error.h"
 #include "evaluate.h"
 #include "featurize.h"
+#include "general.h"
+#include "intransitive.h"
 #include "losses.h"
 #include "model.h"
 #include "objective.h"
@@ -198,9 +200,9 @@ static int precision_pref(const char *p, int *out)
     "reported the same way. Exit 1: the data could not be read or the fit failed to run.\n"
 
 typedef struct fit_cli {
-    const char *data, *loss, *out, *optimizer, *kernel, *precision, *link;
-    double rmax, tau, l2, bound, gtol, lr, beta;
-    int max_iter, memory, batch, epochs, threads, progress, quiet;
+    const char *data, *loss, *out, *optimizer, *kernel, *precision, *link, *method;
+    double rmax, tau, l2, bound, gtol, lr, beta, eta;
+    int max_iter, memory, batch, epochs, threads, progress, quiet, rounds;
     uint64_t seed;
     feat_cli feat;
 } fit_cli;
@@ -280,7 +282,10 @@ static void fit_cli_init(fit_cli *c)
     c->bound = INFINITY;
     c->gtol = 1e-8;
     c->lr = 0.0;
-    c->beta = 1.0;
+    c->beta = NAN; /* 1 for the reward losses, 1/sqrt(T) for general */
+    c->method = "reward";
+    c->rounds = 50;
+    c->eta = 0.0;
     c->max_iter = 500;
     c->memory = 10;
     c->batch = 1;
@@ -288,6 +293,83 @@ static void fit_cli_init(fit_cli *c)
     c->threads = 2;
     c->progress = isatty(2);
     feat_cli_init(&c->feat);
+}
+
+/* Collects the loaded labels for Algorithm 3 (the data is made on the
+ * first label, when d is known). */
+static int collect_pair(void *ctx, uint64_t group, const double *x0, const double *x1,
+                        const lp_sparse *f0, const lp_sparse *f1, size_t d, int z, double eps)
+{
+    lp_gp_data **g = ctx;
+    if (*g == NULL && (*g = lp_gp_data_new(d)) == NULL)
+        return LP_ENO_MEMORY;
+    return x0 ? lp_gp_data_add_dense(*g, group, x0, x1, z, eps)
+              : lp_gp_data_add(*g, group, f0, f1, z, eps);
+}
+
+/* fit --method general: Algorithm 3 (general.h). */
+static int fit_general(const fit_cli *c)
+{
+    if (c->rounds < 1 || c->rounds > LP_GP_MAX_ROUNDS || !(c->eta >= 0) || !(c->beta >= 0) ||
+        isinf(c->beta) || !(c->l2 >= 0) || c->threads < 1) {
+        fprintf(stderr, "ldpref-train fit: general needs --rounds in [1, %d], --eta >= 0, finite "
+                        "--beta >= 0, --l2 >= 0\n",
+                LP_GP_MAX_ROUNDS);
+        return 2;
+    }
+    lp_feat_spec fs;
+    feat_from_cli(&c->feat, &fs);
+    lp_featurizer *fz = lp_featurizer_new(&fs);
+    if (fz == NULL)
+        return fail("fit", LP_EINVALID_ARGUMENT, "bad featurizer options");
+    lp_gp_data *g = NULL;
+    lp_load_opts lo = {.fz = fz, .prefer_f32 = 0, .on_pair = collect_pair, .on_pair_ctx = &g};
+    char msg[512] = "";
+    lp_dataset *ds = NULL;
+    int rc = lp_dataset_load(c->data, &lo, &ds, NULL, msg, sizeof msg);
+    if (rc == LP_EINVALID_ARGUMENT && g != NULL)
+        snprintf(msg + strlen(msg), sizeof msg - strlen(msg),
+                 " (a prompt may have at most %d distinct responses; dense records are grouped "
+                 "by their \"prompt\" field)",
+                 LP_GP_MAX_K);
+    lp_gp_opts go;
+    lp_gp_opts_init(&go);
+    go.rounds = c->rounds;
+    go.beta = c->beta;
+    go.eta = c->eta;
+    go.l2 = c->l2;
+    go.threads = c->threads;
+    lp_model *m = NULL;
+    if (rc == LP_OK) {
+        rc = lp_model_fit_general(g, ds, &go, &m);
+        if (rc == LP_ENO_LABELS)
+            snprintf(msg, sizeof msg, "no prompt has two distinct responses to play against "
+                                      "each other");
+    }
+    if (rc == LP_OK) {
+        m->text = ds->storage == LP_STORE_CSR;
+        m->feat = fs;
+        snprintf(m->source, sizeof m->source, "%s", c->data);
+        rc = lp_model_write(m, c->out);
+        if (rc != LP_OK)
+            snprintf(msg, sizeof msg, "cannot write %s", c->out);
+    }
+    if (rc == LP_OK && !c->quiet) {
+        const lp_gp_model *gm = m->general;
+        fprintf(stderr,
+                "fit: general (Algorithm 3) on %zu labels, %zu prompts (%zu with two or more "
+                "candidates, %zu candidate pairs): preference least squares %s (objective "
+                "%.6g), cycle share %.3f; %d rounds, beta %.4g, eta %.4g, last round residual "
+                "%.3g\n",
+                gm->n_labels, gm->n_prompts, gm->n_playable, gm->n_pairs, gm->pref_status,
+                gm->pref_objective, gm->cycle_share, gm->rounds, gm->beta, gm->eta,
+                gm->last_residual);
+    }
+    lp_model_free(m);
+    lp_dataset_free(ds);
+    lp_gp_data_free(g);
+    lp_featurizer_free(fz);
+    return rc == LP_OK ? 0 : fail("fit", rc, msg);
 }
 
 static int cmd_fit(int argc, char **argv)
@@ -317,7 +399,12 @@ static int cmd_fit(int argc, char **argv)
         {"kernel", "K", "dense kernel: fused (default) or blas", O_STR, &c.kernel},
         {"precision", "P", "dense storage: auto|float|double (auto: double up to 2^24 values)",
          O_STR, &c.precision},
-        {"beta", "B", "policy temperature recorded in the model (default 1)", O_DBL, &c.beta},
+        {"beta", "B", "policy temperature (default 1; general: 1/sqrt(rounds))", O_DBL, &c.beta},
+        {"method", "M", "reward (default: a reward-based --loss) or general (Algorithm 3)", O_STR,
+         &c.method},
+        {"rounds", "T", "general: self-play rounds, the mixture's size (default 50)", O_INT,
+         &c.rounds},
+        {"eta", "E", "general: mirror-descent step (default 1/rounds)", O_DBL, &c.eta},
         {"link", "L", "chimix|kl (default: the loss family's)", O_STR, &c.link},
         {"progress", NULL, "progress lines on stderr even when not a terminal", O_FLAG,
          &c.progress},
@@ -336,6 +423,15 @@ static int cmd_fit(int argc, char **argv)
     }
     if (c.quiet)
         c.progress = 0;
+    int general = strcmp(c.method, "general") == 0;
+    if (!general && strcmp(c.method, "reward") != 0) {
+        fprintf(stderr, "ldpref-train fit: --method must be reward or general\n");
+        return 2;
+    }
+    if (isnan(c.beta))
+        c.beta = general ? 0.0 : 1.0;
+    if (general)
+        return fit_general(&c);
     lp_load_opts lo = {0};
     if (!precision_pref(c.precision, &lo.prefer_f32)) {
         fprintf(stderr, "ldpref-train fit: --precision must be auto, float or double\n");
@@ -385,11 +481,11 @@ static int cmd_fit(int argc, char **argv)
 
 /* ---- simulate --------------------------------------------------------- */
 
-static void write_pair(void *ctx, const double *f0, const double *f1, size_t d, int y, int z,
-                       double eps)
+/* A dense label's fields after the opening brace. */
+static void write_pair_fields(FILE *f, const double *f0, const double *f1, size_t d, int y, int z,
+                              double eps)
 {
-    FILE *f = ctx;
-    fputs("{\"x0\":[", f);
+    fputs("\"x0\":[", f);
     for (size_t j = 0; j < d; j++)
         fprintf(f, j ? ",%.17g" : "%.17g", f0[j]);
     fputs("],\"x1\":[", f);
@@ -399,6 +495,13 @@ static void write_pair(void *ctx, const double *f0, const double *f1, size_t d, 
         fprintf(f, "],\"z\":%d,\"epsilon\":null,\"y\":%d}\n", z, y);
     else
         fprintf(f, "],\"z\":%d,\"epsilon\":%.17g,\"y\":%d}\n", z, eps, y);
+}
+
+static void write_pair(void *ctx, const double *f0, const double *f1, size_t d, int y, int z,
+                       double eps)
+{
+    fputc('{', ctx);
+    write_pair_fields(ctx, f0, f1, d, y, z, eps);
 }
 
 static int write_theta(const char *path, const double *th, size_t d, const lp_sim_opts *o)
@@ -417,11 +520,76 @@ static int write_theta(const char *path, const double *th, size_t d, const lp_si
     return rc;
 }
 
+static void write_prompt_pair(void *ctx, size_t prompt, const double *f0, const double *f1,
+                              size_t d, int y, int z, double eps)
+{
+    fprintf(ctx, "{\"prompt\":\"p%zu\",", prompt);
+    write_pair_fields(ctx, f0, f1, d, y, z, eps);
+}
+
+/* The truth of an intransitive simulation: theta*, W and S. */
+static int write_general_truth(const char *path, const lp_gsim *t, const lp_gsim_opts *o)
+{
+    json_t *r = json_object(), *a = json_array(), *w = json_array();
+    json_object_set_new(r, "kind", json_string("general_truth"));
+    json_object_set_new(r, "margin_sd", json_real(o->margin_sd));
+    json_object_set_new(r, "cycle_strength", json_real(o->cycle));
+    json_object_set_new(r, "seed", json_integer((json_int_t)o->seed));
+    for (size_t j = 0; j < t->d; j++)
+        json_array_append_new(a, json_real(t->theta[j]));
+    for (size_t j = 0; j < t->d * t->d; j++)
+        json_array_append_new(w, json_real(t->W[j]));
+    json_object_set_new(r, "theta", a);
+    json_object_set_new(r, "W", w);
+    int rc = json_dump_file(r, path, JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(17)) == 0 ? LP_OK
+                                                                                         : LP_EIO;
+    json_decref(r);
+    return rc;
+}
+
+/* simulate --preference intransitive (intransitive.h). */
+static int simulate_general(const lp_sim_opts *so, int prompts, double cycle, const char *out,
+                            const char *theta_out)
+{
+    lp_gsim_opts o;
+    lp_gsim_opts_init(&o);
+    o.prompts = (size_t)prompts;
+    o.labels = so->n;
+    o.d = so->d;
+    o.K = so->K;
+    o.cycle = cycle;
+    o.margin_sd = so->margin_sd;
+    o.eps = so->eps;
+    o.alpha = so->alpha;
+    o.order = so->order;
+    o.adv = so->adv;
+    o.seed = so->seed;
+    lp_gsim *t = NULL;
+    int rc = lp_gsim_truth(&o, 0, &t);
+    if (rc != LP_OK)
+        return fail("simulate", rc,
+                    "need --d >= 2, --K in [2, 64], --prompts >= 1, --cycle-strength >= 0");
+    FILE *f = strcmp(out, "-") == 0 ? stdout : fopen(out, "w");
+    if (f == NULL) {
+        lp_gsim_free(t);
+        return fail("simulate", LP_EIO, out);
+    }
+    o.on_pair = write_prompt_pair;
+    o.on_pair_ctx = f;
+    rc = lp_gsim_labels(&o, t, NULL, NULL);
+    if (f != stdout && fclose(f) != 0 && rc == LP_OK)
+        rc = LP_EIO;
+    if (rc == LP_OK)
+        rc = write_general_truth(theta_out, t, &o);
+    lp_gsim_free(t);
+    return rc == LP_OK ? 0 : fail("simulate", rc, "simulation failed (check eps > 0, alpha)");
+}
+
 static int cmd_simulate(int argc, char **argv)
 {
-    const char *out = NULL, *theta_out = NULL, *order = "CTL", *adv = "flip";
-    int n = 1000, d = 16, K = 4, bk = 0;
-    double eps = INFINITY, alpha = 0.0, sd = 2.0;
+    const char *out = NULL, *theta_out = NULL, *order = "CTL", *adv = "flip", *pref = "bt";
+    int n = 1000, d = 16, K = 4, bk = 0, prompts = 200;
+    double eps = INFINITY, alpha = 0.0, sd = 2.0, cycle = 1.0;
     uint64_t seed = 0;
     const opt t[] = {
         {"out", "DATA.jsonl", "write dense JSONL labels here (\"-\": stdout)", O_STR, &out},
@@ -438,6 +606,13 @@ static int cmd_simulate(int argc, char **argv)
         {"backdoor-k", "K", "feature index for the backdoor adversary (default 0)", O_INT, &bk},
         {"margin-sd", "S", "standard deviation of the true margin (default 2)", O_DBL, &sd},
         {"seed", "S", "PRNG seed (default 0)", O_U64, &seed},
+        {"preference", "P",
+         "bt (Bradley-Terry, default) or intransitive (BT plus a cycle; labels carry a prompt)",
+         O_STR, &pref},
+        {"cycle-strength", "S", "intransitive: scale of the skew term f_a^T W f_b (default 1)",
+         O_DBL, &cycle},
+        {"prompts", "P", "intransitive: prompts with K candidates each (default 200)", O_INT,
+         &prompts},
         {NULL, NULL, NULL, O_STR, NULL}};
     int p =
         parse_opts(argc, argv, t, "simulate", "--out DATA.jsonl --theta-out THETA.json [options]");
@@ -459,6 +634,12 @@ static int cmd_simulate(int argc, char **argv)
     o.backdoor_k = (size_t)bk;
     o.margin_sd = sd;
     o.seed = seed;
+    if (strcmp(pref, "intransitive") == 0)
+        return simulate_general(&o, prompts, cycle, out, theta_out);
+    if (strcmp(pref, "bt") != 0) {
+        fprintf(stderr, "ldpref-train simulate: --preference must be bt or intransitive\n");
+        return 2;
+    }
     double *th = calloc((size_t)d, sizeof *th);
     if (th == NULL)
         return fail("simulate", LP_ENO_MEMORY, NULL);
