@@ -312,8 +312,9 @@ static int fit_general(const fit_cli *c)
 {
     if (c->rounds < 1 || c->rounds > LP_GP_MAX_ROUNDS || !(c->eta >= 0) || !(c->beta >= 0) ||
         isinf(c->beta) || !(c->l2 >= 0) || c->threads < 1) {
-        fprintf(stderr, "ldpref-train fit: general needs --rounds in [1, %d], --eta >= 0, finite "
-                        "--beta >= 0, --l2 >= 0\n",
+        fprintf(stderr,
+                "ldpref-train fit: general needs --rounds in [1, %d], --eta >= 0, finite "
+                "--beta >= 0, --l2 >= 0\n",
                 LP_GP_MAX_ROUNDS);
         return 2;
     }
@@ -343,8 +344,9 @@ static int fit_general(const fit_cli *c)
     if (rc == LP_OK) {
         rc = lp_model_fit_general(g, ds, &go, &m);
         if (rc == LP_ENO_LABELS)
-            snprintf(msg, sizeof msg, "no prompt has two distinct responses to play against "
-                                      "each other");
+            snprintf(msg, sizeof msg,
+                     "no prompt has two distinct responses to play against "
+                     "each other");
     }
     if (rc == LP_OK) {
         m->text = ds->storage == LP_STORE_CSR;

@@ -308,8 +308,8 @@ static int load_record(loader *L, const json_t *o, size_t lineno, char *msg, siz
     record r = {.y = -1};
     size_t n0 = 0, n1 = 0;
     if (f == LP_FMT_DENSE) {
-        static const char *const allowed[] = {"x0", "x1", "z", "epsilon", "id", "y", "prompt",
-                                              NULL};
+        static const char *const allowed[] = {"x0", "x1", "z",      "epsilon",
+                                              "id", "y",  "prompt", NULL};
         if ((rc = lp_json_only_fields(o, allowed, m, sizeof m)) != LP_OK)
             goto fail;
         if ((rc = read_vector(o, "x0", &L->v0, &L->c0, &n0, m, sizeof m)) != LP_OK ||

@@ -613,7 +613,8 @@ int lp_gp_fit(const lp_gp_data *g, const lp_gp_opts *o, lp_gp_model **out)
 /* ------------------------------------------------------------------ */
 /* serving and evaluation                                              */
 
-int lp_gp_iterate_policy(const lp_gp_model *m, int t, const lp_sparse *f, size_t K, double *pi)
+int lp_gp_iterate_policy(const lp_gp_model *m, int t, const lp_sparse *f, const double *log_ref,
+                         size_t K, double *pi)
 {
     if (t < 0 || t >= m->rounds || K < 1 || K > LP_POLICY_MAX_K)
         return LP_EINVALID_ARGUMENT;
@@ -622,12 +623,13 @@ int lp_gp_iterate_policy(const lp_gp_model *m, int t, const lp_sparse *f, size_t
         return LP_ENO_MEMORY;
     for (size_t a = 0; a < K; a++)
         s[a] = sparse_dot(&f[a], m->theta + (size_t)t * m->d);
-    int rc = lp_policy_probs(LP_LINK_CHIMIX, s, NULL, K, m->beta, pi, NULL, NULL);
+    int rc = lp_policy_probs(LP_LINK_CHIMIX, s, log_ref, K, m->beta, pi, NULL, NULL);
     free(s);
     return rc;
 }
 
-int lp_gp_mixture(const lp_gp_model *m, const lp_sparse *f, size_t K, double *pi, double *win)
+int lp_gp_mixture(const lp_gp_model *m, const lp_sparse *f, const double *log_ref, size_t K,
+                  double *pi, double *win)
 {
     if (K < 1 || K > LP_POLICY_MAX_K)
         return LP_EINVALID_ARGUMENT;
@@ -641,7 +643,7 @@ int lp_gp_mixture(const lp_gp_model *m, const lp_sparse *f, size_t K, double *pi
     memset(pi, 0, K * sizeof *pi);
     int rc = LP_OK;
     for (int t = 0; t < m->rounds && rc == LP_OK; t++) {
-        rc = lp_gp_iterate_policy(m, t, f, K, one);
+        rc = lp_gp_iterate_policy(m, t, f, log_ref, K, one);
         for (size_t a = 0; a < K && rc == LP_OK; a++)
             pi[a] += one[a] / (double)m->rounds;
     }

@@ -110,16 +110,20 @@ void lp_gp_model_free(lp_gp_model *m);
 double lp_gp_preference(const lp_gp_model *m, const lp_sparse *fa, const lp_sparse *fb);
 
 /*
- * The served mixture over K candidates (features f[K], borrowed): pi[K]
+ * The served mixture over K candidates (features f[K], borrowed; log_ref as
+ * lp_gp_iterate_policy): pi[K]
  * the mixture probabilities (1/T) sum_t pi^t, and, when non-NULL, win[K]
  * = (1 + sum_b pi(b) l(a, b)) / 2, the preference model's probability that
  * a beats a response drawn from the mixture. Returns 0,
  * LP_EINVALID_ARGUMENT or LP_ENO_MEMORY.
  */
-int lp_gp_mixture(const lp_gp_model *m, const lp_sparse *f, size_t K, double *pi, double *win);
+int lp_gp_mixture(const lp_gp_model *m, const lp_sparse *f, const double *log_ref, size_t K,
+                  double *pi, double *win);
 
-/* Policy of one iterate (0-based t) over K candidates. */
-int lp_gp_iterate_policy(const lp_gp_model *m, int t, const lp_sparse *f, size_t K, double *pi);
+/* Policy of one iterate (0-based t) over K candidates; log_ref[K] the
+ * reference log-probabilities (NULL: uniform, as in training). */
+int lp_gp_iterate_policy(const lp_gp_model *m, int t, const lp_sparse *f, const double *log_ref,
+                         size_t K, double *pi);
 
 /*
  * Duality gap of a policy pi[K] under a skew-symmetric preference matrix

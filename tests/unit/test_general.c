@@ -118,7 +118,7 @@ static void cycle_case(double eps, int per_pair)
         }
     CHECK(Lhat[0 * 3 + 1] > 0.0 && Lhat[1 * 3 + 2] > 0.0 && Lhat[2 * 3 + 0] > 0.0);
     double pi[3], win[3];
-    CHECK_ERR(lp_gp_mixture(m, f, 3, pi, win), LP_OK);
+    CHECK_ERR(lp_gp_mixture(m, f, NULL, 3, pi, win), LP_OK);
     double gap = lp_gp_duality_gap(Lstar, pi, 3);
     double bound = lp_gp_gap_bound(3, m->rounds, m->beta, m->eta) + 2.0 * err;
     printf("  3-cycle eps=%g: mixture (%.3f %.3f %.3f), minimax winner (%.3f %.3f %.3f), "
@@ -144,7 +144,7 @@ static void cycle_case(double eps, int per_pair)
     CHECK_ERR(lp_gp_model_from_json(j, 3, &back, msg, sizeof msg), LP_OK);
     if (back != NULL) {
         double pi2[3];
-        CHECK_ERR(lp_gp_mixture(back, f, 3, pi2, NULL), LP_OK);
+        CHECK_ERR(lp_gp_mixture(back, f, NULL, 3, pi2, NULL), LP_OK);
         for (int a = 0; a < 3; a++)
             CHECK_NEAR(pi2[a], pi[a], 1e-15);
     }
@@ -218,7 +218,7 @@ static void test_transitive_agrees(void)
             }
             f[a].nnz = f[a].cap = o.d;
         }
-        CHECK_ERR(lp_gp_mixture(gm, f, K, pm, NULL), LP_OK);
+        CHECK_ERR(lp_gp_mixture(gm, f, NULL, K, pm, NULL), LP_OK);
         CHECK_ERR(bt_policy(bt, truth->f + p * K * o.d, K, o.d, pb), LP_OK);
         agree += argmax(pm, K) == argmax(pb, K);
     }
