@@ -422,7 +422,7 @@ static double solve_round(const round_rows *R, int max_iter, double *theta_next)
 void lp_gp_opts_init(lp_gp_opts *o)
 {
     memset(o, 0, sizeof *o);
-    o->rounds = 50;
+    o->rounds = LP_GP_DEFAULT_ROUNDS;
     o->max_iter = 200;
     o->threads = 1;
 }

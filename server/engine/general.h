@@ -40,6 +40,7 @@
 #define LP_GP_CROSS_HASH 4096u /* hashed cross buckets above it */
 #define LP_GP_MAX_K 64         /* distinct candidates per prompt */
 #define LP_GP_MAX_ROUNDS 10000
+#define LP_GP_DEFAULT_ROUNDS 50 /* also the server's */
 
 /* Dimension of dg for response features of dimension d. */
 size_t lp_gp_pair_dim(size_t d);

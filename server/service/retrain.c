@@ -259,7 +259,7 @@ static int fit_model(lp_learner *l, const lp_train_request *req, const lp_snapsh
     if (req->general) {
         lp_gp_opts go;
         lp_gp_opts_init(&go);
-        go.rounds = LP_GP_SERVER_ROUNDS;
+        go.rounds = LP_GP_DEFAULT_ROUNDS;
         go.beta = req->beta;
         go.l2 = req->l2;
         go.threads = req->threads;

@@ -34,7 +34,7 @@
 typedef struct lp_train_request {
     lp_loss_spec loss;
     int general;      /* method "general": Algorithm 3 (general.h) with
-                         LP_GP_SERVER_ROUNDS rounds and eta = 1/rounds; stored
+                         LP_GP_DEFAULT_ROUNDS rounds and eta = 1/rounds; stored
                          as the settings' loss "general" */
     int64_t campaign; /* 0: all */
     char campaign_name[LP_CAMPAIGN_NAME_MAX + 1];
@@ -46,8 +46,6 @@ typedef struct lp_train_request {
     int threads;
     int activate;
 } lp_train_request;
-
-#define LP_GP_SERVER_ROUNDS 50
 
 /* The request as a stored settings record (registry.h). */
 void lp_train_settings_from_request(const lp_train_request *r, lp_train_settings *out);
