@@ -153,7 +153,7 @@ int lp_train_request_parse(lp_store *s, const json_t *obj, int default_threads, 
         goto out;
     }
     lp_fit_opts_init(&r->fit, method_opt);
-    r->beta = r->general ? 1.0 / sqrt((double)LP_GP_DEFAULT_ROUNDS) : 1.0; /* paper: 1/sqrt(T) */
+    r->beta = r->general ? LP_GP_DEFAULT_BETA : 1.0;
     r->threads = default_threads > 0 ? default_threads : 1;
     r->activate = 1;
     lp_feat_spec_init(&r->text);

@@ -20,6 +20,7 @@
 #include "evaluate.h"
 #include "featurize.h"
 #include "general.h"
+#include "gstudy.h"
 #include "intransitive.h"
 #include "losses.h"
 #include "model.h"
@@ -282,9 +283,9 @@ static void fit_cli_init(fit_cli *c)
     c->bound = INFINITY;
     c->gtol = 1e-8;
     c->lr = 0.0;
-    c->beta = NAN; /* 1 for the reward losses, 1/sqrt(T) for general */
+    c->beta = NAN; /* 1 for the reward losses, LP_GP_DEFAULT_BETA for general */
     c->method = "reward";
-    c->rounds = 50;
+    c->rounds = LP_GP_DEFAULT_ROUNDS;
     c->eta = 0.0;
     c->max_iter = 500;
     c->memory = 10;
@@ -358,14 +359,14 @@ static int fit_general(const fit_cli *c)
     }
     if (rc == LP_OK && !c->quiet) {
         const lp_gp_model *gm = m->general;
-        fprintf(stderr,
-                "fit: general (Algorithm 3) on %zu labels, %zu prompts (%zu with two or more "
-                "candidates, %zu candidate pairs): preference least squares %s (objective "
-                "%.6g), cycle share %.3f; %d rounds, beta %.4g, eta %.4g, last round residual "
-                "%.3g\n",
-                gm->n_labels, gm->n_prompts, gm->n_playable, gm->n_pairs, gm->pref_status,
-                gm->pref_objective, gm->cycle_share, gm->rounds, gm->beta, gm->eta,
-                gm->last_residual);
+        fprintf(
+            stderr,
+            "fit: general (Algorithm 3) on %zu labels, %zu prompts (%zu with two or more "
+            "candidates, %zu candidate pairs): preference least squares %s (objective "
+            "%.6g), cycle share %.3f; self-play %d rounds, beta %.4g, eta %.4g: mean duality gap "
+            "under the fitted preference on the training prompts %.4f\n",
+            gm->n_labels, gm->n_prompts, gm->n_playable, gm->n_pairs, gm->pref_status,
+            gm->pref_objective, gm->cycle_share, gm->rounds, gm->beta, gm->eta, gm->train_gap);
     }
     lp_model_free(m);
     lp_dataset_free(ds);
@@ -401,12 +402,12 @@ static int cmd_fit(int argc, char **argv)
         {"kernel", "K", "dense kernel: fused (default) or blas", O_STR, &c.kernel},
         {"precision", "P", "dense storage: auto|float|double (auto: double up to 2^24 values)",
          O_STR, &c.precision},
-        {"beta", "B", "policy temperature (default 1; general: 1/sqrt(rounds))", O_DBL, &c.beta},
+        {"beta", "B", "policy temperature (default 1; general: 0.05)", O_DBL, &c.beta},
         {"method", "M", "reward (default: a reward-based --loss) or general (Algorithm 3)", O_STR,
          &c.method},
-        {"rounds", "T", "general: self-play rounds, the mixture's size (default 50)", O_INT,
+        {"rounds", "T", "general: self-play rounds, the mixture's size (default 100)", O_INT,
          &c.rounds},
-        {"eta", "E", "general: mirror-descent step (default 1/rounds)", O_DBL, &c.eta},
+        {"eta", "E", "general: mirror-descent step (default 0.5)", O_DBL, &c.eta},
         {"link", "L", "chimix|kl (default: the loss family's)", O_STR, &c.link},
         {"progress", NULL, "progress lines on stderr even when not a terminal", O_FLAG,
          &c.progress},
@@ -1203,6 +1204,7 @@ static int cmd_report(int argc, char **argv)
         {"sweep-seconds", "S", "wall time of the sweep", O_DBL, &ro.sweep_seconds},
         {"total-seconds", "S", "wall time of the whole reproduction", O_DBL, &ro.total_seconds},
         {"machine", "TEXT", "a sentence about the machine and its load", O_STR, &ro.machine},
+        {"general", "FILE", "JSONL of `ldpref-train general-study` to include", O_STR, &ro.general},
         {NULL, NULL, NULL, O_STR, NULL}};
     int p = parse_opts(argc, argv, t, "report", "--in FILE.jsonl --dir DIR [options]");
     if (p)
@@ -1227,8 +1229,57 @@ static int cmd_report(int argc, char **argv)
             printf("claim %d: %s\n", i + 1, v.text);
         }
     }
+    if (rc == LP_OK && ro.general != NULL) {
+        lp_gstudy gs;
+        lp_study_verdict v;
+        if ((rc = lp_gstudy_load(ro.general, &gs, msg, sizeof msg)) == LP_OK) {
+            lp_gstudy_verdict(&gs, &v);
+            printf("general: %s: %s\n", lp_verdict_name(v.level), v.text);
+            lp_gstudy_clear(&gs);
+        }
+    }
     lp_study_free(s);
     return rc == LP_OK ? 0 : fail("report", rc, msg);
+}
+
+/* The general-preference study block (gstudy.h). */
+static int cmd_general_study(int argc, char **argv)
+{
+    const char *grid = "default", *out = NULL;
+    int seeds = 0, progress = 0, rounds = 0;
+    double beta = 0, eta = 0;
+    const opt t[] = {
+        {"grid", "NAME", "default (the full study) or quick", O_STR, &grid},
+        {"rounds", "T", "self-play rounds (default 100)", O_INT, &rounds},
+        {"beta", "B", "both methods' policy regularization (default 0.05)", O_DBL, &beta},
+        {"eta", "E", "mirror-descent step (default 0.5)", O_DBL, &eta},
+        {"seeds", "S", "seeds (default: the grid's)", O_INT, &seeds},
+        {"out", "FILE.jsonl", "one JSON row per (S, eps, seed, method)", O_STR, &out},
+        {"progress", NULL, "progress on stderr", O_FLAG, &progress},
+        {NULL, NULL, NULL, O_STR, NULL}};
+    int p = parse_opts(argc, argv, t, "general-study", "--out FILE.jsonl [--grid NAME]");
+    if (p)
+        return p == 1 ? 0 : 2;
+    lp_gstudy_grid g;
+    if (out == NULL || lp_gstudy_grid_named(grid, &g) != LP_OK || seeds < 0 || rounds < 0 ||
+        rounds > LP_GP_MAX_ROUNDS || !(beta >= 0) || !(eta >= 0) || isinf(beta) || isinf(eta)) {
+        fprintf(stderr, "ldpref-train general-study: need --out and --grid default|quick\n");
+        return 2;
+    }
+    if (seeds > 0)
+        g.seeds = seeds;
+    if (rounds > 0)
+        g.rounds = rounds;
+    g.beta = beta;
+    g.eta = eta;
+    FILE *f = fopen(out, "w");
+    if (f == NULL)
+        return fail("general-study", LP_EIO, out);
+    char msg[512] = "";
+    int rc = lp_gstudy_run(&g, f, progress, msg, sizeof msg);
+    if (fclose(f) != 0 && rc == LP_OK)
+        rc = lp_fail(LP_EIO, msg, sizeof msg, "cannot write %s", out);
+    return rc == LP_OK ? 0 : fail("general-study", rc, msg);
 }
 
 /* ---- main ------------------------------------------------------------- */
@@ -1244,6 +1295,7 @@ static void usage(FILE *f)
                "  cv        k-fold table: losses x eps x alpha x order on one data set\n"
                "  sweep     simulate/fit/evaluate over a grid of settings and seeds, JSONL rows\n"
                "  report    the study report (Markdown, gnuplot scripts) from a sweep's JSONL\n"
+               "  general-study  duality gaps of Algorithm 3 vs Square chi-PO on cyclic data\n"
                "  version   print the version\n");
 }
 
@@ -1276,6 +1328,8 @@ int main(int argc, char **argv)
         return cmd_sweep(argc - 2, argv + 2);
     if (strcmp(cmd, "report") == 0)
         return cmd_report(argc - 2, argv + 2);
+    if (strcmp(cmd, "general-study") == 0)
+        return cmd_general_study(argc - 2, argv + 2);
     fprintf(stderr, "ldpref-train: unknown command '%s'\n", cmd);
     usage(stderr);
     return 2;

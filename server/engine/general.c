@@ -10,12 +10,9 @@
 
 #include <stdio.h>
 
-#include <lbfgs.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
-
-#define CLIP_F 4.0 /* clip_4 of the policy regression (Algorithm 3) */
 
 /* ------------------------------------------------------------------ */
 /* pair features                                                       */
@@ -348,75 +345,6 @@ int lp_gp_data_add_dense(lp_gp_data *g, uint64_t prompt, const double *x0, const
 }
 
 /* ------------------------------------------------------------------ */
-/* the policy regression of one round                                 */
-
-typedef struct round_rows {
-    size_t n, d;
-    const lp_dataset *df; /* rows f_a - f_b (CSR) */
-    const double *base;   /* theta_t^T df */
-    const double *target; /* rhat(a) - rhat(b) */
-    const double *theta_t;
-    double kappa, l2;
-} round_rows;
-
-/* G(u) = (1/n) sum (clip_4(base + u^T df) - y)^2 + (l2/n) ||theta_t + u/kappa||^2. */
-static lbfgsfloatval_t round_eval(void *inst, const lbfgsfloatval_t *u, lbfgsfloatval_t *grad,
-                                  const int n, const lbfgsfloatval_t step)
-{
-    (void)step;
-    const round_rows *R = inst;
-    const lp_dataset *ds = R->df;
-    double f = 0.0, inv = 1.0 / (double)R->n;
-    memset(grad, 0, (size_t)n * sizeof *grad);
-    for (size_t i = 0; i < R->n; i++) {
-        double m = R->base[i];
-        for (size_t k = ds->rowptr[i]; k < ds->rowptr[i + 1]; k++)
-            m += u[ds->col[k]] * ds->val[k];
-        double c = clip(m, CLIP_F), r = c - R->target[i];
-        f += r * r;
-        if (fabs(m) < CLIP_F)
-            for (size_t k = ds->rowptr[i]; k < ds->rowptr[i + 1]; k++)
-                grad[ds->col[k]] += 2.0 * r * ds->val[k] * inv;
-    }
-    f *= inv;
-    for (size_t j = 0; j < R->d; j++) {
-        double th = R->theta_t[j] + u[j] / R->kappa;
-        f += R->l2 * inv * th * th;
-        grad[j] += 2.0 * R->l2 * inv * th / R->kappa;
-    }
-    return f;
-}
-
-/* Solves one round; theta_next = theta_t + u / kappa. Returns the mean
- * squared residual (without the ridge term) or NAN on no memory. */
-static double solve_round(const round_rows *R, int max_iter, double *theta_next)
-{
-    lbfgsfloatval_t *u = lbfgs_malloc((int)R->d);
-    if (u == NULL)
-        return NAN;
-    memset(u, 0, R->d * sizeof *u);
-    lbfgs_parameter_t p;
-    lbfgs_parameter_init(&p);
-    p.max_iterations = max_iter;
-    p.epsilon = 1e-10;
-    lbfgsfloatval_t fx = 0.0;
-    lbfgs((int)R->d, u, &fx, round_eval, NULL, (void *)R, &p);
-    for (size_t j = 0; j < R->d; j++)
-        theta_next[j] = R->theta_t[j] + u[j] / R->kappa;
-    double res = 0.0;
-    const lp_dataset *ds = R->df;
-    for (size_t i = 0; i < R->n; i++) {
-        double m = R->base[i];
-        for (size_t k = ds->rowptr[i]; k < ds->rowptr[i + 1]; k++)
-            m += u[ds->col[k]] * ds->val[k];
-        double r = clip(m, CLIP_F) - R->target[i];
-        res += r * r;
-    }
-    lbfgs_free(u);
-    return res / (double)R->n;
-}
-
-/* ------------------------------------------------------------------ */
 /* fitting                                                             */
 
 void lp_gp_opts_init(lp_gp_opts *o)
@@ -432,7 +360,6 @@ void lp_gp_model_free(lp_gp_model *m)
     if (m == NULL)
         return;
     free(m->w);
-    free(m->theta);
     free(m);
 }
 
@@ -487,17 +414,29 @@ static int fit_preference(const lp_gp_data *g, const lp_gp_opts *o, lp_gp_model 
     return rc;
 }
 
-/* Per playable prompt: the clipped preference matrix over its candidates. */
-typedef struct play {
-    size_t prompt, K, row0; /* first regression row */
-    double *L;              /* K*K */
-} play;
+/* The clipped preference matrix of K candidates (L[a*K+b] = l(a, b)). */
+static int preference_matrix(const lp_gp_model *m, const lp_sparse *f, size_t K, double *L)
+{
+    lp_sparse dg = {0};
+    int rc = LP_OK;
+    for (size_t a = 0; a < K && rc == LP_OK; a++) {
+        L[a * K + a] = 0.0;
+        for (size_t b = a + 1; b < K && rc == LP_OK; b++) {
+            rc = lp_gp_pair_features(m->d, &f[a], &f[b], &dg);
+            double l = rc == LP_OK ? clip(sparse_dot(&dg, m->w), 1.0) : 0.0;
+            L[a * K + b] = l;
+            L[b * K + a] = -l;
+        }
+    }
+    lp_sparse_free(&dg);
+    return rc;
+}
 
 int lp_gp_fit(const lp_gp_data *g, const lp_gp_opts *o, lp_gp_model **out)
 {
     *out = NULL;
-    if (o->rounds < 1 || o->rounds > LP_GP_MAX_ROUNDS || o->beta < 0.0 || o->eta < 0.0 ||
-        !(o->l2 >= 0.0) || g->n == 0)
+    if (o->rounds < 1 || o->rounds > LP_GP_MAX_ROUNDS || !(o->beta >= 0.0) || !(o->eta >= 0.0) ||
+        isinf(o->beta) || isinf(o->eta) || !(o->l2 >= 0.0) || g->n == 0)
         return LP_EINVALID_ARGUMENT;
     size_t np = lp_gp_data_playable(g);
     if (np == 0)
@@ -505,103 +444,43 @@ int lp_gp_fit(const lp_gp_data *g, const lp_gp_opts *o, lp_gp_model **out)
     lp_gp_model *m = calloc(1, sizeof *m);
     if (m == NULL)
         return LP_ENO_MEMORY;
-    size_t d = g->d, T = (size_t)o->rounds;
-    m->d = d;
-    m->pdim = lp_gp_pair_dim(d);
+    m->d = g->d;
+    m->pdim = lp_gp_pair_dim(g->d);
     m->rounds = o->rounds;
-    m->beta = o->beta > 0.0 ? o->beta : 1.0 / sqrt((double)T);
-    m->eta = o->eta > 0.0 ? o->eta : 1.0 / (double)T;
+    m->beta = o->beta > 0.0 ? o->beta : LP_GP_DEFAULT_BETA;
+    m->eta = o->eta > 0.0 ? o->eta : LP_GP_DEFAULT_ETA;
     m->l2 = o->l2;
     m->n_labels = g->n;
     m->n_prompts = g->n_prompts;
     m->n_playable = np;
     int rc = fit_preference(g, o, m);
-    if (rc != LP_OK) {
-        lp_gp_model_free(m);
-        return rc;
-    }
-    m->theta = calloc(T * d, sizeof *m->theta);
-    play *pl = calloc(np, sizeof *pl);
-    lp_dataset *rows = lp_dataset_new(d, LP_STORE_CSR);
-    rc = m->theta && pl && rows ? LP_OK : LP_ENO_MEMORY;
-    size_t k = 0;
+    /* Self-play on every training prompt's candidates: the mean duality gap
+     * under the fitted preference (a diagnostic; serving replays it). */
+    lp_sparse f[LP_GP_MAX_K];
+    double *L = malloc(LP_GP_MAX_K * LP_GP_MAX_K * sizeof *L), pi[LP_GP_MAX_K], gap = 0.0;
+    if (rc == LP_OK && L == NULL)
+        rc = LP_ENO_MEMORY;
+    size_t done = 0;
     for (size_t p = 0; p < g->n_prompts && rc == LP_OK; p++) {
         const gp_prompt *pr = &g->prompts[p];
         if (pr->K < 2)
             continue;
-        play *q = &pl[k++];
-        q->prompt = p;
-        q->K = pr->K;
-        q->row0 = rows->n;
-        q->L = malloc(pr->K * pr->K * sizeof *q->L);
-        if (q->L == NULL) {
-            rc = LP_ENO_MEMORY;
-            break;
-        }
-        for (size_t a = 0; a < pr->K; a++) {
-            q->L[a * pr->K + a] = 0.0;
-            for (size_t b = a + 1; b < pr->K && rc == LP_OK; b++) {
-                double l = lp_gp_preference(m, &g->resp[pr->cand[a]], &g->resp[pr->cand[b]]);
-                q->L[a * pr->K + b] = l;
-                q->L[b * pr->K + a] = -l;
-                rc = lp_dataset_add_sparse(rows, &g->resp[pr->cand[b]], &g->resp[pr->cand[a]], 1,
-                                           INFINITY, -1, NULL, 0);
-            }
+        for (size_t a = 0; a < pr->K; a++)
+            f[a] = g->resp[pr->cand[a]];
+        rc = preference_matrix(m, f, pr->K, L);
+        if (rc == LP_OK)
+            rc = lp_gp_selfplay(L, NULL, pr->K, m->rounds, m->beta, m->eta, pi);
+        if (rc == LP_OK) {
+            gap += lp_gp_duality_gap(L, pi, pr->K);
+            m->n_pairs += pr->K * (pr->K - 1) / 2;
+            done++;
+            if (o->on_round && (done & 63) == 0 &&
+                o->on_round(o->round_ctx, (int)done, gap / (double)done))
+                rc = LP_ECANCELLED;
         }
     }
-    size_t N = rows ? rows->n : 0;
-    m->n_pairs = N;
-    double *base = malloc((N ? N : 1) * sizeof *base),
-           *target = malloc((N ? N : 1) * sizeof *target);
-    double *s = malloc(LP_GP_MAX_K * sizeof *s), *pi = malloc(LP_GP_MAX_K * sizeof *pi);
-    double *r = malloc(LP_GP_MAX_K * sizeof *r);
-    if (rc == LP_OK && (!base || !target || !s || !pi || !r))
-        rc = LP_ENO_MEMORY;
-    for (size_t t = 0; t + 1 < T && rc == LP_OK; t++) {
-        const double *th = m->theta + t * d;
-        for (size_t q = 0; q < np && rc == LP_OK; q++) {
-            const gp_prompt *pr = &g->prompts[pl[q].prompt];
-            size_t K = pl[q].K, row = pl[q].row0;
-            for (size_t a = 0; a < K; a++)
-                s[a] = sparse_dot(&g->resp[pr->cand[a]], th);
-            rc = lp_policy_probs(LP_LINK_CHIMIX, s, NULL, K, m->beta, pi, NULL, NULL);
-            for (size_t a = 0; a < K; a++) {
-                r[a] = 0.0;
-                for (size_t b = 0; b < K; b++)
-                    r[a] += pl[q].L[a * K + b] * pi[b];
-            }
-            for (size_t a = 0; a < K; a++)
-                for (size_t b = a + 1; b < K; b++, row++) {
-                    base[row] = s[a] - s[b];
-                    target[row] = r[a] - r[b];
-                }
-        }
-        if (rc != LP_OK)
-            break;
-        round_rows R = {.n = N,
-                        .d = d,
-                        .df = rows,
-                        .base = base,
-                        .target = target,
-                        .theta_t = th,
-                        .kappa = 1.0 + 1.0 / m->eta,
-                        .l2 = m->l2};
-        m->last_residual =
-            solve_round(&R, o->max_iter > 0 ? o->max_iter : 200, m->theta + (t + 1) * d);
-        if (isnan(m->last_residual))
-            rc = LP_ENO_MEMORY;
-        else if (o->on_round && o->on_round(o->round_ctx, (int)t + 2, m->last_residual))
-            rc = LP_ECANCELLED;
-    }
-    for (size_t q = 0; q < np && pl; q++)
-        free(pl[q].L);
-    free(pl);
-    free(base);
-    free(target);
-    free(s);
-    free(pi);
-    free(r);
-    lp_dataset_free(rows);
+    free(L);
+    m->train_gap = done ? gap / (double)done : NAN;
     if (rc != LP_OK) {
         lp_gp_model_free(m);
         return rc;
@@ -613,51 +492,55 @@ int lp_gp_fit(const lp_gp_data *g, const lp_gp_opts *o, lp_gp_model **out)
 /* ------------------------------------------------------------------ */
 /* serving and evaluation                                              */
 
-int lp_gp_iterate_policy(const lp_gp_model *m, int t, const lp_sparse *f, const double *log_ref,
-                         size_t K, double *pi)
-{
-    if (t < 0 || t >= m->rounds || K < 1 || K > LP_POLICY_MAX_K)
-        return LP_EINVALID_ARGUMENT;
-    double *s = malloc(K * sizeof *s);
-    if (s == NULL)
-        return LP_ENO_MEMORY;
-    for (size_t a = 0; a < K; a++)
-        s[a] = sparse_dot(&f[a], m->theta + (size_t)t * m->d);
-    int rc = lp_policy_probs(LP_LINK_CHIMIX, s, log_ref, K, m->beta, pi, NULL, NULL);
-    free(s);
-    return rc;
-}
-
 int lp_gp_mixture(const lp_gp_model *m, const lp_sparse *f, const double *log_ref, size_t K,
                   double *pi, double *win)
 {
-    if (K < 1 || K > LP_POLICY_MAX_K)
+    if (K < 1 || K > LP_GP_SERVE_MAX_K)
         return LP_EINVALID_ARGUMENT;
     for (size_t a = 0; a < K; a++)
         for (size_t k = 0; k < f[a].nnz; k++)
             if (f[a].idx[k] >= m->d)
                 return LP_EINVALID_ARGUMENT;
-    double *one = malloc(K * sizeof *one);
-    if (one == NULL)
+    double *L = malloc(K * K * sizeof *L);
+    if (L == NULL)
         return LP_ENO_MEMORY;
-    memset(pi, 0, K * sizeof *pi);
-    int rc = LP_OK;
-    for (int t = 0; t < m->rounds && rc == LP_OK; t++) {
-        rc = lp_gp_iterate_policy(m, t, f, log_ref, K, one);
-        for (size_t a = 0; a < K && rc == LP_OK; a++)
-            pi[a] += one[a] / (double)m->rounds;
-    }
-    free(one);
-    if (rc != LP_OK || win == NULL)
-        return rc;
-    for (size_t a = 0; a < K; a++) {
+    int rc = preference_matrix(m, f, K, L);
+    if (rc == LP_OK)
+        rc = lp_gp_selfplay(L, log_ref, K, m->rounds, m->beta, m->eta, pi);
+    for (size_t a = 0; a < K && rc == LP_OK && win != NULL; a++) {
         double e = 0.0;
         for (size_t b = 0; b < K; b++)
-            if (b != a)
-                e += pi[b] * lp_gp_preference(m, &f[a], &f[b]);
+            e += L[a * K + b] * pi[b];
         win[a] = 0.5 * (1.0 + e);
     }
-    return LP_OK;
+    free(L);
+    return rc;
+}
+
+int lp_gp_selfplay(const double *L, const double *log_ref, size_t K, int T, double beta, double eta,
+                   double *pi_mix)
+{
+    if (K < 1 || K > LP_POLICY_MAX_K || T < 1 || !(beta > 0) || !(eta > 0))
+        return LP_EINVALID_ARGUMENT;
+    double *s = calloc(K, sizeof *s), *pi = malloc(K * sizeof *pi), *r = malloc(K * sizeof *r);
+    int rc = s && pi && r ? LP_OK : LP_ENO_MEMORY;
+    memset(pi_mix, 0, K * sizeof *pi_mix);
+    for (int t = 0; t < T && rc == LP_OK; t++) {
+        rc = lp_policy_probs(LP_LINK_CHIMIX, s, log_ref, K, beta, pi, NULL, NULL);
+        for (size_t a = 0; a < K && rc == LP_OK; a++) {
+            pi_mix[a] += pi[a] / (double)T;
+            r[a] = 0.0;
+            for (size_t b = 0; b < K; b++)
+                r[a] += L[a * K + b] * pi[b];
+        }
+        /* the round's regression, solved exactly: s <- (s + eta r)/(1 + eta) */
+        for (size_t a = 0; a < K; a++)
+            s[a] = (s[a] + eta * r[a]) / (1.0 + eta);
+    }
+    free(s);
+    free(pi);
+    free(r);
+    return rc;
 }
 
 double lp_gp_duality_gap(const double *L, const double *pi, size_t K)
@@ -672,10 +555,19 @@ double lp_gp_duality_gap(const double *L, const double *pi, size_t K)
     return 2.0 * best;
 }
 
+static double max_divergence(size_t K)
+{
+    return 0.5 * (double)(K - 1) + log((double)K);
+}
+
 double lp_gp_gap_bound(size_t K, int T, double beta, double eta)
 {
-    double F = 0.5 * (double)(K - 1) + log((double)K);
-    return 2.0 * (beta * (1.0 + 1.0 / (eta * T)) * F + eta / (2.0 * beta));
+    return 2.0 * (beta * (1.0 + 1.0 / (eta * T)) * max_divergence(K) + eta / (2.0 * beta));
+}
+
+double lp_gp_bound_eta(size_t K, int T, double beta)
+{
+    return beta * sqrt(2.0 * max_divergence(K) / (double)T);
 }
 
 /* ------------------------------------------------------------------ */
@@ -691,20 +583,18 @@ static json_t *num_array(const double *x, size_t n)
 
 json_t *lp_gp_model_to_json(const lp_gp_model *m)
 {
-    json_t *it = json_array();
-    for (int t = 0; t < m->rounds && it != NULL; t++)
-        json_array_append_new(it, num_array(m->theta + (size_t)t * m->d, m->d));
     return json_pack(
-        "{s:i, s:f, s:f, s:f, s:{s:s, s:I, s:I}, s:{s:I, s:I, s:I, s:I, s:f, s:s, s:f, s:f}, "
-        "s:o, s:o}",
+        "{s:i, s:f, s:f, s:f, s:{s:s, s:I, s:I}, s:{s:I, s:I, s:I, s:I, s:f, s:s, s:f, s:o}, "
+        "s:o}",
         "rounds", m->rounds, "beta", m->beta, "eta", m->eta, "l2", m->l2, "pair_features", "kind",
         m->d <= LP_GP_EXACT_MAX ? "exact" : "hashed-v1", "dim", (json_int_t)m->pdim, "cross_hash",
         (json_int_t)(m->d <= LP_GP_EXACT_MAX ? 0 : LP_GP_CROSS_HASH), "fit", "labels",
         (json_int_t)m->n_labels, "prompts", (json_int_t)m->n_prompts, "playable_prompts",
         (json_int_t)m->n_playable, "candidate_pairs", (json_int_t)m->n_pairs,
         "preference_objective", m->pref_objective, "preference_status", m->pref_status,
-        "cycle_share", m->cycle_share, "last_round_residual", m->last_residual, "preference",
-        num_array(m->w, m->pdim), "iterates", it);
+        "cycle_share", m->cycle_share, "training_gap",
+        isfinite(m->train_gap) ? json_real(m->train_gap) : json_null(), "preference",
+        num_array(m->w, m->pdim));
 }
 
 static int read_numbers(const json_t *a, size_t n, double *out)
@@ -725,35 +615,32 @@ int lp_gp_model_from_json(const json_t *obj, size_t d, lp_gp_model **out, char *
     *out = NULL;
     if (!json_is_object(obj) || d < 1)
         return lp_fail(LP_EWRONG_TYPE, msg, msglen, "\"general\" must be an object");
-    const json_t *it = json_object_get(obj, "iterates"), *w = json_object_get(obj, "preference");
-    const json_t *b = json_object_get(obj, "beta"), *e = json_object_get(obj, "eta");
-    if (!json_is_array(it) || json_array_size(it) < 1 || json_array_size(it) > LP_GP_MAX_ROUNDS ||
-        !json_is_number(b) || !(json_number_value(b) > 0.0) || !json_is_number(e) ||
-        !(json_number_value(e) > 0.0))
+    const json_t *T = json_object_get(obj, "rounds"), *b = json_object_get(obj, "beta");
+    const json_t *e = json_object_get(obj, "eta");
+    if (!json_is_integer(T) || json_integer_value(T) < 1 ||
+        json_integer_value(T) > LP_GP_MAX_ROUNDS || !json_is_number(b) ||
+        !(json_number_value(b) > 0.0) || !isfinite(json_number_value(b)) || !json_is_number(e) ||
+        !(json_number_value(e) > 0.0) || !isfinite(json_number_value(e)))
         return lp_fail(LP_EWRONG_TYPE, msg, msglen,
-                       "\"general\" needs iterates (1..%d arrays), beta > 0 and eta > 0",
+                       "\"general\" needs rounds in [1, %d], finite beta > 0 and eta > 0",
                        LP_GP_MAX_ROUNDS);
     lp_gp_model *m = calloc(1, sizeof *m);
     if (m == NULL)
         return lp_fail(LP_ENO_MEMORY, msg, msglen, "out of memory");
     m->d = d;
     m->pdim = lp_gp_pair_dim(d);
-    m->rounds = (int)json_array_size(it);
+    m->rounds = (int)json_integer_value(T);
     m->beta = json_number_value(b);
     m->eta = json_number_value(e);
+    m->train_gap = NAN;
     m->w = malloc(m->pdim * sizeof *m->w);
-    m->theta = malloc((size_t)m->rounds * d * sizeof *m->theta);
-    int rc = m->w && m->theta ? read_numbers(w, m->pdim, m->w) : LP_ENO_MEMORY;
-    for (int t = 0; t < m->rounds && rc == LP_OK; t++)
-        rc = read_numbers(json_array_get(it, (size_t)t), d, m->theta + (size_t)t * d);
+    int rc = m->w ? read_numbers(json_object_get(obj, "preference"), m->pdim, m->w) : LP_ENO_MEMORY;
     if (rc != LP_OK) {
         lp_gp_model_free(m);
-        return rc == LP_ENO_MEMORY
-                   ? lp_fail(rc, msg, msglen, "out of memory")
-                   : lp_fail(rc, msg, msglen,
-                             "\"general\": preference must have %zu finite numbers and each "
-                             "iterate %zu",
-                             lp_gp_pair_dim(d), d);
+        return rc == LP_ENO_MEMORY ? lp_fail(rc, msg, msglen, "out of memory")
+                                   : lp_fail(rc, msg, msglen,
+                                             "\"general\": preference must have %zu finite numbers",
+                                             lp_gp_pair_dim(d));
     }
     *out = m;
     return LP_OK;

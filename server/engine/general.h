@@ -13,16 +13,22 @@
  * l(x, a1, a0) on c(eps_i) zbar_i (per-label eps, ridge l2), the unbiased
  * target of the clean label 2y - 1.
  *
- * Policy. Finite candidate sets: a prompt's candidates are the distinct
- * responses its labels compare. Policies are the chi-mix class of the
- * other losses, pi_theta(a|x) = pi_ref(a|x) phi^{-1}((theta^T f_a -
- * lambda)/beta), pi_ref uniform. Round t (t = 1..T, theta_1 = 0, so
- * pi^1 = pi_ref) regresses, over every candidate pair (a, b) of every
- * prompt,
- *   clip_4( theta^T df + (1/eta)(theta - theta_t)^T df ) onto
- *   rhat_t(a) - rhat_t(b),   rhat_t(a) = sum_b' pi^t(b'|x) l(x, a, b'),
- * the expectation over the current policy computed exactly on the
- * candidates. The output is the uniform mixture of pi^1..pi^T.
+ * Policy. On a finite candidate set A (a prompt's candidates: in training
+ * the distinct responses its labels compare; when serving, the request's),
+ * self-play mirror descent over the class of all distributions on A, with
+ * pi_ref uniform (or given): pi^1 = pi_ref and round t solves Algorithm 3's
+ * Square chi-PO regression
+ *   clip_4( (1 + 1/eta) beta h_pi(a, b) - (beta/eta) h_{pi^t}(a, b) )
+ *   onto rhat_t(a) - rhat_t(b),   rhat_t(a) = sum_b' pi^t(b') l(a, b'),
+ * h_pi(a, b) = phi(pi(a)/pi_ref(a)) - phi(pi(b)/pi_ref(b)), over every pair
+ * of A, with the expectation over pi^t exact. The class contains a zero-
+ * residual solution (|rhat differences| <= 2 < 4, so the clip is inactive):
+ * implicit rewards s = beta phi(pi/pi_ref) follow s <- (s + eta rhat)/(1 +
+ * eta) and pi^{t+1} is the chi-mix policy of s (policy.h). The output is
+ * the uniform mixture of pi^1..pi^T. A model is therefore the preference
+ * weights w with (T, beta, eta): the mixture on any candidate set is a
+ * deterministic function of them (docs/training.md derives it and bounds
+ * its duality gap).
  *
  * Ownership: lp_gp_data and lp_gp_model are caller-owned (free functions
  * accept NULL). Everything is deterministic for fixed inputs.
@@ -40,7 +46,10 @@
 #define LP_GP_CROSS_HASH 4096u /* hashed cross buckets above it */
 #define LP_GP_MAX_K 64         /* distinct candidates per prompt */
 #define LP_GP_MAX_ROUNDS 10000
-#define LP_GP_DEFAULT_ROUNDS 50 /* also the server's */
+#define LP_GP_DEFAULT_ROUNDS 100 /* also the server's */
+#define LP_GP_DEFAULT_BETA 0.05
+#define LP_GP_DEFAULT_ETA 0.5
+#define LP_GP_SERVE_MAX_K 256 /* candidates one mixture may be asked for */
 
 /* Dimension of dg for response features of dimension d. */
 size_t lp_gp_pair_dim(size_t d);
@@ -73,14 +82,15 @@ size_t lp_gp_data_playable(const lp_gp_data *g);
 /* ---- fitting ---- */
 
 typedef struct lp_gp_opts {
-    int rounds;   /* T (default 50) */
-    double beta;  /* > 0 (default 1/sqrt(T) when 0) */
-    double eta;   /* > 0 (default 1/T when 0) */
+    int rounds;   /* T (default LP_GP_DEFAULT_ROUNDS) */
+    double beta;  /* > 0 (default LP_GP_DEFAULT_BETA when 0) */
+    double eta;   /* > 0 (default LP_GP_DEFAULT_ETA when 0) */
     double l2;    /* ridge of the preference fit and of each policy round (>= 0) */
     int max_iter; /* L-BFGS iterations per regression (default 200) */
     int threads;  /* for the preference fit (default 1) */
-    /* Optional observer after each round (round 1..T); nonzero cancels. */
-    int (*on_round)(void *ctx, int round, double residual);
+    /* Optional observer every 64 training prompts played (count, mean gap
+     * so far); nonzero cancels. */
+    int (*on_round)(void *ctx, int prompts, double mean_gap);
     void *round_ctx;
 } lp_gp_opts;
 
@@ -98,7 +108,8 @@ typedef struct lp_gp_model {
     double pref_objective; /* the preference fit's objective */
     char pref_status[64];  /* its L-BFGS status */
     double cycle_share;    /* ||w_cross||^2 / ||w||^2: the intransitive share */
-    double last_residual;  /* mean squared residual of the last round */
+    double train_gap;      /* mean duality gap under w of the mixtures on the
+                              training prompts' candidates (NAN when read) */
 } lp_gp_model;
 
 /* Runs Algorithm 3 on g. *out is a new model. Returns 0,
@@ -111,8 +122,9 @@ void lp_gp_model_free(lp_gp_model *m);
 double lp_gp_preference(const lp_gp_model *m, const lp_sparse *fa, const lp_sparse *fb);
 
 /*
- * The served mixture over K candidates (features f[K], borrowed; log_ref as
- * lp_gp_iterate_policy): pi[K]
+ * The mixture over K <= LP_GP_SERVE_MAX_K candidates (features f[K],
+ * borrowed; log_ref[K] reference log-probabilities normalised over the
+ * candidates, NULL: uniform): self-play under the fitted preference, pi[K]
  * the mixture probabilities (1/T) sum_t pi^t, and, when non-NULL, win[K]
  * = (1 + sum_b pi(b) l(a, b)) / 2, the preference model's probability that
  * a beats a response drawn from the mixture. Returns 0,
@@ -121,10 +133,16 @@ double lp_gp_preference(const lp_gp_model *m, const lp_sparse *fa, const lp_spar
 int lp_gp_mixture(const lp_gp_model *m, const lp_sparse *f, const double *log_ref, size_t K,
                   double *pi, double *win);
 
-/* Policy of one iterate (0-based t) over K candidates; log_ref[K] the
- * reference log-probabilities (NULL: uniform, as in training). */
-int lp_gp_iterate_policy(const lp_gp_model *m, int t, const lp_sparse *f, const double *log_ref,
-                         size_t K, double *pi);
+/*
+ * Self-play over one candidate set with the policy class of all
+ * distributions on it: T rounds from pi^1 = pi_ref, each round's
+ * regression solved exactly (implicit rewards s <- (s + eta rhat)/(1 +
+ * eta)), pi_mix[K] the uniform mixture of pi^1..pi^T. L[K*K] skew, in
+ * [-1, 1]; log_ref as lp_gp_mixture. 0, LP_EINVALID_ARGUMENT or
+ * LP_ENO_MEMORY.
+ */
+int lp_gp_selfplay(const double *L, const double *log_ref, size_t K, int T, double beta, double eta,
+                   double *pi_mix);
 
 /*
  * Duality gap of a policy pi[K] under a skew-symmetric preference matrix
@@ -142,6 +160,8 @@ double lp_gp_duality_gap(const double *L, const double *pi, size_t K);
  * 2 max |lhat - l*|.
  */
 double lp_gp_gap_bound(size_t K, int T, double beta, double eta);
+/* The eta that minimises that bound for K, T, beta: beta sqrt(2 F_K / T). */
+double lp_gp_bound_eta(size_t K, int T, double beta);
 
 /* The model's "general" block as JSON (new reference) and back. */
 json_t *lp_gp_model_to_json(const lp_gp_model *m);

@@ -34,7 +34,7 @@
 typedef struct lp_train_request {
     lp_loss_spec loss;
     int general;      /* method "general": Algorithm 3 (general.h) with
-                         LP_GP_DEFAULT_ROUNDS rounds and eta = 1/rounds; stored
+                         LP_GP_DEFAULT_ROUNDS rounds and LP_GP_DEFAULT_ETA; stored
                          as the settings' loss "general" */
     int64_t campaign; /* 0: all */
     char campaign_name[LP_CAMPAIGN_NAME_MAX + 1];
