@@ -572,6 +572,9 @@ static int score_prompt(lp_served *sv, const json_t *root, json_t *out, char *ms
     if (K > SCORE_CANDIDATES_MAX)
         return lp_fail(LP_ETOO_MANY_CANDIDATES, msg, msglen, "at most %d candidates",
                        SCORE_CANDIDATES_MAX);
+    if (lp_served_is_general(sv) && K > LP_GP_SERVE_MAX_K) /* self-play costs K^2 per round */
+        return lp_fail(LP_ETOO_MANY_CANDIDATES, msg, msglen,
+                       "at most %d candidates for a general-preference model", LP_GP_SERVE_MAX_K);
     score_item *items = calloc(K, sizeof *items);
     if (items == NULL)
         return lp_fail(LP_ENO_MEMORY, msg, msglen, "out of memory");
