@@ -453,7 +453,9 @@ void lp_gstudy_section(FILE *f, const lp_gstudy *s, const lp_study_verdict *v)
                     g.mean, g.sd, b.mean, b.sd, d.mean, d.se, 100 * ag.mean);
         }
     fprintf(f,
-            "\nSet-up: `server/research/intransitive.c` (K candidates per prompt, f ~ N(0, I), "
+            "\nSet-up: `server/research/intransitive.c` (K = 4 candidates per prompt, d = 6, "
+            "f ~ N(0, I); the quick grid has 200 training prompts, 4,000 labels, 200 fresh "
+            "evaluation prompts, 4 seeds; the full one 500, 20,000, 2,000 and 5; "
             "l*(a, b) = tanh((θ*ᵀ(f_a − f_b) + S f_aᵀ W f_b)/2), ‖W‖_F = 1), labels "
             "privatized by RR at ε; Algorithm 3 with T = %d rounds, β = %g, η = %g (exact "
             "expectations over the candidates); Square χPO fitted "
