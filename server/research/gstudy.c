@@ -10,7 +10,6 @@
 
 #include <jansson.h>
 #include <math.h>
-#include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -19,53 +18,42 @@
 #define G_MARGIN 0.01 /* smallest gap difference that counts */
 #define G_AGREE 0.9   /* transitive data: the most probable responses agree this often */
 
+/* The named grids: the cycle strengths and eps values, seeds, training
+ * prompts, labels and evaluation prompts. */
+static const struct {
+    const char *name;
+    double cycle[LP_GSTUDY_MAX_VALUES], eps[LP_GSTUDY_MAX_VALUES];
+    int ncycle, neps, seeds;
+    size_t prompts, labels, eval_prompts;
+} GRIDS[] = {
+    {"quick", {0, 4}, {1, INFINITY}, 2, 2, 4, 200, 4000, 200},
+    {"default", {0, 1, 2, 4, 8}, {0.5, 1, 2, INFINITY}, 5, 4, 5, 500, 20000, 2000},
+};
+
 int lp_gstudy_grid_named(const char *name, lp_gstudy_grid *g)
 {
     memset(g, 0, sizeof *g);
-    g->d = 6;
-    g->K = 4;
-    g->rounds = LP_GP_DEFAULT_ROUNDS;
-    g->rmax = 3.0;
-    if (strcmp(name, "quick") == 0) {
-        const double S[] = {0, 4}, E[] = {1, INFINITY};
-        memcpy(g->cycle, S, sizeof S);
-        memcpy(g->eps, E, sizeof E);
-        g->ncycle = 2;
-        g->neps = 2;
-        g->seeds = 4;
-        g->prompts = 200;
-        g->labels = 4000;
-        g->eval_prompts = 200;
-        return LP_OK;
-    }
-    if (strcmp(name, "default") == 0) {
-        const double S[] = {0, 1, 2, 4, 8}, E[] = {0.5, 1, 2, INFINITY};
-        memcpy(g->cycle, S, sizeof S);
-        memcpy(g->eps, E, sizeof E);
-        g->ncycle = 5;
-        g->neps = 4;
-        g->seeds = 5;
-        g->prompts = 500;
-        g->labels = 20000;
-        g->eval_prompts = 2000;
+    for (size_t i = 0; i < sizeof GRIDS / sizeof GRIDS[0]; i++) {
+        if (strcmp(name, GRIDS[i].name) != 0)
+            continue;
+        memcpy(g->cycle, GRIDS[i].cycle, sizeof g->cycle);
+        memcpy(g->eps, GRIDS[i].eps, sizeof g->eps);
+        g->ncycle = GRIDS[i].ncycle;
+        g->neps = GRIDS[i].neps;
+        g->seeds = GRIDS[i].seeds;
+        g->prompts = GRIDS[i].prompts;
+        g->labels = GRIDS[i].labels;
+        g->eval_prompts = GRIDS[i].eval_prompts;
+        g->d = 6;
+        g->K = 4;
+        g->rounds = LP_GP_DEFAULT_ROUNDS;
+        g->rmax = 3.0;
         return LP_OK;
     }
     return LP_EINVALID_ARGUMENT;
 }
 
 /* ---- running ---- */
-
-static int bt_policy(void *ctx, const double *f, size_t K, size_t d, double *pi)
-{
-    const lp_model *m = ctx;
-    double r[LP_GP_MAX_K];
-    for (size_t a = 0; a < K; a++) {
-        r[a] = 0.0;
-        for (size_t j = 0; j < d; j++)
-            r[a] += m->theta[j] * f[a * d + j];
-    }
-    return lp_policy_probs(LP_LINK_CHIMIX, r, NULL, K, m->beta, pi, NULL, NULL);
-}
 
 static int mixture_policy(void *ctx, const double *f, size_t K, size_t d, double *pi)
 {
@@ -128,7 +116,7 @@ static int evaluate(const lp_gsim *t, const lp_gp_model *gm, const lp_model *bt,
                 L[a * K + b] = a == b ? 0.0 : lp_gsim_pref(t, f + a * d, f + b * d);
         rc = mixture_policy((void *)gm, f, K, d, pm);
         if (rc == LP_OK)
-            rc = bt_policy((void *)bt, f, K, d, pb);
+            rc = lp_gsim_reward_policy((void *)bt, f, K, d, pb);
         sg += lp_gp_duality_gap(L, pm, K);
         sb += lp_gp_duality_gap(L, pb, K);
         same += argmax(pm, K) == argmax(pb, K);
@@ -371,16 +359,6 @@ static int distinct(const lp_gstudy *s, int which, double *out)
     return k;
 }
 
-static void say(lp_study_verdict *v, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void say(lp_study_verdict *v, const char *fmt, ...)
-{
-    size_t len = strlen(v->text);
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(v->text + len, sizeof v->text - len, fmt, ap);
-    va_end(ap);
-}
-
 void lp_gstudy_verdict(const lp_gstudy *s, lp_study_verdict *v)
 {
     memset(v, 0, sizeof *v);
@@ -388,7 +366,7 @@ void lp_gstudy_verdict(const lp_gstudy *s, lp_study_verdict *v)
     int ns = distinct(s, 0, S), ne = distinct(s, 1, E);
     if (ns < 2 || ne < 1 || S[0] != 0.0) {
         v->level = LP_VERDICT_NO_DATA;
-        say(v, "The block needs S = 0 and at least one S > 0.");
+        snprintf(v->text, sizeof v->text, "The block needs S = 0 and at least one S > 0.");
         return;
     }
     int wins = 0, grows = 0, agrees = 0;
@@ -408,13 +386,14 @@ void lp_gstudy_verdict(const lp_gstudy *s, lp_study_verdict *v)
             snprintf(eb, sizeof eb, "∞");
         else
             snprintf(eb, sizeof eb, "%g", E[e]);
-        say(v,
-            "ε = %s: at S = %g Square χPO's gap exceeds the mixture's by %.4f ± %.4f (SE)%s, "
-            "at S = 0 by %.4f ± %.4f%s; at S = 0 the two prefer the same response on %.1f%% "
-            "of the prompts%s. ",
-            eb, S[ns - 1], top.mean, top.se, w ? "" : " (not significant)", zero.mean, zero.se,
-            g ? "" : " (the growth is not significant)", 100 * agree.mean,
-            a ? "" : " (below the agreement rule)");
+        size_t len = strlen(v->text);
+        snprintf(v->text + len, sizeof v->text - len,
+                 "ε = %s: at S = %g Square χPO's gap exceeds the mixture's by %.4f ± %.4f (SE)%s, "
+                 "at S = 0 by %.4f ± %.4f%s; at S = 0 the two prefer the same response on %.1f%% "
+                 "of the prompts%s. ",
+                 eb, S[ns - 1], top.mean, top.se, w ? "" : " (not significant)", zero.mean, zero.se,
+                 g ? "" : " (the growth is not significant)", 100 * agree.mean,
+                 a ? "" : " (below the agreement rule)");
     }
     if (wins == ne && grows == ne && agrees == ne)
         v->level = LP_VERDICT_SUPPORTED;

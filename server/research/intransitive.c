@@ -2,6 +2,7 @@
 #include "intransitive.h"
 
 #include "error.h"
+#include "policy.h"
 #include "prng.h"
 
 #include <math.h>
@@ -129,6 +130,20 @@ int lp_gsim_labels(const lp_gsim_opts *o, const lp_gsim *t, lp_gp_data **gp, lp_
     if (ds)
         *ds = D;
     return LP_OK;
+}
+
+int lp_gsim_reward_policy(void *model, const double *f, size_t K, size_t d, double *pi)
+{
+    const lp_model *m = model;
+    double r[LP_GP_MAX_K];
+    if (K > LP_GP_MAX_K || d != m->d)
+        return LP_EINVALID_ARGUMENT;
+    for (size_t a = 0; a < K; a++) {
+        r[a] = 0.0;
+        for (size_t j = 0; j < d; j++)
+            r[a] += m->theta[j] * f[a * d + j];
+    }
+    return lp_policy_probs(LP_LINK_CHIMIX, r, NULL, K, m->beta, pi, NULL, NULL);
 }
 
 int lp_gsim_mean_gap(const lp_gsim *t,

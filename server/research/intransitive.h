@@ -19,6 +19,7 @@
 
 #include "dataset.h"
 #include "general.h"
+#include "model.h"
 #include "simulate.h"
 
 #include <stddef.h>
@@ -65,6 +66,11 @@ int lp_gsim_truth(const lp_gsim_opts *o, uint64_t stream, lp_gsim **out);
  * be NULL. Returns 0, LP_EINVALID_ARGUMENT or LP_ENO_MEMORY.
  */
 int lp_gsim_labels(const lp_gsim_opts *o, const lp_gsim *truth, lp_gp_data **gp, lp_dataset **ds);
+
+/* The chi-mix policy (beta of the model) of a reward model's theta^T f over
+ * K dense candidates f[K*d]: the policy argument of lp_gsim_mean_gap with
+ * ctx an lp_model. */
+int lp_gsim_reward_policy(void *model, const double *f, size_t K, size_t d, double *pi);
 
 /* The mean duality gap over the truth's prompts of a policy given per
  * prompt by policy(ctx, features K*d, K, pi) (returns 0 or an error). */

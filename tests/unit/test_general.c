@@ -156,18 +156,6 @@ static void cycle_case(double eps, int per_pair)
         lp_sparse_free(&f[k]);
 }
 
-static int bt_policy(void *ctx, const double *f, size_t K, size_t d, double *pi)
-{
-    const lp_model *m = ctx;
-    double r[LP_GP_MAX_K];
-    for (size_t a = 0; a < K; a++) {
-        r[a] = 0.0;
-        for (size_t j = 0; j < d; j++)
-            r[a] += m->theta[j] * f[a * d + j];
-    }
-    return lp_policy_probs(LP_LINK_CHIMIX, r, NULL, K, m->beta, pi, NULL, NULL);
-}
-
 static size_t argmax(const double *x, size_t K)
 {
     size_t b = 0;
@@ -219,14 +207,14 @@ static void test_transitive_agrees(void)
             f[a].nnz = f[a].cap = o.d;
         }
         CHECK_ERR(lp_gp_mixture(gm, f, NULL, K, pm, NULL), LP_OK);
-        CHECK_ERR(bt_policy(bt, truth->f + p * K * o.d, K, o.d, pb), LP_OK);
+        CHECK_ERR(lp_gsim_reward_policy(bt, truth->f + p * K * o.d, K, o.d, pb), LP_OK);
         agree += argmax(pm, K) == argmax(pb, K);
     }
     for (size_t a = 0; a < K; a++)
         lp_sparse_free(&f[a]);
     double rate = (double)agree / (double)truth->prompts;
     double gap_gp = 0, gap_bt = 0;
-    CHECK_ERR(lp_gsim_mean_gap(truth, bt_policy, bt, &gap_bt), LP_OK);
+    CHECK_ERR(lp_gsim_mean_gap(truth, lp_gsim_reward_policy, bt, &gap_bt), LP_OK);
     printf("  transitive: preferred response agrees on %.3f of %zu prompts; cycle share %.3f; "
            "Square chi-PO gap %.4f\n",
            rate, truth->prompts, gm->cycle_share, gap_bt);
