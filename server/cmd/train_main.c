@@ -783,35 +783,42 @@ static int score_line(const lp_model *m, lp_featurizer *fz, json_t *o, double be
         if (fz == NULL)
             rc = lp_fail(LP_EWRONG_TYPE, msg, msglen, "the model has dense features");
     }
-    lp_sparse sv = {0};
+    /* a general model keeps every candidate's features for its mixture */
+    lp_sparse *sv = calloc(m->general ? K : 1, sizeof *sv);
+    if (sv == NULL)
+        rc = lp_fail(LP_ENO_MEMORY, msg, msglen, "out of memory");
     for (size_t k = 0; k < K && rc == LP_OK; k++) {
         const json_t *v = json_array_get(arr, k);
+        lp_sparse *fk = &sv[m->general ? k : 0];
         if (feats) {
             if (!json_is_array(v) || json_array_size(v) != m->d) {
                 rc = lp_fail(LP_EWRONG_TYPE, msg, msglen, "features[%zu] must have %zu numbers", k,
                              m->d);
                 break;
             }
-            for (size_t j = 0; j < m->d; j++) {
-                const json_t *x = json_array_get(v, j);
-                if (!json_is_number(x) || !isfinite(json_number_value(x))) {
+            double *x = calloc(m->d, sizeof *x);
+            for (size_t j = 0; x && j < m->d; j++) {
+                const json_t *xj = json_array_get(v, j);
+                if (!json_is_number(xj) || !isfinite(json_number_value(xj))) {
                     rc = lp_fail(LP_EWRONG_TYPE, msg, msglen, "features[%zu][%zu] is not a number",
                                  k, j);
                     break;
                 }
-                r[k] += m->theta[j] * json_number_value(x);
+                x[j] = json_number_value(xj);
             }
+            if (x == NULL || (rc == LP_OK && lp_gp_dense_features(x, m->d, fk) != LP_OK))
+                rc = lp_fail(LP_ENO_MEMORY, msg, msglen, "out of memory");
+            free(x);
         } else {
             if (!json_is_string(v)) {
                 rc = lp_fail(LP_EWRONG_TYPE, msg, msglen, "responses[%zu] must be a string", k);
                 break;
             }
-            rc = lp_featurize(fz, prompt, json_string_value(v), &sv);
-            for (size_t t = 0; rc == LP_OK && t < sv.nnz; t++)
-                r[k] += m->theta[sv.idx[t]] * sv.val[t];
+            rc = lp_featurize(fz, prompt, json_string_value(v), fk);
         }
+        for (size_t t = 0; rc == LP_OK && t < fk->nnz; t++)
+            r[k] += m->theta[fk->idx[t]] * fk->val[t];
     }
-    lp_sparse_free(&sv);
     const json_t *lr = json_object_get(o, "ref_logprobs");
     if (rc == LP_OK && lr != NULL) {
         if (!json_is_array(lr) || json_array_size(lr) != K)
@@ -820,9 +827,28 @@ static int score_line(const lp_model *m, lp_featurizer *fz, json_t *o, double be
             lref[k] = json_number_value(json_array_get(lr, k));
     }
     double lambda = 0;
-    if (rc == LP_OK)
+    if (rc == LP_OK && m->general != NULL) { /* no rewards: the mixture and win probabilities */
+        double *win = calloc(K, sizeof *win);
+        rc = win ? lp_gp_mixture(m->general, sv, lr ? lref : NULL, K, pi, win) : LP_ENO_MEMORY;
+        json_t *res = json_object(), *pa = json_array(), *wa = json_array();
+        for (size_t k = 0; rc == LP_OK && k < K; k++) {
+            json_array_append_new(pa, json_real(pi[k]));
+            json_array_append_new(wa, json_real(win[k]));
+        }
+        json_object_set_new(res, "rewards", json_null());
+        json_object_set_new(res, "probs", pa);
+        json_object_set_new(res, "win_probabilities", wa);
+        if (rc == LP_OK) {
+            json_dumpf(res, stdout, JSON_COMPACT | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(17));
+            putchar('\n');
+        } else
+            lp_fail(rc, msg, msglen, "the mixture could not be computed (at most %d candidates)",
+                    LP_GP_SERVE_MAX_K);
+        json_decref(res);
+        free(win);
+    } else if (rc == LP_OK)
         rc = lp_policy_probs(link, r, lr ? lref : NULL, K, beta, pi, NULL, &lambda);
-    if (rc == LP_OK) {
+    if (rc == LP_OK && m->general == NULL) {
         json_t *res = json_object(), *ra = json_array(), *pa = json_array();
         for (size_t k = 0; k < K; k++) {
             json_array_append_new(ra, json_real(r[k]));
@@ -835,6 +861,9 @@ static int score_line(const lp_model *m, lp_featurizer *fz, json_t *o, double be
         putchar('\n');
         json_decref(res);
     }
+    for (size_t k = 0; sv && k < (m->general ? K : 1); k++)
+        lp_sparse_free(&sv[k]);
+    free(sv);
     free(r);
     return rc;
 }

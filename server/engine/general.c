@@ -316,8 +316,7 @@ int lp_gp_data_add(lp_gp_data *g, uint64_t prompt, const lp_sparse *f0, const lp
     return LP_OK;
 }
 
-/* Dense vector as sparse (nonzeros only) into *out. */
-static int dense_to_sparse(const double *x, size_t d, lp_sparse *out)
+int lp_gp_dense_features(const double *x, size_t d, lp_sparse *out)
 {
     if (sparse_reserve(out, d) != LP_OK)
         return LP_ENO_MEMORY;
@@ -334,9 +333,9 @@ int lp_gp_data_add_dense(lp_gp_data *g, uint64_t prompt, const double *x0, const
                          double eps)
 {
     lp_sparse s0 = {0}, s1 = {0};
-    int rc = dense_to_sparse(x0, g->d, &s0);
+    int rc = lp_gp_dense_features(x0, g->d, &s0);
     if (rc == LP_OK)
-        rc = dense_to_sparse(x1, g->d, &s1);
+        rc = lp_gp_dense_features(x1, g->d, &s1);
     if (rc == LP_OK)
         rc = lp_gp_data_add(g, prompt, &s0, &s1, z, eps);
     lp_sparse_free(&s0);

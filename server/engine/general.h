@@ -56,6 +56,10 @@ size_t lp_gp_pair_dim(size_t d);
 /* dg(a, b) into *out (sparse, replaced). Returns 0 or LP_ENO_MEMORY. */
 int lp_gp_pair_features(size_t d, const lp_sparse *fa, const lp_sparse *fb, lp_sparse *out);
 
+/* A dense vector (d values) as a sparse one (its nonzeros) into *out
+ * (replaced). Returns 0 or LP_ENO_MEMORY. */
+int lp_gp_dense_features(const double *x, size_t d, lp_sparse *out);
+
 /* ---- data: prompts, their candidates, and the labelled pairs ---- */
 
 typedef struct lp_gp_data lp_gp_data;
