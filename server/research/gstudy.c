@@ -27,7 +27,7 @@ static const struct {
     size_t prompts, labels, eval_prompts;
 } GRIDS[] = {
     {"quick", {0, 4}, {1, INFINITY}, 2, 2, 4, 200, 4000, 200},
-    {"default", {0, 1, 2, 4, 8}, {0.5, 1, 2, INFINITY}, 5, 4, 5, 500, 20000, 2000},
+    {"default", {0, 1, 2, 4, 8}, {0.5, 1, 2, INFINITY}, 5, 4, 5, 500, 20000, 1000},
 };
 
 int lp_gstudy_grid_named(const char *name, lp_gstudy_grid *g)
@@ -434,7 +434,7 @@ void lp_gstudy_section(FILE *f, const lp_gstudy *s, const lp_study_verdict *v)
     fprintf(f,
             "\nSet-up: `server/research/intransitive.c` (K = 4 candidates per prompt, d = 6, "
             "f ~ N(0, I); the quick grid has 200 training prompts, 4,000 labels, 200 fresh "
-            "evaluation prompts, 4 seeds; the full one 500, 20,000, 2,000 and 5; "
+            "evaluation prompts, 4 seeds; the full one 500, 20,000, 1,000 and 5; "
             "l*(a, b) = tanh((θ*ᵀ(f_a − f_b) + S f_aᵀ W f_b)/2), ‖W‖_F = 1), labels "
             "privatized by RR at ε; Algorithm 3 with T = %d rounds, β = %g, η = %g (exact "
             "expectations over the candidates); Square χPO fitted "
