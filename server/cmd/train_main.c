@@ -229,8 +229,9 @@ static int run_fit(const fit_cli *c, lp_dataset *ds, lp_model **out, char *msg, 
     oo.l2 = c->l2;
     oo.threads = c->threads;
     oo.kernel = c->kernel && strcmp(c->kernel, "blas") == 0 ? LP_KERNEL_BLAS : LP_KERNEL_FUSED;
-    if (!(c->rmax > 0) || !(c->tau > 0) || !(c->l2 >= 0) || c->threads < 1 || !(c->beta > 0) ||
-        isinf(c->beta))
+    double beta = isnan(c->beta) ? 1.0 : c->beta; /* the reward losses' default */
+    if (!(c->rmax > 0) || !(c->tau > 0) || !(c->l2 >= 0) || c->threads < 1 || !(beta > 0) ||
+        isinf(beta))
         return lp_fail(LP_EINVALID_ARGUMENT, msg, msglen,
                        "need --rmax > 0, --tau > 0, --l2 >= 0, --threads >= 1, finite --beta > 0");
     lp_fit_opts fo;
@@ -246,7 +247,7 @@ static int run_fit(const fit_cli *c, lp_dataset *ds, lp_model **out, char *msg, 
     fo.seed = c->seed;
     fo.progress = c->progress;
     lp_model *m = NULL;
-    int rc = lp_model_fit(ds, &oo, &fo, c->beta, &m);
+    int rc = lp_model_fit(ds, &oo, &fo, beta, &m);
     if (rc != LP_OK)
         return rc == LP_ENO_MEMORY
                    ? lp_fail(rc, msg, msglen, "out of memory")
