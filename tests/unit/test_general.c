@@ -96,8 +96,8 @@ static void cycle_case(double eps, int per_pair)
     lp_gp_opts_init(&o);
     o.rounds = 400;
     o.beta = 0.05;
-    double F = 1.0 + log(3.0); /* max chi-mix divergence from uniform over 3 */
-    o.eta = o.beta * sqrt(2.0 * F / o.rounds);
+    o.eta = lp_gp_bound_eta(3, o.rounds, o.beta); /* the bound's best step */
+    CHECK_NEAR(o.eta, o.beta * sqrt(2.0 * (1.0 + log(3.0)) / o.rounds), 1e-15);
     o.l2 = 1e-6;
     lp_gp_model *m = NULL;
     CHECK_ERR(lp_gp_fit(g, &o, &m), LP_OK);
