@@ -1,5 +1,6 @@
 /* study.c — aggregation, claim verdicts and the report of a sweep. See study.h. */
 #include "study.h"
+#include "gstudy.h"
 
 #include "claims.h"
 
@@ -1177,9 +1178,15 @@ static const char *agreement(const json_t *full, const char *id, lp_verdict_leve
     return b;
 }
 
-/* DIR/verdicts.json: {"fits": N, "verdicts": [{"id", "title", "verdict"}, ...]}. */
+#define GENERAL_TITLE                                                                              \
+    "general preferences: Algorithm 3's mixture has a smaller duality gap than a reward model "    \
+    "when preferences cycle"
+
+/* DIR/verdicts.json: {"fits": N, "verdicts": [{"id", "title", "verdict"}, ...]}; the
+ * general-preference block's verdict (gv, NULL: none) has id "general". */
 static int write_verdicts(const lp_study *s, const char *dir, const lp_study_verdict *v,
-                          const lp_study_verdict *xv, char *msg, size_t msglen)
+                          const lp_study_verdict *xv, const lp_study_verdict *gv, char *msg,
+                          size_t msglen)
 {
     json_t *root = json_object(), *arr = json_array();
     json_object_set_new(root, "fits", json_integer((json_int_t)s->n));
@@ -1193,6 +1200,13 @@ static int write_verdicts(const lp_study *s, const char *dir, const lp_study_ver
                             json_string(i < 4 ? claim_title[i] : lp_claims[i - 4].title));
         json_object_set_new(e, "verdict",
                             json_string(lp_verdict_name(i < 4 ? v[i].level : xv[i - 4].level)));
+        json_array_append_new(arr, e);
+    }
+    if (gv != NULL) {
+        json_t *e = json_object();
+        json_object_set_new(e, "id", json_string("general"));
+        json_object_set_new(e, "title", json_string(GENERAL_TITLE));
+        json_object_set_new(e, "verdict", json_string(lp_verdict_name(gv->level)));
         json_array_append_new(arr, e);
     }
     json_object_set_new(root, "verdicts", arr);
@@ -1220,6 +1234,13 @@ int lp_study_report(const lp_study *s, const lp_study_report_opts *o, char *msg,
     lp_study_claim2(s, &v[1]);
     lp_study_claim3(s, &v[2]);
     lp_study_claim4(s, &v[3]);
+    lp_gstudy gs = {0};
+    lp_study_verdict gv;
+    if (o->general != NULL && (rc = lp_gstudy_load(o->general, &gs, msg, msglen)) != LP_OK) {
+        fclose(f);
+        return rc;
+    }
+    lp_gstudy_verdict(&gs, &gv);
     const lp_sweep_row *r0 = &s->rows[0];
     fprintf(f,
             "# Privacy and robustness study: do the papers' claims hold here?\n\n"
@@ -1258,12 +1279,18 @@ int lp_study_report(const lp_study *s, const lp_study_report_opts *o, char *msg,
             fprintf(f, " %s |", agreement(full, id, lv, title));
         fputc('\n', f);
     }
+    if (o->general != NULL) {
+        fprintf(f, "| G | %s | **%s** |", GENERAL_TITLE, lp_verdict_name(gv.level));
+        if (full)
+            fprintf(f, " %s |", agreement(full, "general", gv.level, GENERAL_TITLE));
+        fputc('\n', f);
+    }
     json_decref(full);
     if (o->compare)
         fprintf(f, "\nA verdict that differs from the full report's comes from a grid too small "
                    "to decide the claim (fewer n, ε, α and seeds); the full report's verdict "
                    "stands.\n");
-    rc = write_verdicts(s, o->dir, v, xv, msg, msglen);
+    rc = write_verdicts(s, o->dir, v, xv, o->general ? &gv : NULL, msg, msglen);
     if (rc != LP_OK) {
         free(xv);
         fclose(f);
@@ -1356,6 +1383,9 @@ int lp_study_report(const lp_study *s, const lp_study_report_opts *o, char *msg,
                 lp_claims[i].title, lp_claims[i].paper, lp_verdict_name(xv[i].level), xv[i].text);
         lp_claims[i].table(f, s);
     }
+    if (o->general != NULL)
+        lp_gstudy_section(f, &gs, &gv);
+    lp_gstudy_clear(&gs);
 
     fprintf(f, "\n## Real data: OASST, 5-fold held-out accuracy\n\n");
     FILE *cv = o->cv_table ? fopen(o->cv_table, "r") : NULL;
