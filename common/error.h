@@ -87,7 +87,9 @@
       "this task was already answered on this device; a randomized answer can never be changed "   \
       "or repeated")                                                                               \
     X(61, CSRF_FAILED, "csrf_failed", 403, "the request lacks the console session's CSRF token")   \
-    X(62, CROSS_SITE, "cross_site_request", 403, "cross-site requests are refused")
+    X(62, CROSS_SITE, "cross_site_request", 403, "cross-site requests are refused")                \
+    X(63, BAD_GOLD, "bad_gold", 400,                                                               \
+      "a task's gold answer must be \"a\" or \"b\" (0 or 1; \"chosen\" or \"rejected\")")
 
 /* Codes as an enum: LP_OK, LP_EINVALID_ARGUMENT, ... */
 typedef enum lp_error {

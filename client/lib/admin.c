@@ -1,6 +1,7 @@
 /*
  * admin.c — operator calls of libldpref (bearer token from the options):
- * campaigns, enrollment tokens, task upload, key revocation, stats, export
+ * campaigns, enrollment tokens, task upload, key revocation, stats, label
+ * quality, export
  * (the clean view or the server-side corruption view).
  * JSON results are returned as text the caller frees with ldpref_free();
  * export streams the server's JSONL into a FILE* without holding it in
@@ -211,6 +212,20 @@ int ldpref_admin_stats(ldpref_client *c, char **json_out)
     json_t *resp = NULL;
     long status = 0;
     int rc = lpc_call_json(c, "GET", "/v1/stats", NULL, 1, LPC_RESP_CAP_SMALL, &resp, &status);
+    return rc != LDPREF_OK ? rc : lpc_give_json(c, resp, json_out);
+}
+
+int ldpref_admin_quality(ldpref_client *c, const char *campaign, char **json_out)
+{
+    clear_out(json_out);
+    if (c == NULL)
+        return LDPREF_EINVALID_ARGUMENT;
+    char path[512];
+    int rc = lpc_campaign_query(c, "/v1/quality", campaign, path, sizeof path);
+    json_t *resp = NULL;
+    long status = 0;
+    if (rc == LDPREF_OK)
+        rc = lpc_call_json(c, "GET", path, NULL, 1, LPC_RESP_CAP_LARGE, &resp, &status);
     return rc != LDPREF_OK ? rc : lpc_give_json(c, resp, json_out);
 }
 

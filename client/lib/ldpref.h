@@ -107,6 +107,7 @@ typedef enum ldpref_error {
     LDPREF_EALREADY_ANSWERED = 60,
     LDPREF_ECSRF_FAILED = 61,
     LDPREF_ECROSS_SITE = 62,
+    LDPREF_EBAD_GOLD = 63,
     LDPREF_ERROR_END /* one past the last code; grows when codes are added */
 } ldpref_error;
 
@@ -427,6 +428,13 @@ int ldpref_admin_revoke(ldpref_client *c, const char *key_b64);
 
 /* Server statistics. *json_out gets the server's JSON. */
 int ldpref_admin_stats(ldpref_client *c, char **json_out);
+
+/* Since 0.4: label quality under privacy for campaign (NULL: "default"):
+ * debiased gold accuracy and agreement with confidence intervals, per
+ * annotator too, the outlier flags and the planning figures
+ * (GET /v1/quality; docs/operators.md "Label quality under privacy").
+ * *json_out gets the server's JSON. LDPREF_EUNKNOWN_CAMPAIGN. */
+int ldpref_admin_quality(ldpref_client *c, const char *campaign, char **json_out);
 
 /* Streams the export (JSONL) for campaign (NULL: all) into out (borrowed). */
 int ldpref_admin_export(ldpref_client *c, const char *campaign, FILE *out);

@@ -14,8 +14,11 @@
 #include <jansson.h>
 #include <stdatomic.h>
 
+typedef struct lp_quality_cache lp_quality_cache;
+
 struct lp_api {
     lp_store *store;
+    lp_quality_cache *quality_cache; /* the /metrics quality gauges (api_quality.c) */
     struct lp_learner *learner; /* NULL: the learning endpoints are unavailable */
     lp_api_opts opts;
     atomic_int draining;
@@ -73,6 +76,14 @@ int lp_api_tasks_load(lp_api *api, const lp_request *req, lp_response *resp);
 int lp_api_stats(lp_api *api, const lp_request *req, lp_response *resp);
 int lp_api_export(lp_api *api, const lp_request *req, lp_response *resp);
 int lp_api_metrics(lp_api *api, const lp_request *req, lp_response *resp);
+
+/* label quality (api_quality.c): GET /v1/quality, and the quality gauges
+ * of /metrics appended to b (recomputed at most every 10 s). The cache is
+ * created with the api; NULL when out of memory (no gauges then). */
+int lp_api_quality(lp_api *api, const lp_request *req, lp_response *resp);
+void lp_api_quality_metrics(lp_api *api, lp_buf *b);
+lp_quality_cache *lp_quality_cache_new(void);
+void lp_quality_cache_free(lp_quality_cache *q); /* accepts NULL */
 
 /* handlers (api_learn.c) */
 int lp_api_retrain_start(lp_api *api, const lp_request *req, lp_response *resp);
