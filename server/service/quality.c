@@ -57,10 +57,10 @@ void lp_quality_score_interval(double mean, double k, size_t n, double *low, dou
     *high = clamp01((b + root) / (2.0 * (1.0 + t)));
 }
 
-/* Running sums of gold terms: the mean and the mean k(e). */
+/* Running sums of gold terms: their sum, and the sums of k(e) and c(e). */
 typedef struct gold_sums {
     size_t n;
-    double sum, k;
+    double sum, k, c;
 } gold_sums;
 
 static lp_quality_estimate gold_estimate(const gold_sums *g)
@@ -306,21 +306,26 @@ static int cmp_p(const void *x, const void *y, void *ctx)
 }
 
 /* Gold test of annotator j against the pooled gold terms of the others:
- * z = (a_j - a_o) / sqrt(V_j(a_o) + V_o), the annotator's variance taken at
- * the null a_j = a_o. */
+ * the two-sample z-test with both variances taken at the null (the pooled
+ * accuracy a0 of every gold label) and a continuity correction of half a
+ * step of each mean (one label more or less equal to gold moves a mean of n
+ * terms by about c/n):
+ *   z = (a_j - a_o + (c_j/n_j + c_o/n_o)/2) / sqrt(V_j(a0) + V_o(a0)). */
 static void gold_test(lp_annotator_quality *q, const gold_sums *own, const gold_sums *all)
 {
-    gold_sums others = {all->n - own->n, all->sum - own->sum, all->k - own->k};
+    gold_sums others = {all->n - own->n, all->sum - own->sum, all->k - own->k, all->c - own->c};
     if (own->n < LP_QUALITY_MIN_LABELS || others.n < LP_QUALITY_MIN_LABELS)
         return;
-    double a_o = others.sum / (double)others.n, a0 = clamp01(a_o);
-    double v_o = (a0 * (1.0 - a0) + others.k / (double)others.n) / (double)others.n;
-    double v_j = (a0 * (1.0 - a0) + own->k / (double)own->n) / (double)own->n;
+    double nj = (double)own->n, no = (double)others.n;
+    double a0 = clamp01(all->sum / (double)all->n), a_o = others.sum / no;
+    double v_o = (a0 * (1.0 - a0) + others.k / no) / no;
+    double v_j = (a0 * (1.0 - a0) + own->k / nj) / nj;
     if (!(v_o + v_j > 0))
         return;
+    double half_step = 0.5 * (own->c / (nj * nj) + others.c / (no * no));
     q->basis = LP_QUALITY_BY_GOLD;
     q->reference = a_o;
-    q->z = (own->sum / (double)own->n - a_o) / sqrt(v_j + v_o);
+    q->z = (own->sum / nj - a_o + half_step) / sqrt(v_j + v_o);
     q->p_value = normal_cdf(q->z);
 }
 
@@ -392,12 +397,13 @@ int lp_quality_compute(const lp_quality_row *rows, size_t n_rows, size_t n_annot
         if (l->gold < 0)
             continue;
         double term = lp_rr_debias(l->epsilon) * (l->z_task == l->gold) - rr_offset(l->epsilon);
-        double k = rr_extra_variance(l->epsilon);
+        double k = rr_extra_variance(l->epsilon), c = lp_rr_debias(l->epsilon);
         gold_sums *g[2] = {&own[l->annotator], &all};
         for (int x = 0; x < 2; x++) {
             g[x]->n++;
             g[x]->sum += term;
             g[x]->k += k;
+            g[x]->c += c;
         }
     }
     if (rc == LP_OK) {
