@@ -19,7 +19,7 @@ typedef struct lp_quality_cache lp_quality_cache;
 struct lp_api {
     lp_store *store;
     lp_quality_cache *quality_cache; /* the /metrics quality gauges (api_quality.c) */
-    struct lp_learner *learner; /* NULL: the learning endpoints are unavailable */
+    struct lp_learner *learner;      /* NULL: the learning endpoints are unavailable */
     lp_api_opts opts;
     atomic_int draining;
     int64_t started_ms;

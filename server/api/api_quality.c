@@ -151,12 +151,12 @@ int lp_api_quality(lp_api *api, const lp_request *req, lp_response *resp)
     json_t *agreement = estimate_json(&r.agreement, 1, "pairs");
     if (json_is_object(agreement))
         json_object_set_new(agreement, "tasks", json_integer((json_int_t)r.tasks_shared));
-    json_t *o = json_pack("{s:s, s:f, s:{s:I, s:o}, s:o, s:o, s:f, s:I, s:o}", "campaign", c.name,
-                          "confidence", LP_QUALITY_CONFIDENCE, "gold", "labels",
-                          (json_int_t)r.gold.n, "accuracy", estimate_json(&r.gold, 0, NULL),
-                          "agreement", agreement, "planning", planning_json(&c, &r, width),
-                          "alpha", LP_QUALITY_ALPHA, "bootstrap", (json_int_t)r.bootstrap,
-                          "annotators", list);
+    json_t *o =
+        json_pack("{s:s, s:f, s:{s:I, s:o}, s:o, s:o, s:f, s:I, s:o}", "campaign", c.name,
+                  "confidence", LP_QUALITY_CONFIDENCE, "gold", "labels", (json_int_t)r.gold.n,
+                  "accuracy", estimate_json(&r.gold, 0, NULL), "agreement", agreement, "planning",
+                  planning_json(&c, &r, width), "alpha", LP_QUALITY_ALPHA, "bootstrap",
+                  (json_int_t)r.bootstrap, "annotators", list);
     lp_quality_report_clear(&r);
     lp_quality_data_clear(&data);
     char *text = o ? json_dumps(o, JSON_COMPACT | JSON_REAL_PRECISION(6)) : NULL;

@@ -217,8 +217,7 @@ static int parse_gold(const json_t *o, int chosen_rejected, lp_task_in *t, char 
         return LP_OK;
     const char *s = json_is_string(g) ? json_string_value(g) : NULL;
     json_int_t i = json_is_integer(g) ? json_integer_value(g) : -1;
-    if (i == 0 || (s && strcmp(s, "a") == 0) ||
-        (s && chosen_rejected && strcmp(s, "chosen") == 0))
+    if (i == 0 || (s && strcmp(s, "a") == 0) || (s && chosen_rejected && strcmp(s, "chosen") == 0))
         t->gold = LP_GOLD_RESPONSE0;
     else if (i == 1 || (s && strcmp(s, "b") == 0) ||
              (s && chosen_rejected && strcmp(s, "rejected") == 0))

@@ -43,8 +43,8 @@ static int read_annotators(sqlite3 *db, int64_t campaign, lp_quality_data *d)
     size_t cap = 0;
     int rc = LP_OK, step;
     while (rc == LP_OK && (step = sqlite3_step(st)) == SQLITE_ROW) {
-        rc = lp_array_reserve((void **)&d->annotators, &cap, d->n_annotators,
-                              sizeof *d->annotators, 16);
+        rc = lp_array_reserve((void **)&d->annotators, &cap, d->n_annotators, sizeof *d->annotators,
+                              16);
         if (rc != LP_OK)
             break;
         lp_quality_annotator *a = &d->annotators[d->n_annotators++];
@@ -79,8 +79,8 @@ static int read_labels(sqlite3 *db, int64_t campaign, lp_quality_data *d)
         r->task = sqlite3_column_int64(st, 0);
         r->annotator = who;
         r->z_task = sqlite3_column_int(st, 2) != 0;
-        r->epsilon = sqlite3_column_type(st, 3) == SQLITE_NULL ? INFINITY
-                                                                : sqlite3_column_double(st, 3);
+        r->epsilon =
+            sqlite3_column_type(st, 3) == SQLITE_NULL ? INFINITY : sqlite3_column_double(st, 3);
         r->gold = sqlite3_column_type(st, 4) == SQLITE_NULL ? -1 : sqlite3_column_int(st, 4) != 0;
     }
     if (rc == LP_OK && step != SQLITE_DONE)

@@ -12,11 +12,11 @@
 #include <stdint.h>
 
 typedef struct lp_quality_row {
-    int64_t task;      /* task id */
-    size_t annotator;  /* index into lp_quality_data.annotators */
-    int z_task;        /* the privatized answer in the task's orientation (1: response 1) */
-    int gold;          /* the task's gold answer in the same orientation, or -1 none */
-    double epsilon;    /* +INFINITY: not privatized */
+    int64_t task;     /* task id */
+    size_t annotator; /* index into lp_quality_data.annotators */
+    int z_task;       /* the privatized answer in the task's orientation (1: response 1) */
+    int gold;         /* the task's gold answer in the same orientation, or -1 none */
+    double epsilon;   /* +INFINITY: not privatized */
 } lp_quality_row;
 
 typedef struct lp_quality_annotator {

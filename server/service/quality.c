@@ -263,7 +263,8 @@ static int agreement(const shared_tasks *s, size_t n_annotators, size_t bootstra
             lp_annotator_quality *q = &r->annotators[j];
             q->agreement = no_estimate();
             if (a.own_count[j] > 0)
-                q->agreement = point_estimate((size_t)a.own_count[j], a.own_sum[j] / a.own_count[j]);
+                q->agreement =
+                    point_estimate((size_t)a.own_count[j], a.own_sum[j] / a.own_count[j]);
             diff[j] = own_minus_others(&a, j);
         }
         lp_prng g;
@@ -390,8 +391,7 @@ int lp_quality_compute(const lp_quality_row *rows, size_t n_rows, size_t n_annot
     out->annotators = calloc(na, sizeof *out->annotators);
     out->n_annotators = n_annotators;
     shared_tasks s = {0};
-    rc = own && diff && diff_se && out->annotators ? shared_build(rows, n_rows, &s)
-                                                   : LP_ENO_MEMORY;
+    rc = own && diff && diff_se && out->annotators ? shared_build(rows, n_rows, &s) : LP_ENO_MEMORY;
     for (size_t i = 0; rc == LP_OK && i < n_rows; i++) {
         const lp_quality_row *l = &rows[i];
         if (l->gold < 0)

@@ -34,13 +34,13 @@
 #include <stdint.h>
 
 #define LP_QUALITY_CONFIDENCE 0.95
-#define LP_QUALITY_Z 1.959963984540054 /* the standard normal's 0.975 quantile */
-#define LP_QUALITY_ALPHA 0.05          /* family-wise rate of false flags */
-#define LP_QUALITY_MIN_LABELS 10       /* gold labels or pairs before a test */
-#define LP_QUALITY_BOOTSTRAP 1000      /* bootstrap resamples (fewer on huge campaigns) */
-#define LP_QUALITY_BOOTSTRAP_MIN 200   /* ... but never fewer than this */
-#define LP_QUALITY_BOOTSTRAP_WORK 5e7  /* resamples x labels in shared tasks, at most */
-#define LP_QUALITY_BOOTSTRAP_DRAWS 1e7 /* resamples x annotators kept, at most */
+#define LP_QUALITY_Z 1.959963984540054        /* the standard normal's 0.975 quantile */
+#define LP_QUALITY_ALPHA 0.05                 /* family-wise rate of false flags */
+#define LP_QUALITY_MIN_LABELS 10              /* gold labels or pairs before a test */
+#define LP_QUALITY_BOOTSTRAP 1000             /* bootstrap resamples (fewer on huge campaigns) */
+#define LP_QUALITY_BOOTSTRAP_MIN 200          /* ... but never fewer than this */
+#define LP_QUALITY_BOOTSTRAP_WORK 5e7         /* resamples x labels in shared tasks, at most */
+#define LP_QUALITY_BOOTSTRAP_DRAWS 1e7        /* resamples x annotators kept, at most */
 #define LP_QUALITY_SEED 0x6c64707265665155ull /* the bootstrap's fixed seed */
 
 /* An estimate with its interval (at LP_QUALITY_CONFIDENCE) and standard
@@ -68,10 +68,10 @@ typedef struct lp_annotator_quality {
 } lp_annotator_quality;
 
 typedef struct lp_quality_report {
-    lp_quality_estimate gold;      /* pooled over every gold label */
-    lp_quality_estimate agreement; /* over every pair of labels on a task */
-    size_t tasks_shared;           /* tasks with two labels or more */
-    size_t bootstrap;              /* resamples drawn (0: no pairs) */
+    lp_quality_estimate gold;         /* pooled over every gold label */
+    lp_quality_estimate agreement;    /* over every pair of labels on a task */
+    size_t tasks_shared;              /* tasks with two labels or more */
+    size_t bootstrap;                 /* resamples drawn (0: no pairs) */
     lp_annotator_quality *annotators; /* n_annotators entries, owned */
     size_t n_annotators;
 } lp_quality_report;
@@ -80,9 +80,9 @@ typedef struct lp_quality_report {
  * n_annotators). bootstrap: the resamples wanted (LP_QUALITY_BOOTSTRAP;
  * fewer on huge campaigns, see above); 0 computes the point estimates only
  * (no agreement intervals, no agreement test). The bootstrap is seeded with
- * seed (LP_QUALITY_SEED): the same labels give the same report. LP_OK, LP_EINVALID_ARGUMENT (an index out of range, rows
- * out of task order, an epsilon not > 0) or LP_ENO_MEMORY; on error *out is
- * cleared. */
+ * seed (LP_QUALITY_SEED): the same labels give the same report. LP_OK, LP_EINVALID_ARGUMENT (an
+ * index out of range, rows out of task order, an epsilon not > 0) or LP_ENO_MEMORY; on error *out
+ * is cleared. */
 int lp_quality_compute(const lp_quality_row *rows, size_t n_rows, size_t n_annotators,
                        size_t bootstrap, uint64_t seed, lp_quality_report *out);
 /* Frees the annotators; accepts NULL. */

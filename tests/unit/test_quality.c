@@ -58,8 +58,8 @@ static int binom_upper(int n, double p, double tail)
 
 static lp_quality_row row(int64_t task, size_t who, int z, int gold, double eps)
 {
-    return (lp_quality_row){.task = task, .annotator = who, .z_task = z, .gold = gold,
-                            .epsilon = eps};
+    return (lp_quality_row){
+        .task = task, .annotator = who, .z_task = z, .gold = gold, .epsilon = eps};
 }
 
 /* Wilson's interval for a proportion, the textbook formula. */
@@ -135,8 +135,8 @@ static void test_agreement_exact(void)
     lp_quality_row rows[] = {
         row(1, 0, 1, -1, INFINITY), row(1, 1, 1, -1, INFINITY), /* agree: 1 */
         row(2, 0, 1, -1, 1.0),      row(2, 1, 0, -1, 2.0),      /* disagree */
-        row(3, 0, 0, -1, 1.0),      row(3, 1, 0, -1, 1.0),      row(3, 2, 1, -1, INFINITY),
-        row(4, 2, 1, -1, 1.0), /* alone: no pair */
+        row(3, 0, 0, -1, 1.0),      row(3, 1, 0, -1, 1.0),
+        row(3, 2, 1, -1, INFINITY), row(4, 2, 1, -1, 1.0), /* alone: no pair */
     };
     double p1 = 1, p2 = (1 - c1 * c2) / 2, p3a = (1 + c1 * c1) / 2, p3b = (1 - c1) / 2,
            p3c = (1 - c1) / 2;
@@ -259,7 +259,10 @@ static void test_coverage(void)
     int min_pooled = binom_lower(R * A, GOLD_COVERAGE, COVERAGE_TAIL);
     int min_agree = binom_lower(R, AGREEMENT_COVERAGE, COVERAGE_TAIL);
     for (int e = 0; e < N_EPS; e++) {
-        sim s = {.tasks = 60, .gold_tasks = 20, .annotators = A, .accuracy = acc,
+        sim s = {.tasks = 60,
+                 .gold_tasks = 20,
+                 .annotators = A,
+                 .accuracy = acc,
                  .epsilon = EPSILONS[e]};
         double truth = true_agreement(&s);
         int gold_cover[A] = {0}, gold_all = 0, agree_cover = 0;
@@ -290,8 +293,8 @@ static void test_coverage(void)
                gold_cover[4], gold_cover[5], R, min_gold, agree_cover, R);
         for (int a = 0; a < A; a++)
             check_record(gold_cover[a] >= min_gold, __FILE__, __LINE__,
-                         "gold coverage eps=%g accuracy %.1f: %d of %d >= %d", EPSILONS[e],
-                         acc[a], gold_cover[a], R, min_gold);
+                         "gold coverage eps=%g accuracy %.1f: %d of %d >= %d", EPSILONS[e], acc[a],
+                         gold_cover[a], R, min_gold);
         check_record(gold_all >= min_pooled, __FILE__, __LINE__,
                      "pooled gold coverage eps=%g: %d of %d >= %d", EPSILONS[e], gold_all, R * A,
                      min_pooled);
@@ -314,9 +317,9 @@ static void count_flags(const sim *s, int R, size_t bootstrap, uint64_t seed, in
         size_t n;
         lp_quality_row *rows = simulate(s, &g, &n);
         lp_quality_report r;
-        CHECK_ERR(lp_quality_compute(rows, n, (size_t)s->annotators, bootstrap, LP_QUALITY_SEED,
-                                     &r),
-                  LP_OK);
+        CHECK_ERR(
+            lp_quality_compute(rows, n, (size_t)s->annotators, bootstrap, LP_QUALITY_SEED, &r),
+            LP_OK);
         int some = 0;
         for (int a = 0; a < s->annotators && r.annotators; a++) {
             flagged[a] += r.annotators[a].flagged;
@@ -341,8 +344,11 @@ static void test_false_flags(void)
     int max_any = binom_upper(R, LP_QUALITY_ALPHA, COVERAGE_TAIL);
     for (int e = 0; e < N_EPS; e++) {
         for (int gold = 1; gold >= 0; gold--) {
-            sim s = {.tasks = gold ? 40 : 100, .gold_tasks = gold ? 40 : 0, .annotators = A,
-                     .accuracy = acc, .epsilon = EPSILONS[e]};
+            sim s = {.tasks = gold ? 40 : 100,
+                     .gold_tasks = gold ? 40 : 0,
+                     .annotators = A,
+                     .accuracy = acc,
+                     .epsilon = EPSILONS[e]};
             int flagged[A], any;
             count_flags(&s, R, gold ? 0 : LP_QUALITY_BOOTSTRAP / 5, 2000 + (uint64_t)e, flagged,
                         &any);
@@ -381,8 +387,8 @@ static void test_power(void)
     int max_good = binom_upper(R, LP_QUALITY_ALPHA, COVERAGE_TAIL);
     for (int e = 0; e < N_EPS; e++) {
         int n = (int)quality_gold_labels_for_power(EPSILONS[e]);
-        sim s = {.tasks = n, .gold_tasks = n, .annotators = A, .accuracy = acc,
-                 .epsilon = EPSILONS[e]};
+        sim s = {
+            .tasks = n, .gold_tasks = n, .annotators = A, .accuracy = acc, .epsilon = EPSILONS[e]};
         int flagged[A], any;
         count_flags(&s, R, 0, 3000 + (uint64_t)e, flagged, &any);
         printf("flags eps=%g, %d gold labels each: good %d %d %d %d, careless %d, adversarial %d "
