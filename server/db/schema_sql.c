@@ -445,6 +445,6 @@ static const char MIGRATION_006[] =
     "\n"
     "ALTER TABLE tasks ADD COLUMN gold INTEGER CHECK (gold IS NULL OR gold IN (0, 1));\n";
 
-const char *const LP_MIGRATIONS[] = {MIGRATION_001, MIGRATION_002, MIGRATION_003, MIGRATION_004,
-                                     MIGRATION_005, MIGRATION_006};
+const char *const LP_MIGRATIONS[] = {MIGRATION_001, MIGRATION_002, MIGRATION_003,
+                                     MIGRATION_004, MIGRATION_005, MIGRATION_006};
 const int LP_MIGRATION_COUNT = (int)(sizeof LP_MIGRATIONS / sizeof LP_MIGRATIONS[0]);
