@@ -13,6 +13,7 @@
  * a bad gold field is refused by name with nothing stored.
  */
 #include "annotator_client.h"
+#include "binomial.h"
 #include "check.h"
 #include "error.h"
 #include "ldpref.h"
@@ -38,24 +39,6 @@ static const double ACCURACY[A] = {0.9, 0.9, 0.9, 0.9, 0.5, 0.2};
 static server_proc srv;
 static char keydir[256];
 
-static double binom_pmf(int n, int k, double p)
-{
-    return exp(lgamma(n + 1.0) - lgamma(k + 1.0) - lgamma(n - k + 1.0) + k * log(p) +
-               (n - k) * log1p(-p));
-}
-
-/* The largest k with P(X < k) <= TAIL for X ~ Binomial(n, p). */
-static int binom_lower(int n, double p)
-{
-    double cdf = 0;
-    for (int k = 0; k <= n; k++) {
-        if (cdf + binom_pmf(n, k, p) > TAIL)
-            return k;
-        cdf += binom_pmf(n, k, p);
-    }
-    return n;
-}
-
 /*
  * Gold labels per annotator for a flag with power >= 0.999 at epsilon: the
  * careless annotator lies 0.26 below the others' pooled accuracy (0.76),
@@ -77,34 +60,26 @@ static int gold_tasks_for(double eps)
  * placed first or second, and the gold field takes every accepted spelling. */
 static void write_tasks(const char *path, const char *name, int n)
 {
+    /* the two responses' fields, whether "good" goes second, the gold value */
+    static const struct {
+        const char *first, *second;
+        int good_second;
+        const char *gold;
+    } forms[] = {{"\"responses\":[", ",", 0, "\"a\""},
+                 {"\"responses\":[", ",", 1, "1"},
+                 {"\"chosen\":", ",\"rejected\":", 0, "\"chosen\""},
+                 {"\"chosen\":", ",\"rejected\":", 1, "\"b\""}};
     FILE *f = fopen(path, "w");
     CHECK(f != NULL);
     for (int i = 0; f && i < n; i++) {
-        switch (i % 4) {
-        case 0:
-            fprintf(f,
-                    "{\"id\":\"%s-%d\",\"prompt\":\"q %s %d\",\"responses\":[\"good %s %d\","
-                    "\"bad %s %d\"],\"gold\":\"a\"}\n",
-                    name, i, name, i, name, i, name, i);
-            break;
-        case 1:
-            fprintf(f,
-                    "{\"id\":\"%s-%d\",\"prompt\":\"q %s %d\",\"responses\":[\"bad %s %d\","
-                    "\"good %s %d\"],\"gold\":1}\n",
-                    name, i, name, i, name, i, name, i);
-            break;
-        case 2:
-            fprintf(f,
-                    "{\"id\":\"%s-%d\",\"prompt\":\"q %s %d\",\"chosen\":\"good %s %d\","
-                    "\"rejected\":\"bad %s %d\",\"gold\":\"chosen\"}\n",
-                    name, i, name, i, name, i, name, i);
-            break;
-        default:
-            fprintf(f,
-                    "{\"id\":\"%s-%d\",\"prompt\":\"q %s %d\",\"chosen\":\"bad %s %d\","
-                    "\"rejected\":\"good %s %d\",\"gold\":\"b\"}\n",
-                    name, i, name, i, name, i, name, i);
-        }
+        int k = i % 4, list = forms[k].first[1] == 'r';
+        const char *one = forms[k].good_second ? "bad" : "good";
+        const char *two = forms[k].good_second ? "good" : "bad";
+        fprintf(f,
+                "{\"id\":\"%s-%d\",\"prompt\":\"q %s %d\",%s\"%s %s %d\"%s\"%s %s "
+                "%d\"%s,\"gold\":%s}\n",
+                name, i, name, i, forms[k].first, one, name, i, forms[k].second, two, name, i,
+                list ? "]" : "", forms[k].gold);
     }
     if (f)
         fclose(f);
@@ -170,18 +145,21 @@ static int label_all(ldpref_client *c, double accuracy, lp_prng *g)
             return sent;
         }
         ldpref_batch_item *items = calloc(n, sizeof *items);
+        int unreadable = 0, failed = 0;
         for (size_t i = 0; items && i < n; i++) {
             int good_is_b = strncmp(t[i].b, "good ", 5) == 0;
-            CHECK(good_is_b || strncmp(t[i].a, "good ", 5) == 0);
+            unreadable += !good_is_b && strncmp(t[i].a, "good ", 5) != 0;
             int correct = lp_prng_bernoulli(g, accuracy);
             items[i].task = &t[i];
             items[i].choice = correct == good_is_b ? LDPREF_CHOICE_B : LDPREF_CHOICE_A;
         }
         CHECK_ERR(ldpref_answer_batch(c, items, n), LP_OK);
         for (size_t i = 0; items && i < n; i++) {
-            CHECK_ERR(items[i].error, LP_OK);
+            failed += items[i].error != LDPREF_OK;
             sent += items[i].error == LDPREF_OK;
         }
+        CHECK_INT(unreadable, 0);
+        CHECK_INT(failed, 0);
         free(items);
         ldpref_tasks_free(t, n);
     }
@@ -360,7 +338,8 @@ int main(void)
      * intervals, each covering with probability >= 0.93 (the claim
      * tests/unit/test_quality.c checks over many seeds), and 4 agreement
      * intervals (>= 0.92). */
-    int min_gold = binom_lower(t.gold_total, 0.93), min_agree = binom_lower(t.agree_total, 0.92);
+    int min_gold = binom_lower(t.gold_total, 0.93, TAIL);
+    int min_agree = binom_lower(t.agree_total, 0.92, TAIL);
     printf("gold intervals covering: %d of %d (>= %d); agreement: %d of %d (>= %d)\n", t.gold_cover,
            t.gold_total, min_gold, t.agree_cover, t.agree_total, min_agree);
     CHECK(t.gold_cover >= min_gold);

@@ -8,6 +8,7 @@
  * are flagged. Every tolerance is a quantile of the binomial distribution of
  * the count it bounds (see binom_lower / binom_upper).
  */
+#include "binomial.h"
 #include "check.h"
 #include "error.h"
 #include "prng.h"
@@ -20,39 +21,6 @@
 #include <string.h>
 
 #define Z LP_QUALITY_Z
-
-/* ---- binomial tolerances ---- */
-
-static double binom_pmf(int n, int k, double p)
-{
-    return exp(lgamma(n + 1.0) - lgamma(k + 1.0) - lgamma(n - k + 1.0) + k * log(p) +
-               (n - k) * log1p(-p));
-}
-
-/* The largest k with P(X < k) <= tail for X ~ Binomial(n, p): a count below
- * it happens with probability at most tail. */
-static int binom_lower(int n, double p, double tail)
-{
-    double cdf = 0;
-    for (int k = 0; k <= n; k++) {
-        if (cdf + binom_pmf(n, k, p) > tail)
-            return k;
-        cdf += binom_pmf(n, k, p);
-    }
-    return n;
-}
-
-/* The smallest k with P(X > k) <= tail for X ~ Binomial(n, p). */
-static int binom_upper(int n, double p, double tail)
-{
-    double sf = 0;
-    for (int k = n; k >= 0; k--) {
-        if (sf + binom_pmf(n, k, p) > tail)
-            return k;
-        sf += binom_pmf(n, k, p);
-    }
-    return 0;
-}
 
 /* ---- exact cases ---- */
 
