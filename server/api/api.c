@@ -217,7 +217,7 @@ lp_api *lp_api_new(lp_store *store, const lp_api_opts *opts)
     if (api == NULL)
         return NULL;
     api->store = store;
-    api->quality_cache = lp_quality_cache_new();
+    api->quality_cache = lp_quality_cache_new(api);
     api->opts = *opts;
     if (api->opts.json_depth <= 0)
         api->opts.json_depth = LP_JSON_DEPTH_MAX;

@@ -78,11 +78,13 @@ int lp_api_export(lp_api *api, const lp_request *req, lp_response *resp);
 int lp_api_metrics(lp_api *api, const lp_request *req, lp_response *resp);
 
 /* label quality (api_quality.c): GET /v1/quality, and the quality gauges
- * of /metrics appended to b (recomputed at most every 10 s). The cache is
- * created with the api; NULL when out of memory (no gauges then). */
+ * of /metrics appended to b: the last rendering, recomputed in a thread of
+ * its own when older than 10 s (the first scrape has none yet). The cache is
+ * created with the api (NULL when out of memory: no gauges then); freeing it
+ * waits for a rendering in progress. */
 int lp_api_quality(lp_api *api, const lp_request *req, lp_response *resp);
 void lp_api_quality_metrics(lp_api *api, lp_buf *b);
-lp_quality_cache *lp_quality_cache_new(void);
+lp_quality_cache *lp_quality_cache_new(lp_api *api);
 void lp_quality_cache_free(lp_quality_cache *q); /* accepts NULL */
 
 /* handlers (api_learn.c) */

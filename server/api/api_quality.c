@@ -21,19 +21,26 @@
 #define QUALITY_WIDTH_DEFAULT 0.05
 #define QUALITY_TTL_MS 10000 /* how long /metrics reuses its quality gauges */
 
-/* The quality gauges of every campaign, rendered at most every
- * QUALITY_TTL_MS. */
+/* The quality gauges of every campaign. A scrape never waits for them: it
+ * appends the last rendering and, when that is older than QUALITY_TTL_MS,
+ * starts a new one in a thread of its own (one at a time). */
 struct lp_quality_cache {
     pthread_mutex_t lock;
-    int64_t rendered_ms; /* 0: never */
+    lp_api *api;
+    int64_t rendered_ms; /* when the text was rendered; 0: never */
+    int refreshing;      /* a rendering thread is running */
+    int joinable;        /* thread is to be joined */
+    pthread_t thread;
     lp_buf text;
 };
 
-lp_quality_cache *lp_quality_cache_new(void)
+lp_quality_cache *lp_quality_cache_new(lp_api *api)
 {
     lp_quality_cache *q = calloc(1, sizeof *q);
-    if (q != NULL)
+    if (q != NULL) {
         pthread_mutex_init(&q->lock, NULL);
+        q->api = api;
+    }
     return q;
 }
 
@@ -41,6 +48,11 @@ void lp_quality_cache_free(lp_quality_cache *q)
 {
     if (q == NULL)
         return;
+    pthread_mutex_lock(&q->lock);
+    int join = q->joinable;
+    pthread_mutex_unlock(&q->lock);
+    if (join)
+        pthread_join(q->thread, NULL);
     pthread_mutex_destroy(&q->lock);
     lp_buf_free(&q->text);
     free(q);
@@ -192,16 +204,31 @@ static void render_gauges(lp_api *api, lp_buf *b)
         lp_quality_data_clear(&data);
     }
     free(cs);
-    lp_buf_puts(b, "# HELP ldpref_campaign_gold_accuracy Debiased gold accuracy of a campaign's "
-                   "labels (refreshed every 10 s).\n# TYPE ldpref_campaign_gold_accuracy gauge\n");
+    lp_buf_puts(b,
+                "# HELP ldpref_campaign_gold_accuracy Debiased gold accuracy of a campaign's "
+                "labels (at most about 10 s old).\n# TYPE ldpref_campaign_gold_accuracy gauge\n");
     if (gold.len > 0)
         lp_buf_append(b, gold.data, gold.len);
     lp_buf_puts(b, "# HELP ldpref_campaign_agreement Debiased agreement of two annotators' true "
-                   "answers (refreshed every 10 s).\n# TYPE ldpref_campaign_agreement gauge\n");
+                   "answers (at most about 10 s old).\n# TYPE ldpref_campaign_agreement gauge\n");
     if (agree.len > 0)
         lp_buf_append(b, agree.data, agree.len);
     lp_buf_free(&gold);
     lp_buf_free(&agree);
+}
+
+static void *refresh_main(void *arg)
+{
+    lp_quality_cache *q = arg;
+    lp_buf text = {0};
+    render_gauges(q->api, &text);
+    pthread_mutex_lock(&q->lock);
+    lp_buf_free(&q->text);
+    q->text = text;
+    q->rendered_ms = lp_now_ms();
+    q->refreshing = 0;
+    pthread_mutex_unlock(&q->lock);
+    return NULL;
 }
 
 void lp_api_quality_metrics(lp_api *api, lp_buf *b)
@@ -210,14 +237,12 @@ void lp_api_quality_metrics(lp_api *api, lp_buf *b)
     if (q == NULL)
         return;
     pthread_mutex_lock(&q->lock);
-    int64_t now = lp_now_ms();
-    if (q->rendered_ms == 0 || now - q->rendered_ms >= QUALITY_TTL_MS || q->text.oom) {
-        q->text.len = 0;
-        q->text.oom = 0;
-        render_gauges(api, &q->text);
-        q->rendered_ms = now;
+    if (!q->refreshing && (q->rendered_ms == 0 || lp_now_ms() - q->rendered_ms >= QUALITY_TTL_MS)) {
+        if (q->joinable) /* the previous rendering has finished */
+            pthread_join(q->thread, NULL);
+        q->joinable = q->refreshing = pthread_create(&q->thread, NULL, refresh_main, q) == 0;
     }
-    if (q->text.len > 0)
+    if (q->text.len > 0 && !q->text.oom)
         lp_buf_append(b, q->text.data, q->text.len);
     pthread_mutex_unlock(&q->lock);
 }

@@ -29,6 +29,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #define A 6
 static const double ACCURACY[A] = {0.9, 0.9, 0.9, 0.9, 0.5, 0.2};
@@ -296,17 +297,22 @@ static void test_cli_and_metrics(const char *name)
     free(out);
     const char *bad[] = {"ldpref", "admin", "quality", "--campaign", "nope", NULL};
     CHECK_INT(run_tool(bad, env, NULL), LDPREF_EUNKNOWN_CAMPAIGN);
-    char url[160];
+    /* the gauges are rendered in the background: the first scrape starts it */
+    char url[160], gold[200], agreement[200];
     snprintf(url, sizeof url, "%s/metrics", srv.url);
+    snprintf(gold, sizeof gold, "ldpref_campaign_gold_accuracy{campaign=\"%s\"} ", name);
+    snprintf(agreement, sizeof agreement, "ldpref_campaign_agreement{campaign=\"%s\"} ", name);
+    int found = 0;
     http_reply r;
-    CHECK_INT(http_raw("GET", url, NULL, 0, NULL, &r), 0);
-    CHECK_INT(r.status, 200);
-    char line[200];
-    snprintf(line, sizeof line, "ldpref_campaign_gold_accuracy{campaign=\"%s\"} ", name);
-    CHECK(r.body && strstr(r.body, line) != NULL);
-    snprintf(line, sizeof line, "ldpref_campaign_agreement{campaign=\"%s\"} ", name);
-    CHECK(r.body && strstr(r.body, line) != NULL);
-    http_reply_free(&r);
+    for (int tries = 0; tries < 200 && !found; tries++) {
+        if (tries > 0)
+            usleep(50 * 1000);
+        CHECK_INT(http_raw("GET", url, NULL, 0, NULL, &r), 0);
+        CHECK_INT(r.status, 200);
+        found = r.body && strstr(r.body, gold) != NULL && strstr(r.body, agreement) != NULL;
+        http_reply_free(&r);
+    }
+    CHECK(found);
     /* operators only */
     snprintf(url, sizeof url, "%s/v1/quality?campaign=%s", srv.url, name);
     CHECK_INT(http_raw("GET", url, NULL, 0, NULL, &r), 0);
