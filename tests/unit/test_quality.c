@@ -374,6 +374,38 @@ static void test_power(void)
     }
 }
 
+/* Without gold the test runs on agreement: the adversarial annotator (0.2)
+ * agrees with the others far less than they agree among themselves (its
+ * mean z measured -13 at 200 unprivatized tasks, -11 at 400 tasks at
+ * epsilon 2), so it is flagged with probability ~1; good ones (mean z +6 to
+ * +11) never. The careless one lies closer (mean z -3.8 and -3.4: flagged
+ * in most runs, not checked). */
+static void test_agreement_flags(void)
+{
+    enum { R = 40, A = 6 };
+    static const double acc[A] = {0.9, 0.9, 0.9, 0.9, 0.5, 0.2};
+    static const double eps[2] = {INFINITY, 2.0};
+    static const int tasks[2] = {200, 400};
+    int min_flag = binom_lower(R, 0.95, COVERAGE_TAIL);
+    int max_good = binom_upper(R, LP_QUALITY_ALPHA, COVERAGE_TAIL);
+    for (int e = 0; e < 2; e++) {
+        sim s = {.tasks = tasks[e],
+                 .gold_tasks = 0,
+                 .annotators = A,
+                 .accuracy = acc,
+                 .epsilon = eps[e]};
+        int flagged[A], any;
+        count_flags(&s, R, LP_QUALITY_BOOTSTRAP_MIN, 4000 + (uint64_t)e, flagged, &any);
+        printf("agreement flags eps=%g, %d tasks: good %d %d %d %d, careless %d, adversarial %d "
+               "of %d runs\n",
+               eps[e], tasks[e], flagged[0], flagged[1], flagged[2], flagged[3], flagged[4],
+               flagged[5], R);
+        for (int a = 0; a < 4; a++)
+            CHECK(flagged[a] <= max_good);
+        CHECK(flagged[5] >= min_flag);
+    }
+}
+
 int main(void)
 {
     if (lp_rng_init() != LP_OK)
@@ -386,5 +418,6 @@ int main(void)
     test_coverage();
     test_false_flags();
     test_power();
+    test_agreement_flags();
     return check_summary();
 }
