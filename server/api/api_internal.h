@@ -77,6 +77,12 @@ int lp_api_stats(lp_api *api, const lp_request *req, lp_response *resp);
 int lp_api_export(lp_api *api, const lp_request *req, lp_response *resp);
 int lp_api_metrics(lp_api *api, const lp_request *req, lp_response *resp);
 
+/* handlers (api_views.c) */
+int lp_api_campaign_view(lp_api *api, const lp_request *req, lp_response *resp);
+int lp_api_annotator_list(lp_api *api, const lp_request *req, lp_response *resp);
+int lp_api_task_list(lp_api *api, const lp_request *req, lp_response *resp);
+int lp_api_task_one(lp_api *api, const lp_request *req, lp_response *resp);
+
 /* label quality (api_quality.c): GET /v1/quality, and the quality gauges
  * of /metrics appended to b: the last rendering, recomputed in a thread of
  * its own when older than 10 s (the first scrape has none yet). The cache is
