@@ -279,6 +279,30 @@ static void test_bad_gold(ldpref_client *op)
               0);
 }
 
+/* The operator's task views name each task's gold answer as the file did:
+ * the task forms of write_tasks alternate a, b, a, b. */
+static void test_views_show_gold(ldpref_client *op, const char *name)
+{
+    char *json = NULL;
+    CHECK_ERR(ldpref_admin_tasks(op, name, 0, 4, &json), LP_OK);
+    json_t *o = json ? json_loads(json, 0, NULL) : NULL;
+    ldpref_free(json);
+    json_t *tasks = json_object_get(o, "tasks");
+    CHECK_INT(json_array_size(tasks), 4);
+    static const char *const want[] = {"a", "b", "a", "b"};
+    for (size_t i = 0; i < json_array_size(tasks) && i < 4; i++)
+        CHECK_STR(json_string_value(json_object_get(json_array_get(tasks, i), "gold")), want[i]);
+    int64_t id = json_integer_value(json_object_get(json_array_get(tasks, 1), "id"));
+    json_decref(o);
+    CHECK_ERR(ldpref_admin_task(op, id, &json), LP_OK);
+    o = json ? json_loads(json, 0, NULL) : NULL;
+    ldpref_free(json);
+    CHECK_STR(json_string_value(json_object_get(o, "gold")), "b");
+    CHECK(strncmp(json_string_value(json_array_get(json_object_get(o, "responses"), 1)) ?: "",
+                  "good ", 5) == 0);
+    json_decref(o);
+}
+
 /* The CLI prints the same report; an unknown campaign is unknown_campaign;
  * /metrics carries the gauges. */
 static void test_cli_and_metrics(const char *name)
@@ -363,6 +387,7 @@ int main(void)
     if (op) {
         test_bad_gold(op);
         test_cli_and_metrics(names[3]);
+        test_views_show_gold(op, names[3]);
         ldpref_client_close(op);
     }
     server_cleanup(&srv);
