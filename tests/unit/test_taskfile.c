@@ -813,14 +813,31 @@ static void test_refuses_malformed_conversations(void)
     free(body);
 }
 
+/* Opens a fixture store (tag) and loads body into campaign 1, which must
+ * give n tasks; their first id into *first. 0 on success; on failure the
+ * checks have failed and nothing is left open. */
+static int load_into_fixture(store_fixture *fx, const char *tag, const char *body, size_t n,
+                             int64_t *first)
+{
+    int opened = store_fixture_open(fx, tag, 1);
+    CHECK_INT(opened, LP_OK);
+    if (opened != LP_OK)
+        return -1;
+    lp_taskfile tf;
+    CHECK_ERR(parse(body, &tf), LP_OK);
+    size_t loaded = 0, skipped = 0;
+    int64_t last = 0;
+    CHECK_ERR(lp_store_tasks_load(fx->store, 1, tf.tasks, tf.n, &loaded, &skipped, first, &last),
+              LP_OK);
+    CHECK_INT(loaded, n);
+    lp_taskfile_free(&tf);
+    return 0;
+}
+
 /* Loaded tasks keep their turns in order; a task without context has none. */
 static void test_context_loads_into_store(void)
 {
     store_fixture fx;
-    int opened = store_fixture_open(&fx, "test-taskfile-context", 1);
-    CHECK_INT(opened, LP_OK);
-    if (opened != LP_OK)
-        return;
     const char *body =
         "{\"id\": \"conv\", \"prompt\": [{\"role\": \"system\", \"content\": \"Be kind.\"}, "
         "{\"role\": \"user\", \"content\": \"Hi \\u00e9\"}, {\"role\": \"assistant\", "
@@ -828,14 +845,10 @@ static void test_context_loads_into_store(void)
         "[{\"role\": \"assistant\", \"content\": \"4\"}], \"rejected\": [{\"role\": "
         "\"assistant\", \"content\": \"5\"}]}\n"
         "{\"id\": \"plain\", \"prompt\": \"p\", \"chosen\": \"a\", \"rejected\": \"b\"}\n";
-    lp_taskfile tf;
-    CHECK_ERR(parse(body, &tf), LP_OK);
-    size_t loaded = 0, skipped = 0;
-    int64_t first = 0, last = 0;
-    CHECK_ERR(lp_store_tasks_load(fx.store, 1, tf.tasks, tf.n, &loaded, &skipped, &first, &last),
-              LP_OK);
-    CHECK_INT(loaded, 2);
-    lp_taskfile_free(&tf);
+    int64_t first = 0, last;
+    if (load_into_fixture(&fx, "test-taskfile-context", body, 2, &first) != 0)
+        return;
+    last = first + 1;
     lp_turn *turns = NULL;
     size_t n = 9;
     CHECK_ERR(lp_store_task_context(fx.store, first, &turns, &n), LP_OK);
@@ -924,23 +937,14 @@ static void test_gold_refused(void)
 static void test_gold_stored(void)
 {
     store_fixture fx;
-    int opened = store_fixture_open(&fx, "test-taskfile-gold", 1);
-    CHECK_INT(opened, LP_OK);
-    if (opened != LP_OK)
-        return;
     const char *body =
         "{\"id\": \"g0\", \"prompt\": \"p\", \"responses\": [\"x\", \"y\"], \"gold\": \"a\"}\n"
         "{\"id\": \"g1\", \"prompt\": \"p\", \"chosen\": \"x\", \"rejected\": \"y\", "
         "\"gold\": \"rejected\"}\n"
         "{\"id\": \"none\", \"prompt\": \"p\", \"responses\": [\"x\", \"y\"]}\n";
-    lp_taskfile tf;
-    CHECK_ERR(parse(body, &tf), LP_OK);
-    size_t loaded = 0, skipped = 0;
-    int64_t first = 0, last = 0;
-    CHECK_ERR(lp_store_tasks_load(fx.store, 1, tf.tasks, tf.n, &loaded, &skipped, &first, &last),
-              LP_OK);
-    CHECK_INT(loaded, 3);
-    lp_taskfile_free(&tf);
+    int64_t first = 0;
+    if (load_into_fixture(&fx, "test-taskfile-gold", body, 3, &first) != 0)
+        return;
     sqlite3 *db = NULL;
     CHECK(sqlite3_open_v2(fx.path, &db, SQLITE_OPEN_READONLY, NULL) == SQLITE_OK);
     sqlite3_stmt *st = NULL;
