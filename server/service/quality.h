@@ -10,8 +10,8 @@
  *
  *   gold accuracy  each gold label contributes c*1[z = gold] - u, an
  *                  unbiased estimate of the annotator's accuracy a with
- *                  variance (a(1-a) + k(e))/1, k(e) = (c^2 - 1)/4; the mean
- *                  over labels gets a score (Wilson-type) interval;
+ *                  variance a(1-a) + k(e), k(e) = (c^2 - 1)/4 = u(u + 1);
+ *                  the mean over labels gets a score (Wilson-type) interval;
  *   agreement      each pair of labels on one task contributes
  *                  (1 + c1*c2*(2z1-1)(2z2-1))/2, an unbiased estimate of the
  *                  probability that the two true answers agree; the mean
@@ -19,9 +19,11 @@
  *                  resamples tasks;
  *   outlier        an annotator whose gold accuracy (or, without enough gold
  *                  labels, agreement with the others) is significantly below
- *                  the other annotators': one-sided z-tests, Holm's
- *                  correction over the annotators tested (family-wise level
- *                  LP_QUALITY_ALPHA).
+ *                  the other annotators': one-sided z-tests (gold:
+ *                  variances at the pooled null, continuity-corrected;
+ *                  agreement: the bootstrap standard error of the
+ *                  difference), Holm's correction over the annotators
+ *                  tested (family-wise level LP_QUALITY_ALPHA).
  *
  * epsilon +INFINITY (an unprivatized label) has q = 0, c = 1, u = 0.
  */
