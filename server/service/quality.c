@@ -233,6 +233,93 @@ static void set_interval(lp_quality_estimate *e, double *draws, size_t b)
 /* Campaign and per-annotator agreement, with their bootstrap intervals, and
  * each annotator's difference to the others with its bootstrap standard
  * error into diff_se. */
+/* The normal interval estimate +- z se, clipped to [0, 1]. */
+static void set_normal_interval(lp_quality_estimate *e, double se)
+{
+    e->se = se;
+    e->low = clamp01(e->estimate - LP_QUALITY_Z * se);
+    e->high = clamp01(e->estimate + LP_QUALITY_Z * se);
+}
+
+/* The task sums S_t (each pair twice) and C_t (pairs, twice) of task t. */
+static void task_sums(const shared_tasks *s, size_t t, double *S, double *C)
+{
+    size_t k = s->start[t + 1] - s->start[t];
+    *S = 0;
+    for (size_t i = s->start[t]; i < s->start[t + 1]; i++)
+        *S += s->labels[i].pair_sum;
+    *C = (double)(k * (k - 1));
+}
+
+/*
+ * Campaigns too large to resample: normal intervals with the linearized
+ * (cluster-robust) variances over tasks, the delta method applied to the
+ * same ratios the bootstrap resamples. With S_t, C_t a task's sums, the
+ * campaign's A = S/C has Var ~ f sum_t (S_t - A C_t)^2 / C^2, f = T/(T-1);
+ * an annotator's A_j = S_j/C_j the same over its tasks; its difference
+ * d_j = A_j - M_j to the others' M_j = (S - 2S_j)/(C - 2C_j) has the
+ * influence per task (s_jt - A_j c_jt)/C_j - ((S_t - 2s_jt) - M_j(C_t -
+ * 2c_jt))/D_j, D_j = C - 2C_j, summed in squares over every task: over the
+ * tasks without j through the totals of S_t^2, S_t C_t and C_t^2.
+ */
+static int linearized(const shared_tasks *s, size_t n_annotators, const agreement_sums *a,
+                      lp_quality_report *r, double *diff_se)
+{
+    size_t na = n_annotators ? n_annotators : 1, T = s->n_tasks;
+    double *own_sq = calloc(na, sizeof *own_sq), *in_sq = calloc(na, sizeof *in_sq);
+    double *out_sq = calloc(na, sizeof *out_sq), *tasks = calloc(na, sizeof *tasks);
+    int rc = own_sq && in_sq && out_sq && tasks ? LP_OK : LP_ENO_MEMORY;
+    double A = a->sum / a->count, camp_sq = 0, SS = 0, SC = 0, CC = 0;
+    for (size_t t = 0; rc == LP_OK && t < T; t++) {
+        double St, Ct;
+        task_sums(s, t, &St, &Ct);
+        camp_sq += (St - A * Ct) * (St - A * Ct);
+        SS += St * St;
+        SC += St * Ct;
+        CC += Ct * Ct;
+        double c = (double)(s->start[t + 1] - s->start[t] - 1);
+        for (size_t i = s->start[t]; i < s->start[t + 1]; i++) {
+            size_t j = s->labels[i].annotator;
+            double sj = s->labels[i].pair_sum, Aj = a->own_sum[j] / a->own_count[j];
+            double Dj = a->count - 2.0 * a->own_count[j];
+            tasks[j] += 1;
+            own_sq[j] += (sj - Aj * c) * (sj - Aj * c);
+            if (Dj > 0) {
+                double Mj = (a->sum - 2.0 * a->own_sum[j]) / Dj;
+                double psi =
+                    (sj - Aj * c) / a->own_count[j] - ((St - 2 * sj) - Mj * (Ct - 2 * c)) / Dj;
+                in_sq[j] += psi * psi;
+                out_sq[j] += (St - Mj * Ct) * (St - Mj * Ct);
+            }
+        }
+    }
+    if (rc == LP_OK) {
+        double f = T > 1 ? (double)T / (double)(T - 1) : NAN;
+        set_normal_interval(&r->agreement, sqrt(f * camp_sq) / a->count);
+        for (size_t j = 0; j < n_annotators; j++) {
+            if (a->own_count[j] <= 0)
+                continue;
+            double fj = tasks[j] > 1 ? tasks[j] / (tasks[j] - 1) : NAN;
+            set_normal_interval(&r->annotators[j].agreement,
+                                sqrt(fj * own_sq[j]) / a->own_count[j]);
+            double Dj = a->count - 2.0 * a->own_count[j];
+            if (Dj <= 0)
+                continue;
+            double Mj = (a->sum - 2.0 * a->own_sum[j]) / Dj;
+            double rest = SS - 2 * Mj * SC + Mj * Mj * CC - out_sq[j]; /* tasks without j */
+            diff_se[j] = sqrt(f * (in_sq[j] + fmax(rest, 0) / (Dj * Dj)));
+        }
+    }
+    free(own_sq);
+    free(in_sq);
+    free(out_sq);
+    free(tasks);
+    return rc;
+}
+
+/* Campaign and per-annotator agreement with their intervals (bootstrap,
+ * or linearized on campaigns too large to resample), and each annotator's
+ * difference to the others with its standard error into diff, diff_se. */
 static int agreement(const shared_tasks *s, size_t n_annotators, size_t bootstrap, uint64_t seed,
                      lp_quality_report *r, double *diff, double *diff_se)
 {
@@ -241,13 +328,14 @@ static int agreement(const shared_tasks *s, size_t n_annotators, size_t bootstra
     if (s->n_tasks == 0)
         return LP_OK;
     size_t na = n_annotators ? n_annotators : 1;
-    /* fewer resamples (never below LP_QUALITY_BOOTSTRAP_MIN) when the work or
-     * the per-annotator draws would grow too large */
+    /* fewer resamples when the work or the per-annotator draws would grow
+     * too large; below LP_QUALITY_BOOTSTRAP_MIN, none: linearized */
     double b_max = fmin(LP_QUALITY_BOOTSTRAP_WORK / (double)s->n_labels,
                         LP_QUALITY_BOOTSTRAP_DRAWS / (double)na);
-    size_t B = bootstrap;
-    if (B > LP_QUALITY_BOOTSTRAP_MIN && (double)B > b_max)
-        B = b_max < LP_QUALITY_BOOTSTRAP_MIN ? LP_QUALITY_BOOTSTRAP_MIN : (size_t)b_max;
+    size_t B = (double)bootstrap > b_max ? (size_t)b_max : bootstrap;
+    int linear = bootstrap > 0 && B < LP_QUALITY_BOOTSTRAP_MIN;
+    if (linear)
+        B = 0;
     agreement_sums a = {.own_sum = calloc(na, sizeof(double)),
                         .own_count = calloc(na, sizeof(double))};
     size_t Bs = B ? B : 1;
@@ -267,6 +355,8 @@ static int agreement(const shared_tasks *s, size_t n_annotators, size_t bootstra
                     point_estimate((size_t)a.own_count[j], a.own_sum[j] / a.own_count[j]);
             diff[j] = own_minus_others(&a, j);
         }
+        if (linear)
+            rc = linearized(s, n_annotators, &a, r, diff_se);
         lp_prng g;
         lp_prng_seed(&g, seed);
         for (size_t b = 0; b < B; b++) {

@@ -36,13 +36,14 @@
 #include <stdint.h>
 
 #define LP_QUALITY_CONFIDENCE 0.95
-#define LP_QUALITY_Z 1.959963984540054        /* the standard normal's 0.975 quantile */
-#define LP_QUALITY_ALPHA 0.05                 /* family-wise rate of false flags */
-#define LP_QUALITY_MIN_LABELS 10              /* gold labels or pairs before a test */
-#define LP_QUALITY_BOOTSTRAP 1000             /* bootstrap resamples (fewer on huge campaigns) */
-#define LP_QUALITY_BOOTSTRAP_MIN 200          /* ... but never fewer than this */
-#define LP_QUALITY_BOOTSTRAP_WORK 5e7         /* resamples x labels in shared tasks, at most */
-#define LP_QUALITY_BOOTSTRAP_DRAWS 1e7        /* resamples x annotators kept, at most */
+#define LP_QUALITY_Z 1.959963984540054 /* the standard normal's 0.975 quantile */
+#define LP_QUALITY_ALPHA 0.05          /* family-wise rate of false flags */
+#define LP_QUALITY_MIN_LABELS 10       /* gold labels or pairs before a test */
+#define LP_QUALITY_BOOTSTRAP 1000      /* bootstrap resamples (fewer on large campaigns) */
+#define LP_QUALITY_BOOTSTRAP_WORK 2e7  /* resamples x labels in shared tasks, at most */
+#define LP_QUALITY_BOOTSTRAP_DRAWS 1e7 /* resamples x annotators kept, at most */
+/* Fewer resamples than this: none, the linearized normal intervals instead. */
+#define LP_QUALITY_BOOTSTRAP_MIN 200
 #define LP_QUALITY_SEED 0x6c64707265665155ull /* the bootstrap's fixed seed */
 
 /* An estimate with its interval (at LP_QUALITY_CONFIDENCE) and standard
@@ -80,8 +81,11 @@ typedef struct lp_quality_report {
 
 /* Computes the report over rows (ordered by task; annotator indexes below
  * n_annotators). bootstrap: the resamples wanted (LP_QUALITY_BOOTSTRAP;
- * fewer on huge campaigns, see above); 0 computes the point estimates only
- * (no agreement intervals, no agreement test). The bootstrap is seeded with
+ * fewer on large campaigns, see above; fewer than LP_QUALITY_BOOTSTRAP_MIN,
+ * asked or so capped: none, and the agreement intervals are normal ones with
+ * the linearized (cluster-robust) variances over tasks, report.bootstrap 0);
+ * 0 computes the point estimates only (no agreement intervals, no agreement
+ * test). The bootstrap is seeded with
  * seed (LP_QUALITY_SEED): the same labels give the same report. LP_OK, LP_EINVALID_ARGUMENT (an
  * index out of range, rows out of task order, an epsilon not > 0) or LP_ENO_MEMORY; on error *out
  * is cleared. */
