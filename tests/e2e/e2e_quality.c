@@ -319,6 +319,16 @@ static void test_cli_and_metrics(const char *name)
     CHECK_INT(json_array_size(json_object_get(q, "annotators")), A);
     json_decref(q);
     free(out);
+    /* as a table: one row per annotator, the flagged ones marked */
+    const char *table[] = {"ldpref",  "--format",   "table", "admin",
+                           "quality", "--campaign", name,    NULL};
+    CHECK_INT(run_tool(table, env, &out), 0);
+    CHECK(out && strstr(out, "pseudonym") && strstr(out, "gold_accuracy.estimate"));
+    int rows = 0;
+    for (const char *p = out; p && (p = strstr(p, "ann-")) != NULL; p += 4)
+        rows++;
+    CHECK_INT(rows, A);
+    free(out);
     const char *bad[] = {"ldpref", "admin", "quality", "--campaign", "nope", NULL};
     CHECK_INT(run_tool(bad, env, NULL), LDPREF_EUNKNOWN_CAMPAIGN);
     /* the gauges are rendered in the background: the first scrape starts it */
