@@ -1087,7 +1087,7 @@ static const struct cflag F_SIM[] = {
     {"--simulate-ctl-seed", "N", "seed of the corruption coins (default 0)"},
     {NULL, NULL, NULL}};
 #define TRAIN_FLAGS                                                                                \
-    {"--loss", "L", "square-chipo (default), chipo, dpo, rdpo, rr-mle, rr-sgd, ipo"},              \
+    {"--loss", "L", "square-chipo (default), chipo, dpo, rdpo, rr-mle, rr-sgd, ipo, rr-sgd-last"}, \
         {"--campaign", "C", "train on this campaign only (default: all)"},                         \
         {"--seed", "S", "integer in [0, 2^53] (default 0)"},                                       \
         {"--beta", "B", "policy temperature (default 1)"},                                         \

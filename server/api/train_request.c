@@ -130,7 +130,8 @@ int lp_train_request_parse(lp_store *s, const json_t *obj, int default_threads, 
     lp_loss_kind kind;
     if (lp_loss_parse(loss, &kind) != LP_OK) {
         rc = lp_fail(LP_EUNKNOWN_LOSS, msg, msglen,
-                     "unknown loss \"%.40s\" (square-chipo, chipo, dpo, rdpo, rr-mle, rr-sgd, ipo)",
+                     "unknown loss \"%.40s\" (square-chipo, chipo, dpo, rdpo, rr-mle, rr-sgd, ipo, "
+                     "rr-sgd-last)",
                      loss);
         goto out;
     }
@@ -146,10 +147,10 @@ int lp_train_request_parse(lp_store *s, const json_t *obj, int default_threads, 
                      "square-chipo");
         goto out;
     }
-    lp_method method_opt = kind == LP_LOSS_RR_SGD ? LP_OPT_SGD : LP_OPT_LBFGS;
+    lp_method method_opt = lp_loss_fit_method(kind);
     if (optimizer != NULL && lp_method_parse(optimizer, &method_opt) != LP_OK) {
         rc = lp_fail(LP_EBAD_HYPERPARAMETER, msg, msglen,
-                     "\"optimizer\" must be lbfgs, sgd or adam");
+                     "\"optimizer\" must be lbfgs, sgd, adam or sgd-last");
         goto out;
     }
     lp_fit_opts_init(&r->fit, method_opt);

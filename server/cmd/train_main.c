@@ -216,10 +216,11 @@ static int run_fit(const fit_cli *c, lp_dataset *ds, lp_model **out, char *msg, 
 {
     lp_loss_kind kind;
     if (lp_loss_parse(c->loss, &kind) != LP_OK)
-        return lp_fail(LP_EINVALID_ARGUMENT, msg, msglen,
-                       "unknown loss '%s' (square-chipo, chipo, dpo, rdpo, rr-mle, rr-sgd, ipo)",
-                       c->loss);
-    lp_method method = kind == LP_LOSS_RR_SGD ? LP_OPT_SGD : LP_OPT_LBFGS;
+        return lp_fail(
+            LP_EINVALID_ARGUMENT, msg, msglen,
+            "unknown loss '%s' (square-chipo, chipo, dpo, rdpo, rr-mle, rr-sgd, ipo, rr-sgd-last)",
+            c->loss);
+    lp_method method = lp_loss_fit_method(kind);
     if (c->optimizer && lp_method_parse(c->optimizer, &method) != LP_OK)
         return lp_fail(LP_EINVALID_ARGUMENT, msg, msglen, "unknown optimizer '%s'", c->optimizer);
     lp_objective_opts oo;
@@ -282,7 +283,7 @@ static void fit_cli_init(fit_cli *c)
     c->tau = 0.5;
     c->l2 = 0.0;
     c->bound = INFINITY;
-    c->gtol = 1e-8;
+    c->gtol = 1e-7;
     c->lr = 0.0;
     c->beta = NAN; /* 1 for the reward losses, LP_GP_DEFAULT_BETA for general */
     c->method = "reward";
@@ -390,12 +391,15 @@ static int cmd_fit(int argc, char **argv)
         {"l2", "L", "objective (1/n)[sum loss + L ||theta||^2] (default 0)", O_DBL, &c.l2},
         {"norm-bound", "B", "constrain ||theta|| <= B (default none); reported when active", O_DBL,
          &c.bound},
-        {"optimizer", "NAME", "lbfgs|sgd|adam (default lbfgs; sgd for rr-sgd)", O_STR,
+        {"optimizer", "NAME",
+         "lbfgs|sgd|adam|sgd-last (default lbfgs; sgd for rr-sgd, sgd-last for rr-sgd-last)", O_STR,
          &c.optimizer},
         {"max-iter", "N", "L-BFGS iterations (default 500)", O_INT, &c.max_iter},
-        {"gtol", "G", "L-BFGS: stop at |grad| < G max(1,|theta|) (default 1e-8)", O_DBL, &c.gtol},
+        {"gtol", "G", "L-BFGS: stop at |grad| <= G max(1,|theta|) max(1,|F|) (default 1e-7)", O_DBL,
+         &c.gtol},
         {"memory", "M", "L-BFGS history (default 10)", O_INT, &c.memory},
-        {"lr", "ETA", "SGD step lr/sqrt(t) (default 0.5) / Adam step (default 0.01)", O_DBL, &c.lr},
+        {"lr", "ETA", "SGD step lr/sqrt(t), sgd-last lr/t (default 0.5) / Adam step (0.01)", O_DBL,
+         &c.lr},
         {"batch", "N", "SGD/Adam minibatch (default 1)", O_INT, &c.batch},
         {"epochs", "N", "SGD/Adam passes (default 1)", O_INT, &c.epochs},
         {"seed", "S", "seed for SGD/Adam order (default 0)", O_U64, &c.seed},
@@ -1159,8 +1163,9 @@ static int cmd_sweep(int argc, char **argv)
     const opt t[] = {
         {"grid", "NAME", "built-in grid: default (the study) or quick (make test)", O_STR, &grid},
         {"block", "SPEC",
-         "one custom block instead: NAME:n=..;eps=..;alpha=..;order=..;adv=..;loss=..", O_STR,
-         &block},
+         "one custom block instead: "
+         "NAME:n=..;eps=..;alpha=..;order=..;adv=..;loss=..[;theta=..;bound=..;features=unit]",
+         O_STR, &block},
         {"out", "FILE", "JSONL, one line per (setting, seed, loss) (default stdout)", O_STR, &out},
         {"seeds", "S", "seeds per setting (default 5)", O_INT, &o.seeds},
         {"seed", "S", "base seed (default 0)", O_U64, &o.seed},
@@ -1234,6 +1239,8 @@ static int cmd_report(int argc, char **argv)
         {"sweep-seconds", "S", "wall time of the sweep", O_DBL, &ro.sweep_seconds},
         {"total-seconds", "S", "wall time of the whole reproduction", O_DBL, &ro.total_seconds},
         {"machine", "TEXT", "a sentence about the machine and its load", O_STR, &ro.machine},
+        {"compare", "FILE", "verdicts.json of the full report: say whether each verdict agrees",
+         O_STR, &ro.compare},
         {"general", "FILE", "JSONL of `ldpref-train general-study` to include", O_STR, &ro.general},
         {NULL, NULL, NULL, O_STR, NULL}};
     int p = parse_opts(argc, argv, t, "report", "--in FILE.jsonl --dir DIR [options]");

@@ -9,7 +9,7 @@
 #include <string.h>
 
 static const char *const loss_names[LP_LOSS_COUNT] = {
-    "square-chipo", "chipo", "dpo", "rdpo", "rr-mle", "rr-sgd", "ipo",
+    "square-chipo", "chipo", "dpo", "rdpo", "rr-mle", "rr-sgd", "ipo", "rr-sgd-last",
 };
 
 void lp_loss_spec_init(lp_loss_spec *s, lp_loss_kind kind)
@@ -52,7 +52,7 @@ lp_link_kind lp_loss_default_link(lp_loss_kind kind)
 int lp_loss_uses_epsilon(lp_loss_kind kind)
 {
     return kind == LP_LOSS_SQUARE_CHIPO || kind == LP_LOSS_RDPO || kind == LP_LOSS_RR_MLE ||
-           kind == LP_LOSS_RR_SGD || kind == LP_LOSS_IPO;
+           kind == LP_LOSS_RR_SGD || kind == LP_LOSS_IPO || kind == LP_LOSS_RR_SGD_LAST;
 }
 
 void lp_label_consts_from_eps(double eps, lp_label_consts *out)
@@ -104,7 +104,8 @@ double lp_loss_point(const lp_loss_spec *s, double m, int zbar, const lp_label_c
         return lp_softplus(-u);
     }
     case LP_LOSS_RDPO:
-    case LP_LOSS_RR_SGD: {
+    case LP_LOSS_RR_SGD:
+    case LP_LOSS_RR_SGD_LAST: {
         /* [(1-q) sp(-u) - q sp(u)]/(1-2q); d/du = sigma(u) - (1-q)/(1-2q). */
         double u = zb * m, q = k->q, w = 1.0 - 2.0 * q;
         *dldm = zb * (lp_sigmoid(u) - (1.0 - q) / w);

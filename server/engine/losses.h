@@ -13,7 +13,12 @@
  *   dpo           -log sigma(zbar m)
  *   rdpo          [(1-q) l(zbar m) - q l(-zbar m)]/(1-2q),  l(u) = -log sigma(u)
  *   rr-mle        -log P(z|m),  P(z=1|m) = q + (1-2q) sigma(m)
- *   rr-sgd        the rdpo loss, minimised by one-pass SGD (paper 002)
+ *   rr-sgd        the rdpo loss, minimised by one-pass SGD (paper 002's
+ *                 estimator with this project's schedule: shuffled order,
+ *                 step lr/sqrt(t), Polyak-averaged iterate)
+ *   rr-sgd-last   the rdpo loss by paper 002's Algorithm 1 as written: one
+ *                 pass in data order, step lr/t (lr = 1/(gamma kappa)),
+ *                 the last iterate
  *   ipo           (m - c zbar/(2 tau))^2
  *
  * Clipped losses have derivative exactly 0 where |m| >= 2Rmax (strict "<"
@@ -30,6 +35,7 @@ typedef enum lp_loss_kind {
     LP_LOSS_RR_MLE,
     LP_LOSS_RR_SGD,
     LP_LOSS_IPO,
+    LP_LOSS_RR_SGD_LAST,
     LP_LOSS_COUNT
 } lp_loss_kind;
 

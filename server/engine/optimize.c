@@ -19,7 +19,7 @@ void lp_fit_opts_init(lp_fit_opts *o, lp_method method)
     memset(o, 0, sizeof *o);
     o->method = method;
     o->max_iter = 500;
-    o->gtol = 1e-8;
+    o->gtol = 1e-7;
     o->memory = 10;
     o->norm_bound = INFINITY;
     o->lr = method == LP_OPT_ADAM ? 0.01 : 0.5;
@@ -27,16 +27,24 @@ void lp_fit_opts_init(lp_fit_opts *o, lp_method method)
     o->epochs = 1;
 }
 
-static const char *const method_names[] = {"lbfgs", "sgd", "adam"};
+static const char *const method_names[] = {"lbfgs", "sgd", "adam", "sgd-last"};
+#define NMETHODS 4
+
+lp_method lp_loss_fit_method(lp_loss_kind kind)
+{
+    return kind == LP_LOSS_RR_SGD        ? LP_OPT_SGD
+           : kind == LP_LOSS_RR_SGD_LAST ? LP_OPT_SGD_LAST
+                                         : LP_OPT_LBFGS;
+}
 
 const char *lp_method_name(lp_method m)
 {
-    return (unsigned)m < 3 ? method_names[m] : NULL;
+    return (unsigned)m < NMETHODS ? method_names[m] : NULL;
 }
 
 int lp_method_parse(const char *name, lp_method *out)
 {
-    for (int k = 0; k < 3; k++)
+    for (int k = 0; k < NMETHODS; k++)
         if (strcmp(name, method_names[k]) == 0) {
             *out = (lp_method)k;
             return LP_OK;
@@ -54,6 +62,12 @@ static double norm2(const double *v, size_t d)
 
 /* ---- L-BFGS ---------------------------------------------------------- */
 
+int lp_fit_gradient_small(double gnorm, double xnorm, double f, double gtol)
+{
+    double fscale = fabs(f) > 1.0 ? fabs(f) : 1.0;
+    return gnorm <= gtol * (xnorm > 1.0 ? xnorm : 1.0) * fscale;
+}
+
 typedef struct lb_ctx {
     lp_objective *ob;
     const lp_fit_opts *o;
@@ -64,6 +78,7 @@ typedef struct lb_ctx {
     int last_k;
     int iters_before; /* iterations of earlier restarts */
     int cancelled;
+    int scaled_converged; /* the objective-scaled gradient test was met */
 } lb_ctx;
 
 /* theta = B u / sqrt(1 + |u|^2) (identity when B is infinite). */
@@ -118,6 +133,10 @@ static int lb_progress(void *inst, const lbfgsfloatval_t *x, const lbfgsfloatval
         c->o->on_progress(c->o->progress_ctx, c->iters_before + k, c->evals, fx, gnorm) != 0) {
         c->cancelled = 1;
         return 1; /* liblbfgs stops and returns this value */
+    }
+    if (lp_fit_gradient_small(gnorm, xnorm, fx, c->o->gtol)) {
+        c->scaled_converged = 1;
+        return 1;
     }
     return 0;
 }
@@ -188,6 +207,10 @@ static int fit_lbfgs(lp_objective *ob, const lp_fit_opts *o, double *theta, lp_f
         iters += c.last_k;
         if (c.cancelled)
             break;
+        if (c.scaled_converged) {
+            rc = LBFGS_SUCCESS;
+            break;
+        }
         int linesearch_failure = rc == LBFGSERR_ROUNDING_ERROR || rc == LBFGSERR_MINIMUMSTEP ||
                                  rc == LBFGSERR_MAXIMUMSTEP || rc == LBFGSERR_MAXIMUMLINESEARCH ||
                                  rc == LBFGSERR_INCREASEGRADIENT;
@@ -276,9 +299,10 @@ static int fit_stochastic(lp_objective *ob, const lp_fit_opts *o, double *theta,
     long t = 0;
     int cancelled = 0;
     const double b1 = 0.9, b2 = 0.999, ae = 1e-8;
+    int in_order = o->method == LP_OPT_SGD_LAST; /* paper 002: each sample once, in order */
     for (int ep = 0; ep < o->epochs && !cancelled; ep++) {
-        double epoch_loss = 0.0;         /* sum of the losses seen on this pass */
-        for (size_t i = n; i > 1; i--) { /* Fisher-Yates */
+        double epoch_loss = 0.0;                      /* sum of the losses seen on this pass */
+        for (size_t i = n; i > 1 && !in_order; i--) { /* Fisher-Yates */
             size_t j = (size_t)lp_prng_below(&rng, i);
             size_t tmp = perm[i - 1];
             perm[i - 1] = perm[j];
@@ -298,7 +322,12 @@ static int fit_stochastic(lp_objective *ob, const lp_fit_opts *o, double *theta,
             for (size_t j = 0; j < d; j++)
                 g[j] = g[j] * inv + 2.0 * oo->l2 * theta[j] / (double)n;
             t++;
-            if (o->method == LP_OPT_SGD) {
+            if (o->method == LP_OPT_SGD_LAST) {
+                double lr = o->lr / (double)t;
+                for (size_t j = 0; j < d; j++)
+                    theta[j] -= lr * g[j];
+                project(theta, d, o->norm_bound);
+            } else if (o->method == LP_OPT_SGD) {
                 double lr = o->lr / sqrt((double)t);
                 for (size_t j = 0; j < d; j++)
                     theta[j] -= lr * g[j];

@@ -5,7 +5,9 @@
  * clipped losses have zero gradient deep in their flat regions, so a zero
  * start is required). Streaming: minibatch SGD (step lr/sqrt(t), Polyak
  * averaged iterate returned) or Adam (last iterate), in an order shuffled
- * by the seeded project PRNG, for rr-sgd (paper 002's one-pass estimator).
+ * by the seeded project PRNG, for rr-sgd (paper 002's one-pass estimator);
+ * or SGD as paper 002's Algorithm 1 states it ("sgd-last", for rr-sgd-last):
+ * the data in their order, step lr/t, the last iterate.
  *
  * Norm bound ||theta|| <= B (the bounded class the theory assumes):
  * SGD/Adam project onto the ball after each step; L-BFGS optimises an
@@ -25,15 +27,20 @@
 
 #include <stdint.h>
 
-typedef enum lp_method { LP_OPT_LBFGS = 0, LP_OPT_SGD = 1, LP_OPT_ADAM = 2 } lp_method;
+typedef enum lp_method {
+    LP_OPT_LBFGS = 0,
+    LP_OPT_SGD = 1,
+    LP_OPT_ADAM = 2,
+    LP_OPT_SGD_LAST = 3
+} lp_method;
 
 typedef struct lp_fit_opts {
     lp_method method;
     int max_iter;      /* L-BFGS iterations (default 500) */
-    double gtol;       /* L-BFGS: stop at ||grad|| < gtol max(1, ||x||) (default 1e-9) */
+    double gtol;       /* L-BFGS: lp_fit_gradient_small's tolerance (default 1e-7) */
     int memory;        /* L-BFGS history (default 10) */
     double norm_bound; /* B > 0, or INFINITY (default) */
-    double lr;         /* SGD/Adam step (default 0.5 SGD, 0.01 Adam) */
+    double lr;         /* SGD/Adam step (default 0.5 SGD and sgd-last, 0.01 Adam) */
     int batch;         /* minibatch size (default 1) */
     int epochs;        /* passes over the data (default 1: one pass) */
     uint64_t seed;     /* shuffling seed (default 0) */
@@ -55,9 +62,18 @@ typedef struct lp_fit_opts {
     void *progress_ctx;
 } lp_fit_opts;
 
+/* The L-BFGS gradient test, scaled to the objective: ||g|| <= gtol
+ * max(1, ||x||) max(1, |f|). The objective's rounding error grows with |f|
+ * (docs/training.md, "When L-BFGS stops"), and so does the smallest
+ * gradient a line search can still verify. */
+int lp_fit_gradient_small(double gnorm, double xnorm, double f, double gtol);
+
 /* Defaults for a method. */
 void lp_fit_opts_init(lp_fit_opts *o, lp_method method);
-/* "lbfgs", "sgd", "adam". */
+/* The method a loss is fitted with: sgd for rr-sgd, sgd-last for
+ * rr-sgd-last, L-BFGS otherwise. */
+lp_method lp_loss_fit_method(lp_loss_kind kind);
+/* "lbfgs", "sgd", "adam", "sgd-last". */
 const char *lp_method_name(lp_method m);
 int lp_method_parse(const char *name, lp_method *out);
 

@@ -12,7 +12,7 @@
 
 const char *lp_order_name(lp_order o)
 {
-    return o == LP_ORDER_CTL ? "CTL" : o == LP_ORDER_LTC ? "LTC" : NULL;
+    return o == LP_ORDER_CTL ? "CTL" : o == LP_ORDER_LTC ? "LTC" : o == LP_ORDER_CLC ? "CLC" : NULL;
 }
 
 int lp_order_parse(const char *name, lp_order *out)
@@ -21,6 +21,8 @@ int lp_order_parse(const char *name, lp_order *out)
         *out = LP_ORDER_CTL;
     else if (strcasecmp(name, "ltc") == 0)
         *out = LP_ORDER_LTC;
+    else if (strcasecmp(name, "clc") == 0)
+        *out = LP_ORDER_CLC;
     else
         return LP_EINVALID_ARGUMENT;
     return LP_OK;
@@ -51,15 +53,18 @@ int lp_corrupt_label(lp_prng *g, int y, double eps, double alpha, lp_order order
                      const lp_adv_view *view)
 {
     assert(y == 0 || y == 1);
-    int huber = lp_prng_bernoulli(g, alpha);
+    double a1 = order == LP_ORDER_CLC ? alpha / 2 : alpha;
+    int huber = lp_prng_bernoulli(g, a1);
     int flip = lp_prng_bernoulli(g, lp_rr_flip_prob(eps));
     int coin = lp_prng_bernoulli(g, 0.5);
     int l = y;
-    if (order == LP_ORDER_CTL) {
+    if (order == LP_ORDER_CTL || order == LP_ORDER_CLC) {
         if (huber)
             l = adversary(adv, y, coin, view);
         if (flip)
             l = 1 - l;
+        if (order == LP_ORDER_CLC && lp_prng_bernoulli(g, alpha / 2))
+            l = adversary(adv, y, coin, view);
     } else {
         if (flip)
             l = 1 - l;
@@ -120,6 +125,19 @@ int lp_simulate(const lp_sim_opts *o, const double *theta_star, lp_dataset **out
         for (size_t j = 0; j < d; j++) {
             f0[j] = lp_prng_normal(&g);
             f1[j] = lp_prng_normal(&g);
+        }
+        if (o->unit_features) {
+            double n0 = 0.0, n1 = 0.0;
+            for (size_t j = 0; j < d; j++) {
+                n0 += f0[j] * f0[j];
+                n1 += f1[j] * f1[j];
+            }
+            for (size_t j = 0; j < d; j++) {
+                f0[j] /= sqrt(n0);
+                f1[j] /= sqrt(n1);
+            }
+        }
+        for (size_t j = 0; j < d; j++) {
             if (o->storage == LP_STORE_F32) { /* the stored values are the truth */
                 f0[j] = (double)(float)f0[j];
                 f1[j] = (double)(float)f1[j];

@@ -11,15 +11,21 @@
  * candidates (distributionally the same as two fresh draws);
  * y ~ Bernoulli(sigma(margin)).
  *
- * Corruption, per label, with probability alpha (Huber), in either order:
+ * Corruption, per label, with probability alpha (Huber), in one of three orders:
  *   CTL  y -> adversary -> RR(eps) -> z     (the annotator is the adversary)
  *   LTC  y -> RR(eps) -> adversary -> z     (the pipeline is the adversary)
+ *   CLC  y -> adversary(alpha/2) -> RR(eps) -> adversary(alpha/2) -> z
+ *
+ * Features: N(0, I_d) by default; with unit_features each candidate's
+ * vector is normalised to ||f|| = 1 (the bounded features, L = 1, that
+ * paper 002's Assumption 2.1 requires).
  * Adversaries: flip (the wrong label 1-y: the papers' mask scheme),
  * anti (the label opposing the ground-truth preference sign), backdoor
  * (prefer the response whose feature k is larger), constant0, constant1,
  * random (a fair coin). The three coins (Huber, RR, random) are drawn for
  * every label in a fixed order, so CTL and LTC runs with one seed share
- * them (common random numbers).
+ * them (common random numbers); CLC draws its second Huber coin after
+ * those three, so CLC at alpha with no second corruption would equal CTL.
  */
 #ifndef LP_SIMULATE_H
 #define LP_SIMULATE_H
@@ -31,7 +37,10 @@
 #include <stddef.h>
 #include <stdint.h>
 
-typedef enum lp_order { LP_ORDER_CTL = 0, LP_ORDER_LTC = 1 } lp_order;
+/* CLC (paper 001, Remark 3.5): Huber at rate alpha/2 before RR and again at
+ * alpha/2 after it, so the corruption budget alpha is split evenly. */
+typedef enum lp_order { LP_ORDER_CTL = 0, LP_ORDER_LTC = 1, LP_ORDER_CLC = 2 } lp_order;
+#define LP_ORDER_COUNT 3
 
 const char *lp_order_name(lp_order o);
 int lp_order_parse(const char *name, lp_order *out);
@@ -54,6 +63,7 @@ typedef struct lp_sim_opts {
     lp_order order;
     lp_adversary adv;
     size_t backdoor_k; /* feature index for the backdoor adversary */
+    int unit_features; /* normalise every candidate's features to norm 1 */
     double margin_sd;  /* > 0 */
     uint64_t seed;
     lp_storage storage; /* F32 or F64 */

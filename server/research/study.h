@@ -75,6 +75,34 @@ void lp_study_claim2(const lp_study *s, lp_study_verdict *v);
 void lp_study_claim3(const lp_study *s, lp_study_verdict *v);
 void lp_study_claim4(const lp_study *s, lp_study_verdict *v);
 
+/* ---- helpers shared with the claim modules (claims.h) ---- */
+
+/* Sorted distinct values of a numeric key among block's rows (at most
+ * LP_SWEEP_MAX_VALUES); which enum values ('l' loss, 'a' adversary,
+ * 'o' order) occur in block, in enum order. */
+int lp_study_distinct(const lp_study *s, const char *block, const char *key, double *out);
+int lp_study_present(const lp_study *s, const char *block, char which, int *out);
+/* The unique row matching f with this seed, or NULL. */
+const lp_sweep_row *lp_study_row(const lp_study *s, const lp_study_filter *f, int seed);
+/* Largest seed index in the rows (-1 if none). */
+int lp_study_max_seed(const lp_study *s);
+/* Least-squares slope of y on x; *se (NULL ok) from the per-point standard
+ * errors sy (NULL: 0; delta method, points independent). */
+double lp_study_slope(const double *x, const double *y, const double *sy, int k, double *se);
+/* +1 if metric(a) exceeds metric(b) by more than max(K_SE SE, margin),
+ * paired by seed, -1 if it falls short by as much, 0 otherwise; *diff the
+ * mean difference. */
+int lp_study_compare(const lp_study *s, const lp_study_filter *a, const lp_study_filter *b,
+                     const char *metric, double margin, double *diff);
+/* Appends printf text to v->text. */
+void lp_study_say(lp_study_verdict *v, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* "∞" or "%g"; "20,000"; "mean ± sd" (or "–" without data). */
+const char *lp_study_eps_str(double eps, char *buf, size_t len);
+const char *lp_study_n_str(size_t n, char *buf, size_t len);
+const char *lp_study_pm(lp_study_stat st, int digits, char *buf, size_t len);
+/* "Supported", "Partly supported", ... (capitalised, for sentences). */
+const char *lp_verdict_sentence(lp_verdict_level l);
+
 typedef struct lp_study_report_opts {
     const char *dir;        /* output directory (exists) */
     const char *sweep_name; /* how the JSONL is referred to in the report */
@@ -83,11 +111,16 @@ typedef struct lp_study_report_opts {
     double sweep_seconds;   /* wall time of the sweep (NAN: unknown) */
     double total_seconds;   /* wall time of the whole reproduction (NAN: unknown) */
     const char *machine;    /* free text about the machine, or NULL */
+    const char *compare;    /* verdicts.json of the committed full report, or NULL:
+                             * each verdict then says whether it agrees with it */
     const char *general;    /* JSONL of the general-preference block (gstudy.h), or NULL */
 } lp_study_report_opts;
 
-/* Writes DIR/README.md and DIR/gp/<plot>.gp (gnuplot, data inline, each
- * writing DIR/<plot>.svg when run from DIR). Returns 0 or LP_EIO. */
+/* Writes DIR/README.md, DIR/verdicts.json (every claim's id, title and
+ * verdict) and DIR/gp/<plot>.gp (gnuplot, data inline, each writing
+ * DIR/<plot>.svg when run from DIR). With o->compare, the verdict table
+ * has a column saying whether each verdict agrees with that file's, and
+ * the disagreements are also printed on stderr. Returns 0 or LP_EIO. */
 int lp_study_report(const lp_study *s, const lp_study_report_opts *o, char *msg, size_t msglen);
 
 #endif

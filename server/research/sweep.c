@@ -37,18 +37,35 @@ void lp_sweep_opts_init(lp_sweep_opts *o)
  * The built-in grids, one block per group of claims:
  *   privacy     claims 1-2: alpha = 0, n x eps, every loss
  *   corruption  claims 3-4: n fixed, eps x alpha x order x adversary
+ *   paper002    paper 002's estimators on its bounded features (L = 1,
+ *               ||theta*|| = 1, B = 1.5: its MLE regime is eps > 2LB = 3)
+ *   ipo         IPO vs Square chi-PO, clean and under a backdoor
+ *   eps-0.1     the privacy cost at eps = 0.1 (c = 20), against eps = 0.5
+ *   order       the corruption term's scaling in alpha and c(eps) for CTL,
+ *               LTC and CLC (the anti adversary, small alpha)
  */
 static const char *const default_grid[] = {
     "privacy:n=2000,6325,20000,63246,200000;eps=0.5,1,2,inf;alpha=0;order=CTL;adv=flip;"
     "loss=square-chipo,chipo,rdpo,dpo,rr-mle",
     "corruption:n=20000;eps=0.5,1,2,inf;alpha=0,0.1,0.2,0.3,0.4;order=CTL,LTC;"
     "adv=flip,anti,backdoor;loss=square-chipo,chipo,rdpo,dpo,rr-mle",
+    "paper002:n=5000,20000,80000;eps=0.5,1,2,3.5,5,8;features=unit;theta=1;bound=1.5;"
+    "loss=rr-mle,rdpo,rr-sgd,rr-sgd-last",
+    "ipo:n=20000,200000;eps=1,inf;alpha=0,0.2;order=CTL;adv=backdoor;loss=square-chipo,ipo",
+    "eps-0.1:n=63246,200000,632456;eps=0.1,0.5;loss=square-chipo,rdpo,chipo",
+    "order:n=100000;eps=0.5,1,2;alpha=0,0.01,0.02,0.04;order=CTL,LTC,CLC;adv=anti;"
+    "loss=square-chipo,rdpo",
     NULL};
 static const char *const quick_grid[] = {
     "privacy:n=2000,20000;eps=0.5,inf;alpha=0;order=CTL;adv=flip;"
     "loss=square-chipo,chipo,rdpo",
     "corruption:n=20000;eps=0.5;alpha=0.1,0.3;order=CTL,LTC;adv=flip,backdoor;"
     "loss=square-chipo,chipo,rdpo",
+    "paper002:n=5000,20000;eps=1,3.5,8;features=unit;theta=1;bound=1.5;"
+    "loss=rr-mle,rr-sgd,rr-sgd-last",
+    "ipo:n=20000;eps=1;alpha=0,0.2;order=CTL;adv=backdoor;loss=square-chipo,ipo",
+    "eps-0.1:n=20000;eps=0.1,0.5;loss=square-chipo,rdpo",
+    "order:n=20000;eps=0.5,2;alpha=0,0.04,0.08;order=CTL,LTC,CLC;adv=anti;loss=square-chipo",
     NULL};
 
 int lp_sweep_grid_named(const char *name, lp_sweep_grid *g)
@@ -87,7 +104,9 @@ static int parse_values(lp_sweep_block *b, const char *key, char *vals, char *ms
             ok = *end == '\0' && x >= 0 && x <= 0.5;
             b->alpha[cnt] = x;
         } else if (strcmp(key, "order") == 0) {
-            ok = cnt < 2 && lp_order_parse(v, &b->order[cnt]) == LP_OK;
+            ok = cnt < LP_ORDER_COUNT && lp_order_parse(v, &b->order[cnt]) == LP_OK;
+            for (int k = 0; ok && k < cnt; k++)
+                ok = b->order[k] != b->order[cnt]; /* each order once */
         } else if (strcmp(key, "adv") == 0) {
             ok = cnt < LP_ADV_COUNT && lp_adversary_parse(v, &b->adv[cnt]) == LP_OK;
         } else if (strcmp(key, "loss") == 0) {
@@ -126,6 +145,21 @@ int lp_sweep_block_parse(const char *spec, lp_sweep_block *b, char *msg, size_t 
         if (eq == NULL)
             return lp_fail(LP_EINVALID_ARGUMENT, msg, msglen, "'%s' is not key=values", kv);
         *eq = '\0';
+        if (strcmp(kv, "theta") == 0 || strcmp(kv, "bound") == 0) {
+            char *end = NULL;
+            double x = strtod(eq + 1, &end);
+            if (*end != '\0' || !(x > 0) || isinf(x))
+                return lp_fail(LP_EINVALID_ARGUMENT, msg, msglen, "bad value '%s' for %s", eq + 1,
+                               kv);
+            *(strcmp(kv, "theta") == 0 ? &b->theta_norm : &b->bound_ratio) = x;
+            continue;
+        }
+        if (strcmp(kv, "features") == 0) {
+            if (strcmp(eq + 1, "unit") != 0 && strcmp(eq + 1, "gauss") != 0)
+                return lp_fail(LP_EINVALID_ARGUMENT, msg, msglen, "features must be gauss or unit");
+            b->unit_features = strcmp(eq + 1, "unit") == 0;
+            continue;
+        }
         int rc = parse_values(b, kv, eq + 1, msg, msglen);
         if (rc != LP_OK)
             return rc;
@@ -202,6 +236,15 @@ static double now_seconds(void)
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
+/* Paper 002's step constant 1/(gamma kappa) for rr-sgd-last (see sweep.h). */
+static double paper002_step(size_t d, int unit_features, double B)
+{
+    double L = unit_features ? 1.0 : sqrt((double)d);
+    double kappa = unit_features ? 2.0 / (double)d : 2.0;
+    double gamma = 1.0 / (2.0 + exp(-2.0 * L * B) + exp(2.0 * L * B));
+    return 1.0 / (gamma * kappa);
+}
+
 /*
  * Simulates cell c and fits every loss of its block into rows[0..nloss).
  * Single-threaded and deterministic. Returns 0 or an error code.
@@ -213,7 +256,9 @@ static int run_cell(const cell *c, const lp_sweep_opts *o, lp_sweep_row *rows)
     double *ts = calloc(2 * d, sizeof *ts), *th = ts + d;
     if (ts == NULL)
         return LP_ENO_MEMORY;
-    lp_sim_theta_star(d, o->margin_sd, seed, ts);
+    double margin_sd = c->b->theta_norm > 0 ? c->b->theta_norm * sqrt(2.0) : o->margin_sd;
+    double bound_ratio = c->b->bound_ratio > 0 ? c->b->bound_ratio : o->bound_ratio;
+    lp_sim_theta_star(d, margin_sd, seed, ts);
     double ts_norm = 0;
     for (size_t j = 0; j < d; j++)
         ts_norm += ts[j] * ts[j];
@@ -227,7 +272,8 @@ static int run_cell(const cell *c, const lp_sweep_opts *o, lp_sweep_row *rows)
     so.order = c->order;
     so.adv = c->adv;
     so.backdoor_k = o->backdoor_k;
-    so.margin_sd = o->margin_sd;
+    so.margin_sd = margin_sd;
+    so.unit_features = c->b->unit_features;
     so.seed = seed;
     so.storage = LP_STORE_F64;
     lp_dataset *ds = NULL;
@@ -245,10 +291,12 @@ static int run_cell(const cell *c, const lp_sweep_opts *o, lp_sweep_row *rows)
         oo.l2 = o->l2;
         oo.threads = 1;
         lp_fit_opts fo;
-        lp_fit_opts_init(&fo, kind == LP_LOSS_RR_SGD ? LP_OPT_SGD : LP_OPT_LBFGS);
+        lp_fit_opts_init(&fo, lp_loss_fit_method(kind));
         fo.max_iter = o->max_iter;
-        fo.norm_bound = o->bound_ratio * ts_norm;
+        fo.norm_bound = bound_ratio * ts_norm;
         fo.seed = seed;
+        if (kind == LP_LOSS_RR_SGD_LAST)
+            fo.lr = paper002_step(d, c->b->unit_features, fo.norm_bound);
         lp_fit_result fr;
         double t0 = now_seconds();
         lp_objective *ob = lp_objective_new(ds, &oo);
@@ -282,6 +330,8 @@ static int run_cell(const cell *c, const lp_sweep_opts *o, lp_sweep_row *rows)
         r->adv = c->adv;
         r->loss = kind;
         r->link = eo.link;
+        r->unit_features = c->b->unit_features;
+        r->lr = fo.method == LP_OPT_LBFGS ? NAN : fo.lr;
         r->rmax = o->rmax;
         r->l2 = o->l2;
         r->norm_bound = fo.norm_bound;
@@ -448,11 +498,13 @@ int lp_sweep_row_write(FILE *f, const lp_sweep_row *r)
     fprintf(f, ",\"order\":\"%s\",\"adversary\":\"%s\",\"loss\":\"%s\",\"link\":\"%s\"",
             lp_order_name(r->order), lp_adversary_name(r->adv), lp_loss_name(r->loss),
             r->link == LP_LINK_KL ? "kl" : "chimix");
+    fprintf(f, ",\"features\":\"%s\"", r->unit_features ? "unit" : "gauss");
     fprintf(f, ",\"seed\":%d,\"K\":%d", r->seed, r->K);
     put_num(f, "beta", r->beta);
     put_num(f, "rmax", r->rmax);
     put_num(f, "l2", r->l2);
     put_num(f, "norm_bound", r->norm_bound);
+    put_num(f, "lr", r->lr);
     put_num(f, "flip_rate", r->flip_rate);
     put_num(f, "accuracy", r->accuracy);
     put_num(f, "cosine", r->cosine);
@@ -503,6 +555,9 @@ int lp_sweep_row_parse(const char *line, lp_sweep_row *r, char *msg, size_t msgl
         snprintf(r->block, sizeof r->block, "%s", blk);
         snprintf(r->status, sizeof r->status, "%s", st);
         r->link = strcmp(link, "kl") == 0 ? LP_LINK_KL : LP_LINK_CHIMIX;
+        const char *feat = json_string_value(json_object_get(o, "features"));
+        r->unit_features = feat != NULL && strcmp(feat, "unit") == 0;
+        r->lr = get_num(o, "lr", NAN);
         r->n = (size_t)get_num(o, "n", 0);
         r->d = (size_t)get_num(o, "d", 0);
         r->eps = get_num(o, "eps", INFINITY);
@@ -542,10 +597,10 @@ double lp_sweep_row_metric(const lp_sweep_row *r, const char *key)
         size_t off;
     } dbl[] = {
 #define F(k) {#k, offsetof(lp_sweep_row, k)}
-        F(beta),       F(eps),        F(c_eps),         F(alpha),       F(rmax),
-        F(l2),         F(norm_bound), F(flip_rate),     F(accuracy),    F(cosine),
-        F(norm_ratio), F(est_error),  F(suboptimality), F(j_star),      F(j_hat),
-        F(objective),  F(grad_norm),  F(theta_norm),    F(fit_seconds),
+        F(beta),   F(eps),        F(c_eps),     F(alpha),         F(rmax),
+        F(l2),     F(norm_bound), F(lr),        F(flip_rate),     F(accuracy),
+        F(cosine), F(norm_ratio), F(est_error), F(suboptimality), F(j_star),
+        F(j_hat),  F(objective),  F(grad_norm), F(theta_norm),    F(fit_seconds),
 #undef F
     };
     for (size_t i = 0; i < sizeof dbl / sizeof dbl[0]; i++)

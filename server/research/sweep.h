@@ -32,7 +32,7 @@
 #include <stdio.h>
 
 #define LP_SWEEP_MAX_VALUES 16 /* values per axis of a block */
-#define LP_SWEEP_MAX_BLOCKS 8
+#define LP_SWEEP_MAX_BLOCKS 12
 #define LP_SWEEP_NAME_MAX 32
 
 typedef struct lp_sweep_block {
@@ -40,10 +40,14 @@ typedef struct lp_sweep_block {
     size_t n[LP_SWEEP_MAX_VALUES];
     double eps[LP_SWEEP_MAX_VALUES];   /* > 0 or INFINITY */
     double alpha[LP_SWEEP_MAX_VALUES]; /* [0, 1/2] */
-    lp_order order[2];
+    lp_order order[LP_ORDER_COUNT];
     lp_adversary adv[LP_ADV_COUNT];
     lp_loss_kind loss[LP_LOSS_COUNT];
     int nn, neps, nalpha, norder, nadv, nloss;
+    /* Per-block overrides of the options (0: the option's value). */
+    double theta_norm;  /* ||theta*|| (instead of margin_sd / sqrt 2) */
+    double bound_ratio; /* norm bound B = bound_ratio ||theta*|| */
+    int unit_features;  /* features normalised to norm 1 (L = 1) */
 } lp_sweep_block;
 
 typedef struct lp_sweep_grid {
@@ -79,8 +83,10 @@ typedef struct lp_sweep_row {
     lp_adversary adv;
     lp_loss_kind loss;
     lp_link_kind link;
+    int unit_features; /* "features": "unit" (norm 1) or "gauss" */
     double rmax, l2, norm_bound;
-    double flip_rate;                               /* observed fraction of labels with z != y */
+    double lr;        /* SGD step constant (rr-sgd, rr-sgd-last); NAN for L-BFGS */
+    double flip_rate; /* observed fraction of labels with z != y */
     double accuracy, cosine, norm_ratio, est_error; /* est_error = |th - th*| / |th*| */
     double suboptimality, j_star, j_hat;
     double objective, grad_norm, theta_norm;
@@ -98,9 +104,17 @@ int lp_sweep_grid_named(const char *name, lp_sweep_grid *g);
 
 /*
  * Parses one block "NAME:key=v,v;key=v,..." with keys n, eps (inf allowed),
- * alpha, order (CTL, LTC), adv, loss; a missing key takes one default value
- * (n 20000, eps inf, alpha 0, CTL, flip, square-chipo). Returns 0 or
- * LP_EINVALID_ARGUMENT (msg says why).
+ * alpha, order (CTL, LTC, CLC), adv, loss; a missing key takes one default
+ * value (n 20000, eps inf, alpha 0, CTL, flip, square-chipo). Single-valued
+ * keys override the options for the block: theta (||theta*||), bound (norm
+ * bound ratio), features (gauss or unit). Returns 0 or LP_EINVALID_ARGUMENT
+ * (msg says why).
+ *
+ * rr-sgd-last gets paper 002's step constant lr = 1/(gamma kappa) with
+ * gamma = 1/(2 + e^{-2LB} + e^{2LB}), B the norm bound, kappa the smallest
+ * eigenvalue of the population covariance of f1 - f0 (2 for N(0, I)
+ * features, 2/d for unit ones) and L = 1 for unit features, sqrt(d) (the
+ * root mean square norm) for Gaussian ones.
  */
 int lp_sweep_block_parse(const char *spec, lp_sweep_block *b, char *msg, size_t msglen);
 

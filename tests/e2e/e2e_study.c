@@ -12,6 +12,7 @@
  * tolerance; no check compares with an expected number from a past run.
  */
 #include "check.h"
+#include "claims.h"
 #include "error.h"
 #include "gstudy.h"
 #include "rr.h"
@@ -66,11 +67,16 @@ static void check_outputs(const char *dir, const char *build)
     char path[1024], cmd[1024];
     snprintf(path, sizeof path, "%s/README.md", dir);
     CHECK(file_has(path, "## Verdicts"));
-    for (int i = 1; i <= 4; i++) {
+    CHECK(file_has(path, "full report (docs/results)"));
+    for (int i = 1; i <= 4 + lp_claims_count; i++) {
         char needle[32];
         snprintf(needle, sizeof needle, "## Claim %d", i);
         check_record(file_has(path, needle), __FILE__, __LINE__, "report has '%s'", needle);
     }
+    snprintf(path, sizeof path, "%s/verdicts.json", dir);
+    for (int i = 0; i < lp_claims_count; i++)
+        check_record(file_has(path, lp_claims[i].id), __FILE__, __LINE__,
+                     "verdicts.json has claim '%s'", lp_claims[i].id);
     const char *svgs[] = {"error_vs_n", "subopt_vs_n", "norm_ratio_vs_n", "accuracy_vs_alpha_flip",
                           "accuracy_vs_alpha_backdoor"};
     for (size_t i = 0; i < sizeof svgs / sizeof svgs[0]; i++) {
@@ -207,6 +213,100 @@ static void check_claim4(void)
     }
 }
 
+/* Paper 002 on bounded features: its SGD-RR as written converges; its MLE-RR
+ * inside eps > 2LB has the 1/sqrt(n) rate and grows no faster than the
+ * paper's factor as eps approaches 2LB. */
+static void check_paper002(void)
+{
+    const double eps[] = {1, 3.5, 8};
+    for (int e = 0; e < 3; e++) {
+        lp_study_stat d =
+            paired(at("paper002", 5000, eps[e], 0, -1, -1, LP_LOSS_RR_SGD_LAST),
+                   at("paper002", 20000, eps[e], 0, -1, -1, LP_LOSS_RR_SGD_LAST), "est_error");
+        check_record(d.mean > K_SE * d.se, __FILE__, __LINE__,
+                     "rr-sgd-last at eps %g: error falls from n = 5,000 to 20,000 by %.4f > %g "
+                     "SE (%.4f)",
+                     eps[e], d.mean, K_SE, d.se);
+    }
+    lp_study_stat a = stat(at("paper002", 5000, 8, 0, -1, -1, LP_LOSS_RR_MLE), "est_error");
+    lp_study_stat b = stat(at("paper002", 20000, 8, 0, -1, -1, LP_LOSS_RR_MLE), "est_error");
+    double slope = log(b.mean / a.mean) / log(4.0), se = hypot(log_se(a), log_se(b)) / log(4.0);
+    check_record(fabs(slope + 0.5) <= 0.1 + K_SE * se, __FILE__, __LINE__,
+                 "rr-mle at eps 8 (> 2LB): slope %.3f in n is -1/2 +- (0.1 + %g SE = %.3f)", slope,
+                 K_SE, 0.1 + K_SE * se);
+    const lp_sweep_row *r = NULL;
+    for (size_t i = 0; i < S->n && r == NULL; i++)
+        if (strcmp(S->rows[i].block, "paper002") == 0)
+            r = &S->rows[i];
+    CHECK(r != NULL && r->unit_features && 2 * r->norm_bound < 3.5);
+    if (r == NULL)
+        return;
+    lp_study_stat lo = stat(at("paper002", 20000, 3.5, 0, -1, -1, LP_LOSS_RR_MLE), "est_error");
+    double ratio = log(lo.mean / b.mean), rse = hypot(log_se(lo), log_se(b));
+    double fr = log(lp_claims_paper002_factor(3.5, r->norm_bound) /
+                    lp_claims_paper002_factor(8, r->norm_bound));
+    check_record(ratio <= fr + K_SE * rse, __FILE__, __LINE__,
+                 "rr-mle: log error ratio eps 3.5/8 = %.3f within paper 002's factor's %.3f + "
+                 "%g SE",
+                 ratio, fr, K_SE);
+}
+
+/* IPO keeps the direction but not the scale; the backdoor pulls it more. */
+static void check_ipo(void)
+{
+    lp_study_stat sq = stat(at("ipo", 20000, 1, 0, -1, -1, LP_LOSS_SQUARE_CHIPO), "norm_ratio");
+    lp_study_stat ip = stat(at("ipo", 20000, 1, 0, -1, -1, LP_LOSS_IPO), "norm_ratio");
+    check_record(fabs(sq.mean - 1) <= 0.1 + K_SE * sq.se, __FILE__, __LINE__,
+                 "square-chipo norm ratio %.3f within 1 +- (0.1 + %g SE)", sq.mean, K_SE);
+    check_record(fabs(ip.mean - 1) > 0.1 + K_SE * ip.se, __FILE__, __LINE__,
+                 "ipo norm ratio %.3f outside 1 +- (0.1 + %g SE)", ip.mean, K_SE);
+    lp_study_stat d = paired(at("ipo", 20000, 1, 0.2, -1, -1, LP_LOSS_SQUARE_CHIPO),
+                             at("ipo", 20000, 1, 0.2, -1, -1, LP_LOSS_IPO), "accuracy");
+    check_record(d.mean > K_SE * d.se, __FILE__, __LINE__,
+                 "backdoor alpha 0.2: square-chipo beats ipo by %.4f > %g SE (%.4f)", d.mean, K_SE,
+                 d.se);
+}
+
+/* eps = 0.1: the privacy cost grows at least like c(eps)^0.75 from eps = 0.5
+ * (the quick grid's n is pre-asymptotic at eps = 0.1, where the error
+ * exceeds the c(eps)/sqrt(n) rate; the full study judges the rate). */
+static void check_eps01(void)
+{
+    const lp_loss_kind deb[] = {LP_LOSS_SQUARE_CHIPO, LP_LOSS_RDPO};
+    double cr = log(lp_rr_debias(0.1) / lp_rr_debias(0.5));
+    for (int i = 0; i < 2; i++) {
+        lp_study_stat a = stat(at("eps-0.1", 20000, 0.1, 0, -1, -1, deb[i]), "est_error");
+        lp_study_stat b = stat(at("eps-0.1", 20000, 0.5, 0, -1, -1, deb[i]), "est_error");
+        double p = log(a.mean / b.mean) / cr, pse = hypot(log_se(a), log_se(b)) / cr;
+        check_record(p >= 0.75 - K_SE * pse, __FILE__, __LINE__,
+                     "%s: error ~ c(eps)^p from eps 0.5 to 0.1 with p = %.3f >= 0.75 - %g SE "
+                     "(%.3f)",
+                     lp_loss_name(deb[i]), p, K_SE, pse);
+    }
+}
+
+/* Orders at equal budget: CTL < CLC < LTC at eps 0.5; LTC's excess grows with c(eps). */
+static void check_orders(void)
+{
+    lp_study_filter ctl =
+        at("order", 0, 0.5, 0.08, LP_ORDER_CTL, LP_ADV_ANTI, LP_LOSS_SQUARE_CHIPO);
+    lp_study_filter clc = ctl, ltc = ctl;
+    clc.order = LP_ORDER_CLC;
+    ltc.order = LP_ORDER_LTC;
+    lp_study_stat d1 = paired(clc, ctl, "est_error"), d2 = paired(ltc, clc, "est_error");
+    check_record(d1.mean > K_SE * d1.se && d2.mean > K_SE * d2.se, __FILE__, __LINE__,
+                 "error CTL < CLC < LTC at eps 0.5, alpha 0.08: CLC-CTL %.4f (SE %.4f), "
+                 "LTC-CLC %.4f (SE %.4f)",
+                 d1.mean, d1.se, d2.mean, d2.se);
+    /* the LTC-CTL gap is larger where c(eps) is larger */
+    lp_study_filter ctl2 = ctl, ltc2 = ltc;
+    ctl2.eps = ltc2.eps = 2;
+    lp_study_stat g1 = paired(ltc, ctl, "est_error"), g2 = paired(ltc2, ctl2, "est_error");
+    check_record(g1.mean - g2.mean > K_SE * hypot(g1.se, g2.se), __FILE__, __LINE__,
+                 "LTC - CTL gap %.4f at eps 0.5 exceeds %.4f at eps 2 by > %g SE", g1.mean, g2.mean,
+                 K_SE);
+}
+
 /* General preferences: on cyclic data (the largest S) Algorithm 3's
  * mixture has a smaller duality gap than Square chi-PO's policy, by more
  * than K_SE paired standard errors, and by more than on transitive data;
@@ -262,6 +362,10 @@ int main(void)
     check_claim2();
     check_claim3();
     check_claim4();
+    check_paper002();
+    check_ipo();
+    check_eps01();
+    check_orders();
     check_general(dir);
     lp_study_free(S);
     return check_summary();

@@ -2,8 +2,10 @@
 # tests/study/reproduce.sh — `make reproduce`: the privacy/robustness study.
 #
 #   make reproduce           full grid -> docs/results/ (README.md, SVG plots,
-#                            sweep.jsonl.gz, gp/*.gp, oasst_cv.md)
-#   make reproduce QUICK=1   reduced grid -> $BUILD/study-quick/ (never docs/)
+#                            sweep.jsonl.gz, gp/*.gp, oasst_cv.md, verdicts.json)
+#   make reproduce QUICK=1   reduced grid -> $BUILD/study-quick/ (never docs/); its
+#                            report says, per verdict, whether it agrees with the
+#                            committed full report's (docs/results/verdicts.json)
 #
 # Steps: `ldpref-train sweep` (simulate, fit, evaluate in-process on JOBS
 # worker threads), `ldpref-train general-study` (general preferences),
@@ -48,7 +50,7 @@ t1=$(now)
 CV=()
 if [ "$QUICK" != 1 ] && [ -r "$OASST" ]; then
   echo "reproduce: OASST 5-fold cv" >&2
-  "$TRAIN" cv --data "$OASST" --seeds 3 --l2 1 > "$OUT/oasst_cv.md"
+  "$TRAIN" cv --data "$OASST" --seeds 3 --l2 1 --eps 0.5,1,inf > "$OUT/oasst_cv.md"
   CV=(--cv-table "$OUT/oasst_cv.md")
 fi
 t2=$(now)
@@ -58,6 +60,7 @@ total_s=$(awk "BEGIN { print $t2 - $t0 }")
 machine="Machine: $(nproc) cores ($(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ *//')); load average (1, 5, 15 min) $load0 at the start and $(load) at the end — the cores were shared with other builds, so the wall time is pessimistic."
 NAME=sweep.jsonl
 [ "$QUICK" != 1 ] && NAME=sweep.jsonl.gz
+[ "$QUICK" = 1 ] && [ -r docs/results/verdicts.json ] && CV+=(--compare docs/results/verdicts.json)
 "$TRAIN" report --in "$OUT/sweep.jsonl" --dir "$OUT" --name "$NAME" "${CV[@]}" \
   --general "$OUT/general.jsonl" \
   --command "$CMD" --sweep-seconds "$sweep_s" --total-seconds "$total_s" --machine "$machine"

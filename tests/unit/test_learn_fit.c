@@ -140,7 +140,14 @@ static void fit_one(lp_dataset *ds, lp_loss_kind kind, double rmax, double *thet
     oo.loss.rmax = rmax;
     lp_objective *ob = lp_objective_new(ds, &oo);
     lp_fit_opts fo;
-    lp_fit_opts_init(&fo, kind == LP_LOSS_RR_SGD ? LP_OPT_SGD : LP_OPT_LBFGS);
+    lp_fit_opts_init(&fo, lp_loss_fit_method(kind));
+    /* paper 002's Algorithm 1 projects onto Theta_B (here 3 ||theta*||, the
+     * study's bound) with steps lr/t, lr = 1/(gamma kappa): kappa = 2 for
+     * N(0, I) features, gamma = sigma'(2) for margins of sd 2 */
+    if (kind == LP_LOSS_RR_SGD_LAST) {
+        fo.lr = 1.0 / (2.0 * lp_sigmoid(2.0) * (1.0 - lp_sigmoid(2.0)));
+        fo.norm_bound = 3.0 * sqrt(2.0);
+    }
     CHECK_ERR(lp_fit(ob, &fo, theta, res), LP_OK);
     if (keep)
         *keep = ob;
@@ -291,17 +298,93 @@ static void test_corruption_rates(void)
     lp_prng g;
     lp_prng_seed(&g, 4);
     double eps = 0.5, alpha = 0.1, q = lp_rr_flip_prob(eps);
-    size_t n = 200000, fc = 0, fl = 0, c1 = 0;
+    size_t n = 200000, fc = 0, fl = 0, c1 = 0, fm = 0;
     lp_adv_view v = {.truth = 1, .backdoor = 1};
     for (size_t i = 0; i < n; i++) {
         fc += lp_corrupt_label(&g, 1, eps, alpha, LP_ORDER_CTL, LP_ADV_FLIP, &v) == 0;
         fl += lp_corrupt_label(&g, 1, eps, alpha, LP_ORDER_LTC, LP_ADV_FLIP, &v) == 0;
         c1 += lp_corrupt_label(&g, 0, INFINITY, alpha, LP_ORDER_LTC, LP_ADV_CONSTANT1, &v);
+        fm += lp_corrupt_label(&g, 1, eps, alpha, LP_ORDER_CLC, LP_ADV_FLIP, &v) == 0;
     }
     double tol = 5 * sqrt(0.25 / n);
     CHECK_NEAR(fc / (double)n, q + alpha * (1 - 2 * q), tol);
     CHECK_NEAR(fl / (double)n, q + alpha * (1 - q), tol);
     CHECK_NEAR(c1 / (double)n, alpha, tol);
+    /* CLC: the mask is set w.p. alpha/2, RR-flipped w.p. q, set again w.p. alpha/2 */
+    double p1 = alpha / 2, p2 = q + p1 * (1 - 2 * q), p3 = alpha / 2 + (1 - alpha / 2) * p2;
+    CHECK_NEAR(fm / (double)n, p3, tol);
+}
+
+typedef struct pair_norms {
+    double *a, *b; /* norms of f0 and f1 per pair */
+    size_t k;
+} pair_norms;
+
+static void on_pair_norms(void *ctx, const double *f0, const double *f1, size_t d, int y, int z,
+                          double eps)
+{
+    pair_norms *c = ctx;
+    double s0 = 0, s1 = 0;
+    for (size_t j = 0; j < d; j++) {
+        s0 += f0[j] * f0[j];
+        s1 += f1[j] * f1[j];
+    }
+    c->a[c->k] = sqrt(s0);
+    c->b[c->k++] = sqrt(s1);
+}
+
+/* Unit features have norm 1 (paper 002's L = 1). */
+static void test_unit_features(void)
+{
+    double star[D];
+    lp_sim_theta_star(D, 2.0, 3, star);
+    lp_sim_opts o;
+    lp_sim_opts_init(&o);
+    o.n = 50;
+    o.d = D;
+    o.seed = 3;
+    o.unit_features = 1;
+    lp_dataset *ds = NULL;
+    double f0n[50], f1n[50];
+    pair_norms nc = {f0n, f1n, 0};
+    o.on_pair = on_pair_norms;
+    o.on_pair_ctx = &nc;
+    CHECK_ERR(lp_simulate(&o, star, &ds), LP_OK);
+    CHECK_INT(nc.k, 50);
+    for (size_t i = 0; i < nc.k; i++) {
+        CHECK_NEAR(f0n[i], 1.0, 1e-12);
+        CHECK_NEAR(f1n[i], 1.0, 1e-12);
+    }
+    lp_dataset_free(ds);
+}
+
+/* sgd-last is paper 002's Algorithm 1: the labels in their order, step
+ * lr/t, the last iterate. Two labels in d = 1, against the recursion by
+ * hand. */
+static void test_sgd_last(void)
+{
+    lp_dataset *ds = lp_dataset_new(1, LP_STORE_F64);
+    double a0 = 0.0, a1 = 1.0, b0 = 0.5, b1 = -1.5;
+    CHECK_ERR(lp_dataset_add_dense(ds, &a0, &a1, 1, INFINITY, -1, NULL, 0), LP_OK);
+    CHECK_ERR(lp_dataset_add_dense(ds, &b0, &b1, 1, INFINITY, -1, NULL, 0), LP_OK);
+    lp_objective_opts oo;
+    lp_objective_opts_init(&oo, LP_LOSS_RR_SGD_LAST);
+    lp_objective *ob = lp_objective_new(ds, &oo);
+    lp_fit_opts fo;
+    lp_fit_opts_init(&fo, lp_loss_fit_method(LP_LOSS_RR_SGD_LAST));
+    CHECK_INT(fo.method, LP_OPT_SGD_LAST);
+    fo.lr = 3.0;
+    double th = 0;
+    lp_fit_result res;
+    CHECK_ERR(lp_fit(ob, &fo, &th, &res), LP_OK);
+    /* eps = inf: the rdpo gradient is (sigma(m) - 1) x for z = 1, x = x1 - x0 */
+    double x1 = a1 - a0, x2 = b1 - b0, t = 0;
+    t -= 3.0 / 1 * (lp_sigmoid(t * x1) - 1) * x1;
+    t -= 3.0 / 2 * (lp_sigmoid(t * x2) - 1) * x2;
+    CHECK_NEAR(th, t, 1e-12);
+    CHECK_INT(res.iterations, 2);
+    lp_objective_free(ob);
+    lp_dataset_free(ds);
 }
 
 static void test_featurizer(void)
@@ -476,6 +559,8 @@ int main(void)
     test_featurizer();
     test_bad_input();
     test_corruption_rates();
+    test_unit_features();
+    test_sgd_last();
     test_bound();
     test_determinism();
     test_recovery();

@@ -32,10 +32,17 @@ static void test_block_parse(void)
     CHECK_INT(b.order[1], LP_ORDER_LTC);
     CHECK_INT(b.adv[1], LP_ADV_BACKDOOR);
     CHECK_INT(b.loss[1], LP_LOSS_RR_MLE);
+    /* CLC and the per-block overrides */
+    CHECK_ERR(lp_sweep_block_parse("p:order=CTL,LTC,CLC;features=unit;theta=1;bound=1.5", &b, msg,
+                                   sizeof msg),
+              LP_OK);
+    CHECK(b.norder == 3 && b.order[2] == LP_ORDER_CLC && b.unit_features == 1 &&
+          b.theta_norm == 1.0 && b.bound_ratio == 1.5);
     /* defaults for missing keys */
     CHECK_ERR(lp_sweep_block_parse("d:eps=1", &b, msg, sizeof msg), LP_OK);
     CHECK(b.nn == 1 && b.n[0] == 20000 && b.nalpha == 1 && b.alpha[0] == 0 && b.norder == 1 &&
-          b.nadv == 1 && b.nloss == 1 && b.loss[0] == LP_LOSS_SQUARE_CHIPO);
+          b.nadv == 1 && b.nloss == 1 && b.loss[0] == LP_LOSS_SQUARE_CHIPO &&
+          b.unit_features == 0 && b.theta_norm == 0 && b.bound_ratio == 0);
     const char *bad[] = {"noname",
                          ":n=1",
                          "x:n=1",
@@ -50,6 +57,11 @@ static void test_block_parse(void)
                          "x:n",
                          "x:n=",
                          "x:order=CTL,LTC,CTL",
+                         "x:order=CTL,CLC,LTC,CTL",
+                         "x:features=cube",
+                         "x:theta=-1",
+                         "x:bound=0",
+                         "x:theta=inf",
                          "x:n=1,2,3,4,5,6,7,8,9,10,11,12,13,14,15,16,17"};
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         msg[0] = '\0';
@@ -65,9 +77,17 @@ static void test_grids(void)
     lp_sweep_opts o;
     lp_sweep_opts_init(&o);
     CHECK_ERR(lp_sweep_grid_named("default", &g), LP_OK);
-    CHECK_INT(g.nblocks, 2);
+    CHECK(g.nblocks >= 6);
     CHECK_STR(g.block[0].name, "privacy");
     CHECK_STR(g.block[1].name, "corruption");
+    /* the remaining claims' blocks (claims.h) */
+    const char *want[] = {"paper002", "ipo", "eps-0.1", "order"};
+    for (size_t w = 0; w < sizeof want / sizeof want[0]; w++) {
+        int found = 0;
+        for (int k = 0; k < g.nblocks; k++)
+            found |= strcmp(g.block[k].name, want[w]) == 0;
+        check_record(found, __FILE__, __LINE__, "default grid has block %s", want[w]);
+    }
     /* every value the study must cover */
     int has2k = 0, has200k = 0;
     for (int i = 0; i < g.block[0].nn; i++) {
@@ -77,7 +97,9 @@ static void test_grids(void)
     CHECK(has2k && has200k);
     CHECK_INT(g.block[0].neps, 4);
     CHECK(g.block[1].nalpha >= 3 && g.block[1].norder == 2 && g.block[1].nadv == 3);
-    CHECK_INT(lp_sweep_rows(&g, &o), 5 * 4 * 5 * 5 + 4 * 5 * 2 * 3 * 5 * 5);
+    lp_sweep_grid two = g;
+    two.nblocks = 2;
+    CHECK_INT(lp_sweep_rows(&two, &o), 5 * 4 * 5 * 5 + 4 * 5 * 2 * 3 * 5 * 5);
     CHECK_ERR(lp_sweep_grid_named("quick", &g), LP_OK);
     CHECK_ERR(lp_sweep_grid_named("huge", &g), LP_EINVALID_ARGUMENT);
 }

@@ -22,8 +22,8 @@ $d1 << EOD
 0 0.94958 0.00419234
 0.1 0.85312 0.0252757
 0.2 0.21245 0.0398916
-0.3 0.01778 0.00251461
-0.4 0.01255 0.00131767
+0.3 0.01784 0.00251655
+0.4 0.0125 0.00144179
 EOD
 $d2 << EOD
 0 0.94678 0.0066556
@@ -51,7 +51,7 @@ $d5 << EOD
 0.1 0.8544 0.0238401
 0.2 0.22037 0.0388682
 0.3 0.06416 0.0147927
-0.4 0.03833 0.00593976
+0.4 0.03831 0.00593416
 EOD
 plot [-0.01:0.41] [0:1] $d0 u 1:2:3 w yerrorlines lw 2 pt 7 ps 0.6 dt 1 lc rgb '#d62728' title 'square-chipo CTL', $d1 u 1:2:3 w yerrorlines lw 2 pt 6 ps 0.6 dt 2 lc rgb '#d62728' title 'square-chipo LTC', $d2 u 1:2:3 w yerrorlines lw 2 pt 7 ps 0.6 dt 1 lc rgb '#1f77b4' title 'chipo CTL', $d3 u 1:2:3 w yerrorlines lw 2 pt 6 ps 0.6 dt 2 lc rgb '#1f77b4' title 'chipo LTC', $d4 u 1:2:3 w yerrorlines lw 2 pt 7 ps 0.6 dt 1 lc rgb '#9467bd' title 'rdpo CTL', $d5 u 1:2:3 w yerrorlines lw 2 pt 6 ps 0.6 dt 2 lc rgb '#9467bd' title 'rdpo LTC', 0.5 w l lw 1 lc rgb 'black' notitle
 set title 'ε = 1'

@@ -22,8 +22,8 @@ $d1 << EOD
 0 0.94958 0.00419234
 0.1 0.84453 0.0243079
 0.2 0.63666 0.0388439
-0.3 0.55292 0.0727724
-0.4 0.53383 0.0727727
+0.3 0.55296 0.0727883
+0.4 0.53379 0.0727267
 EOD
 $d2 << EOD
 0 0.94678 0.0066556
@@ -48,10 +48,10 @@ $d4 << EOD
 EOD
 $d5 << EOD
 0 0.94629 0.00713998
-0.1 0.83248 0.0189338
-0.2 0.71467 0.0378951
-0.3 0.63976 0.0545416
-0.4 0.59635 0.0626501
+0.1 0.83249 0.0189437
+0.2 0.71475 0.0380542
+0.3 0.63971 0.0545188
+0.4 0.59628 0.062773
 EOD
 plot [-0.01:0.41] [0:1] $d0 u 1:2:3 w yerrorlines lw 2 pt 7 ps 0.6 dt 1 lc rgb '#d62728' title 'square-chipo CTL', $d1 u 1:2:3 w yerrorlines lw 2 pt 6 ps 0.6 dt 2 lc rgb '#d62728' title 'square-chipo LTC', $d2 u 1:2:3 w yerrorlines lw 2 pt 7 ps 0.6 dt 1 lc rgb '#1f77b4' title 'chipo CTL', $d3 u 1:2:3 w yerrorlines lw 2 pt 6 ps 0.6 dt 2 lc rgb '#1f77b4' title 'chipo LTC', $d4 u 1:2:3 w yerrorlines lw 2 pt 7 ps 0.6 dt 1 lc rgb '#9467bd' title 'rdpo CTL', $d5 u 1:2:3 w yerrorlines lw 2 pt 6 ps 0.6 dt 2 lc rgb '#9467bd' title 'rdpo LTC', 0.5 w l lw 1 lc rgb 'black' notitle
 set title 'ε = 1'
@@ -69,7 +69,7 @@ $d1 << EOD
 0.1 0.91878 0.0105661
 0.2 0.81706 0.0123389
 0.3 0.68923 0.0331555
-0.4 0.56524 0.0661786
+0.4 0.56525 0.0661838
 EOD
 $d2 << EOD
 0 0.97277 0.00606698
@@ -97,7 +97,7 @@ $d5 << EOD
 0.1 0.90512 0.00813346
 0.2 0.81145 0.0176757
 0.3 0.72719 0.0375098
-0.4 0.66266 0.0523475
+0.4 0.6627 0.0523666
 EOD
 plot [-0.01:0.41] [0:1] $d0 u 1:2:3 w yerrorlines lw 2 pt 7 ps 0.6 dt 1 lc rgb '#d62728' title 'square-chipo CTL', $d1 u 1:2:3 w yerrorlines lw 2 pt 6 ps 0.6 dt 2 lc rgb '#d62728' title 'square-chipo LTC', $d2 u 1:2:3 w yerrorlines lw 2 pt 7 ps 0.6 dt 1 lc rgb '#1f77b4' title 'chipo CTL', $d3 u 1:2:3 w yerrorlines lw 2 pt 6 ps 0.6 dt 2 lc rgb '#1f77b4' title 'chipo LTC', $d4 u 1:2:3 w yerrorlines lw 2 pt 7 ps 0.6 dt 1 lc rgb '#9467bd' title 'rdpo CTL', $d5 u 1:2:3 w yerrorlines lw 2 pt 6 ps 0.6 dt 2 lc rgb '#9467bd' title 'rdpo LTC', 0.5 w l lw 1 lc rgb 'black' notitle
 set title 'ε = 2'
