@@ -402,12 +402,8 @@ static int load_record(loader *L, const json_t *o, size_t lineno, char *msg, siz
         rc = lp_dataset_add_sparse(L->ds, &L->f0, &L->f1, r.z, r.eps, r.y, m, sizeof m);
     }
     if (rc == LP_OK) {
-        if (r.prompt != NULL) { /* FNV-1a of the prompt: the grouping key */
-            uint64_t h = 0xcbf29ce484222325ULL;
-            for (const char *p = r.prompt; *p; p++)
-                h = (h ^ (uint8_t)*p) * 0x100000001b3ULL;
-            L->ds->group[L->ds->n - 1] = h;
-        }
+        if (r.prompt != NULL)
+            L->ds->group[L->ds->n - 1] = lp_dataset_prompt_key(r.prompt);
         return LP_OK;
     }
 fail:
@@ -551,6 +547,14 @@ lp_dataset *lp_dataset_subset(const lp_dataset *ds, const size_t *idx, size_t k)
         s->y[t] = ds->y ? ds->y[i] : -1;
     }
     return s;
+}
+
+uint64_t lp_dataset_prompt_key(const char *prompt)
+{
+    uint64_t h = 0xcbf29ce484222325ULL;
+    for (const char *p = prompt; *p; p++)
+        h = (h ^ (uint8_t)*p) * 0x100000001b3ULL;
+    return h ? h : 1;
 }
 
 double lp_dataset_row_dot(const lp_dataset *ds, size_t i, const double *theta)

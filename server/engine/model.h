@@ -3,7 +3,7 @@
  *
  *   {"format": "ldpref-model", "format_version": 1,
  *    "loss": "square-chipo", "link": "chimix", "beta": 1,
- *    "hyper": {"rmax", "tau", "l2", "norm_bound" (null: none), "optimizer",
+ *    "hyper": {"rmax", "tau", "l2", "l2_auto", "norm_bound" (null: none), "optimizer",
  *              "max_iter", "gtol", "memory", "lr", "batch", "epochs",
  *              "seed", "threads", "kernel", "precision"},
  *    "features": {"kind": "dense", "dim": d} |
@@ -14,7 +14,16 @@
  *    "metrics": {"rewards/chosen", "rewards/rejected", "rewards/margins",
  *                "rewards/accuracies", "objective", "grad_norm", "theta_norm",
  *                "iterations", "evaluations", "status", "converged",
- *                "norm_bound_active"},
+ *                "norm_bound_active", "eval/accuracy_debiased",
+ *                "eval/accuracy_debiased_se", "eval/rewards/accuracies",
+ *                "eval/brier_debiased", "eval/brier_debiased_se",
+ *                "eval/labels" (null without cross-validation)},
+ *    "validation": {"method": "kfold_by_prompt", "folds", "groups",
+ *                   "seed", "criterion": "brier_debiased", "l2_auto",
+ *                   "unit", "chosen_l2", "grid": [{"l2", "brier_debiased",
+ *                   "brier_debiased_se", "accuracy_debiased",
+ *                   "accuracy_debiased_se", "accuracy_raw",
+ *                   "not_converged"}]} | null,
  *    "theta": [d numbers, in feature order]}
  *
  * Rewards are the linear implicit rewards r = theta^T f (for the chi-mix
@@ -29,6 +38,7 @@
 #ifndef LP_MODEL_H
 #define LP_MODEL_H
 
+#include "crossval.h"
 #include "dataset.h"
 #include "featurize.h"
 #include "losses.h"
@@ -60,6 +70,11 @@ typedef struct lp_model {
     lp_fit_result res;
     int have_rewards; /* rewards/chosen and /rejected known */
     double rw_chosen, rw_rejected, rw_margins, rw_accuracy;
+    /* held-out figures (crossval.h): have_cv = 0 when no cross-validation
+     * ran (lp_model_fit, or fewer than 2 prompts); cv.pt[cv.chosen] holds
+     * the model's penalty */
+    int have_cv;
+    lp_cv_result cv;
     double *theta; /* d values, owned */
 } lp_model;
 
@@ -73,6 +88,17 @@ typedef struct lp_model {
  */
 int lp_model_fit(const lp_dataset *ds, const lp_objective_opts *oo, const lp_fit_opts *fo,
                  double beta, lp_model **out);
+/*
+ * As lp_model_fit, after K-fold cross-validation grouped by prompt
+ * (crossval.h): with co->auto_l2 the penalty is the grid's best (oo->l2 is
+ * ignored), else oo->l2. The final fit uses every label, from theta = 0, so
+ * the model equals lp_model_fit's at the chosen penalty plus the held-out
+ * record. With fewer prompts than co->folds the folds are fewer; with
+ * fewer than 2 prompts no cross-validation runs (have_cv = 0) and auto
+ * falls back to l2 = 0. Errors as lp_model_fit.
+ */
+int lp_model_fit_cv(const lp_dataset *ds, const lp_objective_opts *oo, const lp_fit_opts *fo,
+                    double beta, const lp_cv_opts *co, lp_model **out);
 /* Fills the data summary and the TRL metrics of m (theta set) from ds. */
 void lp_model_summarize(lp_model *m, const lp_dataset *ds);
 

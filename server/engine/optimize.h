@@ -37,6 +37,8 @@ typedef struct lp_fit_opts {
     int batch;         /* minibatch size (default 1) */
     int epochs;        /* passes over the data (default 1: one pass) */
     uint64_t seed;     /* shuffling seed (default 0) */
+    int warm_start;    /* L-BFGS: start from the theta passed in (inside the norm
+                          bound), not from 0 (default 0) */
     int progress;      /* print progress lines on stderr */
     /* Optional observer (NULL: none), called after every L-BFGS iteration and,
      * for SGD/Adam, every 4096 steps (objective NAN) and after each epoch.
@@ -72,7 +74,7 @@ typedef struct lp_fit_result {
 
 /*
  * Minimises the objective. theta (d values, caller-owned) receives the
- * estimate. Returns 0, LP_EINVALID_ARGUMENT (bad options), LP_ECANCELLED
+ * estimate (and holds the start when o->warm_start is set). Returns 0, LP_EINVALID_ARGUMENT (bad options), LP_ECANCELLED
  * (on_progress asked to stop) or LP_ENO_MEMORY;
  * a non-finite objective (e.g. rdpo diverging without a bound) is reported
  * through res->status = "non_finite" with the last finite theta.
