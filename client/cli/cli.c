@@ -1018,7 +1018,7 @@ static const struct cflag F_SIM[] = {
         {"--seed", "S", "integer in [0, 2^53] (default 0)"},                                       \
         {"--beta", "B", "policy temperature (default 1)"},                                         \
         {"--rmax", "R", "reward clip of the chi-PO losses (default 1)"},                           \
-        {"--l2", "X", "L2 penalty, or auto (default): cross-validated"},                                                   \
+        {"--l2", "X", "L2 penalty, or auto (default): cross-validated"},                           \
         {"--norm-bound", "B", "bound on the parameter norm (default none)"},                       \
         {"--max-iter", "N", "optimizer iterations, 1..100000 (default 500)"},                      \
         {"--features", "F", "auto (default), dense or text"},                                      \

@@ -170,7 +170,7 @@ int lp_train_request_parse(lp_store *s, const json_t *obj, int default_threads, 
     const json_t *l2 = json_object_get(obj, "l2");
     r->l2_auto = l2 == NULL || json_is_string(l2); /* the default */
     if (l2 != NULL && json_is_string(l2) && strcmp(json_string_value(l2), "auto") != 0) {
-        rc = lp_fail(LP_EBAD_HYPERPARAMETER, msg, msglen,
+        rc = lp_fail(LP_EWRONG_TYPE, msg, msglen,
                      "\"l2\" must be \"auto\" or a number in [0, %g]", L2_MAX);
         goto out;
     }
@@ -249,10 +249,11 @@ json_t *lp_train_request_json(const lp_train_request *r)
                      r->campaign ? json_string(r->campaign_name) : json_null(), "cutoff",
                      r->cutoff ? json_integer(r->cutoff) : json_null(), "seed",
                      (json_int_t)r->fit.seed, "beta", r->beta, "rmax", r->loss.rmax, "tau",
-                     r->loss.tau, "l2", r->l2_auto ? json_string("auto") : json_real(r->l2), "norm_bound", num_or_null(r->fit.norm_bound),
-                     "optimizer", lp_method_name(r->fit.method), "max_iter", r->fit.max_iter,
-                     "epochs", r->fit.epochs, "lr", r->fit.lr, "batch", r->fit.batch, "features",
-                     features, "text", "dim", (json_int_t)r->text.hash_dim, "bigrams",
-                     r->text.bigrams, "cross_prompt", r->text.cross_prompt, "length",
-                     r->text.length, "threads", r->threads, "activate", r->activate);
+                     r->loss.tau, "l2", r->l2_auto ? json_string("auto") : json_real(r->l2),
+                     "norm_bound", num_or_null(r->fit.norm_bound), "optimizer",
+                     lp_method_name(r->fit.method), "max_iter", r->fit.max_iter, "epochs",
+                     r->fit.epochs, "lr", r->fit.lr, "batch", r->fit.batch, "features", features,
+                     "text", "dim", (json_int_t)r->text.hash_dim, "bigrams", r->text.bigrams,
+                     "cross_prompt", r->text.cross_prompt, "length", r->text.length, "threads",
+                     r->threads, "activate", r->activate);
 }

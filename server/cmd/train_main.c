@@ -333,11 +333,13 @@ static int cmd_fit(int argc, char **argv)
         {"out", "MODEL.json", "where to write the model", O_STR, &c.out},
         {"rmax", "R", "clip margins at 2R for square-chipo/chipo (default 1)", O_DBL, &c.rmax},
         {"tau", "T", "ipo: target c(eps) zbar/(2T) (default 0.5)", O_DBL, &c.tau},
-        {"l2", "L", "objective (1/n)[sum loss + L ||theta||^2]; auto (default): chosen by "
-                    "cross-validation grouped by prompt",
+        {"l2", "L",
+         "objective (1/n)[sum loss + L ||theta||^2]; auto (default): chosen by "
+         "cross-validation grouped by prompt",
          O_STR, &c.l2},
-        {"folds", "K", "cross-validation folds (default 5); 0: none (numeric --l2 only, no "
-                       "held-out estimate)",
+        {"folds", "K",
+         "cross-validation folds (default 5); 0: none (numeric --l2 only, no "
+         "held-out estimate)",
          O_INT, &c.folds},
         {"norm-bound", "B", "constrain ||theta|| <= B (default none); reported when active", O_DBL,
          &c.bound},
@@ -788,8 +790,9 @@ static int cmd_cv(int argc, char **argv)
         {"folds", "K", "folds (default 5)", O_INT, &folds},
         {"seeds", "S", "RR/corruption repetitions per fold (default 3)", O_INT, &seeds},
         {"seed", "S", "base seed (default 0)", O_U64, &seed0},
-        {"l2", "L", "L2 weight (default 1); auto: chosen by an inner cross-validation on each "
-                    "training fold",
+        {"l2", "L",
+         "L2 weight (default 1); auto: chosen by an inner cross-validation on each "
+         "training fold",
          O_STR, &c.l2},
         {"rmax", "R", "clip for square-chipo/chipo (default 1)", O_DBL, &c.rmax},
         {"norm-bound", "B", "norm bound (default none)", O_DBL, &c.bound},

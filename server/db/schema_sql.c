@@ -445,6 +445,6 @@ static const char MIGRATION_009[] =
     "ALTER TABLE train_settings ADD COLUMN l2_auto INTEGER NOT NULL DEFAULT 0\n"
     "    CHECK (l2_auto IN (0, 1));\n";
 
-const char *const LP_MIGRATIONS[] = {MIGRATION_001, MIGRATION_002, MIGRATION_003, MIGRATION_004,
-                                     MIGRATION_005, MIGRATION_009};
+const char *const LP_MIGRATIONS[] = {MIGRATION_001, MIGRATION_002, MIGRATION_003,
+                                     MIGRATION_004, MIGRATION_005, MIGRATION_009};
 const int LP_MIGRATION_COUNT = (int)(sizeof LP_MIGRATIONS / sizeof LP_MIGRATIONS[0]);

@@ -181,8 +181,7 @@ static int fold_progress(void *ctx, int iteration, int evaluations, double objec
 }
 
 /* Adds label i of ds with margin m to a. */
-static void score_label(const lp_dataset *ds, const lp_loss_spec *loss, size_t i, double m,
-                        acc *a)
+static void score_label(const lp_dataset *ds, const lp_loss_spec *loss, size_t i, double m, acc *a)
 {
     lp_label_consts k;
     lp_label_consts_from_eps(ds->eps[i], &k);
@@ -241,8 +240,12 @@ static int run_fold(cv_job *j, int f)
         acc *a = &j->acc[(size_t)f * j->npoints + t];
         a->not_converged += !res.converged;
         for (size_t i = 0; i < n; i++)
-            if (j->fold_of[i] == f)
-                score_label(ds, &oo.loss, i, lp_dataset_row_dot(ds, i, theta), a);
+            if (j->fold_of[i] == f) {
+                double m = lp_dataset_row_dot(ds, i, theta);
+                score_label(ds, &oo.loss, i, m, a);
+                if (j->co->oof != NULL)
+                    j->co->oof[t * n + i] = m;
+            }
         a->done = 1;
         /* Past the fold's own best by WORSE_STOP points: smaller penalties
          * (the slowest fits) would not be chosen. */
@@ -264,8 +267,8 @@ static void *fold_worker(void *arg)
     cv_job *j = arg;
     for (;;) {
         pthread_mutex_lock(&j->lock);
-        int f = j->rc == LP_OK && !j->cancelled && j->next_fold < j->co->folds ? j->next_fold++
-                                                                               : -1;
+        int f =
+            j->rc == LP_OK && !j->cancelled && j->next_fold < j->co->folds ? j->next_fold++ : -1;
         pthread_mutex_unlock(&j->lock);
         if (f < 0)
             return NULL;
@@ -325,6 +328,8 @@ int lp_cv_run(const lp_dataset *ds, const lp_objective_opts *oo, const lp_fit_op
     int *fold_of = malloc((n ? n : 1) * sizeof *fold_of);
     if (fold_of == NULL)
         return LP_ENO_MEMORY;
+    for (size_t i = 0; co->oof != NULL && i < n * out->npoints; i++)
+        co->oof[i] = NAN;
     int rc = lp_cv_folds(ds, co->folds, co->seed, fold_of, &out->groups);
     if (rc != LP_OK) {
         free(fold_of);

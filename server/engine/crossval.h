@@ -42,15 +42,19 @@
 #define LP_CV_MAX_GRID 32
 
 typedef struct lp_cv_opts {
-    int folds;      /* K >= 2 (default 5) */
-    int auto_l2;    /* 1: choose on the grid; 0: estimate at the objective's l2 */
-    double lo, hi;  /* grid exponents, step 0.5 (default -4, 2) */
-    uint64_t seed;  /* fold assignment (default 0) */
-    int threads;    /* folds fitted at once (default 1) */
+    int folds;     /* K >= 2 (default 5) */
+    int auto_l2;   /* 1: choose on the grid; 0: estimate at the objective's l2 */
+    double lo, hi; /* grid exponents, step 0.5 (default -4, 2) */
+    uint64_t seed; /* fold assignment (default 0) */
+    int threads;   /* folds fitted at once (default 1) */
     /* Optional: called between fold fits' iterations, never concurrently;
      * nonzero cancels (LP_ECANCELLED). */
     int (*step)(void *ctx);
     void *step_ctx;
+    /* Optional (NULL: none): n x (grid points) values, the out-of-fold
+     * margin of label i at grid point t in oof[t * n + i] (NAN where a fold
+     * stopped early). */
+    double *oof;
 } lp_cv_opts;
 
 void lp_cv_opts_init(lp_cv_opts *o);

@@ -532,12 +532,16 @@ lp_dataset *lp_dataset_subset(const lp_dataset *ds, const size_t *idx, size_t k)
     if (s == NULL)
         return NULL;
     s->y = malloc(k ? k : 1);
-    if (s->y == NULL) {
+    if (ds->group != NULL && s->group == NULL)
+        s->group = malloc((k ? k : 1) * sizeof *s->group);
+    if (s->y == NULL || (ds->group != NULL && s->group == NULL)) {
         lp_dataset_free(s);
         return NULL;
     }
     for (size_t t = 0; t < k; t++) {
         size_t i = idx[t];
+        if (s->group != NULL)
+            s->group[t] = ds->group ? ds->group[i] : 0;
         if (ds->storage == LP_STORE_F32)
             memcpy(s->xf + t * d, ds->xf + i * d, d * sizeof(float));
         else

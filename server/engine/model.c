@@ -227,8 +227,7 @@ json_t *lp_model_to_json(const lp_model *m)
                         ho ? num_or_null(ho->raw_accuracy) : json_null());
     json_object_set_new(mt, "eval/brier_debiased", ho ? num_or_null(ho->brier) : json_null());
     json_object_set_new(mt, "eval/brier_debiased_se", ho ? num_or_null(ho->brier_se) : json_null());
-    json_object_set_new(mt, "eval/labels",
-                        ho ? json_integer((json_int_t)m->cv.n) : json_null());
+    json_object_set_new(mt, "eval/labels", ho ? json_integer((json_int_t)m->cv.n) : json_null());
     json_object_set_new(root, "metrics", mt);
     json_object_set_new(root, "validation", validation_json(m));
     json_t *th = json_array();

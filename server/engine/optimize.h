@@ -74,10 +74,10 @@ typedef struct lp_fit_result {
 
 /*
  * Minimises the objective. theta (d values, caller-owned) receives the
- * estimate (and holds the start when o->warm_start is set). Returns 0, LP_EINVALID_ARGUMENT (bad options), LP_ECANCELLED
- * (on_progress asked to stop) or LP_ENO_MEMORY;
- * a non-finite objective (e.g. rdpo diverging without a bound) is reported
- * through res->status = "non_finite" with the last finite theta.
+ * estimate (and holds the start when o->warm_start is set). Returns 0, LP_EINVALID_ARGUMENT (bad
+ * options), LP_ECANCELLED (on_progress asked to stop) or LP_ENO_MEMORY; a non-finite objective
+ * (e.g. rdpo diverging without a bound) is reported through res->status = "non_finite" with the
+ * last finite theta.
  */
 int lp_fit(lp_objective *ob, const lp_fit_opts *o, double *theta, lp_fit_result *res);
 
