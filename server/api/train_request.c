@@ -170,8 +170,8 @@ int lp_train_request_parse(lp_store *s, const json_t *obj, int default_threads, 
     const json_t *l2 = json_object_get(obj, "l2");
     r->l2_auto = l2 == NULL || json_is_string(l2); /* the default */
     if (l2 != NULL && json_is_string(l2) && strcmp(json_string_value(l2), "auto") != 0) {
-        rc = lp_fail(LP_EWRONG_TYPE, msg, msglen,
-                     "\"l2\" must be \"auto\" or a number in [0, %g]", L2_MAX);
+        rc = lp_fail(LP_EWRONG_TYPE, msg, msglen, "\"l2\" must be \"auto\" or a number in [0, %g]",
+                     L2_MAX);
         goto out;
     }
     struct {
