@@ -931,6 +931,15 @@ static void test_heldout_estimate(int64_t fixed_version)
     CHECK_INT(json_array_size(json_object_get(val, "grid")), 13);
     CHECK_STR(json_string_value(json_object_get(val, "method")), "kfold_by_prompt");
     CHECK_INT(json_integer_value(json_object_get(val, "folds")), 5);
+    size_t prompts = 0; /* folds are grouped by prompt: one group per distinct prompt */
+    for (size_t i = 0; i < n_pairs; i++) {
+        int first = pairs[i].half == 0;
+        for (size_t j = 0; j < i && first; j++)
+            first = !(pairs[j].half == 0 && strcmp(pairs[j].prompt, pairs[i].prompt) == 0);
+        prompts += first;
+    }
+    CHECK_INT(json_integer_value(json_object_get(val, "groups")), prompts);
+    CHECK(prompts < (size_t)json_integer_value(json_object_get(m, "labels")));
     double acc = num_field(metrics, "eval/accuracy_debiased");
     double se = num_field(metrics, "eval/accuracy_debiased_se");
     double raw = num_field(metrics, "eval/rewards/accuracies");
