@@ -3,7 +3,9 @@
 #include "retrain.h"
 
 #include "clock.h"
+#include "curve.h"
 #include "error.h"
+#include "log.h"
 #include "model.h"
 #include "objective.h"
 #include "wire.h"
@@ -117,7 +119,7 @@ static int model_view_from_record(lp_model_record *m, lp_model_view *v)
     if (lp_loss_parse(m->loss, &v->loss) != LP_OK ||
         lp_train_request_from_settings(&m->settings, &v->request) != LP_OK ||
         (!text && strcmp(m->features, "dense") != 0)) {
-        fprintf(stderr, "learner: model %lld: unreadable record\n", (long long)m->version);
+        lp_log(LP_LOG_ERROR, "model_unreadable", LP_LOG_INT("version", m->version));
         return LP_EINTERNAL;
     }
     v->version = m->version;
@@ -166,6 +168,10 @@ struct lp_learner {
     int64_t last_started_ms, last_cutoff; /* for the scheduler */
     lp_learner_stats stats;
 
+    lp_curve curve;          /* the active run's (or the last run's) curve */
+    int64_t fit_start_ms;    /* monotonic ms when the active fit started */
+    int64_t curve_stored_ms; /* worker only: monotonic ms of the last curve write */
+
     atomic_int cancel;      /* the active run should stop */
     uint64_t activity_seen; /* worker only: opts.activity at its last check */
     pthread_t worker, scheduler;
@@ -186,7 +192,7 @@ static void persist_run(lp_learner *l)
     lp_run copy = l->run;
     pthread_mutex_unlock(&l->lock);
     if (lp_registry_run_update(l->s, &copy) != LP_OK)
-        fprintf(stderr, "learner: cannot record run %lld\n", (long long)copy.id);
+        lp_log(LP_LOG_ERROR, "retrain_record_failed", LP_LOG_INT("run", copy.id));
 }
 
 /*
@@ -219,6 +225,51 @@ static void yield_to_requests(void *ctx)
     l->activity_seen = now;
 }
 
+static int64_t mono_ms(void)
+{
+    return lp_mono_ns() / 1000000;
+}
+
+/*
+ * The curve goes to the store in batches, through the storage engine's
+ * writer: when CURVE_BATCH points wait or CURVE_PERIOD_MS passed since the
+ * last write, and once at the end of the run (final), so a run costs a
+ * handful of small transactions, not one per iteration. A failed write is
+ * retried with the next batch. Worker thread only.
+ */
+#define CURVE_BATCH 64
+#define CURVE_PERIOD_MS 1000
+
+static void curve_store(lp_learner *l, int final)
+{
+    int64_t now = mono_ms(), stride;
+    const lp_curve_point *pending;
+    pthread_mutex_lock(&l->lock);
+    if (final && lp_curve_finish(&l->curve) != LP_OK)
+        fprintf(stderr, "learner: run %lld: out of memory for its curve\n", (long long)l->run.id);
+    size_t n = lp_curve_pending(&l->curve, &stride, &pending);
+    int due = final || n >= CURVE_BATCH || now - l->curve_stored_ms >= CURVE_PERIOD_MS;
+    lp_curve_point *copy = due && n > 0 ? malloc(n * sizeof *copy) : NULL;
+    if (copy != NULL)
+        memcpy(copy, pending, n * sizeof *copy);
+    int64_t run = l->run.id;
+    pthread_mutex_unlock(&l->lock);
+    if (!due || (n == 0 && stride == 1) || (n > 0 && copy == NULL)) {
+        free(copy);
+        return;
+    }
+    int rc = lp_registry_curve_append(l->s, run, stride, copy, n);
+    free(copy);
+    l->curve_stored_ms = now;
+    if (rc != LP_OK) {
+        fprintf(stderr, "learner: cannot record the curve of run %lld\n", (long long)run);
+        return;
+    }
+    pthread_mutex_lock(&l->lock);
+    lp_curve_stored(&l->curve);
+    pthread_mutex_unlock(&l->lock);
+}
+
 static int on_progress(void *ctx, int iteration, int evaluations, double objective,
                        double grad_norm)
 {
@@ -230,8 +281,14 @@ static int on_progress(void *ctx, int iteration, int evaluations, double objecti
     if (isfinite(objective)) {
         l->run.objective = objective;
         l->run.grad_norm = grad_norm;
+        if (lp_curve_add(&l->curve, iteration, evaluations, objective, grad_norm,
+                         mono_ms() - l->fit_start_ms) != LP_OK)
+            fprintf(stderr, "learner: run %lld: out of memory for its curve\n",
+                    (long long)l->run.id);
     }
     pthread_mutex_unlock(&l->lock);
+    if (isfinite(objective))
+        curve_store(l, 0);
     return atomic_load(&l->cancel);
 }
 
@@ -336,7 +393,9 @@ static int execute(lp_learner *l, char *msg, size_t msglen)
     l->run.cutoff = sn.cutoff;
     l->run.labels = (int64_t)sn.ds->n;
     l->last_cutoff = sn.cutoff;
+    l->fit_start_ms = mono_ms();
     pthread_mutex_unlock(&l->lock);
+    l->curve_stored_ms = mono_ms();
     persist_run(l);
 
     int64_t t0 = lp_now_ms();
@@ -394,8 +453,11 @@ static int execute(lp_learner *l, char *msg, size_t msglen)
         sv = NULL;
         rc = lp_served_new(rec.version, model_text, &sv, msg, msglen);
     }
-    if (rc == LP_OK && req.activate)
+    if (rc == LP_OK && req.activate) {
         lp_serving_swap(&l->serving, sv);
+        lp_log(LP_LOG_INFO, "model_activated", LP_LOG_INT("version", rec.version),
+               LP_LOG_STR("by", "retrain"), LP_LOG_INT("run", l->run.id));
+    }
     lp_served_unref(sv);
     free(model_text);
     free(summary_text);
@@ -418,6 +480,32 @@ static void lower_priority(void)
 #endif
 }
 
+static void log_run_start(const lp_run *r)
+{
+    const lp_train_settings *t = &r->settings;
+    lp_log(LP_LOG_INFO, "retrain_start", LP_LOG_INT("run", r->id),
+           LP_LOG_STR("trigger", r->trigger), LP_LOG_STR("loss", t->loss),
+           LP_LOG_STR("optimizer", t->optimizer), LP_LOG_STR("features", t->features),
+           LP_LOG_STR("campaign", t->campaign ? t->campaign_name : NULL),
+           LP_LOG_INT("cutoff", t->cutoff), LP_LOG_BOOL("activate", t->activate));
+}
+
+/* A run's end: status, figures, and the reason when it did not succeed. */
+static void log_run_end(const lp_run *r)
+{
+    lp_log_level level = r->status == LP_RUN_FAILED ? LP_LOG_ERROR : LP_LOG_INFO;
+    lp_log(level, "retrain_end", LP_LOG_INT("run", r->id), LP_LOG_STR("trigger", r->trigger),
+           LP_LOG_STR("status", lp_run_status_name(r->status)),
+           LP_LOG_STR("loss", r->settings.loss), LP_LOG_INT("labels", r->labels),
+           LP_LOG_INT("cutoff", r->cutoff),
+           LP_LOG_INT("duration_ms", r->finished_ms - r->started_ms),
+           LP_LOG_INT("iterations", r->iterations), LP_LOG_NUM("objective", r->objective),
+           LP_LOG_NUM("grad_norm", r->grad_norm),
+           r->model_version ? LP_LOG_INT("model_version", r->model_version) : (lp_log_field){0},
+           r->error ? LP_LOG_STR("error", lp_error_name(r->error)) : (lp_log_field){0},
+           r->error ? LP_LOG_STR("message", r->message) : (lp_log_field){0});
+}
+
 static void *worker_main(void *arg)
 {
     lp_learner *l = arg;
@@ -430,11 +518,14 @@ static void *worker_main(void *arg)
             break;
         l->run.started_ms = lp_now_ms();
         l->last_started_ms = l->run.started_ms;
+        lp_run started = l->run;
         pthread_mutex_unlock(&l->lock);
+        log_run_start(&started);
 
         char msg[256] = "";
         int rc = atomic_load(&l->cancel) ? lp_fail(LP_ECANCELLED, msg, sizeof msg, "cancelled")
                                          : execute(l, msg, sizeof msg);
+        curve_store(l, 1); /* whatever the outcome, before the run is final */
         /* The final state is stored first and published second: once a
          * reader sees the run final, the next run may start. */
         pthread_mutex_lock(&l->lock);
@@ -447,9 +538,8 @@ static void *worker_main(void *arg)
         fin.error = rc;
         snprintf(fin.message, sizeof fin.message, "%s", rc ? msg : "");
         if (lp_registry_run_update(l->s, &fin) != LP_OK)
-            fprintf(stderr, "learner: cannot record run %lld\n", (long long)fin.id);
-        if (rc != LP_OK && rc != LP_ECANCELLED)
-            fprintf(stderr, "learner: run %lld failed: %s\n", (long long)fin.id, msg);
+            lp_log(LP_LOG_ERROR, "retrain_record_failed", LP_LOG_INT("run", fin.id));
+        log_run_end(&fin);
         pthread_mutex_lock(&l->lock);
         l->stats.runs[fin.status]++;
         l->stats.train_seconds_total += (double)(fin.finished_ms - fin.started_ms) / 1e3;
@@ -471,7 +561,7 @@ static void scheduler_tick(lp_learner *l)
         return;
     lp_train_request req;
     if (lp_train_request_from_settings(&sc.settings, &req) != LP_OK) {
-        fprintf(stderr, "learner: the stored schedule's request is unreadable\n");
+        lp_log(LP_LOG_ERROR, "schedule_unreadable");
         return;
     }
     int64_t newest = 0;
@@ -530,6 +620,7 @@ int lp_learner_new(lp_store *s, const lp_learner_opts *o, lp_learner **out, char
     lp_serving_init(&l->serving);
     pthread_mutex_init(&l->lock, NULL);
     pthread_cond_init(&l->wake, NULL);
+    lp_curve_init(&l->curve, LP_CURVE_MAX_POINTS);
     atomic_init(&l->cancel, 0);
     l->stats.last_duration_s = NAN;
     l->last_started_ms = lp_now_ms();
@@ -544,13 +635,12 @@ int lp_learner_new(lp_store *s, const lp_learner_opts *o, lp_learner **out, char
         rc = lp_registry_active_version(s, &version);
     if (rc == LP_OK && version != 0) {
         lp_served *sv;
-        char msg[256];
         if (lp_learner_model(l, version, &sv) == LP_OK) {
             lp_serving_swap(&l->serving, sv);
             lp_served_unref(sv);
         } else {
-            snprintf(msg, sizeof msg, "model %lld cannot be loaded", (long long)version);
-            fprintf(stderr, "learner: %s; serving nothing\n", msg);
+            lp_log(LP_LOG_ERROR, "model_unloadable", LP_LOG_INT("version", version),
+                   LP_LOG_STR("message", "the active model cannot be loaded; serving nothing"));
         }
     }
     if (rc != LP_OK) {
@@ -589,6 +679,7 @@ void lp_learner_free(lp_learner *l)
         lp_registry_run_update(l->s, &l->run);
     }
     lp_serving_destroy(&l->serving);
+    lp_curve_clear(&l->curve);
     pthread_cond_destroy(&l->wake);
     pthread_mutex_destroy(&l->lock);
     free(l);
@@ -619,6 +710,7 @@ int lp_learner_start(lp_learner *l, const lp_train_request *req, const char *tri
     }
     l->run = run;
     l->req = *req;
+    lp_curve_clear(&l->curve);
     atomic_store(&l->cancel, 0);
     *out = l->run;
     pthread_cond_broadcast(&l->wake);
@@ -637,6 +729,23 @@ int lp_learner_run_get(lp_learner *l, int64_t id, lp_run *out)
     }
     pthread_mutex_unlock(&l->lock);
     return lp_registry_run_get(l->s, id, out);
+}
+
+int lp_learner_run_curve(lp_learner *l, int64_t id, lp_run *out, lp_curve_point **curve, size_t *n)
+{
+    memset(out, 0, sizeof *out);
+    *curve = NULL;
+    *n = 0;
+    pthread_mutex_lock(&l->lock);
+    if (l->has_run && l->run.id == id) {
+        *out = l->run;
+        int rc = lp_curve_copy(&l->curve, curve, n);
+        pthread_mutex_unlock(&l->lock);
+        return rc;
+    }
+    pthread_mutex_unlock(&l->lock);
+    int rc = lp_registry_run_get(l->s, id, out);
+    return rc == LP_OK ? lp_registry_curve_get(l->s, id, curve, n) : rc;
 }
 
 int lp_learner_cancel(lp_learner *l, int64_t id, lp_run *out)
@@ -671,7 +780,8 @@ int lp_learner_model(lp_learner *l, int64_t version, lp_served **out)
     char msg[256];
     rc = lp_served_new(version, rec.model, out, msg, sizeof msg);
     if (rc != LP_OK) {
-        fprintf(stderr, "learner: %s\n", msg);
+        lp_log(LP_LOG_ERROR, "model_unloadable", LP_LOG_INT("version", version),
+               LP_LOG_STR("message", msg));
         rc = LP_EINTERNAL;
     }
     lp_model_record_clear(&rec);

@@ -48,9 +48,8 @@ static void build_before(const char *path)
     sqlite3 *db;
     CHECK_INT(sqlite3_open(path, &db), SQLITE_OK);
     CHECK_INT(exec(db, "PRAGMA foreign_keys=ON"), SQLITE_OK);
-    int before = 0; /* the migrations before 008, wherever later ones follow it */
-    while (before < LP_MIGRATION_COUNT &&
-           strncmp(LP_MIGRATIONS[before], "-- 008_operator_views.sql", 25) != 0)
+    int before = 0; /* the migrations before 008, wherever later ones go */
+    while (before < LP_MIGRATION_COUNT && strncmp(LP_MIGRATIONS[before], "-- 008_", 7) != 0)
         before++;
     CHECK(before < LP_MIGRATION_COUNT);
     for (int v = 0; v < before; v++)
