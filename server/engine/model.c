@@ -96,10 +96,12 @@ int lp_model_fit_cv(const lp_dataset *ds, const lp_objective_opts *oo, const lp_
     lp_objective_opts final = *oo;
     lp_cv_result cv;
     int have_cv = groups >= 2;
-    if (have_cv) {
-        lp_cv_opts c = *co;
-        if ((size_t)c.folds > groups)
-            c.folds = (int)groups;
+    lp_cv_opts c = *co;
+    if ((size_t)c.folds > groups)
+        c.folds = (int)groups;
+    /* auto: the folds choose the penalty first; fixed: the model is fitted
+     * first (its progress is the run's), the folds estimate afterwards */
+    if (have_cv && co->auto_l2) {
         if ((rc = lp_cv_run(ds, oo, fo, &c, &cv)) != LP_OK)
             return rc;
         final.l2 = cv.pt[cv.chosen].l2;
@@ -108,6 +110,10 @@ int lp_model_fit_cv(const lp_dataset *ds, const lp_objective_opts *oo, const lp_
     lp_model *m = NULL;
     if ((rc = lp_model_fit(ds, &final, fo, beta, &m)) != LP_OK)
         return rc;
+    if (have_cv && !co->auto_l2 && (rc = lp_cv_run(ds, oo, fo, &c, &cv)) != LP_OK) {
+        lp_model_free(m);
+        return rc;
+    }
     m->have_cv = have_cv;
     if (have_cv)
         m->cv = cv;

@@ -89,10 +89,11 @@ typedef struct lp_model {
 int lp_model_fit(const lp_dataset *ds, const lp_objective_opts *oo, const lp_fit_opts *fo,
                  double beta, lp_model **out);
 /*
- * As lp_model_fit, after K-fold cross-validation grouped by prompt
- * (crossval.h): with co->auto_l2 the penalty is the grid's best (oo->l2 is
- * ignored), else oo->l2. The final fit uses every label, from theta = 0, so
- * the model equals lp_model_fit's at the chosen penalty plus the held-out
+ * As lp_model_fit, with K-fold cross-validation grouped by prompt
+ * (crossval.h): with co->auto_l2 the folds run first and the penalty is the
+ * grid's best (oo->l2 is ignored); else the penalty is oo->l2 and the folds
+ * run after the fit (so fo's progress reports the model's own fit first). The final fit uses every
+ * label, from theta = 0, so the model equals lp_model_fit's at the chosen penalty plus the held-out
  * record. With fewer prompts than co->folds the folds are fewer; with
  * fewer than 2 prompts no cross-validation runs (have_cv = 0) and auto
  * falls back to l2 = 0. Errors as lp_model_fit.
