@@ -1,9 +1,9 @@
 /*
  * api.c — routing, response helpers, healthz, and the synchronous wrapper.
  * See api.h. Handlers live in api_labels.c (annotator endpoints: labels,
- * next, enrollment), api_progress.c (annotator endpoints: skip, progress)
- * api_admin.c (operator endpoints) and api_views.c (the operator's read
- * views).
+ * next, enrollment), api_progress.c (annotator endpoints: skip, progress),
+ * api_admin.c (operator endpoints), api_views.c (the operator's read views)
+ * and api_quality.c (label quality).
  */
 #include "api_internal.h"
 
@@ -184,6 +184,7 @@ static const route ROUTES[] = {
     {"POST", "/v1/score", LP_ROUTE_SCORE, lp_api_score, 0, CAP_BATCH},
     {"GET", "/v1/corruption", LP_ROUTE_CORRUPTION, lp_api_corruption_get, 1, CAP_BODY},
     {"PUT", "/v1/corruption", LP_ROUTE_CORRUPTION, lp_api_corruption_put, 1, CAP_BODY},
+    {"GET", "/v1/quality", LP_ROUTE_QUALITY, lp_api_quality, 1, CAP_BODY},
 };
 #define N_ROUTES (sizeof ROUTES / sizeof ROUTES[0])
 
@@ -229,6 +230,7 @@ lp_api *lp_api_new(lp_store *store, const lp_api_opts *opts)
     if (api == NULL)
         return NULL;
     api->store = store;
+    api->quality_cache = lp_quality_cache_new(api);
     api->opts = *opts;
     if (api->opts.json_depth <= 0)
         api->opts.json_depth = LP_JSON_DEPTH_MAX;
@@ -239,6 +241,8 @@ lp_api *lp_api_new(lp_store *store, const lp_api_opts *opts)
 
 void lp_api_free(lp_api *api)
 {
+    if (api != NULL)
+        lp_quality_cache_free(api->quality_cache);
     free(api);
 }
 

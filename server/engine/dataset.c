@@ -308,7 +308,8 @@ static int load_record(loader *L, const json_t *o, size_t lineno, char *msg, siz
     record r = {.y = -1};
     size_t n0 = 0, n1 = 0;
     if (f == LP_FMT_DENSE) {
-        static const char *const allowed[] = {"x0", "x1", "z", "epsilon", "id", "y", NULL};
+        static const char *const allowed[] = {"x0", "x1", "z",      "epsilon",
+                                              "id", "y",  "prompt", NULL};
         if ((rc = lp_json_only_fields(o, allowed, m, sizeof m)) != LP_OK)
             goto fail;
         if ((rc = read_vector(o, "x0", &L->v0, &L->c0, &n0, m, sizeof m)) != LP_OK ||
@@ -334,6 +335,9 @@ static int load_record(loader *L, const json_t *o, size_t lineno, char *msg, siz
             r.y = (int)json_integer_value(yv);
         }
         if ((rc = lp_json_get_epsilon(o, "epsilon", &r.eps, m, sizeof m)) != LP_OK)
+            goto fail;
+        if (json_object_get(o, "prompt") != NULL &&
+            (rc = get_text(o, "prompt", &r.prompt, m, sizeof m)) != LP_OK)
             goto fail;
     } else {
         if ((rc = get_text(o, "prompt", &r.prompt, m, sizeof m)) != LP_OK ||
@@ -404,6 +408,16 @@ static int load_record(loader *L, const json_t *o, size_t lineno, char *msg, siz
     if (rc == LP_OK) {
         if (r.prompt != NULL)
             L->ds->group[L->ds->n - 1] = lp_dataset_prompt_key(r.prompt);
+        if (L->opts->on_pair != NULL) {
+            rc = L->opts->on_pair(L->opts->on_pair_ctx, L->ds->group[L->ds->n - 1],
+                                  r.dense ? L->v0 : NULL, r.dense ? L->v1 : NULL,
+                                  r.dense ? NULL : &L->f0, r.dense ? NULL : &L->f1, L->ds->d, r.z,
+                                  r.eps);
+            if (rc != LP_OK) {
+                lp_fail(rc, m, sizeof m, "%s", lp_error_message(rc));
+                goto fail;
+            }
+        }
         return LP_OK;
     }
 fail:
