@@ -682,6 +682,10 @@ static int train_flags(const struct cmd *cmd, json_t *req)
         double x;
         if ((v = cflag_value(cmd, reals[i])) == NULL)
             continue;
+        if (strcmp(reals[i], "--l2") == 0 && strcmp(v, "auto") == 0) {
+            json_object_set_new(req, "l2", json_string("auto"));
+            continue;
+        }
         if (parse_double(v, &x) != 0 || !isfinite(x)) {
             fprintf(stderr, "ldpref: %s: not a finite number: %s\n", reals[i], v);
             return LDPREF_EINVALID_ARGUMENT;
@@ -1092,7 +1096,7 @@ static const struct cflag F_SIM[] = {
         {"--seed", "S", "integer in [0, 2^53] (default 0)"},                                       \
         {"--beta", "B", "policy temperature (default 1)"},                                         \
         {"--rmax", "R", "reward clip of the chi-PO losses (default 1)"},                           \
-        {"--l2", "X", "L2 penalty (default 0)"},                                                   \
+        {"--l2", "X", "L2 penalty, or auto (default): cross-validated"},                           \
         {"--norm-bound", "B", "bound on the parameter norm (default none)"},                       \
         {"--max-iter", "N", "optimizer iterations, 1..100000 (default 500)"},                      \
         {"--features", "F", "auto (default), dense or text"},                                      \

@@ -32,9 +32,20 @@ static const char *const RUNS_COLUMNS[] = {"run",
                                            "created_at",
                                            "error.error",
                                            NULL};
-static const char *const MODELS_COLUMNS[] = {
-    "version",           "active",         "loss",        "campaign",   "labels", "cutoff",
-    "metrics.objective", "metrics.status", "duration_ms", "created_at", NULL};
+static const char *const MODELS_COLUMNS[] = {"version",
+                                             "active",
+                                             "loss",
+                                             "campaign",
+                                             "labels",
+                                             "cutoff",
+                                             "hyper.l2",
+                                             "metrics.eval/accuracy_debiased",
+                                             "metrics.eval/accuracy_debiased_se",
+                                             "metrics.objective",
+                                             "metrics.status",
+                                             "duration_ms",
+                                             "created_at",
+                                             NULL};
 static const char *const QUALITY_COLUMNS[] = {"pseudonym",
                                               "gold_labels",
                                               "gold_accuracy.estimate",

@@ -321,6 +321,8 @@ static json_t *model_json(const lp_model_view *m, int64_t active, int with_model
                   "hyper", summary_field(summary, "hyper"), "corruption", corruption, "metrics",
                   summary_field(summary, "metrics"), "duration_ms", (json_int_t)m->duration_ms,
                   "active", m->version == active);
+    if (o != NULL)
+        json_object_set_new(o, "validation", summary_field(summary, "validation"));
     json_decref(summary);
     if (o != NULL && with_model)
         json_object_set_new(o, "model", artifact_json(m->model));

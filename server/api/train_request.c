@@ -180,14 +180,26 @@ int lp_train_request_parse(lp_store *s, const json_t *obj, int default_threads, 
                     F_EPOCHS = {"epochs", 1, 1000, 0, 1, 0}, F_LR = {"lr", 0, 1e3, 1, 0, 0},
                     F_BATCH = {"batch", 1, 1000000, 0, 1, 0},
                     F_THREADS = {"threads", 1, 64, 0, 1, 0};
+    const json_t *l2 = json_object_get(obj, "l2");
+    r->l2_auto = l2 == NULL || json_is_string(l2); /* the default */
+    if (l2 != NULL && json_is_string(l2) && strcmp(json_string_value(l2), "auto") != 0) {
+        rc = lp_fail(LP_EWRONG_TYPE, msg, msglen, "\"l2\" must be \"auto\" or a number in [0, %g]",
+                     L2_MAX);
+        goto out;
+    }
     struct {
         const num_field *f;
         double *dst;
-    } nums[] = {{&F_BETA, &r->beta}, {&F_RMAX, &r->loss.rmax},       {&F_TAU, &r->loss.tau},
-                {&F_L2, &r->l2},     {&F_BOUND, &r->fit.norm_bound}, {&F_LR, &r->fit.lr}};
+    } nums[] = {{&F_BETA, &r->beta},
+                {&F_RMAX, &r->loss.rmax},
+                {&F_TAU, &r->loss.tau},
+                {r->l2_auto ? NULL : &F_L2, &r->l2},
+                {&F_BOUND, &r->fit.norm_bound},
+                {&F_LR, &r->fit.lr}};
     for (size_t k = 0; k < sizeof nums / sizeof nums[0]; k++) {
         int present;
-        if ((rc = get_number(obj, nums[k].f, nums[k].dst, &present, msg, msglen)) != LP_OK)
+        if (nums[k].f != NULL &&
+            (rc = get_number(obj, nums[k].f, nums[k].dst, &present, msg, msglen)) != LP_OK)
             goto out;
     }
     struct {
@@ -245,12 +257,13 @@ json_t *lp_train_request_json(const lp_train_request *r)
                            : r->features == LP_FEATURES_TEXT ? "text"
                                                              : "auto";
     return json_pack(
-        "{s:s, s:s, s:o, s:o, s:I, s:f, s:f, s:f, s:f, s:o, s:s, s:i, s:i, s:f, s:i, "
+        "{s:s, s:s, s:o, s:o, s:I, s:f, s:f, s:f, s:o, s:o, s:s, s:i, s:i, s:f, s:i, "
         "s:s, s:{s:I, s:b, s:b, s:b}, s:i, s:b}",
         "method", r->general ? "general" : "reward", "loss", lp_loss_name(r->loss.kind), "campaign",
         r->campaign ? json_string(r->campaign_name) : json_null(), "cutoff",
         r->cutoff ? json_integer(r->cutoff) : json_null(), "seed", (json_int_t)r->fit.seed, "beta",
-        r->beta, "rmax", r->loss.rmax, "tau", r->loss.tau, "l2", r->l2, "norm_bound",
+        r->beta, "rmax", r->loss.rmax, "tau", r->loss.tau, "l2",
+        r->l2_auto ? json_string("auto") : json_real(r->l2), "norm_bound",
         num_or_null(r->fit.norm_bound), "optimizer", lp_method_name(r->fit.method), "max_iter",
         r->fit.max_iter, "epochs", r->fit.epochs, "lr", r->fit.lr, "batch", r->fit.batch,
         "features", features, "text", "dim", (json_int_t)r->text.hash_dim, "bigrams",

@@ -201,9 +201,9 @@ static int precision_pref(const char *p, int *out)
     "reported the same way. Exit 1: the data could not be read or the fit failed to run.\n"
 
 typedef struct fit_cli {
-    const char *data, *loss, *out, *optimizer, *kernel, *precision, *link, *method;
-    double rmax, tau, l2, bound, gtol, lr, beta, eta;
-    int max_iter, memory, batch, epochs, threads, progress, quiet, rounds;
+    const char *data, *loss, *out, *optimizer, *kernel, *precision, *link, *l2, *method;
+    double rmax, tau, bound, gtol, lr, beta, eta;
+    int max_iter, memory, batch, epochs, threads, progress, quiet, folds, rounds;
     uint64_t seed;
     feat_cli feat;
 } fit_cli;
@@ -227,14 +227,22 @@ static int run_fit(const fit_cli *c, lp_dataset *ds, lp_model **out, char *msg, 
     lp_objective_opts_init(&oo, kind);
     oo.loss.rmax = c->rmax;
     oo.loss.tau = c->tau;
-    oo.l2 = c->l2;
+    lp_cv_opts co;
+    lp_cv_opts_init(&co);
+    co.auto_l2 = strcmp(c->l2, "auto") == 0;
+    co.folds = c->folds;
+    co.threads = c->threads;
+    int l2_ok = 1;
+    oo.l2 = co.auto_l2 ? 0.0 : parse_double(c->l2, &l2_ok);
     oo.threads = c->threads;
     oo.kernel = c->kernel && strcmp(c->kernel, "blas") == 0 ? LP_KERNEL_BLAS : LP_KERNEL_FUSED;
     double beta = isnan(c->beta) ? 1.0 : c->beta; /* the reward losses' default */
-    if (!(c->rmax > 0) || !(c->tau > 0) || !(c->l2 >= 0) || c->threads < 1 || !(beta > 0) ||
-        isinf(beta))
+    if (!(c->rmax > 0) || !(c->tau > 0) || !l2_ok || !(oo.l2 >= 0) || isinf(oo.l2) ||
+        c->threads < 1 || !(beta > 0) || isinf(beta) || c->folds < 0 || c->folds == 1 ||
+        (co.auto_l2 && c->folds == 0))
         return lp_fail(LP_EINVALID_ARGUMENT, msg, msglen,
-                       "need --rmax > 0, --tau > 0, --l2 >= 0, --threads >= 1, finite --beta > 0");
+                       "need --rmax > 0, --tau > 0, --l2 auto or >= 0, --threads >= 1, finite "
+                       "--beta > 0, --folds 0 (none, with a numeric --l2) or >= 2");
     lp_fit_opts fo;
     lp_fit_opts_init(&fo, method);
     fo.max_iter = c->max_iter;
@@ -248,7 +256,8 @@ static int run_fit(const fit_cli *c, lp_dataset *ds, lp_model **out, char *msg, 
     fo.seed = c->seed;
     fo.progress = c->progress;
     lp_model *m = NULL;
-    int rc = lp_model_fit(ds, &oo, &fo, beta, &m);
+    int rc = c->folds == 0 ? lp_model_fit(ds, &oo, &fo, beta, &m)
+                           : lp_model_fit_cv(ds, &oo, &fo, beta, &co, &m);
     if (rc != LP_OK)
         return rc == LP_ENO_MEMORY
                    ? lp_fail(rc, msg, msglen, "out of memory")
@@ -258,6 +267,28 @@ static int run_fit(const fit_cli *c, lp_dataset *ds, lp_model **out, char *msg, 
     snprintf(m->source, sizeof m->source, "%s", c->data ? c->data : "");
     *out = m;
     return LP_OK;
+}
+
+/* The cross-validation summary of a fit on stderr. */
+static void print_validation(const lp_model *m)
+{
+    if (!m->have_cv) {
+        fprintf(stderr, "fit: no held-out estimate (%s)\n",
+                m->cv.auto_l2 ? "fewer than 2 prompts; l2 auto fell back to 0" : "--folds 0");
+        return;
+    }
+    const lp_cv_result *cv = &m->cv;
+    const lp_cv_point *p = &cv->pt[cv->chosen];
+    if (cv->auto_l2)
+        fprintf(stderr, "fit: l2 auto: %.4g (grid %.3g ... %.3g, %zu points)", p->l2, cv->pt[0].l2,
+                cv->pt[cv->npoints - 1].l2, cv->npoints);
+    else
+        fprintf(stderr, "fit: l2 %.4g", p->l2);
+    fprintf(stderr,
+            "; %d folds by prompt over %zu prompts, %.2f s: held-out accuracy (debiased) %.4f "
+            "+- %.4f, raw agreement with the privatized labels %.4f, Brier (debiased) %.4f\n",
+            cv->folds, cv->groups, cv->seconds, p->accuracy, p->accuracy_se, p->raw_accuracy,
+            p->brier);
 }
 
 /* The warnings of FIT_NOTE, on stderr whatever --quiet says. */
@@ -281,7 +312,8 @@ static void fit_cli_init(fit_cli *c)
     c->precision = "auto";
     c->rmax = 1.0;
     c->tau = 0.5;
-    c->l2 = 0.0;
+    c->l2 = "auto";
+    c->folds = 5;
     c->bound = INFINITY;
     c->gtol = 1e-7;
     c->lr = 0.0;
@@ -313,8 +345,10 @@ static int collect_pair(void *ctx, uint64_t group, const double *x0, const doubl
 /* fit --method general: Algorithm 3 (general.h). */
 static int fit_general(const fit_cli *c)
 {
+    int l2_ok = 1; /* no cross-validation here: auto is no penalty */
+    double l2 = strcmp(c->l2, "auto") == 0 ? 0.0 : parse_double(c->l2, &l2_ok);
     if (c->rounds < 1 || c->rounds > LP_GP_MAX_ROUNDS || !(c->eta >= 0) || !(c->beta >= 0) ||
-        isinf(c->beta) || !(c->l2 >= 0) || c->threads < 1) {
+        isinf(c->beta) || !l2_ok || !(l2 >= 0) || isinf(l2) || c->threads < 1) {
         fprintf(stderr,
                 "ldpref-train fit: general needs --rounds in [1, %d], --eta >= 0, finite "
                 "--beta >= 0, --l2 >= 0\n",
@@ -341,7 +375,7 @@ static int fit_general(const fit_cli *c)
     go.rounds = c->rounds;
     go.beta = c->beta;
     go.eta = c->eta;
-    go.l2 = c->l2;
+    go.l2 = l2;
     go.threads = c->threads;
     lp_model *m = NULL;
     if (rc == LP_OK) {
@@ -388,7 +422,14 @@ static int cmd_fit(int argc, char **argv)
         {"out", "MODEL.json", "where to write the model", O_STR, &c.out},
         {"rmax", "R", "clip margins at 2R for square-chipo/chipo (default 1)", O_DBL, &c.rmax},
         {"tau", "T", "ipo: target c(eps) zbar/(2T) (default 0.5)", O_DBL, &c.tau},
-        {"l2", "L", "objective (1/n)[sum loss + L ||theta||^2] (default 0)", O_DBL, &c.l2},
+        {"l2", "L",
+         "objective (1/n)[sum loss + L ||theta||^2]; auto (default): chosen by "
+         "cross-validation grouped by prompt",
+         O_STR, &c.l2},
+        {"folds", "K",
+         "cross-validation folds (default 5); 0: none (numeric --l2 only, no "
+         "held-out estimate)",
+         O_INT, &c.folds},
         {"norm-bound", "B", "constrain ||theta|| <= B (default none); reported when active", O_DBL,
          &c.bound},
         {"optimizer", "NAME",
@@ -478,6 +519,7 @@ static int cmd_fit(int argc, char **argv)
         if (m->res.bound_active)
             fprintf(stderr, "fit: the norm bound is ACTIVE: |theta| = %.6g at B = %g\n",
                     m->res.theta_norm, m->fit.norm_bound);
+        print_validation(m);
     }
     if (rc == LP_OK)
         warn_early_stop(m);
@@ -952,7 +994,7 @@ static int cmd_cv(int argc, char **argv)
     fit_cli_init(&c);
     c.loss = "square-chipo";
     c.progress = 0;
-    c.l2 = 1.0;
+    c.l2 = "1";
     const char *losses_s = "square-chipo,chipo,rdpo", *eps_s = "1,inf", *alpha_s = "0,0.1",
                *orders_s = "CTL,LTC", *adv = "flip";
     int folds = 5, seeds = 3;
@@ -967,7 +1009,10 @@ static int cmd_cv(int argc, char **argv)
         {"folds", "K", "folds (default 5)", O_INT, &folds},
         {"seeds", "S", "RR/corruption repetitions per fold (default 3)", O_INT, &seeds},
         {"seed", "S", "base seed (default 0)", O_U64, &seed0},
-        {"l2", "L", "L2 weight (default 1)", O_DBL, &c.l2},
+        {"l2", "L",
+         "L2 weight (default 1); auto: chosen by an inner cross-validation on each "
+         "training fold",
+         O_STR, &c.l2},
         {"rmax", "R", "clip for square-chipo/chipo (default 1)", O_DBL, &c.rmax},
         {"norm-bound", "B", "norm bound (default none)", O_DBL, &c.bound},
         {"max-iter", "N", "L-BFGS iterations (default 500)", O_INT, &c.max_iter},
@@ -977,6 +1022,7 @@ static int cmd_cv(int argc, char **argv)
     int p = parse_opts(argc, argv, t, "cv", "--data FILE [options]");
     if (p)
         return p == 1 ? 0 : 2;
+    c.folds = strcmp(c.l2, "auto") == 0 ? 5 : 0; /* the inner cross-validation */
     lp_adversary av;
     if (!c.data || folds < 2 || seeds < 1 || lp_adversary_parse(adv, &av)) {
         fprintf(stderr,

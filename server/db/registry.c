@@ -211,14 +211,15 @@ static lp_run_status status_parse(const unsigned char *t)
 #define SETTINGS_FIELDS                                                                            \
     "loss, campaign, cutoff, seed, beta, rmax, tau, l2, norm_bound, optimizer, max_iter, "         \
     "epochs, lr, batch, features, text_dim, text_bigrams, text_cross_prompt, text_length, "        \
-    "threads, activate"
+    "threads, activate, l2_auto"
 /* The columns of train_settings ts read by read_settings, in its order. */
 #define SETTINGS_COLS                                                                              \
     "ts.loss, ts.campaign, ts.cutoff, ts.seed, ts.beta, ts.rmax, ts.tau, ts.l2, ts.norm_bound, "   \
     "ts.optimizer, ts.max_iter, ts.epochs, ts.lr, ts.batch, ts.features, ts.text_dim, "            \
     "ts.text_bigrams, ts.text_cross_prompt, ts.text_length, ts.threads, ts.activate, "             \
-    "(SELECT name FROM campaigns WHERE id = ts.campaign)"
+    "(SELECT name FROM campaigns WHERE id = ts.campaign), ts.l2_auto"
 
+#define SETTINGS_NCOLS 23 /* the columns of SETTINGS_COLS */
 /* Reads SETTINGS_COLS starting at column col. */
 static void read_settings(sqlite3_stmt *st, int col, lp_train_settings *t)
 {
@@ -247,6 +248,7 @@ static void read_settings(sqlite3_stmt *st, int col, lp_train_settings *t)
     t->threads = sqlite3_column_int(st, col + 19);
     t->activate = sqlite3_column_int(st, col + 20);
     copy_text(st, col + 21, t->campaign_name, sizeof t->campaign_name);
+    t->l2_auto = sqlite3_column_int(st, col + 22);
 }
 
 /* Appends a train_settings row; *id gets its id. */
@@ -255,7 +257,7 @@ static int settings_insert(sqlite3 *db, const lp_train_settings *t, int64_t *id)
     sqlite3_stmt *st;
     if (prep(db,
              "INSERT INTO train_settings (" SETTINGS_FIELDS ") VALUES (?1, ?2, ?3, ?4, ?5, ?6, "
-             "?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20, ?21)",
+             "?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20, ?21, ?22)",
              &st) != LP_OK)
         return LP_ESTORAGE;
     sqlite3_bind_text(st, 1, t->loss, -1, SQLITE_STATIC);
@@ -279,6 +281,7 @@ static int settings_insert(sqlite3 *db, const lp_train_settings *t, int64_t *id)
     sqlite3_bind_int(st, 19, t->text_length);
     sqlite3_bind_int(st, 20, t->threads);
     sqlite3_bind_int(st, 21, t->activate);
+    sqlite3_bind_int(st, 22, t->l2_auto);
     int rc = exec_done(db, st);
     if (rc == LP_OK)
         *id = sqlite3_last_insert_rowid(db);
@@ -682,7 +685,7 @@ static void read_model(sqlite3_stmt *st, lp_model_record *m, int with_model)
     m->text_length = sqlite3_column_int(st, 16);
     read_settings(st, 17, &m->settings);
     if (with_model)
-        m->model = lp_engine_column_dup(st, 39);
+        m->model = lp_engine_column_dup(st, 17 + SETTINGS_NCOLS);
 }
 
 /* Reads the model's corruption rows, in campaign order. */

@@ -56,6 +56,7 @@ typedef struct lp_train_settings {
     int64_t cutoff; /* 0: the newest label at start */
     uint64_t seed;
     double beta, rmax, tau, l2;
+    int l2_auto;       /* 1: "l2": "auto" (l2 is then 0) */
     double norm_bound; /* INFINITY: none */
     char optimizer[16];
     int max_iter, epochs, batch;

@@ -560,6 +560,18 @@ static const char MIGRATION_007[] =
 
 /* In the order existing databases applied them (008 before 007): an applied
  * migration never moves. */
-const char *const LP_MIGRATIONS[] = {MIGRATION_001, MIGRATION_002, MIGRATION_003, MIGRATION_004,
-                                     MIGRATION_005, MIGRATION_008, MIGRATION_007, MIGRATION_006};
+static const char MIGRATION_009[] =
+    "-- 009_l2_auto.sql — a retrain request may ask for the L2 penalty to be\n"
+    "-- chosen by cross-validation (PRAGMA user_version = 9).\n"
+    "--\n"
+    "-- train_settings.l2_auto = 1: \"l2\": \"auto\" (the l2 column then holds 0 and\n"
+    "-- the chosen penalty is in the model's hyper-parameters); 0: the l2 column\n"
+    "-- is the penalty. Rows written before this migration are fixed penalties.\n"
+    "\n"
+    "ALTER TABLE train_settings ADD COLUMN l2_auto INTEGER NOT NULL DEFAULT 0\n"
+    "    CHECK (l2_auto IN (0, 1));\n";
+
+const char *const LP_MIGRATIONS[] = {MIGRATION_001, MIGRATION_002, MIGRATION_003,
+                                     MIGRATION_004, MIGRATION_005, MIGRATION_008,
+                                     MIGRATION_007, MIGRATION_006, MIGRATION_009};
 const int LP_MIGRATION_COUNT = (int)(sizeof LP_MIGRATIONS / sizeof LP_MIGRATIONS[0]);

@@ -406,12 +406,8 @@ static int load_record(loader *L, const json_t *o, size_t lineno, char *msg, siz
         rc = lp_dataset_add_sparse(L->ds, &L->f0, &L->f1, r.z, r.eps, r.y, m, sizeof m);
     }
     if (rc == LP_OK) {
-        if (r.prompt != NULL) { /* FNV-1a of the prompt: the grouping key */
-            uint64_t h = 0xcbf29ce484222325ULL;
-            for (const char *p = r.prompt; *p; p++)
-                h = (h ^ (uint8_t)*p) * 0x100000001b3ULL;
-            L->ds->group[L->ds->n - 1] = h;
-        }
+        if (r.prompt != NULL)
+            L->ds->group[L->ds->n - 1] = lp_dataset_prompt_key(r.prompt);
         if (L->opts->on_pair != NULL) {
             rc = L->opts->on_pair(L->opts->on_pair_ctx, L->ds->group[L->ds->n - 1],
                                   r.dense ? L->v0 : NULL, r.dense ? L->v1 : NULL,
@@ -550,12 +546,16 @@ lp_dataset *lp_dataset_subset(const lp_dataset *ds, const size_t *idx, size_t k)
     if (s == NULL)
         return NULL;
     s->y = malloc(k ? k : 1);
-    if (s->y == NULL) {
+    if (ds->group != NULL && s->group == NULL)
+        s->group = malloc((k ? k : 1) * sizeof *s->group);
+    if (s->y == NULL || (ds->group != NULL && s->group == NULL)) {
         lp_dataset_free(s);
         return NULL;
     }
     for (size_t t = 0; t < k; t++) {
         size_t i = idx[t];
+        if (s->group != NULL)
+            s->group[t] = ds->group ? ds->group[i] : 0;
         if (ds->storage == LP_STORE_F32)
             memcpy(s->xf + t * d, ds->xf + i * d, d * sizeof(float));
         else
@@ -565,6 +565,14 @@ lp_dataset *lp_dataset_subset(const lp_dataset *ds, const size_t *idx, size_t k)
         s->y[t] = ds->y ? ds->y[i] : -1;
     }
     return s;
+}
+
+uint64_t lp_dataset_prompt_key(const char *prompt)
+{
+    uint64_t h = 0xcbf29ce484222325ULL;
+    for (const char *p = prompt; *p; p++)
+        h = (h ^ (uint8_t)*p) * 0x100000001b3ULL;
+    return h ? h : 1;
 }
 
 double lp_dataset_row_dot(const lp_dataset *ds, size_t i, const double *theta)

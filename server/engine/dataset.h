@@ -112,6 +112,9 @@ int lp_dataset_load(const char *path, const lp_load_opts *opts, lp_dataset **out
 /* New dataset with rows idx[0..k) of ds (copied). NULL on no memory. */
 lp_dataset *lp_dataset_subset(const lp_dataset *ds, const size_t *idx, size_t k);
 
+/* The grouping key of a prompt (FNV-1a of its text; nonzero). */
+uint64_t lp_dataset_prompt_key(const char *prompt);
+
 /* Row i's difference vector dotted with theta (any storage). */
 double lp_dataset_row_dot(const lp_dataset *ds, size_t i, const double *theta);
 

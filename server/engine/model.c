@@ -122,6 +122,78 @@ static json_t *num_or_null(double v)
     return isfinite(v) ? json_real(v) : json_null();
 }
 
+int lp_model_fit_cv(const lp_dataset *ds, const lp_objective_opts *oo, const lp_fit_opts *fo,
+                    double beta, const lp_cv_opts *co, lp_model **out)
+{
+    *out = NULL;
+    int *fold_of = malloc((ds->n ? ds->n : 1) * sizeof *fold_of);
+    if (fold_of == NULL)
+        return LP_ENO_MEMORY;
+    size_t groups = 0;
+    int rc = lp_cv_folds(ds, 2, co->seed, fold_of, &groups);
+    free(fold_of);
+    if (rc == LP_ENO_MEMORY)
+        return rc;
+    lp_objective_opts final = *oo;
+    lp_cv_result cv;
+    int have_cv = groups >= 2;
+    lp_cv_opts c = *co;
+    if ((size_t)c.folds > groups)
+        c.folds = (int)groups;
+    /* auto: the folds choose the penalty first; fixed: the model is fitted
+     * first (its progress is the run's), the folds estimate afterwards */
+    if (have_cv && co->auto_l2) {
+        if ((rc = lp_cv_run(ds, oo, fo, &c, &cv)) != LP_OK)
+            return rc;
+        final.l2 = cv.pt[cv.chosen].l2;
+    } else if (co->auto_l2)
+        final.l2 = 0.0;
+    lp_model *m = NULL;
+    if ((rc = lp_model_fit(ds, &final, fo, beta, &m)) != LP_OK)
+        return rc;
+    if (have_cv && !co->auto_l2 && (rc = lp_cv_run(ds, oo, fo, &c, &cv)) != LP_OK) {
+        lp_model_free(m);
+        return rc;
+    }
+    m->have_cv = have_cv;
+    if (have_cv)
+        m->cv = cv;
+    m->cv.auto_l2 = co->auto_l2;
+    *out = m;
+    return LP_OK;
+}
+
+/* The cross-validation record of the model file; null without one. */
+static json_t *validation_json(const lp_model *m)
+{
+    if (!m->have_cv)
+        return json_null();
+    const lp_cv_result *cv = &m->cv;
+    json_t *v = json_object(), *grid = json_array();
+    json_object_set_new(v, "method", json_string("kfold_by_prompt"));
+    json_object_set_new(v, "folds", json_integer(cv->folds));
+    json_object_set_new(v, "groups", json_integer((json_int_t)cv->groups));
+    json_object_set_new(v, "seed", json_integer((json_int_t)cv->seed));
+    json_object_set_new(v, "criterion", json_string("brier_debiased"));
+    json_object_set_new(v, "l2_auto", json_boolean(cv->auto_l2));
+    json_object_set_new(v, "unit", num_or_null(cv->unit));
+    json_object_set_new(v, "chosen_l2", num_or_null(cv->pt[cv->chosen].l2));
+    for (size_t t = 0; t < cv->npoints; t++) {
+        const lp_cv_point *p = &cv->pt[t];
+        json_t *e = json_object();
+        json_object_set_new(e, "l2", num_or_null(p->l2));
+        json_object_set_new(e, "brier_debiased", num_or_null(p->brier));
+        json_object_set_new(e, "brier_debiased_se", num_or_null(p->brier_se));
+        json_object_set_new(e, "accuracy_debiased", num_or_null(p->accuracy));
+        json_object_set_new(e, "accuracy_debiased_se", num_or_null(p->accuracy_se));
+        json_object_set_new(e, "accuracy_raw", num_or_null(p->raw_accuracy));
+        json_object_set_new(e, "not_converged", json_integer(p->not_converged));
+        json_array_append_new(grid, e);
+    }
+    json_object_set_new(v, "grid", grid);
+    return v;
+}
+
 json_t *lp_model_features_json(int text, const lp_feat_spec *feat, size_t d)
 {
     json_t *f = json_object();
@@ -152,6 +224,7 @@ json_t *lp_model_to_json(const lp_model *m)
     json_object_set_new(h, "rmax", num_or_null(m->loss.rmax));
     json_object_set_new(h, "tau", json_real(m->loss.tau));
     json_object_set_new(h, "l2", json_real(m->l2));
+    json_object_set_new(h, "l2_auto", json_boolean(m->cv.auto_l2));
     json_object_set_new(h, "norm_bound", num_or_null(m->fit.norm_bound));
     json_object_set_new(h, "optimizer", json_string(lp_method_name(m->fit.method)));
     json_object_set_new(h, "max_iter", json_integer(m->fit.max_iter));
@@ -195,9 +268,19 @@ json_t *lp_model_to_json(const lp_model *m)
     json_object_set_new(mt, "status", json_string(m->res.status));
     json_object_set_new(mt, "converged", json_boolean(m->res.converged));
     json_object_set_new(mt, "norm_bound_active", json_boolean(m->res.bound_active));
+    const lp_cv_point *ho = m->have_cv ? &m->cv.pt[m->cv.chosen] : NULL;
+    json_object_set_new(mt, "eval/accuracy_debiased", ho ? num_or_null(ho->accuracy) : json_null());
+    json_object_set_new(mt, "eval/accuracy_debiased_se",
+                        ho ? num_or_null(ho->accuracy_se) : json_null());
+    json_object_set_new(mt, "eval/rewards/accuracies",
+                        ho ? num_or_null(ho->raw_accuracy) : json_null());
+    json_object_set_new(mt, "eval/brier_debiased", ho ? num_or_null(ho->brier) : json_null());
+    json_object_set_new(mt, "eval/brier_debiased_se", ho ? num_or_null(ho->brier_se) : json_null());
+    json_object_set_new(mt, "eval/labels", ho ? json_integer((json_int_t)m->cv.n) : json_null());
     json_object_set_new(root, "metrics", mt);
     if (m->general != NULL)
         json_object_set_new(root, "general", lp_gp_model_to_json(m->general));
+    json_object_set_new(root, "validation", validation_json(m));
     json_t *th = json_array();
     for (size_t j = 0; j < m->d; j++)
         json_array_append_new(th, json_real(m->theta[j]));

@@ -3,7 +3,7 @@
  *
  *   {"format": "ldpref-model", "format_version": 1,
  *    "loss": "square-chipo", "link": "chimix", "beta": 1,
- *    "hyper": {"rmax", "tau", "l2", "norm_bound" (null: none), "optimizer",
+ *    "hyper": {"rmax", "tau", "l2", "l2_auto", "norm_bound" (null: none), "optimizer",
  *              "max_iter", "gtol", "memory", "lr", "batch", "epochs",
  *              "seed", "threads", "kernel", "precision"},
  *    "features": {"kind": "dense", "dim": d} |
@@ -14,7 +14,16 @@
  *    "metrics": {"rewards/chosen", "rewards/rejected", "rewards/margins",
  *                "rewards/accuracies", "objective", "grad_norm", "theta_norm",
  *                "iterations", "evaluations", "status", "converged",
- *                "norm_bound_active"},
+ *                "norm_bound_active", "eval/accuracy_debiased",
+ *                "eval/accuracy_debiased_se", "eval/rewards/accuracies",
+ *                "eval/brier_debiased", "eval/brier_debiased_se",
+ *                "eval/labels" (null without cross-validation)},
+ *    "validation": {"method": "kfold_by_prompt", "folds", "groups",
+ *                   "seed", "criterion": "brier_debiased", "l2_auto",
+ *                   "unit", "chosen_l2", "grid": [{"l2", "brier_debiased",
+ *                   "brier_debiased_se", "accuracy_debiased",
+ *                   "accuracy_debiased_se", "accuracy_raw",
+ *                   "not_converged"}]} | null,
  *    "theta": [d numbers, in feature order]}
  *
  * A general-preference model (Algorithm 3) also has "method": "general"
@@ -33,6 +42,7 @@
 #ifndef LP_MODEL_H
 #define LP_MODEL_H
 
+#include "crossval.h"
 #include "dataset.h"
 #include "featurize.h"
 #include "general.h"
@@ -65,6 +75,11 @@ typedef struct lp_model {
     lp_fit_result res;
     int have_rewards; /* rewards/chosen and /rejected known */
     double rw_chosen, rw_rejected, rw_margins, rw_accuracy;
+    /* held-out figures (crossval.h): have_cv = 0 when no cross-validation
+     * ran (lp_model_fit, or fewer than 2 prompts); cv.pt[cv.chosen] holds
+     * the model's penalty */
+    int have_cv;
+    lp_cv_result cv;
     double *theta; /* d values, owned */
     /* "method": "general" (Algorithm 3): the preference model and the
      * mixture's iterates (owned; NULL for the reward-based losses). theta
@@ -82,6 +97,19 @@ typedef struct lp_model {
  */
 int lp_model_fit(const lp_dataset *ds, const lp_objective_opts *oo, const lp_fit_opts *fo,
                  double beta, lp_model **out);
+/*
+ * As lp_model_fit, with K-fold cross-validation grouped by prompt
+ * (crossval.h): with co->auto_l2 the folds run first and the penalty is the
+ * grid's best (oo->l2 is ignored); else the penalty is oo->l2 and the folds
+ * run after the fit (so fo's progress reports the model's own fit first). The final fit uses every
+ * label, from theta = 0, so the model equals lp_model_fit's at the chosen penalty plus the held-out
+ * record. With fewer prompts than co->folds the folds are fewer; with
+ * fewer than 2 prompts no cross-validation runs (have_cv = 0) and auto
+ * falls back to l2 = 0. Errors as lp_model_fit.
+ */
+int lp_model_fit_cv(const lp_dataset *ds, const lp_objective_opts *oo, const lp_fit_opts *fo,
+                    double beta, const lp_cv_opts *co, lp_model **out);
+
 /*
  * Runs Algorithm 3 (general.h) on g and returns a model with "method":
  * "general": the link chi-mix, beta and l2 of the fit, theta the

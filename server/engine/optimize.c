@@ -180,8 +180,15 @@ static int fit_lbfgs(lp_objective *ob, const lp_fit_opts *o, double *theta, lp_f
         free(c.gtheta);
         return LP_ENO_MEMORY;
     }
+    /* theta = 0 (required by the clipped losses) unless warm-started from a
+     * nearby solution; u = theta / sqrt(B^2 - |theta|^2) inverts u_to_theta. */
+    double tn = o->warm_start ? norm2(theta, d) : 0.0, B = o->norm_bound, to_u = 1.0;
+    if (!isinf(B)) {
+        double shrink = tn > ACTIVE_FRACTION * B ? ACTIVE_FRACTION * B / tn : 1.0;
+        to_u = shrink / sqrt(B * B - shrink * shrink * tn * tn);
+    }
     for (size_t j = 0; j < d; j++)
-        u[j] = 0.0; /* theta = 0: required by the clipped losses */
+        u[j] = o->warm_start ? theta[j] * to_u : 0.0;
     lbfgs_parameter_t p;
     lbfgs_parameter_init(&p);
     p.m = o->memory;

@@ -44,6 +44,8 @@ typedef struct lp_fit_opts {
     int batch;         /* minibatch size (default 1) */
     int epochs;        /* passes over the data (default 1: one pass) */
     uint64_t seed;     /* shuffling seed (default 0) */
+    int warm_start;    /* L-BFGS: start from the theta passed in (inside the norm
+                          bound), not from 0 (default 0) */
     int progress;      /* print progress lines on stderr */
     /* Optional observer (NULL: none), called on the fitting thread:
      * - L-BFGS: after every iteration with the objective and gradient norm
@@ -90,10 +92,10 @@ typedef struct lp_fit_result {
 
 /*
  * Minimises the objective. theta (d values, caller-owned) receives the
- * estimate. Returns 0, LP_EINVALID_ARGUMENT (bad options), LP_ECANCELLED
- * (on_progress asked to stop) or LP_ENO_MEMORY;
- * a non-finite objective (e.g. rdpo diverging without a bound) is reported
- * through res->status = "non_finite" with the last finite theta.
+ * estimate (and holds the start when o->warm_start is set). Returns 0, LP_EINVALID_ARGUMENT (bad
+ * options), LP_ECANCELLED (on_progress asked to stop) or LP_ENO_MEMORY; a non-finite objective
+ * (e.g. rdpo diverging without a bound) is reported through res->status = "non_finite" with the
+ * last finite theta.
  */
 int lp_fit(lp_objective *ob, const lp_fit_opts *o, double *theta, lp_fit_result *res);
 

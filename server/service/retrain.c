@@ -35,7 +35,8 @@ void lp_train_settings_from_request(const lp_train_request *r, lp_train_settings
     t->beta = r->beta;
     t->rmax = r->loss.rmax;
     t->tau = r->loss.tau;
-    t->l2 = r->l2;
+    t->l2 = r->l2_auto ? 0.0 : r->l2;
+    t->l2_auto = r->l2_auto;
     t->norm_bound = r->fit.norm_bound;
     snprintf(t->optimizer, sizeof t->optimizer, "%s", lp_method_name(r->fit.method));
     t->max_iter = r->fit.max_iter;
@@ -79,6 +80,7 @@ int lp_train_request_from_settings(const lp_train_settings *t, lp_train_request 
     r->cutoff = t->cutoff;
     r->beta = t->beta;
     r->l2 = t->l2;
+    r->l2_auto = t->l2_auto;
     lp_fit_opts_init(&r->fit, method);
     r->fit.seed = t->seed;
     r->fit.norm_bound = t->norm_bound;
@@ -292,6 +294,14 @@ static int on_progress(void *ctx, int iteration, int evaluations, double objecti
     return atomic_load(&l->cancel);
 }
 
+/* Between the cross-validation's fold fits: yields, and says whether to cancel. */
+static int cv_step(void *ctx)
+{
+    lp_learner *l = ctx;
+    yield_to_requests(l);
+    return atomic_load(&l->cancel);
+}
+
 /* Progress of a general fit: one round is one iteration. */
 static int on_round(void *ctx, int round, double residual)
 {
@@ -311,6 +321,13 @@ static int fit_model(lp_learner *l, const lp_train_request *req, const lp_snapsh
     fo.progress = 0;
     fo.on_progress = on_progress;
     fo.progress_ctx = l;
+    lp_cv_opts co; /* the held-out estimate, and the penalty when l2 is auto */
+    lp_cv_opts_init(&co);
+    co.auto_l2 = req->l2_auto;
+    co.seed = req->fit.seed;
+    co.threads = req->threads;
+    co.step = cv_step;
+    co.step_ctx = l;
     lp_model *m = NULL;
     int rc;
     if (req->general) {
@@ -327,7 +344,7 @@ static int fit_model(lp_learner *l, const lp_train_request *req, const lp_snapsh
             return lp_fail(LP_ETRAINING_FAILED, msg, msglen,
                            "the general method needs a prompt with two distinct responses");
     } else
-        rc = lp_model_fit(sn->ds, &oo, &fo, req->beta, &m);
+        rc = lp_model_fit_cv(sn->ds, &oo, &fo, req->beta, &co, &m);
     if (rc == LP_ENO_MEMORY)
         return lp_fail(rc, msg, msglen, "out of memory");
     if (rc != LP_OK)

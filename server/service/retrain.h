@@ -41,6 +41,7 @@ typedef struct lp_train_request {
     char campaign_name[LP_CAMPAIGN_NAME_MAX + 1];
     int64_t cutoff; /* 0: newest at start */
     double beta, l2;
+    int l2_auto;     /* "l2": "auto": chosen by cross-validation (l2 is then 0) */
     lp_fit_opts fit; /* method, max_iter, norm_bound, lr, batch, epochs, seed */
     lp_feature_mode features;
     lp_feat_spec text;

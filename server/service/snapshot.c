@@ -311,6 +311,8 @@ int lp_snapshot_build(lp_store *s, const lp_view_spec *spec, lp_snapshot *out, c
             got = -lp_fail(rc, msg, msglen, "label %lld: %s", (long long)row.label_id, why);
             break;
         }
+        if (row.prompt != NULL) /* the cross-validation's folds group by prompt */
+            out->ds->group[out->ds->n - 1] = lp_dataset_prompt_key(row.prompt);
         if (out->general != NULL && (rc = add_general(out->general, &row)) != LP_OK) {
             got = -(rc == LP_ENO_MEMORY
                         ? lp_fail(rc, msg, msglen, "out of memory")

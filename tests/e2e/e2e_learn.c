@@ -886,6 +886,80 @@ static void test_schedule(void)
     json_decref(run_wait(id));
 }
 
+/* A number field of a JSON object, NAN if it is not a number. */
+static double num_field(const json_t *o, const char *key)
+{
+    const json_t *v = json_object_get(o, key);
+    return json_is_number(v) ? json_number_value(v) : NAN;
+}
+
+/* The default request chooses l2 by cross-validation; every model carries
+ * its held-out estimate, in /v1/models and in `ldpref admin models`. */
+static void test_heldout_estimate(int64_t fixed_version)
+{
+    json_t *run = NULL;
+    int64_t v = retrain_ok("{\"campaign\":\"half0\",\"activate\":false}", &run);
+    CHECK_STR(json_string_value(json_object_get(json_object_get(run, "request"), "l2")), "auto");
+    json_decref(run);
+    json_t *m = model_get(v);
+    json_t *hyper = json_object_get(m, "hyper"), *metrics = json_object_get(m, "metrics");
+    json_t *val = json_object_get(m, "validation");
+    CHECK(json_is_true(json_object_get(hyper, "l2_auto")));
+    double l2 = num_field(hyper, "l2");
+    CHECK(l2 > 0);
+    CHECK_NEAR(num_field(val, "chosen_l2"), l2, 1e-12 * l2);
+    CHECK_INT(json_array_size(json_object_get(val, "grid")), 13);
+    CHECK_STR(json_string_value(json_object_get(val, "method")), "kfold_by_prompt");
+    CHECK_INT(json_integer_value(json_object_get(val, "folds")), 5);
+    size_t prompts = 0; /* folds are grouped by prompt: one group per distinct prompt */
+    for (size_t i = 0; i < n_pairs; i++) {
+        int first = pairs[i].half == 0;
+        for (size_t j = 0; j < i && first; j++)
+            first = !(pairs[j].half == 0 && strcmp(pairs[j].prompt, pairs[i].prompt) == 0);
+        prompts += first;
+    }
+    CHECK_INT(json_integer_value(json_object_get(val, "groups")), prompts);
+    CHECK(prompts < (size_t)json_integer_value(json_object_get(m, "labels")));
+    double acc = num_field(metrics, "eval/accuracy_debiased");
+    double se = num_field(metrics, "eval/accuracy_debiased_se");
+    double raw = num_field(metrics, "eval/rewards/accuracies");
+    fprintf(stderr, "l2 auto on half0: %.4g; held-out accuracy (debiased) %.3f +- %.3f, raw %.3f\n",
+            l2, acc, se, raw);
+    CHECK(acc > 0 && acc < 1.2 && se > 0 && se < 0.2 && raw >= 0 && raw <= 1);
+    CHECK_INT(json_integer_value(json_object_get(metrics, "eval/labels")),
+              json_integer_value(json_object_get(m, "labels")));
+    json_decref(m);
+    /* A fixed penalty: the estimate at that penalty only. */
+    m = model_get(fixed_version);
+    val = json_object_get(m, "validation");
+    CHECK(!json_is_true(json_object_get(json_object_get(m, "hyper"), "l2_auto")));
+    CHECK_INT(json_array_size(json_object_get(val, "grid")), 1);
+    CHECK_NEAR(num_field(val, "chosen_l2"), 1.0, 0);
+    CHECK(num_field(json_object_get(m, "metrics"), "eval/accuracy_debiased_se") > 0);
+    json_decref(m);
+    /* The list carries it too, and so does the CLI. */
+    long st;
+    json_t *list = call("GET", "/v1/models", NULL, &st), *e;
+    size_t k;
+    int seen = 0;
+    json_array_foreach(json_object_get(list, "models"), k,
+                       e) if (json_integer_value(json_object_get(e, "version")) == v)
+    {
+        seen = 1;
+        CHECK_NEAR(num_field(json_object_get(e, "metrics"), "eval/accuracy_debiased"), acc, 0);
+    }
+    CHECK(seen);
+    json_decref(list);
+    char *out = NULL, env_server[128], env_token[256];
+    snprintf(env_server, sizeof env_server, "LDPREF_SERVER=%s", srv.url);
+    snprintf(env_token, sizeof env_token, "LDPREF_OPERATOR_TOKEN=%s", srv.token);
+    const char *env[] = {env_server, env_token, NULL},
+               *argv[] = {"ldpref", "admin", "models", NULL};
+    CHECK_INT(run_tool(argv, env, &out), 0);
+    CHECK(out && strstr(out, "eval/accuracy_debiased") != NULL);
+    free(out);
+}
+
 static void test_observability(int64_t active)
 {
     long st;
@@ -962,6 +1036,7 @@ int main(void)
     test_swap_while_scoring(va, vs);
     test_dense_and_bad_input();
     test_schedule();
+    test_heldout_estimate(va);
     long long active_now;
     json_t *list = call("GET", "/v1/models", NULL, &st);
     active_now = json_integer_value(json_object_get(list, "active_version"));

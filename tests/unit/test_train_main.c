@@ -7,6 +7,8 @@
  *   model, and stderr carries a warning naming the model's recorded status
  *   and final gradient norm, also under --quiet;
  * - a well-conditioned fit converges and prints no warning;
+ * - --l2 auto (the default) records the chosen penalty, the validation
+ *   table and the held-out estimate; a number fixes the penalty;
  * - --help states the default loss and the exit rule; a missing --out is a
  *   usage error (2);
  * - general preferences: `simulate --preference intransitive` writes labels
@@ -158,6 +160,55 @@ static void test_converged(void)
     free(out);
 }
 
+/* --l2 auto is the default: the model records the chosen penalty, the
+ * cross-validation table and the held-out estimate; a number fixes it (one
+ * grid point); --folds 0 drops the estimate; a bad --l2 is refused. */
+static void test_l2_auto(void)
+{
+    char data[128], model[128], args[512], *out = NULL;
+    snprintf(data, sizeof data, "%s/plain.jsonl", dir);
+    snprintf(model, sizeof model, "%s/auto.json", dir);
+    snprintf(args, sizeof args, "fit --data %s --out %s --threads 2", data, model);
+    CHECK_INT(train(args, &out), 0);
+    CHECK(out && strstr(out, "fit: l2 auto: ") != NULL);
+    CHECK(out && strstr(out, "held-out accuracy (debiased)") != NULL);
+    free(out);
+    json_t *m = json_load_file(model, 0, NULL);
+    json_t *hyper = json_object_get(m, "hyper"), *val = json_object_get(m, "validation");
+    json_t *metrics = json_object_get(m, "metrics");
+    CHECK(json_is_true(json_object_get(hyper, "l2_auto")));
+    CHECK(json_number_value(json_object_get(hyper, "l2")) > 0);
+    CHECK(json_number_value(json_object_get(hyper, "l2")) ==
+          json_number_value(json_object_get(val, "chosen_l2")));
+    CHECK_INT(json_array_size(json_object_get(val, "grid")), 13);
+    CHECK_INT(json_integer_value(json_object_get(val, "groups")), 200); /* no prompts: per label */
+    double acc = json_number_value(json_object_get(metrics, "eval/accuracy_debiased"));
+    double se = json_number_value(json_object_get(metrics, "eval/accuracy_debiased_se"));
+    CHECK(acc > 0.5 && se > 0 && se < 0.2); /* z follows feature 2: well above chance */
+    json_decref(m);
+
+    snprintf(args, sizeof args, "fit --data %s --out %s --l2 0.5 --quiet", data, model);
+    CHECK_INT(train(args, &out), 0);
+    free(out);
+    m = json_load_file(model, 0, NULL);
+    CHECK(json_is_false(json_object_get(json_object_get(m, "hyper"), "l2_auto")));
+    CHECK_INT(json_array_size(json_object_get(json_object_get(m, "validation"), "grid")), 1);
+    json_decref(m);
+
+    snprintf(args, sizeof args, "fit --data %s --out %s --l2 0.5 --folds 0 --quiet", data, model);
+    CHECK_INT(train(args, &out), 0);
+    free(out);
+    m = json_load_file(model, 0, NULL);
+    CHECK(json_is_null(json_object_get(m, "validation")));
+    CHECK(json_is_null(json_object_get(json_object_get(m, "metrics"), "eval/accuracy_debiased")));
+    json_decref(m);
+
+    snprintf(args, sizeof args, "fit --data %s --out %s --l2 lots", data, model);
+    CHECK(train(args, &out) != 0);
+    CHECK(out && strstr(out, "--l2 auto or >= 0") != NULL);
+    free(out);
+}
+
 static void test_usage(void)
 {
     char *out = NULL;
@@ -250,6 +301,7 @@ int main(void)
     }
     test_early_stop();
     test_converged();
+    test_l2_auto();
     test_usage();
     test_general();
     if (tmpdir_remove(dir) != 0)
