@@ -1,0 +1,127 @@
+// plot.js — small hand-drawn SVG charts: a line chart (one or two series,
+// each on its own axis scale) and a histogram. Text goes in with
+// textContent; the charts scale with their container (viewBox).
+
+const NS = 'http://www.w3.org/2000/svg';
+const W = 640, H = 240, M = { left: 56, right: 56, top: 14, bottom: 36 };
+
+function s(tag, attrs, text) {
+  const el = document.createElementNS(NS, tag);
+  for (const [k, v] of Object.entries(attrs || {})) el.setAttribute(k, v);
+  if (text !== undefined) el.textContent = text;
+  return el;
+}
+
+// About five round tick values covering [lo, hi].
+function ticks(lo, hi) {
+  if (!(hi > lo)) return [lo];
+  const raw = (hi - lo) / 5, mag = Math.pow(10, Math.floor(Math.log10(raw)));
+  const step = [1, 2, 5, 10].map((m) => m * mag).find((v) => v >= raw);
+  const out = [];
+  for (let v = Math.ceil(lo / step) * step; v <= hi + step * 1e-9; v += step) out.push(+v.toPrecision(12));
+  return out;
+}
+
+function label(v) {
+  const a = Math.abs(v);
+  if (a !== 0 && (a < 1e-3 || a >= 1e5)) return v.toExponential(1);
+  return String(+v.toPrecision(4));
+}
+
+function timeLabel(ms, span) {
+  const d = new Date(ms).toISOString();
+  return span > 2 * 86400e3 ? d.slice(5, 10) : d.slice(11, 16);
+}
+
+function svgRoot(title) {
+  const svg = s('svg', { viewBox: `0 0 ${W} ${H}`, role: 'img', class: 'plot', 'aria-label': title });
+  svg.append(s('title', {}, title));
+  return svg;
+}
+
+function extent(values, zero) {
+  let lo = Math.min(...values), hi = Math.max(...values);
+  if (zero) lo = Math.min(0, lo);
+  if (lo === hi) { hi = lo + (lo === 0 ? 1 : Math.abs(lo) * 0.1); }
+  return [lo, hi];
+}
+
+// series: [{name, points: [[x, y], ...], axis: 'left'|'right', log: bool}];
+// opts: {title, xLabel, xTime: bool, zero: bool}. Returns an <svg> or, with
+// no points, a paragraph saying so.
+export function lineChart(series, opts) {
+  const all = series.flatMap((sr) => sr.points);
+  if (all.length === 0) {
+    const p = document.createElement('p');
+    p.className = 'muted';
+    p.textContent = `${opts.title}: no data yet.`;
+    return p;
+  }
+  const svg = svgRoot(opts.title);
+  const [x0, x1] = extent(all.map((p) => p[0]), false);
+  const sx = (x) => M.left + ((x - x0) / (x1 - x0)) * (W - M.left - M.right);
+  const plotBottom = H - M.bottom;
+  svg.append(s('line', { x1: M.left, y1: plotBottom, x2: W - M.right, y2: plotBottom, class: 'axis' }));
+  for (const t of ticks(x0, x1)) {
+    svg.append(s('line', { x1: sx(t), y1: plotBottom, x2: sx(t), y2: plotBottom + 4, class: 'axis' }));
+    svg.append(s('text', { x: sx(t), y: plotBottom + 16, 'text-anchor': 'middle', class: 'tick' },
+      opts.xTime ? timeLabel(t, x1 - x0) : label(t)));
+  }
+  svg.append(s('text', { x: (M.left + W - M.right) / 2, y: H - 4, 'text-anchor': 'middle', class: 'axis-title' }, opts.xLabel));
+  series.forEach((sr, i) => {
+    if (sr.points.length === 0) return;
+    const tf = sr.log ? (y) => Math.log10(Math.max(y, 1e-300)) : (y) => y;
+    const [y0, y1] = extent(sr.points.map((p) => tf(p[1])), opts.zero && !sr.log);
+    const sy = (y) => plotBottom - ((tf(y) - y0) / (y1 - y0)) * (plotBottom - M.top);
+    const right = sr.axis === 'right';
+    const ax = right ? W - M.right : M.left;
+    svg.append(s('line', { x1: ax, y1: M.top, x2: ax, y2: plotBottom, class: `axis series-${i}` }));
+    for (const t of ticks(y0, y1)) {
+      const y = plotBottom - ((t - y0) / (y1 - y0)) * (plotBottom - M.top);
+      svg.append(s('text', { x: right ? ax + 6 : ax - 6, y: y + 4, 'text-anchor': right ? 'start' : 'end', class: `tick series-${i}` },
+        label(sr.log ? Math.pow(10, t) : t)));
+      if (i === 0) svg.append(s('line', { x1: M.left, y1: y, x2: W - M.right, y2: y, class: 'grid' }));
+    }
+    const d = sr.points.map((p, j) => `${j ? 'L' : 'M'}${sx(p[0]).toFixed(1)},${sy(p[1]).toFixed(1)}`).join('');
+    svg.append(s('path', { d, class: `line series-${i}` }));
+    if (sr.points.length <= 60) {
+      for (const p of sr.points) svg.append(s('circle', { cx: sx(p[0]), cy: sy(p[1]), r: 2.5, class: `dot series-${i}` }));
+    }
+    svg.append(s('text', { x: right ? W - M.right - 4 : M.left + 6, y: M.top + 12 + 14 * i, 'text-anchor': right ? 'end' : 'start', class: `legend series-${i}` },
+      sr.name + (sr.log ? ' (log scale)' : '')));
+  });
+  return svg;
+}
+
+// bins: [{low, high, count}]; opts: {title, xLabel, yLabel}.
+export function histogram(bins, opts) {
+  if (bins.length === 0) {
+    const p = document.createElement('p');
+    p.className = 'muted';
+    p.textContent = `${opts.title}: no data yet.`;
+    return p;
+  }
+  const svg = svgRoot(opts.title);
+  const x0 = Math.min(...bins.map((b) => b.low)), x1 = Math.max(...bins.map((b) => b.high));
+  const top = Math.max(1, ...bins.map((b) => b.count));
+  const sx = (x) => M.left + ((x - x0) / ((x1 - x0) || 1)) * (W - M.left - M.right);
+  const plotBottom = H - M.bottom;
+  const sy = (y) => plotBottom - (y / top) * (plotBottom - M.top);
+  for (const t of ticks(0, top).filter(Number.isInteger)) {
+    svg.append(s('line', { x1: M.left, y1: sy(t), x2: W - M.right, y2: sy(t), class: 'grid' }));
+    svg.append(s('text', { x: M.left - 6, y: sy(t) + 4, 'text-anchor': 'end', class: 'tick' }, label(t)));
+  }
+  for (const b of bins) {
+    const x = sx(b.low), w = Math.max(1, sx(b.high) - sx(b.low) - 2);
+    const r = s('rect', { x: x + 1, y: sy(b.count), width: w, height: plotBottom - sy(b.count), class: 'bar' });
+    r.append(s('title', {}, `${label(b.low)}–${label(b.high)}: ${b.count}`));
+    svg.append(r);
+  }
+  svg.append(s('line', { x1: M.left, y1: plotBottom, x2: W - M.right, y2: plotBottom, class: 'axis' }));
+  for (const t of ticks(x0, x1)) {
+    svg.append(s('text', { x: sx(t), y: plotBottom + 16, 'text-anchor': 'middle', class: 'tick' }, label(t)));
+  }
+  svg.append(s('text', { x: (M.left + W - M.right) / 2, y: H - 4, 'text-anchor': 'middle', class: 'axis-title' }, opts.xLabel));
+  svg.append(s('text', { x: 12, y: M.top + 4, class: 'axis-title' }, opts.yLabel));
+  return svg;
+}
