@@ -408,6 +408,8 @@ static int wait_page(cdp *b, const char *name)
              "!document.getElementById('view').hasAttribute('aria-busy')",
              name);
     int ok = cdp_wait_true(b, expr, 15000);
+    /* Every value on the page is text: nothing shows an object's name. */
+    ok = ok && eval_true(b, "!/\\[object |undefined|NaN/.test(document.body.innerText)");
     char *err = eval_text(b, "document.getElementById('error').hidden ? '' : "
                              "document.getElementById('error').textContent");
     if (err[0])
@@ -523,7 +525,6 @@ static void test_models_and_training(cdp *b, ldpref_client *op)
     CHECK(eval_true(b, "(() => { const f = document.getElementById('retrain-form'); "
                        "f.elements.loss.value = 'dpo'; f.elements.seed.value = '7'; "
                        "f.elements.l2.value = '0.01'; return true; })()"));
-    screenshot(b, "training");
     CHECK(eval_true(b, "document.getElementById('start-run').click() === undefined"));
     int done = cdp_wait_true(
         b,
@@ -540,6 +541,7 @@ static void test_models_and_training(cdp *b, ldpref_client *op)
     CHECK(eval_true(b, "/Run 2 succeeded: model version 2/.test(document.getElementById('notice')"
                        ".textContent)"));
     CHECK_INT(server_db_count(&srv, "models"), 2);
+    screenshot(b, "training");
     char *json = NULL;
     CHECK_INT(ldpref_admin_run_get(op, 2, &json), LDPREF_OK);
     json_t *run = json_loads(json ? json : "", 0, NULL);
@@ -569,6 +571,48 @@ static void test_models_and_training(cdp *b, ldpref_client *op)
     json_decref(models);
     ldpref_free(json);
     screenshot(b, "models");
+}
+
+/* The schedule and the corruption settings, edited on the training page. */
+static void test_schedule_and_corruption(cdp *b, ldpref_client *op)
+{
+    CHECK(eval_true(b, "(() => { const f = document.getElementById('schedule-form'); "
+                       "f.elements.interval_s.value = '3600'; "
+                       "f.querySelector('button[type=submit]').click(); return true; })()"));
+    CHECK(cdp_wait_true(b, "/Schedule saved/.test(document.getElementById('notice').textContent)",
+                        5000));
+    char *json = NULL;
+    CHECK_INT(ldpref_admin_schedule_get(op, &json), LDPREF_OK);
+    json_t *sched = json_loads(json ? json : "", 0, NULL);
+    CHECK_INT(json_integer_value(json_object_get(sched, "interval_s")), 3600);
+    json_decref(sched);
+    ldpref_free(json);
+
+    /* The experiment is marked as one. */
+    CHECK(eval_true(b, "/^Experiment: label corruption in " CAMPAIGN
+                       "/.test(document.querySelector('#corruption h2').textContent)"));
+    CHECK(eval_true(b, "(() => { const f = document.getElementById('corruption-form'); "
+                       "f.elements.alpha.value = '0.1'; f.elements.strategy.value = 'flip'; "
+                       "f.elements.corruption_seed.value = '42'; "
+                       "f.querySelector('button[type=submit]').click(); return true; })()"));
+    CHECK(cdp_wait_true(b, "/Corruption settings 1 of " CAMPAIGN " saved: α 0.1, flip/"
+                           ".test(document.getElementById('notice').textContent)",
+                        5000));
+    CHECK_INT(server_db_scalar(&srv,
+                               "SELECT count(*) FROM corruption_settings s JOIN campaigns c ON "
+                               "c.id = s.campaign WHERE c.name = ?1 AND s.alpha = 0.1 AND "
+                               "s.strategy = 'flip' AND s.seed = 42",
+                               CAMPAIGN),
+              1);
+    /* A value out of range: the server's message is shown, nothing stored. */
+    CHECK(eval_true(b, "(() => { const f = document.getElementById('corruption-form'); "
+                       "f.elements.alpha.value = '0.9'; f.noValidate = true; "
+                       "f.querySelector('button[type=submit]').click(); return true; })()"));
+    CHECK(cdp_wait_true(b, "!document.getElementById('error').hidden && /bad_corruption/"
+                           ".test(document.getElementById('error').textContent)",
+                        5000));
+    CHECK_INT(server_db_count(&srv, "corruption_settings"), 1);
+    screenshot(b, "experiment");
 }
 
 /* Puts path in the file input #task-file (DevTools DOM domain). */
@@ -665,9 +709,14 @@ static void test_browser(ldpref_client *op)
     test_tasks_page(b);
 
     /* A reload keeps the session (the cookie) and fetches the CSRF token
-     * again: a write still works. */
-    CHECK_INT(cdp_navigate(b, url), 0);
-    CHECK(wait_page(b, "campaigns"));
+     * again: writes still work. The address keeps page and campaign. */
+    char again[300];
+    snprintf(again, sizeof again, "%s#training?campaign=" CAMPAIGN, url);
+    CHECK_INT(cdp_navigate(b, "about:blank"), 0); /* a new document, not a fragment change */
+    CHECK_INT(cdp_navigate(b, again), 0);
+    CHECK(wait_page(b, "training"));
+    CHECK(eval_true(b, "document.getElementById('campaign').value === '" CAMPAIGN "'"));
+    test_schedule_and_corruption(b, op);
 
     /* A narrow window: the layout holds (no horizontal scrolling of the page). */
     json_decref(cdp_call(b, "Emulation.setDeviceMetricsOverride",

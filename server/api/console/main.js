@@ -61,20 +61,34 @@ async function loadCampaigns() {
   return list;
 }
 
+// The address's fragment: "#models?campaign=survey" (both parts optional).
+function place() {
+  const [page, q] = location.hash.replace(/^#/, '').split('?');
+  const wanted = new URLSearchParams(q || '').get('campaign');
+  return { name: PAGES[page] ? page : 'campaigns', wanted };
+}
+
+function address(name) {
+  return '#' + name + (campaign ? '?campaign=' + encodeURIComponent(campaign) : '');
+}
+
 async function render() {
   leave();
-  const name = (location.hash.replace(/^#/, '').split('?')[0]) || 'campaigns';
-  const page = PAGES[name] || campaigns;
-  for (const a of document.querySelectorAll('#nav a')) {
-    if (a.getAttribute('href') === '#' + name) a.setAttribute('aria-current', 'page');
-    else a.removeAttribute('aria-current');
-  }
+  const { name, wanted } = place();
+  if (wanted) campaign = wanted;
+  const page = PAGES[name];
   const view = $('view');
   const mine = ++rendering;
   view.setAttribute('aria-busy', 'true');
   showError(null);
   try {
     const list = await loadCampaigns();
+    for (const a of document.querySelectorAll('#nav a')) {
+      const target = a.dataset.page;
+      a.setAttribute('href', address(target));
+      if (target === name) a.setAttribute('aria-current', 'page');
+      else a.removeAttribute('aria-current');
+    }
     const ctx = {
       campaign, campaigns: list, showError, notice,
       onLeave: (f) => leaving.push(f),
@@ -127,7 +141,7 @@ $('sign-out').addEventListener('click', async () => {
 
 $('campaign').addEventListener('change', (ev) => {
   campaign = ev.target.value;
-  render();
+  location.hash = address(place().name); // renders (hashchange)
 });
 
 window.addEventListener('hashchange', () => { if ($('signin').hidden) render(); });

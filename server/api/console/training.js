@@ -58,7 +58,7 @@ function runFacts(run) {
     ['Started', time(run.started_at)],
     ['Finished', time(run.finished_at)],
     ['Error', run.error ? `${run.error.message} (${run.error.error})` : '—'],
-  ], { id: 'run-facts' });
+  ], { id: 'run-facts', class: 'facts wide' });
 }
 
 export async function render(ctx) {
@@ -69,6 +69,7 @@ export async function render(ctx) {
   // ---- the live run ----
   const live = h('div', { id: 'live-run', 'aria-live': 'polite' });
   let timer = null;
+  let watching = null; // the run seen unfinished
   ctx.onLeave(() => clearTimeout(timer));
   const follow = async (id) => {
     clearTimeout(timer);
@@ -86,8 +87,14 @@ export async function render(ctx) {
         run.curve !== undefined ? curveChart(run.curve, `Training curve of run ${id}`) : '');
       live.dataset.run = run.run;
       live.dataset.status = run.status;
-      if (!FINISHED.includes(run.status)) timer = setTimeout(() => follow(id), POLL_MS);
-      else if (run.status === 'succeeded') ctx.notice(`Run ${id} succeeded: model version ${run.model_version}.`);
+      if (!FINISHED.includes(run.status)) {
+        watching = id;
+        timer = setTimeout(() => follow(id), POLL_MS);
+      } else if (watching === id) { // it ended while on screen
+        watching = null;
+        ctx.notice(run.status === 'succeeded' ? `Run ${id} succeeded: model version ${run.model_version}.`
+          : `Run ${id} ${run.status}${run.error ? ': ' + run.error.message : ''}.`);
+      }
     } catch (e) { ctx.showError(e); }
   };
   const newest = runs.runs[0];
@@ -118,7 +125,9 @@ export async function render(ctx) {
     try {
       const run = await api.post('/v1/retrain', retrainRequest(form));
       ctx.notice(`Run ${run.run} started.`);
-      follow(run.run);
+      watching = run.run;
+      await follow(run.run);
+      live.scrollIntoView({ block: 'nearest' });
     } catch (e) { ctx.showError(e); }
   });
 
