@@ -137,8 +137,9 @@ static int session_answer(lp_api *api, lp_response *resp, int status, const char
     if (id != NULL && (cookie = cookie_header(id, api->sessions_opts.lifetime_ms / 1000)) == NULL)
         return lp_api_error(resp, LP_ENO_MEMORY, NULL);
     lp_api_json(resp, status,
-                json_pack("{s:s, s:I, s:I}", "csrf_token", csrf, "expires_ms", (json_int_t)expires_ms,
-                          "idle_timeout_s", (json_int_t)(api->sessions_opts.idle_ms / 1000)));
+                json_pack("{s:s, s:I, s:I}", "csrf_token", csrf, "expires_ms",
+                          (json_int_t)expires_ms, "idle_timeout_s",
+                          (json_int_t)(api->sessions_opts.idle_ms / 1000)));
     if (resp->error)
         free(cookie);
     else

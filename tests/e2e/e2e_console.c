@@ -125,7 +125,8 @@ static int sign_in(const char *token, session *s)
         return -1;
     reply_header(&r, "Set-Cookie", set_cookie, sizeof set_cookie);
     json_t *j = json_loads(socket_reply_body(&r), 0, NULL);
-    snprintf(s->csrf, sizeof s->csrf, "%s", json_string_value(json_object_get(j, "csrf_token")) ?: "");
+    snprintf(s->csrf, sizeof s->csrf, "%s",
+             json_string_value(json_object_get(j, "csrf_token")) ?: "");
     json_decref(j);
     if (sscanf(set_cookie, "ldpref_session=%63[A-Za-z0-9_-];", s->id) != 1)
         return -1;
@@ -167,7 +168,8 @@ static void test_assets(void)
     }
     /* The page has no inline script or style: every script is a file. */
     request(&r, "GET", "/", "", NULL);
-    CHECK(strstr(socket_reply_body(&r), "<script type=\"module\" src=\"/console/main.js\">") != NULL);
+    CHECK(strstr(socket_reply_body(&r), "<script type=\"module\" src=\"/console/main.js\">") !=
+          NULL);
     CHECK(strstr(socket_reply_body(&r), "<style") == NULL);
     CHECK(strstr(socket_reply_body(&r), "style=") == NULL);
     request(&r, "GET", "/console/nothing.js", "", NULL);
@@ -204,8 +206,9 @@ static void test_sessions_raw(void)
     CHECK_INT(r.status, 201);
     reply_header(&r, "Set-Cookie", value, sizeof value);
     char id[64] = "";
-    CHECK(sscanf(value, "ldpref_session=%63[A-Za-z0-9_-]; HttpOnly; SameSite=Strict; Path=/; "
-                        "Max-Age=28800",
+    CHECK(sscanf(value,
+                 "ldpref_session=%63[A-Za-z0-9_-]; HttpOnly; SameSite=Strict; Path=/; "
+                 "Max-Age=28800",
                  id) == 1);
     CHECK_INT(strlen(id), 43);
     CHECK(strstr(value, "Max-Age=28800") != NULL);
@@ -461,8 +464,8 @@ static char *cell(cdp *b, const char *table, const char *key, int column)
 static void check_cell(cdp *b, const char *table, const char *key, int column, const char *want)
 {
     char *got = cell(b, table, key, column);
-    check_record(strcmp(got, want) == 0, __FILE__, __LINE__, "#%s row %s column %d: want \"%s\", got \"%s\"",
-                 table, key, column, want, got);
+    check_record(strcmp(got, want) == 0, __FILE__, __LINE__,
+                 "#%s row %s column %d: want \"%s\", got \"%s\"", table, key, column, want, got);
     free(got);
 }
 
@@ -495,10 +498,11 @@ static void test_campaigns_page(cdp *b)
     check_cell(b, "campaign-table", CAMPAIGN, 3, want);
     check_cell(b, "campaign-table", "default", 1, "0 / 0");
     /* Picking the campaign shows its progress. */
-    json_decref(cdp_eval(b, "(() => { const s = document.getElementById('campaign'); s.value = '" CAMPAIGN
-                            "'; s.dispatchEvent(new Event('change')); return true; })()"));
-    CHECK(cdp_wait_true(b, "/Progress of " CAMPAIGN "/.test(document.getElementById('view').textContent)",
-                        10000));
+    json_decref(
+        cdp_eval(b, "(() => { const s = document.getElementById('campaign'); s.value = '" CAMPAIGN
+                    "'; s.dispatchEvent(new Event('change')); return true; })()"));
+    CHECK(cdp_wait_true(
+        b, "/Progress of " CAMPAIGN "/.test(document.getElementById('view').textContent)", 10000));
     CHECK(wait_page(b, "campaigns"));
     snprintf(want, sizeof want, "%lld / %lld (", labels, tasks * 2);
     char expr[300];
@@ -526,11 +530,10 @@ static void test_models_and_training(cdp *b, ldpref_client *op)
                        "f.elements.loss.value = 'dpo'; f.elements.seed.value = '7'; "
                        "f.elements.l2.value = '0.01'; return true; })()"));
     CHECK(eval_true(b, "document.getElementById('start-run').click() === undefined"));
-    int done = cdp_wait_true(
-        b,
-        "document.getElementById('live-run').dataset.run === '2' && "
-        "document.getElementById('live-run').dataset.status === 'succeeded'",
-        20000);
+    int done = cdp_wait_true(b,
+                             "document.getElementById('live-run').dataset.run === '2' && "
+                             "document.getElementById('live-run').dataset.status === 'succeeded'",
+                             20000);
     if (!done) {
         char *live = eval_text(b, "document.getElementById('live-run').textContent + ' | ' + "
                                   "document.getElementById('error').textContent");
@@ -560,8 +563,9 @@ static void test_models_and_training(cdp *b, ldpref_client *op)
                        "table').textContent)"));
     CHECK_INT(server_db_scalar(&srv, "SELECT count(*) FROM models WHERE version = 2", NULL), 1);
     CHECK(eval_true(b, "document.querySelector('.confirm-activate').click() === undefined"));
-    CHECK(cdp_wait_true(b, "/Version 1 is now served/.test(document.getElementById('notice')"
-                           ".textContent)",
+    CHECK(cdp_wait_true(b,
+                        "/Version 1 is now served/.test(document.getElementById('notice')"
+                        ".textContent)",
                         10000));
     CHECK(wait_page(b, "models"));
     check_cell(b, "model-table", "1", 10, "served");
@@ -595,8 +599,9 @@ static void test_schedule_and_corruption(cdp *b, ldpref_client *op)
                        "f.elements.alpha.value = '0.1'; f.elements.strategy.value = 'flip'; "
                        "f.elements.corruption_seed.value = '42'; "
                        "f.querySelector('button[type=submit]').click(); return true; })()"));
-    CHECK(cdp_wait_true(b, "/Corruption settings 1 of " CAMPAIGN " saved: α 0.1, flip/"
-                           ".test(document.getElementById('notice').textContent)",
+    CHECK(cdp_wait_true(b,
+                        "/Corruption settings 1 of " CAMPAIGN " saved: α 0.1, flip/"
+                        ".test(document.getElementById('notice').textContent)",
                         5000));
     CHECK_INT(server_db_scalar(&srv,
                                "SELECT count(*) FROM corruption_settings s JOIN campaigns c ON "
@@ -608,8 +613,9 @@ static void test_schedule_and_corruption(cdp *b, ldpref_client *op)
     CHECK(eval_true(b, "(() => { const f = document.getElementById('corruption-form'); "
                        "f.elements.alpha.value = '0.9'; f.noValidate = true; "
                        "f.querySelector('button[type=submit]').click(); return true; })()"));
-    CHECK(cdp_wait_true(b, "!document.getElementById('error').hidden && /bad_corruption/"
-                           ".test(document.getElementById('error').textContent)",
+    CHECK(cdp_wait_true(b,
+                        "!document.getElementById('error').hidden && /bad_corruption/"
+                        ".test(document.getElementById('error').textContent)",
                         5000));
     CHECK_INT(server_db_count(&srv, "corruption_settings"), 1);
     screenshot(b, "experiment");
@@ -619,8 +625,7 @@ static void test_schedule_and_corruption(cdp *b, ldpref_client *op)
 static int set_file(cdp *b, const char *path)
 {
     json_t *doc = cdp_call(b, "DOM.getDocument", NULL);
-    json_int_t root =
-        json_integer_value(json_object_get(json_object_get(doc, "root"), "nodeId"));
+    json_int_t root = json_integer_value(json_object_get(json_object_get(doc, "root"), "nodeId"));
     json_decref(doc);
     json_t *q = cdp_call(b, "DOM.querySelector",
                          json_pack("{s:I, s:s}", "nodeId", root, "selector", "#task-file"));
