@@ -129,14 +129,14 @@ static char *cookie_header(const char *id, int64_t max_age_s)
     return out;
 }
 
-/* {"csrf_token", "expires_ms"} and, when id is set, its cookie. */
-static int session_answer(lp_api *api, lp_response *resp, int status, const char *id,
-                          const char *csrf, int64_t expires_ms)
+/* {"csrf_token", "expires_ms", "idle_timeout_s"} with the session's cookie. */
+static int session_answer(lp_api *api, lp_response *resp, const char *id, const char *csrf,
+                          int64_t expires_ms)
 {
-    char *cookie = NULL;
-    if (id != NULL && (cookie = cookie_header(id, api->sessions_opts.lifetime_ms / 1000)) == NULL)
+    char *cookie = cookie_header(id, api->sessions_opts.lifetime_ms / 1000);
+    if (cookie == NULL)
         return lp_api_error(resp, LP_ENO_MEMORY, NULL);
-    lp_api_json(resp, status,
+    lp_api_json(resp, 201,
                 json_pack("{s:s, s:I, s:I}", "csrf_token", csrf, "expires_ms",
                           (json_int_t)expires_ms, "idle_timeout_s",
                           (json_int_t)(api->sessions_opts.idle_ms / 1000)));
@@ -168,7 +168,7 @@ int lp_console_sign_in(lp_api *api, const lp_request *req, lp_response *resp)
     rc = lp_sessions_create(api->sessions, lp_now_ms(), id, csrf, &expires_ms);
     if (rc != LP_OK)
         return lp_api_error(resp, rc, NULL);
-    session_answer(api, resp, 201, id, csrf, expires_ms);
+    session_answer(api, resp, id, csrf, expires_ms);
     sodium_memzero(id, sizeof id);
     sodium_memzero(csrf, sizeof csrf);
     return LP_API_DONE;
@@ -176,17 +176,22 @@ int lp_console_sign_in(lp_api *api, const lp_request *req, lp_response *resp)
 
 int lp_console_session_get(lp_api *api, const lp_request *req, lp_response *resp)
 {
-    char id[LP_SESSION_ID_MAX], csrf[LP_SESSION_CSRF_MAX];
+    char id[LP_SESSION_ID_MAX];
     int64_t expires_ms = 0;
     if (!same_origin(req))
         return lp_api_error(resp, LP_ECROSS_SITE, NULL);
-    if (!session_cookie(req, id) ||
-        lp_sessions_check(api->sessions, id, lp_now_ms(), csrf, &expires_ms) != LP_OK)
-        return lp_api_error(resp, LP_EUNAUTHORIZED, "not signed in");
-    session_answer(api, resp, 200, NULL, csrf, expires_ms);
+    int rc = session_cookie(req, id)
+                 ? lp_sessions_check(api->sessions, id, lp_now_ms(), NULL, &expires_ms)
+                 : LP_EUNAUTHORIZED;
     sodium_memzero(id, sizeof id);
-    sodium_memzero(csrf, sizeof csrf);
-    return LP_API_DONE;
+    if (rc != LP_OK)
+        return lp_api_error(resp, LP_EUNAUTHORIZED, "not signed in");
+    /* Not the CSRF token: the cookie alone (which browsers also send to
+     * other ports of this host) must not be enough to obtain it. */
+    return lp_api_json(resp, 200,
+                       json_pack("{s:b, s:I, s:I}", "signed_in", 1, "expires_ms",
+                                 (json_int_t)expires_ms, "idle_timeout_s",
+                                 (json_int_t)(api->sessions_opts.idle_ms / 1000)));
 }
 
 int lp_console_sign_out(lp_api *api, const lp_request *req, lp_response *resp)

@@ -8,7 +8,7 @@
  * token: a session cookie (HttpOnly, SameSite=Strict) and, in the body, the
  * CSRF token the page sends back in X-CSRF-Token on every state-changing
  * request. GET /v1/console/session tells the page whether it is signed in
- * (and its CSRF token again, after a reload); DELETE signs out.
+ * (never the CSRF token, which only sign-in hands out); DELETE signs out.
  *
  * Cross-site requests are refused before anything else (403
  * cross_site_request): Sec-Fetch-Site other than same-origin (or none, for

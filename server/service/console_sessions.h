@@ -11,8 +11,8 @@
  *
  * The session's CSRF token is derived, not stored: a keyed BLAKE2b of the
  * session id under a per-process random key. The page receives it in the
- * sign-in answer (and again from GET /v1/console/session after a reload)
- * and sends it back in X-CSRF-Token on every state-changing request.
+ * sign-in answer only and sends it back in X-CSRF-Token on every
+ * state-changing request.
  *
  * All functions are thread-safe. Times are Unix milliseconds passed in by
  * the caller, so expiry is testable without waiting.

@@ -11,7 +11,7 @@
  * until it succeeds; an older model is activated after the confirmation;
  * a task file is uploaded; sign-out returns to the form. Every page is
  * saved as a PNG in $LDPREF_BUILD/test-output/ (and, when
- * $LDPREF_CONSOLE_SCREENSHOTS names a folder, there too: docs/images/).
+ * $LDPREF_CONSOLE_SCREENSHOTS names a folder, there too: docs/console/).
  *
  * Over raw sockets (every header ours to choose): the page's and assets'
  * content types and security headers; the cookie's attributes; a
@@ -280,9 +280,14 @@ static void test_sessions_raw(void)
     check_refused("a write with a signed-out session", &r, 401, "unauthorized");
     request(&r, "GET", "/v1/console/session", s.cookie, NULL);
     check_refused("the signed-out session's state", &r, 401, "unauthorized");
-    /* The other session is untouched. */
+    /* The other session is untouched. Its state never includes the CSRF
+     * token: the cookie alone (which browsers send to every port of a
+     * host) does not lead to it. */
     request(&r, "GET", "/v1/console/session", other.cookie, NULL);
     CHECK_INT(r.status, 200);
+    CHECK(strstr(socket_reply_body(&r), "\"signed_in\":true") != NULL);
+    CHECK(strstr(socket_reply_body(&r), "csrf") == NULL);
+    CHECK(strstr(r.text, other.csrf) == NULL);
 }
 
 /* A server whose sessions end after one idle second: an expired session
@@ -442,9 +447,10 @@ static void screenshot(cdp *b, const char *name)
     CHECK_INT(cdp_screenshot(b, path), 0);
     struct stat st;
     CHECK(stat(path, &st) == 0 && st.st_size > 5000);
+    /* The pages (not the sign-in form or the narrow window) for the docs. */
     const char *docs = getenv("LDPREF_CONSOLE_SCREENSHOTS");
-    if (docs && docs[0]) {
-        snprintf(path, sizeof path, "%s/console-%s.png", docs, name);
+    if (docs && docs[0] && strcmp(name, "signin") != 0 && strcmp(name, "narrow") != 0) {
+        snprintf(path, sizeof path, "%s/%s.png", docs, name);
         CHECK_INT(cdp_screenshot(b, path), 0);
     }
 }
@@ -699,8 +705,10 @@ static void test_browser(ldpref_client *op)
              srv.token);
     CHECK(eval_true(b, expr));
     CHECK(wait_page(b, "campaigns"));
-    /* The session cookie is invisible to the page's scripts. */
+    /* The session cookie is invisible to the page's scripts; the CSRF
+     * token is the tab's (sessionStorage). */
     CHECK(eval_true(b, "document.cookie === ''"));
+    CHECK(eval_true(b, "sessionStorage.getItem('ldpref_console_csrf').length === 43"));
     json_t *cookies = cdp_call(b, "Network.getCookies", NULL);
     json_t *c0 = json_array_get(json_object_get(cookies, "cookies"), 0);
     CHECK_STR(json_string_value(json_object_get(c0, "name")), "ldpref_session");
@@ -738,6 +746,7 @@ static void test_browser(ldpref_client *op)
     cookies = cdp_call(b, "Network.getCookies", NULL);
     CHECK_INT(json_array_size(json_object_get(cookies, "cookies")), 0);
     json_decref(cookies);
+    CHECK(eval_true(b, "sessionStorage.getItem('ldpref_console_csrf') === null"));
 
     /* Every request the page made went to the server itself. */
     size_t n = cdp_request_count(b), local = 0;

@@ -1,8 +1,11 @@
 // api.js — the console's calls to the server's JSON API. The session is an
-// HttpOnly cookie the browser sends by itself; the CSRF token is kept here,
-// in memory only, and sent with every state-changing request.
+// HttpOnly cookie the browser sends by itself. The CSRF token, which the
+// server hands out at sign-in only, is kept in sessionStorage: this tab and
+// this origin (with its port) only, so a reload keeps it and another port
+// of the host never sees it. It is sent with every state-changing request.
 
-let csrfToken = null;
+const CSRF_KEY = 'ldpref_console_csrf';
+let csrfToken = sessionStorage.getItem(CSRF_KEY);
 
 export class ApiError extends Error {
   constructor(status, name, message) {
@@ -56,27 +59,33 @@ export async function optional(path) {
 export async function signIn(token) {
   const s = await request('POST', '/v1/console/session', { token });
   csrfToken = s.csrf_token;
+  sessionStorage.setItem(CSRF_KEY, csrfToken);
   return s;
 }
 
-// The current session (after a reload the cookie is still there, the CSRF
-// token in memory is not): true when signed in.
+// True when this tab is signed in: the session cookie is live and the tab
+// holds its CSRF token (a new tab signs in again).
 export async function resume() {
+  if (!csrfToken) return false;
   try {
-    const s = await request('GET', '/v1/console/session');
-    csrfToken = s.csrf_token;
+    await request('GET', '/v1/console/session');
     return true;
   } catch (e) {
-    if (e.status === 401) return false;
+    if (e.status === 401) { forget(); return false; }
     throw e;
   }
+}
+
+export function forget() {
+  csrfToken = null;
+  sessionStorage.removeItem(CSRF_KEY);
 }
 
 export async function signOut() {
   try {
     await request('DELETE', '/v1/console/session');
   } finally {
-    csrfToken = null;
+    forget();
   }
 }
 

@@ -31,6 +31,7 @@ export function notice(text) {
 
 function signedOut(message) {
   leave();
+  api.forget();
   $('nav').hidden = true;
   $('toolbar').hidden = true;
   $('view').replaceChildren();
