@@ -444,6 +444,7 @@ static void screenshot(cdp *b, const char *name)
     snprintf(dir, sizeof dir, "%s/test-output", build);
     mkdir(dir, 0755);
     snprintf(path, sizeof path, "%s/console-%s.png", dir, name);
+    json_decref(cdp_eval(b, "window.scrollTo(0, 0)"));
     CHECK_INT(cdp_screenshot(b, path), 0);
     struct stat st;
     CHECK(stat(path, &st) == 0 && st.st_size > 5000);
@@ -453,6 +454,31 @@ static void screenshot(cdp *b, const char *name)
         snprintf(path, sizeof path, "%s/%s.png", docs, name);
         CHECK_INT(cdp_screenshot(b, path), 0);
     }
+}
+
+/* 1 if the server offers GET path (with the bearer token): the views of
+ * campaigns, annotators and tasks came to the server after the console,
+ * which says so on the page when they are missing. */
+static int offered(const char *path)
+{
+    char hdr[256];
+    socket_reply r;
+    snprintf(hdr, sizeof hdr, "Authorization: Bearer %s\r\n", srv.token);
+    request(&r, "GET", path, hdr, NULL);
+    return r.status == 200;
+}
+
+static char *cell(cdp *b, const char *table, const char *key, int column);
+
+/* The texts of column `column` of every row of #table, joined by '|'. */
+static char *column_text(cdp *b, const char *table, int column)
+{
+    char expr[300];
+    snprintf(expr, sizeof expr,
+             "[...document.querySelectorAll('#%s tbody tr')].map(tr => tr.cells[%d] ? "
+             "tr.cells[%d].textContent : '').join('|')",
+             table, column, column);
+    return eval_text(b, expr);
 }
 
 /* The text of the table cell in the row whose first cell is key. */
@@ -517,6 +543,22 @@ static void test_campaigns_page(cdp *b)
              ".some(t => t.startsWith('%s'))",
              want);
     CHECK(eval_true(b, expr));
+    if (offered("/v1/campaigns/view?campaign=" CAMPAIGN)) {
+        /* The budget: the first annotator spent all of it (3 labels at
+         * epsilon 1), 6 in all; the histogram has a bar per annotator
+         * group, and the labels-per-hour columns add up to the labels. */
+        char *budget = eval_text(b, "document.getElementById('budget').textContent");
+        check_record(strstr(budget, "Budget exhausted1 of 3") && strstr(budget, "ε spent in all6"),
+                     __FILE__, __LINE__, "budget facts: %s", budget);
+        free(budget);
+        CHECK(eval_true(b, "document.querySelectorAll('svg.plot').length === 2"));
+        CHECK(eval_true(b, "[...document.querySelectorAll('svg.plot')[1].querySelectorAll('rect."
+                           "bar title')].map(t => +t.textContent.split(': ')[1])"
+                           ".reduce((a, x) => a + x, 0) === 3"));
+    } else {
+        CHECK(eval_true(b, "/need GET \\/v1\\/campaigns\\/view/.test(document.getElementById("
+                           "'view').textContent)"));
+    }
     screenshot(b, "campaigns");
 }
 
@@ -672,12 +714,59 @@ static void test_tasks_page(cdp *b)
     CHECK(wait_page(b, "tasks"));
     /* No HTML from data became markup. */
     CHECK(eval_true(b, "document.querySelector('#view b') === null"));
+    if (offered("/v1/tasks?campaign=" CAMPAIGN)) {
+        /* Every task of the campaign, with its labels of the 2 needed; the
+         * uploaded one opens with its prompt as text and its label count. */
+        char want[64];
+        CHECK(eval_true(b, "document.querySelectorAll('#task-table tbody tr').length === 8"));
+        long long labels_of_1 =
+            server_db_scalar(&srv, "SELECT count(*) FROM labels WHERE task = 1", NULL);
+        snprintf(want, sizeof want, "%lld / 2", labels_of_1);
+        check_cell(b, "task-table", "1", 2, want);
+        check_cell(b, "task-table", "7", 2, "0 / 2");
+        CHECK(eval_true(b, "(() => { for (const a of document.querySelectorAll('.task-link')) "
+                           "if (a.textContent === '7') { a.click(); return true; } "
+                           "return false; })()"));
+        CHECK(cdp_wait_true(b, "document.getElementById('task-detail') !== null", 5000));
+        CHECK(eval_true(b, "document.querySelector('#task-holder .prompt').textContent === "
+                           "'Uploaded from the console: <b>bold?</b>'"));
+        CHECK(eval_true(b, "/Labels0 \\/ 2/.test(document.getElementById('task-detail')"
+                           ".textContent)"));
+        CHECK(eval_true(b, "document.querySelector('#view b') === null"));
+    }
     screenshot(b, "tasks");
 }
 
 static void test_annotators_page(cdp *b)
 {
     CHECK(go(b, "annotators"));
+    if (offered("/v1/annotators?campaign=" CAMPAIGN)) {
+        /* One row per annotator: labels 3, 2, 1 at epsilon 1 of a budget
+         * of 3, no skips. */
+        char *labels = column_text(b, "annotator-table", 1);
+        char *eps = column_text(b, "annotator-table", 2);
+        char *skips = column_text(b, "annotator-table", 3);
+        int seen[4] = {0};
+        int ok = 1, rows = 0;
+        for (char *l = labels, *e = eps; l && *l; rows++) {
+            int n = atoi(l);
+            char want[32];
+            snprintf(want, sizeof want, "%d / 3", n);
+            ok &= n >= 1 && n <= 3 && strncmp(e, want, strlen(want)) == 0;
+            if (n >= 1 && n <= 3)
+                seen[n]++;
+            l = strchr(l, '|') ? strchr(l, '|') + 1 : NULL;
+            e = strchr(e, '|') ? strchr(e, '|') + 1 : e + strlen(e);
+        }
+        check_record(ok && rows == (int)NANNOTATORS && seen[1] == 1 && seen[2] == 1 && seen[3] == 1,
+                     __FILE__, __LINE__, "annotators: labels %s, epsilon %s", labels, eps);
+        CHECK_STR(skips, "0|0|0");
+        CHECK(eval_true(b, "[...document.querySelectorAll('#annotator-table tbody tr')].every("
+                           "tr => /^ann-/.test(tr.cells[0].textContent))"));
+        free(labels);
+        free(eps);
+        free(skips);
+    }
     screenshot(b, "annotators");
 }
 

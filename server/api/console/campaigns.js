@@ -2,7 +2,7 @@
 // labels per hour, ε spent per annotator and budget exhaustion.
 import * as api from './api.js';
 import { h, table, card, facts, num, bar } from './dom.js';
-import { lineChart, histogram } from './plot.js';
+import { histogram } from './plot.js';
 
 // A view endpoint this server may not have yet answers 404 not_found.
 
@@ -43,8 +43,9 @@ export async function render(ctx) {
   const lot = view.labels_over_time;
   const perHour = 3600 / lot.bucket_s;
   const rate = card('Labels per hour',
-    lineChart([{ name: 'labels per hour', points: lot.points.map((q) => [q.t_ms, q.labels * perHour]) }],
-      { title: `Labels per hour in ${ctx.campaign}`, xLabel: 'time (UTC)', xTime: true, zero: true }));
+    histogram(lot.points.map((q) => ({ low: q.t_ms, high: q.t_ms + lot.bucket_s * 1000, count: q.labels * perHour })),
+      { title: `Labels per hour in ${ctx.campaign}`, xLabel: 'time (UTC)', yLabel: 'labels per hour', xTime: true }),
+    lot.earlier_labels ? h('p', { class: 'muted' }, `${num(lot.earlier_labels)} earlier labels are not shown.`) : '');
   const eps = view.epsilon;
   const budget = card('Privacy budget',
     facts([
@@ -54,6 +55,6 @@ export async function render(ctx) {
       ['ε spent in all', num(eps.spent_total)],
     ], { id: 'budget' }),
     histogram(eps.histogram.map((b) => ({ low: b.low, high: b.high, count: b.annotators })),
-      { title: `ε spent per annotator in ${ctx.campaign}`, xLabel: 'ε spent', yLabel: 'annotators' }));
+      { title: `ε spent per annotator in ${ctx.campaign}`, xLabel: 'ε spent', yLabel: 'annotators', integers: true }));
   return h('div', {}, overview, progress, h('div', { class: 'grid2' }, rate, budget));
 }

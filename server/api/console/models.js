@@ -70,7 +70,6 @@ export async function render(ctx) {
   if (selected === null) return h('div', {}, overview);
 
   const m = await api.get(`/v1/models${api.query({ version: selected })}`);
-  const hyper = m.hyper || {};
   const detail = card(`Model version ${m.version}`,
     h('div', { class: 'grid2' },
       facts([
@@ -79,15 +78,23 @@ export async function render(ctx) {
         ['Campaign', m.campaign ?? 'all'],
         ['Data cut-off (label id)', num(m.cutoff)],
         ['Labels', num(m.labels)],
-        ['Features', m.features ? JSON.stringify(m.features) : '—'],
+        ['Features', settingsText(m.features)],
         ['Corruption', corruptionText(m.corruption)],
         ['Training time', m.duration_ms !== undefined ? `${num(m.duration_ms / 1000, 2)} s` : '—'],
       ], { id: 'model-detail' }),
-      facts(Object.entries(m.metrics || {}).map(([k, v]) => [k, num(v, 4)]), { id: 'model-metrics' })),
+      curveChart(m.curve, `Training curve of version ${m.version}`)),
+    h('details', { open: true }, h('summary', {}, 'Metrics'),
+      facts(Object.entries(m.metrics || {}).map(([k, v]) => [k, num(v, 4)]), { id: 'model-metrics', class: 'facts wide' })),
     h('details', {}, h('summary', {}, 'Settings'),
-      facts(Object.entries(hyper).map(([k, v]) => [k, typeof v === 'object' && v !== null ? JSON.stringify(v) : num(v)]))),
-    curveChart(m.curve, `Training curve of version ${m.version}`));
+      facts(Object.entries(m.hyper || {}).map(([k, v]) => [k, settingsText(v)]), { class: 'facts wide' })));
   return h('div', {}, overview, detail);
+}
+
+// A setting as text: numbers formatted, objects as "key value, ...".
+function settingsText(v) {
+  if (v === null || v === undefined) return '—';
+  if (typeof v !== 'object') return num(v);
+  return Object.entries(v).map(([k, x]) => `${k} ${settingsText(x)}`).join(', ');
 }
 
 // Objective (left axis) and gradient norm (right axis, log scale) per
@@ -97,5 +104,5 @@ export function curveChart(curve, title) {
   return lineChart([
     { name: 'objective', points: curve.filter((p) => p.objective !== null).map((p) => [p.iteration, p.objective]) },
     { name: 'gradient norm', axis: 'right', log: true, points: curve.filter((p) => p.grad_norm > 0).map((p) => [p.iteration, p.grad_norm]) },
-  ], { title, xLabel: 'iteration' });
+  ], { title, xLabel: 'iteration', xIntegers: true });
 }

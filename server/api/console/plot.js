@@ -22,6 +22,16 @@ function ticks(lo, hi) {
   return out;
 }
 
+// Round times (Unix ms) covering [lo, hi]: minutes, hours or days.
+const MIN = 60e3, HOUR = 3600e3, DAY = 86400e3;
+function timeTicks(lo, hi) {
+  const steps = [MIN, 5 * MIN, 10 * MIN, 15 * MIN, 30 * MIN, HOUR, 2 * HOUR, 3 * HOUR, 6 * HOUR, 12 * HOUR, DAY, 2 * DAY, 7 * DAY, 30 * DAY];
+  const step = steps.find((st) => (hi - lo) / st <= 6) || 365 * DAY;
+  const out = [];
+  for (let v = Math.ceil(lo / step) * step; v <= hi; v += step) out.push(v);
+  return out;
+}
+
 function label(v) {
   const a = Math.abs(v);
   if (a !== 0 && (a < 1e-3 || a >= 1e5)) return v.toExponential(1);
@@ -42,12 +52,12 @@ function svgRoot(title) {
 function extent(values, zero) {
   let lo = Math.min(...values), hi = Math.max(...values);
   if (zero) lo = Math.min(0, lo);
-  if (lo === hi) { hi = lo + (lo === 0 ? 1 : Math.abs(lo) * 0.1); }
+  if (lo === hi) { lo -= 0.5; hi += 0.5; } // one value: a unit around it
   return [lo, hi];
 }
 
 // series: [{name, points: [[x, y], ...], axis: 'left'|'right', log: bool}];
-// opts: {title, xLabel, xTime: bool, zero: bool}. Returns an <svg> or, with
+// opts: {title, xLabel, xTime: bool, xIntegers: bool, zero: bool}. Returns an <svg> or, with
 // no points, a paragraph saying so.
 export function lineChart(series, opts) {
   const all = series.flatMap((sr) => sr.points);
@@ -62,7 +72,8 @@ export function lineChart(series, opts) {
   const sx = (x) => M.left + ((x - x0) / (x1 - x0)) * (W - M.left - M.right);
   const plotBottom = H - M.bottom;
   svg.append(s('line', { x1: M.left, y1: plotBottom, x2: W - M.right, y2: plotBottom, class: 'axis' }));
-  for (const t of ticks(x0, x1)) {
+  const xt = opts.xTime ? timeTicks(x0, x1) : ticks(x0, x1).filter((v) => !opts.xIntegers || Number.isInteger(v));
+  for (const t of xt) {
     svg.append(s('line', { x1: sx(t), y1: plotBottom, x2: sx(t), y2: plotBottom + 4, class: 'axis' }));
     svg.append(s('text', { x: sx(t), y: plotBottom + 16, 'text-anchor': 'middle', class: 'tick' },
       opts.xTime ? timeLabel(t, x1 - x0) : label(t)));
@@ -76,7 +87,9 @@ export function lineChart(series, opts) {
     const right = sr.axis === 'right';
     const ax = right ? W - M.right : M.left;
     svg.append(s('line', { x1: ax, y1: M.top, x2: ax, y2: plotBottom, class: `axis series-${i}` }));
-    for (const t of ticks(y0, y1)) {
+    let yt = ticks(y0, y1);
+    if (sr.log && yt.filter(Number.isInteger).length >= 2) yt = yt.filter(Number.isInteger); // powers of ten
+    for (const t of yt) {
       const y = plotBottom - ((t - y0) / (y1 - y0)) * (plotBottom - M.top);
       svg.append(s('text', { x: right ? ax + 6 : ax - 6, y: y + 4, 'text-anchor': right ? 'start' : 'end', class: `tick series-${i}` },
         label(sr.log ? Math.pow(10, t) : t)));
@@ -93,7 +106,8 @@ export function lineChart(series, opts) {
   return svg;
 }
 
-// bins: [{low, high, count}]; opts: {title, xLabel, yLabel}.
+// bins: [{low, high, count}] (count may be fractional); opts: {title,
+// xLabel, yLabel, xTime: bool (low and high are Unix milliseconds)}.
 export function histogram(bins, opts) {
   if (bins.length === 0) {
     const p = document.createElement('p');
@@ -107,21 +121,25 @@ export function histogram(bins, opts) {
   const sx = (x) => M.left + ((x - x0) / ((x1 - x0) || 1)) * (W - M.left - M.right);
   const plotBottom = H - M.bottom;
   const sy = (y) => plotBottom - (y / top) * (plotBottom - M.top);
-  for (const t of ticks(0, top).filter(Number.isInteger)) {
+  for (const t of ticks(0, top).filter((v) => !opts.integers || Number.isInteger(v))) {
     svg.append(s('line', { x1: M.left, y1: sy(t), x2: W - M.right, y2: sy(t), class: 'grid' }));
     svg.append(s('text', { x: M.left - 6, y: sy(t) + 4, 'text-anchor': 'end', class: 'tick' }, label(t)));
   }
   for (const b of bins) {
     const x = sx(b.low), w = Math.max(1, sx(b.high) - sx(b.low) - 2);
     const r = s('rect', { x: x + 1, y: sy(b.count), width: w, height: plotBottom - sy(b.count), class: 'bar' });
-    r.append(s('title', {}, `${label(b.low)}–${label(b.high)}: ${b.count}`));
+    const range = opts.xTime ? `${new Date(b.low).toISOString().slice(0, 16).replace('T', ' ')} UTC`
+      : `${label(b.low)}–${label(b.high)}`;
+    r.append(s('title', {}, `${range}: ${label(b.count)}`));
     svg.append(r);
   }
   svg.append(s('line', { x1: M.left, y1: plotBottom, x2: W - M.right, y2: plotBottom, class: 'axis' }));
-  for (const t of ticks(x0, x1)) {
-    svg.append(s('text', { x: sx(t), y: plotBottom + 16, 'text-anchor': 'middle', class: 'tick' }, label(t)));
+  for (const t of opts.xTime ? timeTicks(x0, x1) : ticks(x0, x1)) {
+    svg.append(s('text', { x: sx(t), y: plotBottom + 16, 'text-anchor': 'middle', class: 'tick' },
+      opts.xTime ? timeLabel(t, x1 - x0) : label(t)));
   }
   svg.append(s('text', { x: (M.left + W - M.right) / 2, y: H - 4, 'text-anchor': 'middle', class: 'axis-title' }, opts.xLabel));
-  svg.append(s('text', { x: 12, y: M.top + 4, class: 'axis-title' }, opts.yLabel));
+  const my = (M.top + plotBottom) / 2;
+  svg.append(s('text', { x: 14, y: my, transform: `rotate(-90 14 ${my})`, 'text-anchor': 'middle', class: 'axis-title' }, opts.yLabel));
   return svg;
 }

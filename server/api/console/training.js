@@ -127,7 +127,6 @@ export async function render(ctx) {
       ctx.notice(`Run ${run.run} started.`);
       watching = run.run;
       await follow(run.run);
-      live.scrollIntoView({ block: 'nearest' });
     } catch (e) { ctx.showError(e); }
   });
 
@@ -167,8 +166,8 @@ export async function render(ctx) {
   });
 
   const parts = [
-    card('Start a training run', form),
     card('Current run', live),
+    card('Start a training run', form),
     card('Recent runs', recent),
     card('Periodic retraining', sched),
   ];
