@@ -46,11 +46,14 @@
 static server_proc srv;
 static char host[64], origin[96];
 
+/* The first three are gold tasks (their known answer: the chosen one). */
 static const char *const TASKS[] = {
-    "{\"prompt\": \"Name a prime number above 10.\", \"chosen\": \"11\", \"rejected\": \"12\"}",
+    "{\"prompt\": \"Name a prime number above 10.\", \"chosen\": \"11\", \"rejected\": \"12\", "
+    "\"gold\": \"a\"}",
     "{\"prompt\": \"Boiling point of water at sea level?\", \"chosen\": \"100 C\", "
-    "\"rejected\": \"90 C\"}",
-    "{\"prompt\": \"Capital of France?\", \"chosen\": \"Paris\", \"rejected\": \"Lyon\"}",
+    "\"rejected\": \"90 C\", \"gold\": \"a\"}",
+    "{\"prompt\": \"Capital of France?\", \"chosen\": \"Paris\", \"rejected\": \"Lyon\", "
+    "\"gold\": \"a\"}",
     "{\"prompt\": \"2 + 2?\", \"chosen\": \"4\", \"rejected\": \"5\"}",
     "{\"prompt\": \"Largest planet?\", \"chosen\": \"Jupiter\", \"rejected\": \"Mars\"}",
     "{\"prompt\": \"Opposite of hot?\", \"chosen\": \"cold\", \"rejected\": \"warm\"}",
@@ -766,6 +769,29 @@ static void test_annotators_page(cdp *b)
         free(labels);
         free(eps);
         free(skips);
+    }
+    if (offered("/v1/quality?campaign=" CAMPAIGN)) {
+        /* The gold labels per annotator add up to the labels on gold tasks,
+         * which the campaign's figures show too. */
+        long long gold = server_db_scalar(&srv,
+                                          "SELECT count(*) FROM labels l JOIN tasks t ON t.id = "
+                                          "l.task WHERE t.gold IS NOT NULL",
+                                          NULL);
+        CHECK(gold > 0);
+        char expr[400];
+        snprintf(expr, sizeof expr,
+                 "[...document.querySelectorAll('#annotator-table tbody tr')].map(tr => "
+                 "+tr.cells[4].textContent).reduce((a, x) => a + x, 0) === %lld",
+                 gold);
+        CHECK(eval_true(b, expr));
+        snprintf(expr, sizeof expr,
+                 "document.getElementById('quality').textContent.startsWith('Gold labels%lld')",
+                 gold);
+        CHECK(eval_true(b, expr));
+        /* Every estimate is shown with its interval. */
+        CHECK(eval_true(b, "[...document.querySelectorAll('#annotator-table tbody tr')].every(tr "
+                           "=> +tr.cells[4].textContent === 0 || /^-?[0-9.]+ \\[-?[0-9.]+, "
+                           "-?[0-9.]+\\]$/.test(tr.cells[5].textContent))"));
     }
     screenshot(b, "annotators");
 }

@@ -62,10 +62,12 @@ export function time(ms) {
   return new Date(ms).toISOString().replace('T', ' ').replace(/\.\d+Z$/, ' UTC');
 }
 
-// An estimate with its interval: "0.82 [0.71, 0.93]".
+// An estimate with its interval: "0.82 [0.71, 0.93]" (debiased estimates
+// may fall outside [0, 1]).
 export function interval(e) {
-  if (!e || e.estimate === null || e.estimate === undefined) return '—';
-  return `${num(e.estimate, 2)} [${num(e.low, 2)}, ${num(e.high, 2)}]`;
+  if (!e || typeof e.estimate !== 'number') return '—';
+  const f = (x) => (typeof x === 'number' ? x.toFixed(2) : '—');
+  return `${f(e.estimate)} [${f(e.low)}, ${f(e.high)}]`;
 }
 
 // A progress bar with its figures as text.

@@ -49,6 +49,13 @@ function svgRoot(title) {
   return svg;
 }
 
+function noData(title) {
+  const p = document.createElement('p');
+  p.className = 'muted';
+  p.textContent = `${title}: no data yet.`;
+  return p;
+}
+
 function extent(values, zero) {
   let lo = Math.min(...values), hi = Math.max(...values);
   if (zero) lo = Math.min(0, lo);
@@ -61,12 +68,7 @@ function extent(values, zero) {
 // no points, a paragraph saying so.
 export function lineChart(series, opts) {
   const all = series.flatMap((sr) => sr.points);
-  if (all.length === 0) {
-    const p = document.createElement('p');
-    p.className = 'muted';
-    p.textContent = `${opts.title}: no data yet.`;
-    return p;
-  }
+  if (all.length === 0) return noData(opts.title);
   const svg = svgRoot(opts.title);
   const [x0, x1] = extent(all.map((p) => p[0]), false);
   const sx = (x) => M.left + ((x - x0) / (x1 - x0)) * (W - M.left - M.right);
@@ -109,12 +111,7 @@ export function lineChart(series, opts) {
 // bins: [{low, high, count}] (count may be fractional); opts: {title,
 // xLabel, yLabel, xTime: bool (low and high are Unix milliseconds)}.
 export function histogram(bins, opts) {
-  if (bins.length === 0) {
-    const p = document.createElement('p');
-    p.className = 'muted';
-    p.textContent = `${opts.title}: no data yet.`;
-    return p;
-  }
+  if (bins.length === 0) return noData(opts.title);
   const svg = svgRoot(opts.title);
   const x0 = Math.min(...bins.map((b) => b.low)), x1 = Math.max(...bins.map((b) => b.high));
   const top = Math.max(1, ...bins.map((b) => b.count));
