@@ -440,14 +440,20 @@ static int go(cdp *b, const char *name)
     return wait_page(b, name);
 }
 
-static void screenshot(cdp *b, const char *name)
+/* Saves the page, scrolled to the element of the CSS selector `at` (NULL:
+ * the top), as console-NAME.png. */
+static void screenshot(cdp *b, const char *name, const char *at)
 {
     const char *build = getenv("LDPREF_BUILD") ? getenv("LDPREF_BUILD") : "build";
     char dir[512], path[700];
     snprintf(dir, sizeof dir, "%s/test-output", build);
     mkdir(dir, 0755);
     snprintf(path, sizeof path, "%s/console-%s.png", dir, name);
-    json_decref(cdp_eval(b, "window.scrollTo(0, 0)"));
+    char scroll[200];
+    snprintf(scroll, sizeof scroll,
+             at ? "document.querySelector('%s').scrollIntoView(true)" : "window.scrollTo(0, 0)",
+             at);
+    json_decref(cdp_eval(b, scroll));
     CHECK_INT(cdp_screenshot(b, path), 0);
     struct stat st;
     CHECK(stat(path, &st) == 0 && st.st_size > 5000);
@@ -562,7 +568,7 @@ static void test_campaigns_page(cdp *b)
         CHECK(eval_true(b, "/need GET \\/v1\\/campaigns\\/view/.test(document.getElementById("
                            "'view').textContent)"));
     }
-    screenshot(b, "campaigns");
+    screenshot(b, "campaigns", NULL);
 }
 
 static void test_models_and_training(cdp *b, ldpref_client *op)
@@ -595,7 +601,7 @@ static void test_models_and_training(cdp *b, ldpref_client *op)
     CHECK(eval_true(b, "/Run 2 succeeded: model version 2/.test(document.getElementById('notice')"
                        ".textContent)"));
     CHECK_INT(server_db_count(&srv, "models"), 2);
-    screenshot(b, "training");
+    screenshot(b, "training", NULL);
     char *json = NULL;
     CHECK_INT(ldpref_admin_run_get(op, 2, &json), LDPREF_OK);
     json_t *run = json_loads(json ? json : "", 0, NULL);
@@ -625,7 +631,7 @@ static void test_models_and_training(cdp *b, ldpref_client *op)
     CHECK_INT(json_integer_value(json_object_get(models, "active_version")), 1);
     json_decref(models);
     ldpref_free(json);
-    screenshot(b, "models");
+    screenshot(b, "models", NULL);
 }
 
 /* The schedule and the corruption settings, edited on the training page. */
@@ -636,6 +642,9 @@ static void test_schedule_and_corruption(cdp *b, ldpref_client *op)
                        "f.querySelector('button[type=submit]').click(); return true; })()"));
     CHECK(cdp_wait_true(b, "/Schedule saved/.test(document.getElementById('notice').textContent)",
                         5000));
+    CHECK(wait_page(b, "training")); /* shown again as stored */
+    CHECK(eval_true(b, "document.getElementById('schedule-form').elements.interval_s.value === "
+                       "'3600'"));
     char *json = NULL;
     CHECK_INT(ldpref_admin_schedule_get(op, &json), LDPREF_OK);
     json_t *sched = json_loads(json ? json : "", 0, NULL);
@@ -660,6 +669,12 @@ static void test_schedule_and_corruption(cdp *b, ldpref_client *op)
                                "s.strategy = 'flip' AND s.seed = 42",
                                CAMPAIGN),
               1);
+    CHECK(cdp_wait_true(b,
+                        "/In forcesettings 1, α 0.1, flip/.test(document.getElementById("
+                        "'corruption').textContent)",
+                        5000));
+    CHECK(wait_page(b, "training"));
+    screenshot(b, "experiment", "#corruption");
     /* A value out of range: the server's message is shown, nothing stored. */
     CHECK(eval_true(b, "(() => { const f = document.getElementById('corruption-form'); "
                        "f.elements.alpha.value = '0.9'; f.noValidate = true; "
@@ -669,7 +684,6 @@ static void test_schedule_and_corruption(cdp *b, ldpref_client *op)
                         ".test(document.getElementById('error').textContent)",
                         5000));
     CHECK_INT(server_db_count(&srv, "corruption_settings"), 1);
-    screenshot(b, "experiment");
 }
 
 /* Puts path in the file input #task-file (DevTools DOM domain). */
@@ -737,7 +751,7 @@ static void test_tasks_page(cdp *b)
                            ".textContent)"));
         CHECK(eval_true(b, "document.querySelector('#view b') === null"));
     }
-    screenshot(b, "tasks");
+    screenshot(b, "tasks", NULL);
 }
 
 static void test_annotators_page(cdp *b)
@@ -793,7 +807,7 @@ static void test_annotators_page(cdp *b)
                            "=> +tr.cells[4].textContent === 0 || /^-?[0-9.]+ \\[-?[0-9.]+, "
                            "-?[0-9.]+\\]$/.test(tr.cells[5].textContent))"));
     }
-    screenshot(b, "annotators");
+    screenshot(b, "annotators", NULL);
 }
 
 static void test_browser(ldpref_client *op)
@@ -806,7 +820,7 @@ static void test_browser(ldpref_client *op)
     snprintf(url, sizeof url, "%s/", srv.url);
     CHECK_INT(cdp_navigate(b, url), 0);
     CHECK(cdp_wait_true(b, "!document.getElementById('signin').hidden", 10000));
-    screenshot(b, "signin");
+    screenshot(b, "signin", NULL);
     /* A wrong token: the form says so, nothing else changes. */
     CHECK(eval_true(b, "(() => { document.getElementById('token').value = 'op_wrong'; "
                        "document.querySelector('#signin-form button').click(); return true; })()"));
@@ -852,7 +866,7 @@ static void test_browser(ldpref_client *op)
                                    "deviceScaleFactor", 1.0, "mobile", 0)));
     CHECK(go(b, "campaigns"));
     CHECK(eval_true(b, "document.documentElement.scrollWidth <= 420"));
-    screenshot(b, "narrow");
+    screenshot(b, "narrow", NULL);
     json_decref(cdp_call(b, "Emulation.clearDeviceMetricsOverride", NULL));
 
     /* Sign out: back to the form, and the cookie is gone. */

@@ -162,6 +162,7 @@ export async function render(ctx) {
         every_labels: parseInt(sched.elements.every_labels.value || '0', 10), request,
       });
       ctx.notice('Schedule saved.');
+      ctx.refresh();
     } catch (e) { ctx.showError(e); }
   });
 
@@ -191,6 +192,7 @@ export async function render(ctx) {
       try {
         const saved = await api.put('/v1/corruption', body);
         ctx.notice(`Corruption settings ${saved.id} of ${ctx.campaign} saved: α ${num(saved.alpha)}, ${saved.strategy}.`);
+        ctx.refresh(); // "in force" and the form show the stored settings
       } catch (e) { ctx.showError(e); }
     });
     parts.push(h('section', { class: 'card experiment', id: 'corruption' },
