@@ -92,10 +92,15 @@ static int same_origin(const lp_request *req)
         return 0;
     if (req->origin == NULL)
         return 1;
-    /* Plain HTTP only: the server does not terminate TLS (yet). */
-    const char *scheme = "http://";
-    return req->host != NULL && strncmp(req->origin, scheme, strlen(scheme)) == 0 &&
-           strcmp(req->origin + strlen(scheme), req->host) == 0;
+    /* https too: behind a TLS proxy the page's origin is https://Host. */
+    const char *host = req->origin;
+    if (strncmp(host, "http://", 7) == 0)
+        host += 7;
+    else if (strncmp(host, "https://", 8) == 0)
+        host += 8;
+    else
+        return 0; /* "null" (an opaque origin) and anything else */
+    return req->host != NULL && strcmp(host, req->host) == 0;
 }
 
 static int state_changing(const lp_request *req)

@@ -13,7 +13,7 @@
  * Cross-site requests are refused before anything else (403
  * cross_site_request): Sec-Fetch-Site other than same-origin (or none, for
  * a navigation), or an Origin that is not this server's own
- * (http://Host).
+ * (http:// or https:// and the request's Host).
  */
 #ifndef LP_CONSOLE_H
 #define LP_CONSOLE_H

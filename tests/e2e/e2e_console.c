@@ -265,6 +265,15 @@ static void test_sessions_raw(void)
     snprintf(hdr, sizeof hdr, "%sOrigin: http://evil.example\r\n", s.cookie);
     request(&r, "GET", "/v1/campaigns", hdr, NULL);
     check_refused("a read from a foreign Origin", &r, 403, "cross_site_request");
+    snprintf(hdr, sizeof hdr, "%sOrigin: http://%s.evil.example\r\n", s.cookie, host);
+    request(&r, "GET", "/v1/campaigns", hdr, NULL);
+    check_refused("a read from an Origin that starts like ours", &r, 403, "cross_site_request");
+    snprintf(hdr, sizeof hdr, "%sOrigin: ftp://%s\r\n", s.cookie, host);
+    request(&r, "GET", "/v1/campaigns", hdr, NULL);
+    check_refused("a read from another scheme", &r, 403, "cross_site_request");
+    snprintf(hdr, sizeof hdr, "%sOrigin: https://%s\r\n", s.cookie, host);
+    request(&r, "GET", "/v1/campaigns", hdr, NULL);
+    CHECK_INT(r.status, 200); /* the same host through a TLS proxy */
     /* The bearer token works as before, with or without a browser's headers. */
     snprintf(hdr, sizeof hdr, "Authorization: Bearer %s\r\n", srv.token);
     put_schedule(&r, hdr);
