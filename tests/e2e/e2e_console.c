@@ -622,6 +622,14 @@ static void test_models_and_training(cdp *b, ldpref_client *op)
     /* Activate the older model: the confirmation first, then the swap. */
     CHECK(go(b, "models"));
     check_cell(b, "model-table", "2", 10, "served");
+    /* Escape takes the question back, the focus returns to the button. */
+    CHECK(eval_true(b, "document.querySelector('#model-table button[data-version=\"1\"]').click() "
+                       "=== undefined"));
+    CHECK(cdp_wait_true(b, "document.activeElement.classList.contains('confirm-activate')", 5000));
+    CHECK(eval_true(b, "document.activeElement.dispatchEvent(new KeyboardEvent('keydown', "
+                       "{key: 'Escape', bubbles: true}))"));
+    CHECK(eval_true(b, "document.querySelector('.confirm-activate') === null && "
+                       "document.activeElement.dataset.version === '1'"));
     CHECK(eval_true(b, "document.querySelector('#model-table button[data-version=\"1\"]').click() "
                        "=== undefined"));
     CHECK(cdp_wait_true(b, "document.querySelector('.confirm-activate') !== null", 5000));

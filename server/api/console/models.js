@@ -36,8 +36,10 @@ function activateControl(ctx, m, active) {
           } catch (e) { ctx.showError(e); yes.disabled = false; }
         },
       }, `${verb} version ${m.version}`);
-      const no = h('button', { type: 'button', class: 'secondary', onclick: () => box.replaceChildren(ask) }, 'Cancel');
+      const cancel = () => { box.replaceChildren(ask); ask.focus(); };
+      const no = h('button', { type: 'button', class: 'secondary', onclick: cancel }, 'Cancel');
       box.replaceChildren(h('span', { class: 'confirm-text' }, `Serve version ${m.version}${active !== null ? ` instead of ${active}` : ''}?`), yes, no);
+      box.onkeydown = (ev) => { if (ev.key === 'Escape') cancel(); };
       yes.focus();
     },
   }, active !== null && m.version < active ? 'Roll back…' : 'Activate…');
