@@ -8,7 +8,8 @@
  * In the browser: sign in through the page's form; every page shows the
  * figures of the data the test made (compared with the database and the
  * API, never with constants); a retrain started from the form is followed
- * until it succeeds; an older model is activated after the confirmation;
+ * until it succeeds, another is cancelled from the page; an older model
+ * is activated after the confirmation;
  * a task file is uploaded; sign-out returns to the form. Every page is
  * saved as a PNG in $LDPREF_BUILD/test-output/ (and, when
  * $LDPREF_CONSOLE_SCREENSHOTS names a folder, there too: docs/console/).
@@ -29,7 +30,9 @@
 #include "server_proc.h"
 
 #include <jansson.h>
+#include <pthread.h>
 #include <signal.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -703,6 +706,60 @@ static void test_schedule_and_corruption(cdp *b, ldpref_client *op)
     CHECK_INT(server_db_count(&srv, "corruption_settings"), 1);
 }
 
+/* Score requests from a few threads until told to stop: training yields
+ * to them (it pauses up to a second per step while they keep coming, with
+ * no gap of 5 ms), so a run lasts long enough to be cancelled from the
+ * page. */
+#define SCORERS 4
+static atomic_int scoring;
+
+static void *keep_scoring(void *arg)
+{
+    (void)arg;
+    socket_reply *r = malloc(sizeof *r);
+    while (r != NULL && atomic_load(&scoring))
+        request(r, "POST", "/v1/score", "Content-Type: application/json\r\n",
+                "{\"task_ids\": [1]}");
+    free(r);
+    return NULL;
+}
+
+/* A run started from the form and cancelled from the page: it ends
+ * cancelled, stores no model, and the served one stays. */
+static void test_cancel(cdp *b)
+{
+    pthread_t scorer[SCORERS];
+    atomic_store(&scoring, 1);
+    for (int i = 0; i < SCORERS; i++)
+        CHECK_INT(pthread_create(&scorer[i], NULL, keep_scoring, NULL), 0);
+    usleep(100 * 1000); /* the requests are coming */
+    long long models = server_db_count(&srv, "models");
+    CHECK(go(b, "training"));
+    CHECK(eval_true(b, "(() => { const f = document.getElementById('retrain-form'); "
+                       "f.elements.seed.value = '3'; "
+                       "document.getElementById('start-run').click(); return true; })()"));
+    CHECK(cdp_wait_true(b, "document.getElementById('cancel-run') !== null", 10000));
+    CHECK(eval_true(b, "/Cancel run 3/.test(document.getElementById('cancel-run').textContent)"));
+    CHECK(eval_true(b, "document.getElementById('cancel-run').click() === undefined"));
+    int done = cdp_wait_true(
+        b, "document.getElementById('live-run').dataset.status === 'cancelled'", 15000);
+    atomic_store(&scoring, 0);
+    for (int i = 0; i < SCORERS; i++)
+        pthread_join(scorer[i], NULL);
+    CHECK(done);
+    CHECK(eval_true(b, "/Run 3 cancelled/.test(document.getElementById('notice').textContent)"));
+    CHECK(eval_true(b, "document.getElementById('cancel-run') === null"));
+    CHECK_INT(server_db_scalar(&srv,
+                               "SELECT count(*) FROM training_runs WHERE id = 3 AND "
+                               "status = 'cancelled'",
+                               NULL),
+              1);
+    CHECK_INT(server_db_count(&srv, "models"), models);
+    CHECK_INT(
+        server_db_scalar(&srv, "SELECT version FROM activations ORDER BY id DESC LIMIT 1", NULL),
+        1);
+}
+
 /* Puts path in the file input #task-file (DevTools DOM domain). */
 static int set_file(cdp *b, const char *path)
 {
@@ -865,6 +922,7 @@ static void test_browser(ldpref_client *op)
     test_campaigns_page(b);
     test_annotators_page(b);
     test_models_and_training(b, op);
+    test_cancel(b);
     test_tasks_page(b);
 
     /* A reload keeps the session (the cookie) and fetches the CSRF token
