@@ -87,7 +87,10 @@
       "this task was already answered on this device; a randomized answer can never be changed "   \
       "or repeated")                                                                               \
     X(61, CSRF_FAILED, "csrf_failed", 403, "the request lacks the console session's CSRF token")   \
-    X(62, CROSS_SITE, "cross_site_request", 403, "cross-site requests are refused")
+    X(62, CROSS_SITE, "cross_site_request", 403, "cross-site requests are refused")                \
+    X(65, BAD_BUCKET, "bad_bucket", 400,                                                           \
+      "bucket_s must be a whole number of minutes in seconds, from 60 to 2592000")                 \
+    X(66, BAD_PAGE, "bad_page", 400, "offset must be an integer >= 0 and limit one in 1..1000")
 
 /* Codes as an enum: LP_OK, LP_EINVALID_ARGUMENT, ... */
 typedef enum lp_error {

@@ -567,6 +567,45 @@ static int cmd_stats(const struct cmd *cmd, ldpref_client *c, char **pos, int np
 
 static int parse_id(const char *s, const char *what, int64_t *out);
 
+static int cmd_campaign_view(const struct cmd *cmd, ldpref_client *c, char **pos, int npos)
+{
+    long bucket = 0;
+    const char *v = cflag_value(cmd, "--bucket-s");
+    if (v && parse_long(v, 60, 2592000, &bucket) != 0)
+        return usage_error("--bucket-s must be seconds in 60..2592000, not %s", v);
+    char *json = NULL;
+    int rc = ldpref_admin_campaign(c, pos[0], bucket, &json);
+    return print_text(rc, c, json, "admin campaign");
+}
+
+/* admin annotators and admin tasks: a page of the campaign's rows
+ * (--offset, --limit; 0: the server's default). */
+static int cmd_page(const struct cmd *cmd, ldpref_client *c, char **pos, int npos)
+{
+    long offset = 0, limit = 0;
+    const char *s = cflag_value(cmd, "--offset");
+    if (s && parse_long(s, 0, __LONG_MAX__, &offset) != 0)
+        return usage_error("--offset must be an integer >= 0, not %s", s);
+    if ((s = cflag_value(cmd, "--limit")) != NULL && parse_long(s, 1, 1000, &limit) != 0)
+        return usage_error("--limit must be an integer in 1..1000, not %s", s);
+    int (*page)(ldpref_client *, const char *, int64_t, int64_t, char **) =
+        strcmp(cmd->name, "admin tasks") == 0 ? ldpref_admin_tasks : ldpref_admin_annotators;
+    char *json = NULL;
+    int rc = page(c, cflag_value(cmd, "--campaign"), offset, limit, &json);
+    return print_text(rc, c, json, cmd->name);
+}
+
+static int cmd_task(const struct cmd *cmd, ldpref_client *c, char **pos, int npos)
+{
+    int64_t id;
+    int rc = parse_id(pos[0], "TASK_ID", &id);
+    if (rc != 0)
+        return rc;
+    char *json = NULL;
+    rc = ldpref_admin_task(c, id, &json);
+    return print_text(rc, c, json, "admin task");
+}
+
 static int cmd_export(const struct cmd *cmd, ldpref_client *c, char **pos, int npos)
 {
     const char *out = cflag_value(cmd, "--out"), *campaign = cflag_value(cmd, "--campaign");
@@ -991,6 +1030,14 @@ static const struct cflag F_CAMPAIGN_CREATE[] = {
     {"--labels-per-task", "K", "labels each task needs, from different annotators (default 1)"},
     {"--quota", "Q", "at most Q labels per annotator (default: no quota)"},
     {NULL, NULL, NULL}};
+static const struct cflag F_CAMPAIGN_VIEW[] = {
+    {"--bucket-s", "S",
+     "labels over time in buckets of S seconds, a multiple of 60 (default 3600)"},
+    {NULL, NULL, NULL}};
+static const struct cflag F_PAGE[] = {{"--campaign", "NAME", "campaign (default: default)"},
+                                      {"--offset", "N", "skip the first N (default 0)"},
+                                      {"--limit", "N", "at most N, 1..1000"},
+                                      {NULL, NULL, NULL}};
 static const struct cflag F_EXPORT[] = {
     {"--out", "FILE", "write here (mode 0600) instead of stdout"},
     {"--campaign", "NAME", "only this campaign"},
@@ -1096,6 +1143,17 @@ static const struct cmd CMDS[] = {
     {"admin revoke", "admin revoke KEY", "revoke an annotator key (operator)", 1, 1, 2, NULL,
      cmd_revoke},
     {"admin stats", "admin stats", "server statistics (operator)", 0, 0, 2, NULL, cmd_stats},
+    {"admin campaign", "admin campaign NAME [--bucket-s S]",
+     "a campaign's progress, labels over time and epsilon spent (operator)", 1, 1, 2,
+     F_CAMPAIGN_VIEW, cmd_campaign_view},
+    {"admin annotators", "admin annotators [--campaign C] [--offset N] [--limit N]",
+     "a campaign's annotators: labels, epsilon spent, skips (operator)", 0, 0, 2, F_PAGE, cmd_page},
+    {"admin tasks", "admin tasks [--campaign C] [--offset N] [--limit N]",
+     "a campaign's tasks with their label counts (default limit 100) (operator)", 0, 0, 2, F_PAGE,
+     cmd_page},
+    {"admin task", "admin task TASK_ID",
+     "one task in full: context, prompt, responses, labels, skips (operator)", 1, 1, 2, NULL,
+     cmd_task},
     {"admin export",
      "admin export [--out FILE] [--campaign C | --view corrupted [--version V]] [--format F]",
      "export labels as JSONL (operator)", 0, 0, 2, F_EXPORT, cmd_export},

@@ -1,7 +1,8 @@
 /*
  * admin.c — operator calls of libldpref (bearer token from the options):
- * campaigns, enrollment tokens, task upload, key revocation, stats, export
- * (the clean view or the server-side corruption view).
+ * campaigns, enrollment tokens, task upload, key revocation, stats, the
+ * views of a campaign, its annotators and tasks, export (the clean view or
+ * the server-side corruption view).
  * JSON results are returned as text the caller frees with ldpref_free();
  * export streams the server's JSONL into a FILE* without holding it in
  * memory.
@@ -211,6 +212,70 @@ int ldpref_admin_stats(ldpref_client *c, char **json_out)
     json_t *resp = NULL;
     long status = 0;
     int rc = lpc_call_json(c, "GET", "/v1/stats", NULL, 1, LPC_RESP_CAP_SMALL, &resp, &status);
+    return rc != LDPREF_OK ? rc : lpc_give_json(c, resp, json_out);
+}
+
+/* ---- the operator's views ---- */
+
+/* GETs base?campaign=C (checked as lpc_campaign_query) with the integer
+ * parameters whose values are not 0 appended (names[i]=values[i]). */
+static int get_campaign_view(ldpref_client *c, const char *base, const char *campaign,
+                             const char *const *names, const int64_t *values, size_t n,
+                             char **json_out)
+{
+    clear_out(json_out);
+    if (c == NULL)
+        return LDPREF_EINVALID_ARGUMENT;
+    char path[512];
+    int rc = lpc_campaign_query(c, base, campaign, path, sizeof path);
+    if (rc != LDPREF_OK)
+        return rc;
+    for (size_t i = 0; i < n; i++)
+        if (values[i] != 0) {
+            size_t len = strlen(path);
+            snprintf(path + len, sizeof path - len, "%c%s=%lld", strchr(path, '?') ? '&' : '?',
+                     names[i], (long long)values[i]);
+        }
+    json_t *resp = NULL;
+    long status = 0;
+    rc = lpc_call_json(c, "GET", path, NULL, 1, LPC_RESP_CAP_LARGE, &resp, &status);
+    return rc != LDPREF_OK ? rc : lpc_give_json(c, resp, json_out);
+}
+
+int ldpref_admin_campaign(ldpref_client *c, const char *campaign, int64_t bucket_s, char **json_out)
+{
+    static const char *const names[] = {"bucket_s"};
+    return get_campaign_view(c, "/v1/campaigns/view", campaign, names, &bucket_s, 1, json_out);
+}
+
+int ldpref_admin_annotators(ldpref_client *c, const char *campaign, int64_t offset, int64_t limit,
+                            char **json_out)
+{
+    static const char *const names[] = {"offset", "limit"};
+    const int64_t values[] = {offset, limit};
+    return get_campaign_view(c, "/v1/annotators", campaign, names, values, 2, json_out);
+}
+
+int ldpref_admin_tasks(ldpref_client *c, const char *campaign, int64_t offset, int64_t limit,
+                       char **json_out)
+{
+    static const char *const names[] = {"offset", "limit"};
+    const int64_t values[] = {offset, limit};
+    return get_campaign_view(c, "/v1/tasks", campaign, names, values, 2, json_out);
+}
+
+int ldpref_admin_task(ldpref_client *c, int64_t id, char **json_out)
+{
+    clear_out(json_out);
+    if (c == NULL)
+        return LDPREF_EINVALID_ARGUMENT;
+    if (id < 1)
+        return lpc_fail(c, LDPREF_EINVALID_ARGUMENT, "a task id is >= 1, not %lld", (long long)id);
+    char path[64];
+    snprintf(path, sizeof path, "/v1/tasks/one?id=%lld", (long long)id);
+    json_t *resp = NULL;
+    long status = 0;
+    int rc = lpc_call_json(c, "GET", path, NULL, 1, LPC_RESP_CAP_LARGE, &resp, &status);
     return rc != LDPREF_OK ? rc : lpc_give_json(c, resp, json_out);
 }
 

@@ -107,7 +107,9 @@ typedef enum ldpref_error {
     LDPREF_EALREADY_ANSWERED = 60,
     LDPREF_ECSRF_FAILED = 61,
     LDPREF_ECROSS_SITE = 62,
-    LDPREF_ERROR_END /* one past the last code; grows when codes are added */
+    LDPREF_EBAD_BUCKET = 65, /* a view's bucket_s is not 60..2592000 whole minutes */
+    LDPREF_EBAD_PAGE = 66,   /* a listing's offset or limit is out of range */
+    LDPREF_ERROR_END         /* one past the last code; grows when codes are added */
 } ldpref_error;
 
 /* A one-line human message for a code. Static storage, never NULL. */
@@ -427,6 +429,30 @@ int ldpref_admin_revoke(ldpref_client *c, const char *key_b64);
 
 /* Server statistics. *json_out gets the server's JSON. */
 int ldpref_admin_stats(ldpref_client *c, char **json_out);
+
+/*
+ * The operator's views (since 0.3; docs/operators.md "Campaign, annotator
+ * and task views"). campaign NULL: "default". A value of 0 leaves a
+ * parameter to the server's default; a value out of range comes back as
+ * the server's error (LDPREF_EBAD_BUCKET, LDPREF_EBAD_PAGE).
+ *
+ * ldpref_admin_campaign: progress, labels over time in buckets of bucket_s
+ * seconds (a multiple of 60 in 60..2592000; 0: 3600), the epsilon its
+ * annotators spent as a histogram, and how many exhausted their budget.
+ * ldpref_admin_annotators: a page of the campaign's annotators (pseudonym,
+ * labels, epsilon spent, skips, revoked, enrolled, last label).
+ * ldpref_admin_tasks: a page of its tasks with a prompt excerpt and their
+ * label counts (limit 1..1000; 0: 100).
+ * ldpref_admin_task: one task in full (context turns, responses, labels,
+ * skips). LDPREF_EUNKNOWN_CAMPAIGN, LDPREF_EUNKNOWN_TASK.
+ */
+int ldpref_admin_campaign(ldpref_client *c, const char *campaign, int64_t bucket_s,
+                          char **json_out);
+int ldpref_admin_annotators(ldpref_client *c, const char *campaign, int64_t offset, int64_t limit,
+                            char **json_out);
+int ldpref_admin_tasks(ldpref_client *c, const char *campaign, int64_t offset, int64_t limit,
+                       char **json_out);
+int ldpref_admin_task(ldpref_client *c, int64_t id, char **json_out);
 
 /* Streams the export (JSONL) for campaign (NULL: all) into out (borrowed). */
 int ldpref_admin_export(ldpref_client *c, const char *campaign, FILE *out);

@@ -2,7 +2,8 @@
  * api.c — routing, response helpers, healthz, and the synchronous wrapper.
  * See api.h. Handlers live in api_labels.c (annotator endpoints: labels,
  * next, enrollment), api_progress.c (annotator endpoints: skip, progress)
- * and api_admin.c (operator endpoints).
+ * api_admin.c (operator endpoints) and api_views.c (the operator's read
+ * views).
  */
 #include "api_internal.h"
 
@@ -159,10 +160,14 @@ static const route ROUTES[] = {
     {"GET", "/v1/healthz", LP_ROUTE_HEALTHZ, healthz, 0, CAP_BODY},
     {"POST", "/v1/campaigns", LP_ROUTE_CAMPAIGNS, lp_api_campaign_create, 1, CAP_BODY},
     {"GET", "/v1/campaigns", LP_ROUTE_CAMPAIGNS, lp_api_campaign_list, 1, CAP_BODY},
+    {"GET", "/v1/campaigns/view", LP_ROUTE_CAMPAIGNS, lp_api_campaign_view, 1, CAP_BODY},
     {"POST", "/v1/enrollment-tokens", LP_ROUTE_ENROLL_TOKENS, lp_api_enroll_tokens, 1, CAP_BODY},
     {"POST", "/v1/annotators", LP_ROUTE_ANNOTATORS, lp_api_enroll, 0, CAP_BODY},
+    {"GET", "/v1/annotators", LP_ROUTE_ANNOTATOR_LIST, lp_api_annotator_list, 1, CAP_BODY},
     {"POST", "/v1/annotators/revoke", LP_ROUTE_REVOKE, lp_api_revoke, 1, CAP_BODY},
     {"POST", "/v1/tasks", LP_ROUTE_TASKS, lp_api_tasks_load, 1, CAP_UPLOAD},
+    {"GET", "/v1/tasks", LP_ROUTE_TASK_LIST, lp_api_task_list, 1, CAP_BODY},
+    {"GET", "/v1/tasks/one", LP_ROUTE_TASK_LIST, lp_api_task_one, 1, CAP_BODY},
     {"POST", "/v1/tasks/next", LP_ROUTE_TASKS_NEXT, lp_api_next, 0, CAP_BODY},
     {"POST", "/v1/tasks/skip", LP_ROUTE_TASKS_SKIP, lp_api_skip, 0, CAP_BODY},
     {"POST", "/v1/progress", LP_ROUTE_PROGRESS, lp_api_progress, 0, CAP_BODY},

@@ -77,6 +77,12 @@ int lp_api_stats(lp_api *api, const lp_request *req, lp_response *resp);
 int lp_api_export(lp_api *api, const lp_request *req, lp_response *resp);
 int lp_api_metrics(lp_api *api, const lp_request *req, lp_response *resp);
 
+/* handlers (api_views.c) */
+int lp_api_campaign_view(lp_api *api, const lp_request *req, lp_response *resp);
+int lp_api_annotator_list(lp_api *api, const lp_request *req, lp_response *resp);
+int lp_api_task_list(lp_api *api, const lp_request *req, lp_response *resp);
+int lp_api_task_one(lp_api *api, const lp_request *req, lp_response *resp);
+
 /* handlers (api_learn.c) */
 int lp_api_retrain_start(lp_api *api, const lp_request *req, lp_response *resp);
 int lp_api_retrain_get(lp_api *api, const lp_request *req, lp_response *resp);

@@ -4,6 +4,7 @@
 #include "error.h"
 
 #include <math.h>
+#include <stddef.h>
 #include <stdatomic.h>
 
 static atomic_uint_least64_t requests[LP_ROUTE_COUNT];
@@ -104,28 +105,40 @@ double lp_score_latency_quantile(const lp_score_latency *l, double q)
     return INFINITY;
 }
 
+/* The per-campaign gauges: a field of lp_campaign_count each (integer, or
+ * the double epsilon_spent). */
+static const struct campaign_gauge {
+    const char *name, *help;
+    size_t off;
+    int real;
+} CAMPAIGN_GAUGES[] = {
+    {"tasks", "Tasks loaded per campaign.", offsetof(lp_campaign_count, tasks), 0},
+    {"tasks_complete", "Tasks with all their labels per campaign.",
+     offsetof(lp_campaign_count, tasks_complete), 0},
+    {"labels", "Labels stored per campaign.", offsetof(lp_campaign_count, labels), 0},
+    {"labels_needed", "Labels a campaign needs (tasks times labels per task).",
+     offsetof(lp_campaign_count, labels_needed), 0},
+    {"annotators", "Annotators enrolled per campaign.", offsetof(lp_campaign_count, annotators), 0},
+    {"epsilon_spent", "Privacy budget spent per campaign (sum over its annotators).",
+     offsetof(lp_campaign_count, epsilon_spent), 1},
+};
+
 void lp_metrics_render_learning(lp_buf *b, const lp_stats *st, const lp_learner_stats *ls)
 {
-    lp_buf_puts(b, "# HELP ldpref_campaign_labels Labels stored per campaign.\n"
-                   "# TYPE ldpref_campaign_labels gauge\n");
-    for (size_t i = 0; st && i < st->n_campaigns; i++)
-        lp_buf_printf(b, "ldpref_campaign_labels{campaign=\"%s\"} %lld\n", st->campaigns[i].name,
-                      (long long)st->campaigns[i].labels);
-    lp_buf_puts(b, "# HELP ldpref_campaign_tasks_complete Tasks with all their labels per "
-                   "campaign.\n# TYPE ldpref_campaign_tasks_complete gauge\n");
-    for (size_t i = 0; st && i < st->n_campaigns; i++)
-        lp_buf_printf(b, "ldpref_campaign_tasks_complete{campaign=\"%s\"} %lld\n",
-                      st->campaigns[i].name, (long long)st->campaigns[i].tasks_complete);
-    lp_buf_puts(b, "# HELP ldpref_campaign_labels_needed Labels a campaign needs (tasks times "
-                   "labels per task).\n# TYPE ldpref_campaign_labels_needed gauge\n");
-    for (size_t i = 0; st && i < st->n_campaigns; i++)
-        lp_buf_printf(b, "ldpref_campaign_labels_needed{campaign=\"%s\"} %lld\n",
-                      st->campaigns[i].name, (long long)st->campaigns[i].labels_needed);
-    lp_buf_puts(b, "# HELP ldpref_campaign_epsilon_spent Privacy budget spent per campaign.\n"
-                   "# TYPE ldpref_campaign_epsilon_spent gauge\n");
-    for (size_t i = 0; st && i < st->n_campaigns; i++)
-        lp_buf_printf(b, "ldpref_campaign_epsilon_spent{campaign=\"%s\"} %.6f\n",
-                      st->campaigns[i].name, st->campaigns[i].epsilon_spent);
+    for (size_t g = 0; g < sizeof CAMPAIGN_GAUGES / sizeof CAMPAIGN_GAUGES[0]; g++) {
+        const struct campaign_gauge *cg = &CAMPAIGN_GAUGES[g];
+        lp_buf_printf(b, "# HELP ldpref_campaign_%s %s\n# TYPE ldpref_campaign_%s gauge\n",
+                      cg->name, cg->help, cg->name);
+        for (size_t i = 0; st && i < st->n_campaigns; i++) {
+            const char *field = (const char *)&st->campaigns[i] + cg->off;
+            lp_buf_printf(b, "ldpref_campaign_%s{campaign=\"%s\"} ", cg->name,
+                          st->campaigns[i].name);
+            if (cg->real)
+                lp_buf_printf(b, "%.6f\n", *(const double *)(const void *)field);
+            else
+                lp_buf_printf(b, "%lld\n", (long long)*(const int64_t *)(const void *)field);
+        }
+    }
     lp_score_latency sl;
     lp_metrics_score_get(&sl);
     lp_buf_puts(b, "# HELP ldpref_score_seconds Latency of successful score requests.\n"

@@ -233,6 +233,27 @@ int lp_engine_read(lp_engine *e, lp_job_fn fn, void *ctx)
     return rc;
 }
 
+struct snapshot {
+    lp_job_fn fn;
+    void *ctx;
+};
+
+static int snapshot_fn(sqlite3 *db, void *ctx)
+{
+    struct snapshot *s = ctx;
+    if (sqlite3_exec(db, "BEGIN", NULL, NULL, NULL) != SQLITE_OK)
+        return lp_engine_fail(db, "read snapshot");
+    int rc = s->fn(db, s->ctx);
+    sqlite3_exec(db, "COMMIT", NULL, NULL, NULL);
+    return rc;
+}
+
+int lp_engine_read_snapshot(lp_engine *e, lp_job_fn fn, void *ctx)
+{
+    struct snapshot s = {fn, ctx};
+    return lp_engine_read(e, snapshot_fn, &s);
+}
+
 int lp_engine_reader_open(lp_engine *e, sqlite3 **out)
 {
     char err[256];

@@ -1,6 +1,8 @@
 /*
  * stats.h — counts over the whole database and per campaign, read in one
- * snapshot (for /metrics and the operator's /stats).
+ * snapshot (for /metrics and the operator's /stats) from counters that
+ * triggers keep (schema/004, 008): the cost grows with the campaigns, not
+ * the labels.
  */
 #ifndef LP_STATS_H
 #define LP_STATS_H

@@ -15,6 +15,7 @@
  *   labels.h        label ingest (the stateful checks and the insert)
  *   label_cursor.h  labels in id order (export, training snapshots)
  *   stats.h         counts for /metrics and /stats
+ *   views.h         the operator's views of campaigns, annotators and tasks
  *   registry.h      the learning records
  *
  * Thread safety: every function may be called from any thread, except

@@ -75,9 +75,12 @@ static void *worker_main(void *arg)
 /* Every schema/00N_*.sql file is embedded byte for byte, in order. */
 static void test_schema_files(void)
 {
-    static const char *const files[] = {
-        "schema/001_init.sql", "schema/002_learn.sql", "schema/003_typed_provenance.sql",
-        "schema/004_campaign_progress.sql", "schema/005_conversations.sql"};
+    static const char *const files[] = {"schema/001_init.sql",
+                                        "schema/002_learn.sql",
+                                        "schema/003_typed_provenance.sql",
+                                        "schema/004_campaign_progress.sql",
+                                        "schema/005_conversations.sql",
+                                        "schema/008_operator_views.sql"};
     CHECK_INT(LP_MIGRATION_COUNT, (int)(sizeof files / sizeof files[0]));
     for (size_t i = 0; i < sizeof files / sizeof files[0]; i++) {
         FILE *f = fopen(files[i], "rb");

@@ -37,4 +37,11 @@ struct lp_label_writer *lp_label_writer_new(lp_txn_cache *cache);
 void lp_label_writer_attach(struct lp_label_writer *w, lp_engine *e);
 void lp_label_writer_free(struct lp_label_writer *w);
 
+/* Every statement of views.c and stats.c, for the query-plan test
+ * (tests/unit/test_views.c): each must reach its rows through an index. */
+extern const char *const LP_VIEWS_SQL[];
+extern const size_t LP_VIEWS_SQL_COUNT;
+extern const char *const LP_STATS_SQL[];
+extern const size_t LP_STATS_SQL_COUNT;
+
 #endif

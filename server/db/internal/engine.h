@@ -83,6 +83,9 @@ int lp_engine_write_async(lp_engine *e, lp_job *j);
 /* Runs fn(db, ctx) on a pooled read-only connection; returns fn's code.
  * Keep it short: the pool is shared with request handlers. */
 int lp_engine_read(lp_engine *e, lp_job_fn fn, void *ctx);
+/* As lp_engine_read, with every read of fn in one transaction (one
+ * snapshot of the database). */
+int lp_engine_read_snapshot(lp_engine *e, lp_job_fn fn, void *ctx);
 
 /* A new read-only connection of its own (for long reads); close it with
  * sqlite3_close. LP_ESTORAGE on failure (logged). */
