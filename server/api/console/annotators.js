@@ -24,6 +24,9 @@ export async function render(ctx) {
       h('p', { class: 'muted' }, 'Estimates are corrected for the randomized response each label went through; '
         + 'their intervals are wide at small ε. See docs/operators.md, "Label quality under privacy".')));
   }
+  if (!quality) {
+    parts.push(h('p', { class: 'muted' }, 'Gold accuracy, agreement and outliers need GET /v1/quality, which this server does not offer.'));
+  }
   const byName = new Map(((quality && quality.annotators) || []).map((a) => [a.pseudonym, a]));
   let rows;
   if (list) {

@@ -79,7 +79,7 @@ export async function render(ctx) {
     h('button', { type: 'button', class: 'secondary', disabled: offset + PAGE >= list.total, onclick: () => { offset += PAGE; ctx.refresh(); } }, 'Next'));
   parts.push(card(`Tasks in ${ctx.campaign}`, table([
     { title: 'Task', num: true, value: (t) => h('a', { href: '#tasks', class: 'task-link', onclick: (ev) => { ev.preventDefault(); show(t.id); } }, String(t.id)) },
-    { title: 'Prompt', value: (t) => h('span', { class: 'clip' }, t.prompt) },
+    { title: 'Prompt', value: (t) => h('span', { class: 'clip' }, t.prompt + (t.prompt_truncated ? '…' : '')) },
     { title: 'Labels', num: true, value: (t) => `${num(t.labels)} / ${num(t.labels_needed)}` },
     { title: 'Complete', value: (t) => t.complete ? 'yes' : 'no' },
     { title: 'Gold', value: (t) => t.gold ?? '' },
