@@ -227,6 +227,22 @@ static void test_sessions_raw(void)
     CHECK_INT(r.status, 200); /* the control: reads need the cookie only */
     request(&r, "GET", "/v1/campaigns", "", NULL);
     check_refused("a read without the cookie", &r, 401, "unauthorized");
+    /* The cookie among others is found; a look-alike name or value is not. */
+    snprintf(hdr, sizeof hdr, "Cookie: theme=dark; ldpref_session=%s; lang=en\r\n", s.id);
+    request(&r, "GET", "/v1/campaigns", hdr, NULL);
+    CHECK_INT(r.status, 200);
+    snprintf(hdr, sizeof hdr, "Cookie: ldpref_session_old=%s\r\n", s.id);
+    request(&r, "GET", "/v1/campaigns", hdr, NULL);
+    check_refused("a cookie of another name", &r, 401, "unauthorized");
+    snprintf(hdr, sizeof hdr, "Cookie: ldpref_session=%sA\r\n", s.id);
+    request(&r, "GET", "/v1/campaigns", hdr, NULL);
+    check_refused("a longer session id", &r, 401, "unauthorized");
+    snprintf(hdr, sizeof hdr, "Cookie: ldpref_session=%.42s\r\n", s.id);
+    request(&r, "GET", "/v1/campaigns", hdr, NULL);
+    check_refused("a shorter session id", &r, 401, "unauthorized");
+    snprintf(hdr, sizeof hdr, "Cookie: ldpref_session=%s\r\n", s.csrf);
+    request(&r, "GET", "/v1/campaigns", hdr, NULL);
+    check_refused("the CSRF token as the session", &r, 401, "unauthorized");
 
     put_schedule(&r, s.cookie);
     check_refused("a write with the cookie, without the CSRF token", &r, 403, "csrf_failed");
