@@ -291,8 +291,9 @@ int lp_api_begin(lp_api *api, const lp_request *req, const lp_async *async, lp_r
         int rc = req->bearer != NULL || req->cookie == NULL
                      ? lp_auth_operator_check(api->store, req->bearer)
                      : lp_console_authorize(api, req);
+        int refusal = rc == LP_EUNAUTHORIZED || rc == LP_ECROSS_SITE || rc == LP_ECSRF_FAILED;
         if (rc != LP_OK)
-            return lp_api_error(resp, rc == LP_ESTORAGE ? LP_ESTORAGE : rc, NULL);
+            return lp_api_error(resp, refusal ? rc : LP_ESTORAGE, NULL);
     }
     if (r->fn != NULL)
         return r->fn(api, req, resp);
