@@ -12,6 +12,7 @@
 #include "ldpref.h"
 #include "ui.h"
 
+#include "format.h"
 #include "label.h"
 
 #include <assert.h>
@@ -26,7 +27,18 @@
 
 /* ---- global options ---------------------------------------------------- */
 
-enum { G_SERVER, G_KEY, G_LEDGER, G_EPS_CAP, G_EPS_TOTAL, G_TOKEN, G_TIMEOUT, G_CA, G_COUNT };
+enum {
+    G_SERVER,
+    G_KEY,
+    G_LEDGER,
+    G_EPS_CAP,
+    G_EPS_TOTAL,
+    G_TOKEN,
+    G_TIMEOUT,
+    G_CA,
+    G_FORMAT,
+    G_COUNT
+};
 
 static const struct gopt {
     const char *flag, *env, *arg, *help;
@@ -42,6 +54,9 @@ static const struct gopt {
                  "operator bearer token (prefer the environment: flags show in ps)"},
     [G_TIMEOUT] = {"--timeout", "LDPREF_TIMEOUT", "SECONDS", "request timeout (default 30)"},
     [G_CA] = {"--ca-file", "LDPREF_CA_FILE", "PATH", "CA bundle for https servers"},
+    [G_FORMAT] = {"--format", "LDPREF_FORMAT", "F",
+                  "admin/score output: table, json, jsonl (default: table or indented JSON on "
+                  "a terminal, compact JSON otherwise; the variable applies on a terminal only)"},
 };
 
 /* A command's own flags: name, takes a value, help. */
@@ -62,6 +77,8 @@ struct cmd {
 
 #define CLI_FLAGS_MAX 32
 static const char *g_val[G_COUNT];
+/* The output format of answers (format.h). */
+static cli_format g_format = FORMAT_AUTO;
 /* Command flags seen: parallel to cmd->flags. c_val is the last value, c_all
  * every value of a flag given more than once (--candidate, --task). */
 static const char *c_val[CLI_FLAGS_MAX];
@@ -490,12 +507,14 @@ static int cmd_budget(const struct cmd *cmd, ldpref_client *c, char **pos, int n
 
 /* ---- operator commands ------------------------------------------------------ */
 
+/* Prints a command's answer (JSON text from the library, freed here) in
+ * the chosen format. */
 static int print_text(int rc, ldpref_client *c, char *json, const char *what)
 {
     if (rc != LDPREF_OK)
         return fail(rc, c, what);
     if (json)
-        puts(json);
+        cli_print_answer(what, json, g_format);
     ldpref_free(json);
     return 0;
 }
@@ -554,7 +573,12 @@ static int cmd_revoke(const struct cmd *cmd, ldpref_client *c, char **pos, int n
     int rc = ldpref_admin_revoke(c, pos[0]);
     if (rc != LDPREF_OK)
         return fail(rc, c, "admin revoke");
-    print_json(json_pack("{s:s, s:b}", "key", pos[0], "revoked", 1));
+    json_t *answer = json_pack("{s:s, s:b}", "key", pos[0], "revoked", 1);
+    char *text = answer ? json_text(answer) : NULL;
+    json_decref(answer);
+    if (text)
+        cli_print_answer("admin revoke", text, g_format);
+    free(text);
     return 0;
 }
 
@@ -749,7 +773,7 @@ static int wait_run(const struct cmd *cmd, ldpref_client *c, int64_t run, const 
     rc = ldpref_admin_run_wait(c, run, poll, isatty(STDERR_FILENO) ? show_progress : NULL, &p,
                                &json);
     if (json) /* the run ended: its final object, whatever the outcome */
-        puts(json);
+        cli_print_answer(what, json, g_format);
     ldpref_free(json);
     return rc == LDPREF_OK ? 0 : fail(rc, c, what);
 }
@@ -1338,6 +1362,9 @@ int main(int argc, char **argv)
     snprintf(default_key, sizeof default_key, "%s/.config/ldpref/key", home ? home : ".");
     for (int i = 0; i < G_COUNT; i++)
         g_val[i] = getenv(GOPTS[i].env);
+    if (!isatty(STDOUT_FILENO)) /* scripts keep their compact JSON */
+        g_val[G_FORMAT] = NULL;
+    int format_flag = 0; /* --format was given (not only the variable) */
 
     /* First pass: consume global options anywhere; keep the other words. */
     char **words = calloc((size_t)argc + 1, sizeof *words);
@@ -1359,6 +1386,7 @@ int main(int argc, char **argv)
             }
             if (m > 0) {
                 g_val[g] = v;
+                format_flag |= g == G_FORMAT;
                 matched = 1;
             }
         }
@@ -1405,6 +1433,28 @@ int main(int argc, char **argv)
         cmd_help(cmd);
         free(words);
         return 0;
+    }
+    /* A command with a --format of its own (admin export: the file format)
+     * takes the flag; its output is data, not an answer. */
+    for (int f = 0; cmd->flags && cmd->flags[f].flag; f++)
+        if (strcmp(cmd->flags[f].flag, "--format") == 0 && g_val[G_FORMAT] != NULL) {
+            if (format_flag) {
+                c_all[f] = calloc(1, sizeof *c_all[f]);
+                if (c_all[f] == NULL) {
+                    free(words);
+                    return LDPREF_ENO_MEMORY;
+                }
+                c_all[f][c_seen[f]++] = c_val[f] = g_val[G_FORMAT];
+            }
+            g_val[G_FORMAT] = NULL;
+        }
+    if (format_flag && g_val[G_FORMAT] != NULL && cmd->needs < 2) {
+        free(words);
+        return usage_error("--format applies to admin commands and score, not %s", cmd->name);
+    }
+    if (g_val[G_FORMAT] != NULL && cli_format_parse(g_val[G_FORMAT], &g_format) != 0) {
+        free(words);
+        return usage_error("--format must be table, json or jsonl, not %s", g_val[G_FORMAT]);
     }
     /* Second pass over the remaining words: command flags and positionals. */
     char **pos = words + skip;

@@ -511,7 +511,8 @@ int ldpref_admin_export_format_path(ldpref_client *c, const char *campaign, cons
  * cutoff, seed, beta, ...). *json_out gets the new run object. */
 int ldpref_admin_retrain(ldpref_client *c, const char *request_json, char **json_out);
 
-/* One run object (run >= 1). */
+/* One run object (run >= 1), with its training curve ("curve": [{"iteration",
+ * "evaluations", "objective", "grad_norm", "t_ms"}], live while it trains). */
 int ldpref_admin_run_get(ldpref_client *c, int64_t run, char **json_out);
 
 /* The newest runs: {"runs": [...]}. limit 1..1000, or 0 for the server's
@@ -540,8 +541,9 @@ int ldpref_admin_run_wait(ldpref_client *c, int64_t run, long poll_ms,
 /* {"models": [...], "active_version": v or null}, newest first. */
 int ldpref_admin_models(ldpref_client *c, char **json_out);
 
-/* One model with its full model file ("model": {..., "theta"}); version >= 1,
- * or 0 for the active one (LDPREF_ENO_ACTIVE_MODEL if none). */
+/* One model with its full model file ("model": {..., "theta"}) and the
+ * training curve of its run ("curve"); version >= 1, or 0 for the active one
+ * (LDPREF_ENO_ACTIVE_MODEL if none). */
 int ldpref_admin_model_get(ldpref_client *c, int64_t version, char **json_out);
 
 /* Serves model version (>= 1) from now on (roll back or forward). */

@@ -70,6 +70,20 @@ static int64_t param_id(const lp_request *req, const char *key)
 
 /* ---- runs ---- */
 
+/* A training curve: [{"iteration", "evaluations", "objective", "grad_norm",
+ * "t_ms"}] (grad_norm null where the optimizer reports none). */
+static json_t *curve_json(const lp_curve_point *pts, size_t n)
+{
+    json_t *arr = json_array();
+    for (size_t k = 0; k < n && arr != NULL; k++)
+        json_array_append_new(arr, json_pack("{s:i, s:i, s:f, s:o, s:I}", "iteration",
+                                             pts[k].iteration, "evaluations", pts[k].evaluations,
+                                             "objective", pts[k].objective, "grad_norm",
+                                             real_or_null(pts[k].grad_norm), "t_ms",
+                                             (json_int_t)pts[k].t_ms));
+    return arr;
+}
+
 static json_t *run_json(const lp_run *r)
 {
     json_t *err = json_null();
@@ -117,10 +131,16 @@ int lp_api_retrain_get(lp_api *api, const lp_request *req, lp_response *resp)
         return lp_api_error(resp, LP_EBAD_REQUEST, "run must be a positive integer");
     lp_run run;
     int rc;
-    if (id > 0) {
-        if ((rc = lp_learner_run_get(api->learner, id, &run)) != LP_OK)
+    if (id > 0) { /* one run, with its curve */
+        lp_curve_point *pts;
+        size_t n;
+        if ((rc = lp_learner_run_curve(api->learner, id, &run, &pts, &n)) != LP_OK)
             return lp_api_error(resp, rc, NULL);
-        return lp_api_json(resp, 200, run_json(&run));
+        json_t *j = run_json(&run);
+        if (j != NULL)
+            json_object_set_new(j, "curve", curve_json(pts, n));
+        free(pts);
+        return lp_api_json(resp, 200, j);
     }
     int64_t limit = param_id(req, "limit");
     if (limit < 0 || limit > RUNS_LIST_MAX)
@@ -331,8 +351,16 @@ int lp_api_models_get(lp_api *api, const lp_request *req, lp_response *resp)
         lp_model_view m;
         if ((rc = lp_learner_model_get(api->learner, version, &m)) != LP_OK)
             return lp_api_error(resp, rc, NULL);
-        json_t *j = model_json(&m, active, 1);
+        lp_curve_point *pts;
+        size_t n;
+        rc = lp_registry_curve_get(api->store, m.run, &pts, &n);
+        json_t *j = rc == LP_OK ? model_json(&m, active, 1) : NULL;
         lp_model_view_clear(&m);
+        if (rc != LP_OK)
+            return lp_api_error(resp, rc, NULL);
+        if (j != NULL)
+            json_object_set_new(j, "curve", curve_json(pts, n)); /* of the run that trained it */
+        free(pts);
         return lp_api_json(resp, 200, j);
     }
     lp_model_view *ms;

@@ -447,6 +447,110 @@ int lp_registry_runs_interrupted(lp_store *s)
     return lp_engine_write(s->engine, runs_interrupted_fn, NULL, 1, 0);
 }
 
+/* ---- training curves ---- */
+
+struct curve_append {
+    int64_t run, thin_stride;
+    const lp_curve_point *pts;
+    size_t n;
+};
+
+static int curve_append_fn(sqlite3 *db, void *ctx)
+{
+    const struct curve_append *a = ctx;
+    sqlite3_stmt *st;
+    if (a->thin_stride > 1) {
+        if (prep(db, "DELETE FROM training_curve WHERE run = ?1 AND seq % ?2 != 0", &st) != LP_OK)
+            return LP_ESTORAGE;
+        sqlite3_bind_int64(st, 1, a->run);
+        sqlite3_bind_int64(st, 2, a->thin_stride);
+        if (exec_done(db, st) != LP_OK)
+            return LP_ESTORAGE;
+    }
+    if (a->n == 0)
+        return LP_OK;
+    if (prep(db,
+             "INSERT INTO training_curve (run, seq, iteration, evaluations, objective, grad_norm, "
+             "t_ms) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+             &st) != LP_OK)
+        return LP_ESTORAGE;
+    int rc = SQLITE_DONE;
+    for (size_t k = 0; k < a->n && rc == SQLITE_DONE; k++) {
+        const lp_curve_point *p = &a->pts[k];
+        sqlite3_reset(st);
+        sqlite3_bind_int64(st, 1, a->run);
+        sqlite3_bind_int64(st, 2, p->seq);
+        sqlite3_bind_int(st, 3, p->iteration);
+        sqlite3_bind_int(st, 4, p->evaluations);
+        sqlite3_bind_double(st, 5, p->objective);
+        bind_real_or_null(st, 6, p->grad_norm);
+        sqlite3_bind_int64(st, 7, p->t_ms);
+        if ((rc = sqlite3_step(st)) != SQLITE_DONE)
+            fprintf(stderr, "registry: %s\n", sqlite3_errmsg(db));
+    }
+    sqlite3_finalize(st);
+    return rc == SQLITE_DONE ? LP_OK : LP_ESTORAGE;
+}
+
+int lp_registry_curve_append(lp_store *s, int64_t run, int64_t thin_stride,
+                             const lp_curve_point *pts, size_t n)
+{
+    for (size_t k = 0; k < n; k++)
+        if (!isfinite(pts[k].objective))
+            return LP_EINVALID_ARGUMENT;
+    struct curve_append a = {.run = run, .thin_stride = thin_stride, .pts = pts, .n = n};
+    return lp_engine_write(s->engine, curve_append_fn, &a, n ? n : 1, 0);
+}
+
+struct curve_query {
+    int64_t run;
+    lp_curve_point *pts;
+    size_t n, cap;
+};
+
+static int curve_get_fn(sqlite3 *db, void *ctx)
+{
+    struct curve_query *q = ctx;
+    sqlite3_stmt *st;
+    if (prep(db,
+             "SELECT seq, iteration, evaluations, objective, grad_norm, t_ms FROM training_curve "
+             "WHERE run = ?1 ORDER BY seq",
+             &st) != LP_OK)
+        return LP_ESTORAGE;
+    sqlite3_bind_int64(st, 1, q->run);
+    int rc;
+    while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+        if (lp_array_reserve((void **)&q->pts, &q->cap, q->n, sizeof *q->pts, 64) != LP_OK) {
+            sqlite3_finalize(st);
+            return LP_ENO_MEMORY;
+        }
+        lp_curve_point *p = &q->pts[q->n++];
+        p->seq = sqlite3_column_int64(st, 0);
+        p->iteration = sqlite3_column_int(st, 1);
+        p->evaluations = sqlite3_column_int(st, 2);
+        p->objective = sqlite3_column_double(st, 3);
+        p->grad_norm =
+            sqlite3_column_type(st, 4) == SQLITE_NULL ? NAN : sqlite3_column_double(st, 4);
+        p->t_ms = sqlite3_column_int64(st, 5);
+    }
+    sqlite3_finalize(st);
+    return rc == SQLITE_DONE ? LP_OK : LP_ESTORAGE;
+}
+
+int lp_registry_curve_get(lp_store *s, int64_t run, lp_curve_point **out, size_t *n)
+{
+    struct curve_query q = {.run = run};
+    int rc = lp_engine_read(s->engine, curve_get_fn, &q);
+    if (rc != LP_OK) {
+        free(q.pts);
+        q.pts = NULL;
+        q.n = 0;
+    }
+    *out = q.pts;
+    *n = q.n;
+    return rc;
+}
+
 /* ---- models ---- */
 
 void lp_model_record_clear(lp_model_record *m)

@@ -1,6 +1,7 @@
 /*
  * registry.h — the learning records in SQLite (schema/002_learn.sql,
- * schema/003_typed_provenance.sql): training runs and their settings,
+ * schema/003_typed_provenance.sql, schema/007_training_curve.sql): training
+ * runs with their settings and curves,
  * models with the corruption settings and feature plan they were trained
  * with, activations, corruption settings, the retrain schedule. Writes are
  * jobs of the storage engine's writer (engine.h), reads through its read
@@ -108,6 +109,25 @@ int lp_registry_run_get(lp_store *s, int64_t id, lp_run *out);
 int lp_registry_run_list(lp_store *s, size_t limit, lp_run **out, size_t *n);
 /* Marks runs left unfinished by a previous process as failed. */
 int lp_registry_runs_interrupted(lp_store *s);
+
+/* ---- training curves ---- */
+
+/* One observation of the optimizer during a run (schema/007). */
+typedef struct lp_curve_point {
+    int64_t seq;      /* the observation's number in its run, from 0 */
+    int iteration;    /* L-BFGS iterations, or SGD/Adam steps, so far */
+    int evaluations;  /* full objective evaluations so far */
+    double objective; /* finite */
+    double grad_norm; /* NAN: not reported */
+    int64_t t_ms;     /* since the fit started */
+} lp_curve_point;
+
+/* In one transaction: when thin_stride > 1, deletes the run's stored points
+ * whose seq is not a multiple of it; then inserts pts (borrowed). */
+int lp_registry_curve_append(lp_store *s, int64_t run, int64_t thin_stride,
+                             const lp_curve_point *pts, size_t n);
+/* The run's stored points by seq; *out caller-owned (free()), NULL if none. */
+int lp_registry_curve_get(lp_store *s, int64_t run, lp_curve_point **out, size_t *n);
 
 /* ---- models ---- */
 

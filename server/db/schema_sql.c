@@ -525,6 +525,30 @@ static const char MIGRATION_008[] =
     "    UPDATE annotator_fill SET skips = skips + 1 WHERE annotator = NEW.annotator;\n"
     "END;\n";
 
-const char *const LP_MIGRATIONS[] = {MIGRATION_001, MIGRATION_002, MIGRATION_003,
-                                     MIGRATION_004, MIGRATION_005, MIGRATION_008};
+static const char MIGRATION_007[] =
+    "-- 007_training_curve.sql — the training curve of every run\n"
+    "-- (PRAGMA user_version = 7).\n"
+    "--\n"
+    "-- One row per recorded observation of the optimizer (server/engine/\n"
+    "-- optimize.h): seq numbers the observations of a run from 0. A run keeps\n"
+    "-- every observation up to a cap and then every 2^k-th one (the learner\n"
+    "-- thins the stored rows as it goes, and always keeps the last one), so a\n"
+    "-- curve has at most a few thousand rows. grad_norm is NULL where the\n"
+    "-- optimizer reports none (an SGD/Adam epoch).\n"
+    "\n"
+    "CREATE TABLE training_curve (\n"
+    "    run         INTEGER NOT NULL REFERENCES training_runs (id),\n"
+    "    seq         INTEGER NOT NULL CHECK (seq >= 0),\n"
+    "    iteration   INTEGER NOT NULL CHECK (iteration >= 0),\n"
+    "    evaluations INTEGER NOT NULL CHECK (evaluations >= 0),\n"
+    "    objective   REAL NOT NULL,\n"
+    "    grad_norm   REAL,\n"
+    "    t_ms        INTEGER NOT NULL CHECK (t_ms >= 0),\n"
+    "    PRIMARY KEY (run, seq)\n"
+    ") WITHOUT ROWID;\n";
+
+/* In the order existing databases applied them (008 before 007): an applied
+ * migration never moves. */
+const char *const LP_MIGRATIONS[] = {MIGRATION_001, MIGRATION_002, MIGRATION_003, MIGRATION_004,
+                                     MIGRATION_005, MIGRATION_008, MIGRATION_007};
 const int LP_MIGRATION_COUNT = (int)(sizeof LP_MIGRATIONS / sizeof LP_MIGRATIONS[0]);

@@ -202,6 +202,10 @@ static int fit_lbfgs(lp_objective *ob, const lp_fit_opts *o, double *theta, lp_f
     /* Report objective and gradient in theta space at the returned point. */
     res->objective = lp_objective_eval(ob, theta, c.gtheta);
     res->grad_norm = norm2(c.gtheta, d);
+    /* No iteration was taken (already minimal, or the first line search
+     * failed): the observer still sees the returned point once. */
+    if (iters == 0 && !c.cancelled && o->on_progress != NULL)
+        (void)o->on_progress(o->progress_ctx, 0, c.evals, res->objective, res->grad_norm);
     res->iterations = c.last_k;
     res->evaluations = c.evals;
     res->converged = rc == LBFGS_SUCCESS || rc == LBFGS_ALREADY_MINIMIZED;
@@ -273,6 +277,7 @@ static int fit_stochastic(lp_objective *ob, const lp_fit_opts *o, double *theta,
     int cancelled = 0;
     const double b1 = 0.9, b2 = 0.999, ae = 1e-8;
     for (int ep = 0; ep < o->epochs && !cancelled; ep++) {
+        double epoch_loss = 0.0;         /* sum of the losses seen on this pass */
         for (size_t i = n; i > 1; i--) { /* Fisher-Yates */
             size_t j = (size_t)lp_prng_below(&rng, i);
             size_t tmp = perm[i - 1];
@@ -285,7 +290,7 @@ static int fit_stochastic(lp_objective *ob, const lp_fit_opts *o, double *theta,
             for (size_t r = b0; r < b1i; r++) {
                 size_t i = perm[r];
                 double m = lp_dataset_row_dot(ds, i, theta), gi;
-                lp_loss_point(&oo->loss, m, ds->z[i] ? 1 : -1, &k[i], &gi);
+                epoch_loss += lp_loss_point(&oo->loss, m, ds->z[i] ? 1 : -1, &k[i], &gi);
                 if (gi != 0.0)
                     row_axpy(ds, i, gi, g);
             }
@@ -315,8 +320,13 @@ static int fit_stochastic(lp_objective *ob, const lp_fit_opts *o, double *theta,
         }
         if (o->progress)
             fprintf(stderr, "\repoch %d/%d  steps %ld   ", ep + 1, o->epochs, t);
-        if (!cancelled && o->on_progress != NULL)
-            cancelled = o->on_progress(o->progress_ctx, (int)(t & 0x7fffffff), 0, NAN, NAN) != 0;
+        if (!cancelled && o->on_progress != NULL) {
+            /* the pass's mean loss at the iterates it visited, plus the L2
+             * term at the end of the pass: an estimate of F, no extra pass */
+            double reg = norm2(theta, d);
+            double f = (epoch_loss + oo->l2 * reg * reg) / (double)n;
+            cancelled = o->on_progress(o->progress_ctx, (int)(t & 0x7fffffff), 0, f, NAN) != 0;
+        }
     }
     if (o->progress)
         fputc('\n', stderr);
@@ -337,6 +347,8 @@ static int fit_stochastic(lp_objective *ob, const lp_fit_opts *o, double *theta,
     res->converged = 0;
     snprintf(res->status, sizeof res->status, "%s",
              isfinite(res->objective) ? "completed" : "non_finite");
+    if (o->on_progress != NULL) /* the returned point; nothing is left to cancel */
+        (void)o->on_progress(o->progress_ctx, res->iterations, 1, res->objective, res->grad_norm);
     free(perm);
     free(g);
     free(avg);

@@ -38,10 +38,18 @@ typedef struct lp_fit_opts {
     int epochs;        /* passes over the data (default 1: one pass) */
     uint64_t seed;     /* shuffling seed (default 0) */
     int progress;      /* print progress lines on stderr */
-    /* Optional observer (NULL: none), called after every L-BFGS iteration and,
-     * for SGD/Adam, every 4096 steps (objective NAN) and after each epoch.
-     * A nonzero return cancels the fit: lp_fit then returns LP_ECANCELLED
-     * and theta is unspecified. Called on the fitting thread. */
+    /* Optional observer (NULL: none), called on the fitting thread:
+     * - L-BFGS: after every iteration with the objective and gradient norm
+     *   (of the unconstrained parametrization when norm-bounded) at the
+     *   accepted point; the last call is at the returned point (once, at
+     *   iteration 0, when no iteration was taken);
+     * - SGD/Adam: every 4096 steps (objective and grad_norm NAN), after each
+     *   epoch (objective: the epoch's mean loss at the iterates it visited
+     *   plus the L2 term at its end, an estimate costing no extra pass;
+     *   grad_norm NAN), and once at the end with F and ||grad F|| at the
+     *   returned theta (evaluations 1).
+     * A nonzero return cancels the fit (except from the final calls): lp_fit
+     * then returns LP_ECANCELLED and theta is unspecified. */
     int (*on_progress)(void *ctx, int iteration, int evaluations, double objective,
                        double grad_norm);
     void *progress_ctx;

@@ -3,6 +3,7 @@
 #include "retrain.h"
 
 #include "clock.h"
+#include "curve.h"
 #include "error.h"
 #include "model.h"
 #include "objective.h"
@@ -164,6 +165,10 @@ struct lp_learner {
     int64_t last_started_ms, last_cutoff; /* for the scheduler */
     lp_learner_stats stats;
 
+    lp_curve curve;          /* the active run's (or the last run's) curve */
+    int64_t fit_start_ms;    /* monotonic ms when the active fit started */
+    int64_t curve_stored_ms; /* worker only: monotonic ms of the last curve write */
+
     atomic_int cancel;      /* the active run should stop */
     uint64_t activity_seen; /* worker only: opts.activity at its last check */
     pthread_t worker, scheduler;
@@ -217,6 +222,51 @@ static void yield_to_requests(void *ctx)
     l->activity_seen = now;
 }
 
+static int64_t mono_ms(void)
+{
+    return lp_mono_ns() / 1000000;
+}
+
+/*
+ * The curve goes to the store in batches, through the storage engine's
+ * writer: when CURVE_BATCH points wait or CURVE_PERIOD_MS passed since the
+ * last write, and once at the end of the run (final), so a run costs a
+ * handful of small transactions, not one per iteration. A failed write is
+ * retried with the next batch. Worker thread only.
+ */
+#define CURVE_BATCH 64
+#define CURVE_PERIOD_MS 1000
+
+static void curve_store(lp_learner *l, int final)
+{
+    int64_t now = mono_ms(), stride;
+    const lp_curve_point *pending;
+    pthread_mutex_lock(&l->lock);
+    if (final && lp_curve_finish(&l->curve) != LP_OK)
+        fprintf(stderr, "learner: run %lld: out of memory for its curve\n", (long long)l->run.id);
+    size_t n = lp_curve_pending(&l->curve, &stride, &pending);
+    int due = final || n >= CURVE_BATCH || now - l->curve_stored_ms >= CURVE_PERIOD_MS;
+    lp_curve_point *copy = due && n > 0 ? malloc(n * sizeof *copy) : NULL;
+    if (copy != NULL)
+        memcpy(copy, pending, n * sizeof *copy);
+    int64_t run = l->run.id;
+    pthread_mutex_unlock(&l->lock);
+    if (!due || (n == 0 && stride == 1) || (n > 0 && copy == NULL)) {
+        free(copy);
+        return;
+    }
+    int rc = lp_registry_curve_append(l->s, run, stride, copy, n);
+    free(copy);
+    l->curve_stored_ms = now;
+    if (rc != LP_OK) {
+        fprintf(stderr, "learner: cannot record the curve of run %lld\n", (long long)run);
+        return;
+    }
+    pthread_mutex_lock(&l->lock);
+    lp_curve_stored(&l->curve);
+    pthread_mutex_unlock(&l->lock);
+}
+
 static int on_progress(void *ctx, int iteration, int evaluations, double objective,
                        double grad_norm)
 {
@@ -228,8 +278,14 @@ static int on_progress(void *ctx, int iteration, int evaluations, double objecti
     if (isfinite(objective)) {
         l->run.objective = objective;
         l->run.grad_norm = grad_norm;
+        if (lp_curve_add(&l->curve, iteration, evaluations, objective, grad_norm,
+                         mono_ms() - l->fit_start_ms) != LP_OK)
+            fprintf(stderr, "learner: run %lld: out of memory for its curve\n",
+                    (long long)l->run.id);
     }
     pthread_mutex_unlock(&l->lock);
+    if (isfinite(objective))
+        curve_store(l, 0);
     return atomic_load(&l->cancel);
 }
 
@@ -319,7 +375,9 @@ static int execute(lp_learner *l, char *msg, size_t msglen)
     l->run.cutoff = sn.cutoff;
     l->run.labels = (int64_t)sn.ds->n;
     l->last_cutoff = sn.cutoff;
+    l->fit_start_ms = mono_ms();
     pthread_mutex_unlock(&l->lock);
+    l->curve_stored_ms = mono_ms();
     persist_run(l);
 
     int64_t t0 = lp_now_ms();
@@ -418,6 +476,7 @@ static void *worker_main(void *arg)
         char msg[256] = "";
         int rc = atomic_load(&l->cancel) ? lp_fail(LP_ECANCELLED, msg, sizeof msg, "cancelled")
                                          : execute(l, msg, sizeof msg);
+        curve_store(l, 1); /* whatever the outcome, before the run is final */
         /* The final state is stored first and published second: once a
          * reader sees the run final, the next run may start. */
         pthread_mutex_lock(&l->lock);
@@ -513,6 +572,7 @@ int lp_learner_new(lp_store *s, const lp_learner_opts *o, lp_learner **out, char
     lp_serving_init(&l->serving);
     pthread_mutex_init(&l->lock, NULL);
     pthread_cond_init(&l->wake, NULL);
+    lp_curve_init(&l->curve, LP_CURVE_MAX_POINTS);
     atomic_init(&l->cancel, 0);
     l->stats.last_duration_s = NAN;
     l->last_started_ms = lp_now_ms();
@@ -572,6 +632,7 @@ void lp_learner_free(lp_learner *l)
         lp_registry_run_update(l->s, &l->run);
     }
     lp_serving_destroy(&l->serving);
+    lp_curve_clear(&l->curve);
     pthread_cond_destroy(&l->wake);
     pthread_mutex_destroy(&l->lock);
     free(l);
@@ -602,6 +663,7 @@ int lp_learner_start(lp_learner *l, const lp_train_request *req, const char *tri
     }
     l->run = run;
     l->req = *req;
+    lp_curve_clear(&l->curve);
     atomic_store(&l->cancel, 0);
     *out = l->run;
     pthread_cond_broadcast(&l->wake);
@@ -620,6 +682,23 @@ int lp_learner_run_get(lp_learner *l, int64_t id, lp_run *out)
     }
     pthread_mutex_unlock(&l->lock);
     return lp_registry_run_get(l->s, id, out);
+}
+
+int lp_learner_run_curve(lp_learner *l, int64_t id, lp_run *out, lp_curve_point **curve, size_t *n)
+{
+    memset(out, 0, sizeof *out);
+    *curve = NULL;
+    *n = 0;
+    pthread_mutex_lock(&l->lock);
+    if (l->has_run && l->run.id == id) {
+        *out = l->run;
+        int rc = lp_curve_copy(&l->curve, curve, n);
+        pthread_mutex_unlock(&l->lock);
+        return rc;
+    }
+    pthread_mutex_unlock(&l->lock);
+    int rc = lp_registry_run_get(l->s, id, out);
+    return rc == LP_OK ? lp_registry_curve_get(l->s, id, curve, n) : rc;
 }
 
 int lp_learner_cancel(lp_learner *l, int64_t id, lp_run *out)

@@ -4,8 +4,9 @@
  *
  * One worker thread runs one training run at a time: it builds a snapshot
  * of the labels up to a cut-off (snapshot.h), fits the requested loss
- * (server/engine), stores the model with its settings, metrics and the
- * corruption in force (registry.h), and — unless asked not to — swaps it
+ * (server/engine) while recording its training curve, stores the model
+ * with its settings, metrics and the corruption in force (registry.h),
+ * and — unless asked not to — swaps it
  * in as the served model. The worker runs under SCHED_IDLE (and the
  * objective's helper threads inherit it), so training uses only CPU time
  * that ingest does not want. A failed or cancelled run stores no model and
@@ -101,6 +102,10 @@ void lp_learner_free(lp_learner *l);
 int lp_learner_start(lp_learner *l, const lp_train_request *req, const char *trigger, lp_run *out);
 /* A run with live progress when it is the active one. LP_EUNKNOWN_RUN. */
 int lp_learner_run_get(lp_learner *l, int64_t id, lp_run *out);
+/* A run with its training curve (registry.h; server/service/curve.h for the
+ * cap and thinning): live from memory while the run is active, else as
+ * stored. *curve new (free()), NULL when empty. LP_EUNKNOWN_RUN. */
+int lp_learner_run_curve(lp_learner *l, int64_t id, lp_run *out, lp_curve_point **curve, size_t *n);
 /* Requests cancellation. LP_EUNKNOWN_RUN, LP_ERUN_FINISHED. */
 int lp_learner_cancel(lp_learner *l, int64_t id, lp_run *out);
 /* A stored model with the model file (clear it). LP_EUNKNOWN_MODEL,

@@ -11,6 +11,7 @@
 #include "check.h"
 #include "error.h"
 #include "ldpref.h"
+#include "operator_client.h"
 #include "raw_annotator.h"
 #include "rr.h"
 #include "server_proc.h"
@@ -34,14 +35,7 @@ static server_proc srv;
 
 static json_t *call(const char *method, const char *path, const char *body, long *status)
 {
-    char url[512];
-    snprintf(url, sizeof url, "%s%s", srv.url, path);
-    http_reply r;
-    http_raw(method, url, body, body ? strlen(body) : 0, srv.token, &r);
-    *status = r.status;
-    json_t *j = r.body ? json_loads(r.body, 0, NULL) : NULL;
-    http_reply_free(&r);
-    return j;
+    return operator_call(&srv, method, path, body, status);
 }
 
 /* Expects the JSON error `want` (name and status) from a call. */
@@ -82,24 +76,10 @@ static json_t *run_get(int64_t run)
     return call("GET", path, NULL, &st);
 }
 
-static int run_final(const json_t *run)
-{
-    const char *s = json_string_value(json_object_get(run, "status"));
-    return s && (!strcmp(s, "succeeded") || !strcmp(s, "failed") || !strcmp(s, "cancelled"));
-}
-
 /* Waits for a run to end (at most 120 s); returns the final run object. */
 static json_t *run_wait(int64_t run)
 {
-    for (int i = 0; i < 12000; i++) {
-        json_t *j = run_get(run);
-        if (j && run_final(j))
-            return j;
-        json_decref(j);
-        usleep(10000);
-    }
-    check_record(0, __FILE__, __LINE__, "run %lld did not finish", (long long)run);
-    return NULL;
+    return operator_run_wait(&srv, run, 120);
 }
 
 /* Retrains and waits for success; returns the model version (0 if not). */

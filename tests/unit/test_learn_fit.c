@@ -411,8 +411,68 @@ static void test_bad_input(void)
     unlink(path);
 }
 
+/* What the progress observer sees: the calls it gets, as the curve of a run. */
+struct observed {
+    int calls, finite, last_iteration, increasing, evaluations_last;
+    double last_objective, last_grad;
+};
+
+static int observe(void *ctx, int iteration, int evaluations, double objective, double grad_norm)
+{
+    struct observed *o = ctx;
+    o->calls++;
+    if (!isfinite(objective))
+        return 0;
+    if (o->finite > 0 && iteration <= o->last_iteration)
+        o->increasing = 0;
+    o->finite++;
+    o->last_iteration = iteration;
+    o->evaluations_last = evaluations;
+    o->last_objective = objective;
+    o->last_grad = grad_norm;
+    return 0;
+}
+
+/* L-BFGS reports every iteration, the last at the returned point; SGD
+ * reports each epoch's estimate, then F at the returned (averaged) theta. */
+static void test_observer(void)
+{
+    double star[D], th[D];
+    lp_dataset *ds = sim(2000, 1.0, 0.0, LP_ORDER_CTL, LP_ADV_FLIP, 21, star);
+    lp_objective_opts oo;
+    lp_objective_opts_init(&oo, LP_LOSS_SQUARE_CHIPO);
+    oo.l2 = 0.5;
+    lp_objective *ob = lp_objective_new(ds, &oo);
+    lp_fit_opts fo;
+    lp_fit_opts_init(&fo, LP_OPT_LBFGS);
+    struct observed seen = {.increasing = 1};
+    fo.on_progress = observe;
+    fo.progress_ctx = &seen;
+    lp_fit_result res;
+    CHECK_ERR(lp_fit(ob, &fo, th, &res), LP_OK);
+    CHECK_INT(seen.finite, res.iterations);
+    CHECK(seen.increasing);
+    CHECK_INT(seen.last_iteration, res.iterations);
+    CHECK_NEAR(seen.last_objective, res.objective, 1e-12 * fabs(res.objective));
+    CHECK_NEAR(seen.last_grad, res.grad_norm, 1e-9);
+    lp_fit_opts_init(&fo, LP_OPT_SGD);
+    fo.epochs = 5;
+    fo.on_progress = observe;
+    fo.progress_ctx = &seen;
+    memset(&seen, 0, sizeof seen);
+    CHECK_ERR(lp_fit(ob, &fo, th, &res), LP_OK);
+    CHECK_INT(seen.finite, fo.epochs + 1); /* each epoch, then the result */
+    CHECK_INT(seen.evaluations_last, 1);
+    CHECK_INT(seen.last_iteration, res.iterations);
+    CHECK(seen.last_objective == res.objective);
+    CHECK(seen.last_grad == res.grad_norm);
+    lp_objective_free(ob);
+    lp_dataset_free(ds);
+}
+
 int main(void)
 {
+    test_observer();
     test_featurizer();
     test_bad_input();
     test_corruption_rates();

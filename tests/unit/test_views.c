@@ -48,10 +48,14 @@ static void build_before(const char *path)
     sqlite3 *db;
     CHECK_INT(sqlite3_open(path, &db), SQLITE_OK);
     CHECK_INT(exec(db, "PRAGMA foreign_keys=ON"), SQLITE_OK);
-    for (int v = 0; v < LP_MIGRATION_COUNT - 1; v++)
+    int before = 0; /* the migrations before 008, wherever later ones go */
+    while (before < LP_MIGRATION_COUNT && strncmp(LP_MIGRATIONS[before], "-- 008_", 7) != 0)
+        before++;
+    CHECK(before < LP_MIGRATION_COUNT);
+    for (int v = 0; v < before; v++)
         CHECK_INT(exec(db, LP_MIGRATIONS[v]), SQLITE_OK);
     char sql[64];
-    snprintf(sql, sizeof sql, "PRAGMA user_version = %d", LP_MIGRATION_COUNT - 1);
+    snprintf(sql, sizeof sql, "PRAGMA user_version = %d", before);
     CHECK_INT(exec(db, sql), SQLITE_OK);
     CHECK_INT(
         exec(db,
