@@ -30,9 +30,7 @@
 #include "server_proc.h"
 
 #include <jansson.h>
-#include <pthread.h>
 #include <signal.h>
-#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -722,52 +720,30 @@ static void test_schedule_and_corruption(cdp *b, ldpref_client *op)
     CHECK_INT(server_db_count(&srv, "corruption_settings"), 1);
 }
 
-/* Score requests from a few threads until told to stop: training yields
- * to them (it pauses up to a second per step while they keep coming, with
- * no gap of 5 ms), so a run lasts long enough to be cancelled from the
- * page. */
-#define SCORERS 4
-static atomic_int scoring;
-
-static void *keep_scoring(void *arg)
-{
-    (void)arg;
-    socket_reply *r = malloc(sizeof *r);
-    while (r != NULL && atomic_load(&scoring))
-        request(r, "POST", "/v1/score", "Content-Type: application/json\r\n",
-                "{\"task_ids\": [1]}");
-    free(r);
-    return NULL;
-}
-
 /* A run started from the form and cancelled from the page: it ends
  * cancelled, stores no model, and the served one stays. */
 static void test_cancel(cdp *b)
 {
-    pthread_t scorer[SCORERS];
-    atomic_store(&scoring, 1);
-    for (int i = 0; i < SCORERS; i++)
-        CHECK_INT(pthread_create(&scorer[i], NULL, keep_scoring, NULL), 0);
-    usleep(100 * 1000); /* the requests are coming */
     long long models = server_db_count(&srv, "models");
     CHECK(go(b, "training"));
-    CHECK(eval_true(b, "(() => { const f = document.getElementById('retrain-form'); "
-                       "f.elements.seed.value = '3'; "
-                       "document.getElementById('start-run').click(); return true; })()"));
+    /* SGD for 1000 epochs over text features of 2^20 buckets: long enough. */
+    CHECK(eval_true(b,
+                    "(() => { const f = document.getElementById('retrain-form'); "
+                    "f.elements.seed.value = '3'; f.elements.optimizer.value = 'sgd'; "
+                    "f.elements.epochs.value = '1000'; f.elements.features.value = 'text'; "
+                    "f.elements.text_dim.value = '1048576'; f.elements.activate.checked = false; "
+                    "document.getElementById('start-run').click(); return true; })()"));
     CHECK(cdp_wait_true(b, "document.getElementById('cancel-run') !== null", 10000));
     CHECK(eval_true(b, "/Cancel run 3/.test(document.getElementById('cancel-run').textContent)"));
     CHECK(eval_true(b, "document.getElementById('cancel-run').click() === undefined"));
-    int done = cdp_wait_true(
-        b, "document.getElementById('live-run').dataset.status === 'cancelled'", 15000);
-    atomic_store(&scoring, 0);
-    for (int i = 0; i < SCORERS; i++)
-        pthread_join(scorer[i], NULL);
-    CHECK(done);
+    CHECK(cdp_wait_true(b, "document.getElementById('live-run').dataset.status === 'cancelled'",
+                        15000));
     CHECK(eval_true(b, "/Run 3 cancelled/.test(document.getElementById('notice').textContent)"));
     CHECK(eval_true(b, "document.getElementById('cancel-run') === null"));
     CHECK_INT(server_db_scalar(&srv,
-                               "SELECT count(*) FROM training_runs WHERE id = 3 AND "
-                               "status = 'cancelled'",
+                               "SELECT count(*) FROM training_runs r JOIN train_settings s ON "
+                               "s.id = r.settings WHERE r.id = 3 AND r.status = 'cancelled' AND "
+                               "s.optimizer = 'sgd' AND s.epochs = 1000 AND s.text_dim = 1048576",
                                NULL),
               1);
     CHECK_INT(server_db_count(&srv, "models"), models);

@@ -38,6 +38,7 @@ function retrainRequest(form) {
   }
   if (form.elements.optimizer.value) req.optimizer = form.elements.optimizer.value;
   req.features = form.elements.features.value;
+  if (form.elements.text_dim.value !== '') req.text = { dim: parseInt(form.elements.text_dim.value, 10) };
   req.activate = form.elements.activate.checked;
   return req;
 }
@@ -116,6 +117,7 @@ export async function render(ctx) {
     field('Learning rate', numberInput('lr', { min: 0, placeholder: 'default' })),
     field('Batch', numberInput('batch', { step: 1, min: 1, placeholder: '1' })),
     field('Features', select('features', [['auto', 'auto'], ['dense', 'dense'], ['text', 'text']], 'auto')),
+    field('Text buckets', numberInput('text_dim', { step: 1, min: 1, placeholder: '4096' }), 'hashed text features'),
     h('div', { class: 'field checkbox' }, h('input', { id: 'activate', name: 'activate', type: 'checkbox', checked: true }),
       h('label', { for: 'activate' }, 'Serve the model when the run succeeds')),
     h('div', { class: 'form-actions' }, h('button', { type: 'submit', id: 'start-run' }, 'Start training')));
