@@ -3,7 +3,7 @@
 // textContent; the charts scale with their container (viewBox).
 
 const NS = 'http://www.w3.org/2000/svg';
-const W = 640, H = 240, M = { left: 56, right: 56, top: 14, bottom: 36 };
+const W = 640, H = 240, M = { left: 56, right: 56, top: 24, bottom: 36 };
 
 function s(tag, attrs, text) {
   const el = document.createElementNS(NS, tag);
@@ -102,7 +102,8 @@ export function lineChart(series, opts) {
     if (sr.points.length <= 60) {
       for (const p of sr.points) svg.append(s('circle', { cx: sx(p[0]), cy: sy(p[1]), r: 2.5, class: `dot series-${i}` }));
     }
-    svg.append(s('text', { x: right ? W - M.right - 4 : M.left + 6, y: M.top + 12 + 14 * i, 'text-anchor': right ? 'end' : 'start', class: `legend series-${i}` },
+    // legends above the plot: the left series at the left, the right one at the right
+    svg.append(s('text', { x: right ? W - M.right : M.left, y: M.top - 10, 'text-anchor': right ? 'end' : 'start', class: `legend series-${i}` },
       sr.name + (sr.log ? ' (log scale)' : '')));
   });
   return svg;
