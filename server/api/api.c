@@ -221,6 +221,14 @@ static const route *find_route(const char *method, const char *path, int *path_k
     return NULL;
 }
 
+const char *lp_api_route_name(const lp_api *api, const char *method, const char *path)
+{
+    (void)api;
+    int known;
+    const route *r = find_route(method, path, &known);
+    return r ? r->path : NULL;
+}
+
 size_t lp_api_body_cap(const lp_api *api, const char *method, const char *path)
 {
     int known;

@@ -115,6 +115,10 @@ void lp_api_set_learner(lp_api *api, struct lp_learner *learner);
 /* From now on /v1/healthz answers 503 unavailable. */
 void lp_api_set_draining(lp_api *api);
 
+/* The route (method, path) matches, as its path ("/v1/labels"; a static
+ * string), or NULL when none does: the request log's route name. */
+const char *lp_api_route_name(const lp_api *api, const char *method, const char *path);
+
 /* The body size cap for a route, so the HTTP layer can refuse early. */
 size_t lp_api_body_cap(const lp_api *api, const char *method, const char *path);
 

@@ -10,6 +10,7 @@
 #include "campaigns.h"
 #include "clock.h"
 #include "error.h"
+#include "log.h"
 #include "label_cursor.h"
 #include "retrain.h"
 #include "snapshot.h"
@@ -397,7 +398,7 @@ static int view_row(struct export_stream *es, lp_label_row *r, lp_view_row *vr)
     char msg[LP_MSG_MAX];
     int got = lp_view_next(es->view, vr, msg, sizeof msg);
     if (got < 0)
-        fprintf(stderr, "export: %s\n", msg);
+        lp_log(LP_LOG_ERROR, "export_failed", LP_LOG_STR("message", msg));
     if (got <= 0)
         return got < 0 ? -1 : 0;
     *r = (lp_label_row){.label_id = vr->label_id,

@@ -16,6 +16,7 @@
 #include "campaigns.h"
 #include "clock.h"
 #include "error.h"
+#include "log.h"
 #include "labels.h"
 #include "tasks.h"
 #include "wire.h"
@@ -380,6 +381,10 @@ int lp_api_enroll(lp_api *api, const lp_request *req, lp_response *resp)
     lp_campaign c;
     if (lp_store_campaign_by_id(api->store, a.campaign, &c) != LP_OK)
         return lp_api_error(resp, LP_ESTORAGE, NULL);
+    /* the pseudonym, never the key or the enrollment token */
+    lp_log(LP_LOG_INFO, "enrollment", LP_LOG_STR("request_id", req->request_id),
+           LP_LOG_STR("campaign", c.name), LP_LOG_INT("annotator", a.id),
+           LP_LOG_STR("pseudonym", a.pseudonym));
     return lp_api_json(resp, 201,
                        json_pack("{s:I, s:s, s:s, s:f}", "annotator_id", (json_int_t)a.id,
                                  "pseudonym", a.pseudonym, "campaign", c.name, "epsilon_budget",

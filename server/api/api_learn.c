@@ -10,6 +10,7 @@
 #include "campaigns.h"
 #include "clock.h"
 #include "error.h"
+#include "log.h"
 #include "retrain.h"
 #include "taskfile.h"
 #include "tasks.h"
@@ -119,6 +120,8 @@ int lp_api_retrain_start(lp_api *api, const lp_request *req, lp_response *resp)
     lp_run run;
     if ((rc = lp_learner_start(api->learner, &tr, "manual", &run)) != LP_OK)
         return lp_api_error(resp, rc, NULL);
+    lp_log(LP_LOG_INFO, "retrain_queued", LP_LOG_STR("request_id", req->request_id),
+           LP_LOG_INT("run", run.id), LP_LOG_STR("trigger", run.trigger));
     return lp_api_json(resp, 202, run_json(&run));
 }
 
@@ -384,9 +387,16 @@ int lp_api_models_activate(lp_api *api, const lp_request *req, lp_response *resp
     int64_t version;
     if (body_id(api, req, "version", &version, resp) != 0)
         return LP_API_DONE;
+    lp_served *was = lp_learner_served(api->learner);
+    int64_t previous = was ? lp_served_version(was) : 0;
+    lp_served_unref(was);
     int rc = lp_learner_activate(api->learner, version);
     if (rc != LP_OK)
         return lp_api_error(resp, rc, NULL);
+    /* who: the request (its line has the client); nothing of the credential */
+    lp_log(LP_LOG_INFO, "model_activated", LP_LOG_INT("version", version),
+           LP_LOG_INT("previous", previous), LP_LOG_STR("by", "operator"),
+           LP_LOG_STR("request_id", req->request_id));
     lp_model_view m;
     if ((rc = lp_learner_model_get(api->learner, version, &m)) != LP_OK)
         return lp_api_error(resp, rc, NULL);

@@ -7,12 +7,25 @@
  */
 #include "config.h"
 
+#include "log.h"
+
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
-typedef enum opt_type { OPT_STR, OPT_INT, OPT_SIZE, OPT_SYNC, OPT_FLAG } opt_type;
+/* The named types (sync, log format, log level) take one of the names of
+ * CHOICES[type], stored as its index. */
+typedef enum opt_type {
+    OPT_STR,
+    OPT_INT,
+    OPT_SIZE,
+    OPT_FLAG,
+    OPT_SYNC,
+    OPT_LOG_FORMAT,
+    OPT_LOG_LEVEL,
+    OPT_TYPES
+} opt_type;
 
 typedef struct opt_def {
     const char *name; /* flag without the leading "--" */
@@ -28,6 +41,12 @@ typedef struct opt_def {
 #define KIB (int64_t)1024
 #define MIB (KIB * 1024)
 #define GIB (MIB * 1024)
+
+/* Indexed by lp_sync_level (and lp_log_format, lp_log_level); NULL-terminated. */
+static const char *const SYNC_NAMES[] = {"normal", "full", NULL};
+static const char *const *const CHOICES[OPT_TYPES] = {[OPT_SYNC] = SYNC_NAMES,
+                                                      [OPT_LOG_FORMAT] = lp_log_format_names,
+                                                      [OPT_LOG_LEVEL] = lp_log_level_names};
 
 static const opt_def OPTIONS[] = {
     {"host", "LDPREF_HOST", OPT_STR, OFF(host), "127.0.0.1", 0, 0,
@@ -75,6 +94,11 @@ static const opt_def OPTIONS[] = {
      "a web console sign-in ends after this long without a request, seconds"},
     {"console-sessions", "LDPREF_CONSOLE_SESSIONS", OPT_INT, OFF(console_sessions), "32", 1, 4096,
      "web console sign-ins held at once (a new one ends the least recently used)"},
+    {"log-format", "LDPREF_LOG_FORMAT", OPT_LOG_FORMAT, OFF(log_format), "text", 0, 1,
+     "log lines on stderr: text (aligned key=value) or json (one object per line)"},
+    {"log-level", "LDPREF_LOG_LEVEL", OPT_LOG_LEVEL, OFF(log_level), "info", 0, 3,
+     "least severe level logged: debug, info (one line per request and per event), warn "
+     "or error"},
     {"new-operator-token", NULL, OPT_FLAG, OFF(new_operator_token), "0", 0, 1,
      "mint one more operator token, print it, and exit"},
     {"help", NULL, OPT_FLAG, OFF(help), "0", 0, 1, "print this help and exit"},
@@ -84,6 +108,15 @@ static const opt_def OPTIONS[] = {
 const char *lp_config_sync_name(int64_t sync)
 {
     return sync == LP_SYNC_FULL ? "full" : "normal";
+}
+
+/* "a|b|c" for the help text. */
+static void choice_list(const char *const *choices, char *out, size_t outlen)
+{
+    size_t n = 0;
+    out[0] = '\0';
+    for (size_t k = 0; choices[k] != NULL && n < outlen; k++)
+        n += (size_t)snprintf(out + n, outlen - n, "%s%s", k ? "|" : "", choices[k]);
 }
 
 static int set_value(lp_config *cfg, const opt_def *o, const char *text, const char *source,
@@ -101,14 +134,17 @@ static int set_value(lp_config *cfg, const opt_def *o, const char *text, const c
         return 0;
     }
     int64_t v;
-    if (o->type == OPT_SYNC) {
-        if (strcmp(text, "full") == 0)
-            v = LP_SYNC_FULL;
-        else if (strcmp(text, "normal") == 0)
-            v = LP_SYNC_NORMAL;
-        else {
-            snprintf(err, errlen, "--%s (from %s): \"%.64s\" is not full or normal", o->name,
-                     source, text);
+    const char *const *choices = CHOICES[o->type];
+    if (choices != NULL) {
+        v = -1;
+        for (int64_t k = 0; choices[k] != NULL; k++)
+            if (strcmp(text, choices[k]) == 0)
+                v = k;
+        if (v < 0) {
+            char names[128];
+            choice_list(choices, names, sizeof names);
+            snprintf(err, errlen, "--%s (from %s): \"%.64s\" is not one of %s", o->name, source,
+                     text, names);
             return -1;
         }
     } else {
@@ -228,12 +264,14 @@ void lp_config_usage(FILE *out, const char *prog)
     fprintf(out, "usage: %s [options]\n\nOptions (environment variable; default):\n", prog);
     for (size_t i = 0; i < N_OPTIONS; i++) {
         const opt_def *o = &OPTIONS[i];
-        char flag[64];
+        char flag[64], names[128] = " ";
+        if (CHOICES[o->type] != NULL)
+            choice_list(CHOICES[o->type], names + 1, sizeof names - 1);
         snprintf(flag, sizeof flag, "--%s%s", o->name,
-                 o->type == OPT_FLAG   ? ""
-                 : o->type == OPT_STR  ? " STR"
-                 : o->type == OPT_SYNC ? " full|normal"
-                                       : " N");
+                 o->type == OPT_FLAG  ? ""
+                 : o->type == OPT_STR ? " STR"
+                 : CHOICES[o->type]   ? names
+                                      : " N");
         fprintf(out, "  %-28s %s\n", flag, o->help);
         if (o->type != OPT_FLAG)
             fprintf(out, "  %-28s (%s; default %s)\n", "", o->env, o->def);

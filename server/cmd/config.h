@@ -38,6 +38,8 @@ typedef struct lp_config {
     int64_t read_connections;
     int64_t train_threads;
     int64_t learner;                  /* 1: learning endpoints on */
+    int64_t log_format;               /* lp_log_format (common/log.h) */
+    int64_t log_level;                /* lp_log_level */
     int64_t console_session_lifetime; /* seconds */
     int64_t console_idle_timeout;     /* seconds */
     int64_t console_sessions;

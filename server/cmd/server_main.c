@@ -8,13 +8,16 @@
  *   "operator token: <token>"   (only when a new database got its first token,
  *                                or with --new-operator-token)
  *   "listening on http://HOST:PORT"
- * Everything else (logs) goes to stderr; secrets are never logged.
+ * Everything else goes to stderr as log lines (common/log.h; --log-format,
+ * --log-level), except an invalid command line, reported before the log is
+ * configured; secrets are never logged.
  */
 #include "api.h"
 #include "auth.h"
 #include "config.h"
 #include "error.h"
 #include "http.h"
+#include "log.h"
 #include "metrics.h"
 #include "retrain.h"
 #include "rr.h"
@@ -34,6 +37,12 @@ static uint64_t user_activity(void *ctx)
     return lp_metrics_activity();
 }
 
+/* A reason the server cannot start or go on. */
+static void fatal(const char *message)
+{
+    lp_log(LP_LOG_ERROR, "server_error", LP_LOG_STR("message", message));
+}
+
 int main(int argc, char **argv)
 {
     lp_config cfg;
@@ -46,8 +55,9 @@ int main(int argc, char **argv)
         lp_config_usage(stdout, "ldpref-server");
         return 0;
     }
+    lp_log_configure((lp_log_level)cfg.log_level, (lp_log_format)cfg.log_format);
     if (lp_rng_init() != LP_OK) {
-        fprintf(stderr, "ldpref-server: the system random number generator is unavailable\n");
+        fatal("the system random number generator is unavailable");
         return 1;
     }
     /* Signals are handled by sigwait in this thread only: block them before
@@ -65,7 +75,7 @@ int main(int argc, char **argv)
                         .lease_ms = cfg.lease_seconds * 1000};
     lp_store *store = NULL;
     if (lp_store_open(&so, &store, err, sizeof err) != LP_OK) {
-        fprintf(stderr, "ldpref-server: %s\n", err);
+        fatal(err);
         return 1;
     }
     char token[LP_AUTH_TOKEN_MAX];
@@ -75,7 +85,8 @@ int main(int argc, char **argv)
             printf("operator token: %s\n", token);
             fflush(stdout);
         } else {
-            fprintf(stderr, "ldpref-server: cannot mint a token: %s\n", lp_error_name(rc));
+            lp_log(LP_LOG_ERROR, "server_error", LP_LOG_STR("message", "cannot mint a token"),
+                   LP_LOG_STR("error", lp_error_name(rc)));
         }
         sodium_memzero(token, sizeof token);
         lp_store_close(store);
@@ -84,8 +95,9 @@ int main(int argc, char **argv)
     int created = 0;
     int rc = lp_auth_bootstrap(store, token, &created);
     if (rc != LP_OK) {
-        fprintf(stderr, "ldpref-server: cannot create the first operator token: %s\n",
-                lp_error_name(rc));
+        lp_log(LP_LOG_ERROR, "server_error",
+               LP_LOG_STR("message", "cannot create the first operator token"),
+               LP_LOG_STR("error", lp_error_name(rc)));
         lp_store_close(store);
         return 1;
     }
@@ -110,7 +122,7 @@ int main(int argc, char **argv)
         lp_learner_opts lo = {
             .threads = (int)cfg.train_threads, .scheduler = 1, .activity = user_activity};
         if (lp_learner_new(store, &lo, &learner, err, sizeof err) != LP_OK) {
-            fprintf(stderr, "ldpref-server: %s\n", err);
+            fatal(err);
             lp_store_close(store);
             return 1;
         }
@@ -126,7 +138,7 @@ int main(int argc, char **argv)
     lp_http *http = NULL;
     int port = 0;
     if (api == NULL || lp_http_start(api, &ho, &http, &port, err, sizeof err) != 0) {
-        fprintf(stderr, "ldpref-server: %s\n", api ? err : "out of memory");
+        fatal(api ? err : "out of memory");
         lp_api_free(api);
         lp_learner_free(learner);
         lp_store_close(store);
@@ -137,21 +149,22 @@ int main(int argc, char **argv)
     snprintf(hostbuf, sizeof hostbuf, host, cfg.host);
     printf("listening on http://%s:%d\n", hostbuf, port);
     fflush(stdout);
-    if (cfg.connection_threads > 0)
-        fprintf(stderr, "ldpref-server %s: db %s, sync %s, a thread per connection (up to %lld)\n",
-                LDPREF_VERSION, cfg.db, lp_config_sync_name(cfg.sync),
-                (long long)cfg.connection_threads);
-    else
-        fprintf(stderr, "ldpref-server %s: db %s, sync %s, %lld event-loop threads\n",
-                LDPREF_VERSION, cfg.db, lp_config_sync_name(cfg.sync), (long long)cfg.threads);
+    lp_log(LP_LOG_INFO, "server_start", LP_LOG_STR("version", LDPREF_VERSION),
+           LP_LOG_STR("address", hostbuf), LP_LOG_INT("port", port), LP_LOG_STR("db", cfg.db),
+           LP_LOG_STR("sync", lp_config_sync_name(cfg.sync)),
+           LP_LOG_STR("threading", cfg.connection_threads > 0 ? "per_connection" : "event_loop"),
+           LP_LOG_INT("threads", cfg.connection_threads > 0 ? cfg.connection_threads : cfg.threads),
+           LP_LOG_BOOL("learner", cfg.learner));
 
     int sig = 0;
     sigwait(&sigs, &sig);
-    fprintf(stderr, "ldpref-server: signal %d, shutting down\n", sig);
+    lp_log(LP_LOG_INFO, "server_stopping",
+           LP_LOG_STR("signal", sig == SIGTERM ? "SIGTERM" : "SIGINT"));
     lp_http_stop(http, SHUTDOWN_GRACE_MS);
     lp_api_free(api);
     lp_learner_free(learner); /* cancels a running training run */
     lp_store_close(store);    /* drains the writer, checkpoints, closes */
-    fprintf(stderr, "ldpref-server: stopped\n");
+    lp_log(LP_LOG_INFO, "server_stop", LP_LOG_STR("version", LDPREF_VERSION),
+           LP_LOG_STR("db", cfg.db));
     return 0;
 }

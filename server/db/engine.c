@@ -10,6 +10,7 @@
 #include "engine.h"
 
 #include "error.h"
+#include "log.h"
 #include "schema_sql.h"
 #include "walbuf.h"
 
@@ -49,7 +50,8 @@ static sqlite3_stmt *sc_get(struct stmt_cache *c, sqlite3 *db, const char *sql)
         if (c->key[h] == NULL) {
             if (sqlite3_prepare_v3(db, sql, -1, SQLITE_PREPARE_PERSISTENT, &c->st[h], NULL) !=
                 SQLITE_OK) {
-                fprintf(stderr, "store: prepare failed: %s: %s\n", sqlite3_errmsg(db), sql);
+                lp_log(LP_LOG_ERROR, "storage_error", LP_LOG_STR("what", "prepare"),
+                       LP_LOG_STR("message", sqlite3_errmsg(db)), LP_LOG_STR("sql", sql));
                 sqlite3_finalize(c->st[h]);
                 c->st[h] = NULL;
                 return NULL;
@@ -58,7 +60,8 @@ static sqlite3_stmt *sc_get(struct stmt_cache *c, sqlite3 *db, const char *sql)
             return c->st[h];
         }
     }
-    fprintf(stderr, "store: statement cache full: %s\n", sql);
+    lp_log(LP_LOG_ERROR, "storage_error", LP_LOG_STR("what", "statement cache full"),
+           LP_LOG_STR("sql", sql));
     return NULL;
 }
 
@@ -73,6 +76,8 @@ static void sc_clear(struct stmt_cache *c)
 
 /* ------------------------------------------------------------------ */
 /* types                                                               */
+
+#define COMPLETED_MAX 16 /* completions logged per transaction; more are rare */
 
 struct rconn {
     sqlite3 *db;
@@ -100,6 +105,14 @@ struct lp_engine {
     pthread_mutex_t stats_lock;
     lp_store_writer_stats wstats;
     char path[4096];
+
+    /* campaigns the current transaction completed (writer thread only),
+     * logged once it commits */
+    struct completed {
+        int64_t campaign, tasks, labels;
+        char name[LP_CAMPAIGN_NAME_MAX + 1];
+    } completed[COMPLETED_MAX];
+    int n_completed;
 };
 
 /* ------------------------------------------------------------------ */
@@ -119,7 +132,9 @@ static int exec_sql(sqlite3 *db, const char *sql, char *err, size_t errlen)
 
 int lp_engine_fail(sqlite3 *db, const char *what)
 {
-    fprintf(stderr, "store: %s: %s\n", what, sqlite3_errmsg(db));
+    lp_log(LP_LOG_ERROR, "storage_error", LP_LOG_STR("what", what),
+           LP_LOG_STR("message", sqlite3_errmsg(db)),
+           LP_LOG_INT("code", sqlite3_extended_errcode(db)));
     return LP_ESTORAGE;
 }
 
@@ -187,6 +202,56 @@ static int migrate(sqlite3 *db, char *err, size_t errlen)
     return LP_OK;
 }
 
+/*
+ * Campaign completion: a campaign is complete when every task has its
+ * labels (campaign_fill.tasks_complete reaches tasks, schema/004). A TEMP
+ * trigger, on the writer connection only (nothing in the schema), calls
+ * back when the count crosses over; the engine logs the event after the
+ * transaction commits. It costs a comparison per label.
+ */
+static const char COMPLETION_TRIGGER[] =
+    "CREATE TEMP TRIGGER lp_campaign_completed AFTER UPDATE OF tasks_complete "
+    "ON main.campaign_fill WHEN NEW.tasks > 0 AND NEW.tasks_complete >= NEW.tasks "
+    "AND OLD.tasks_complete < NEW.tasks BEGIN "
+    "SELECT lp_campaign_completed(NEW.campaign, "
+    "(SELECT name FROM main.campaigns WHERE id = NEW.campaign), NEW.tasks, NEW.labels); END;";
+
+static void campaign_completed_fn(sqlite3_context *ctx, int argc, sqlite3_value **argv)
+{
+    lp_engine *e = sqlite3_user_data(ctx);
+    if (argc != 4 || e->n_completed >= COMPLETED_MAX)
+        return;
+    struct completed *c = &e->completed[e->n_completed++];
+    const unsigned char *name = sqlite3_value_text(argv[1]);
+    c->campaign = sqlite3_value_int64(argv[0]);
+    snprintf(c->name, sizeof c->name, "%s", name ? (const char *)name : "");
+    c->tasks = sqlite3_value_int64(argv[2]);
+    c->labels = sqlite3_value_int64(argv[3]);
+}
+
+static int completion_watch(lp_engine *e, char *err, size_t errlen)
+{
+    if (sqlite3_create_function_v2(e->wdb, "lp_campaign_completed", 4,
+                                   SQLITE_UTF8 | SQLITE_DIRECTONLY, e, campaign_completed_fn, NULL,
+                                   NULL, NULL) != SQLITE_OK) {
+        snprintf(err, errlen, "cannot register a function: %s", sqlite3_errmsg(e->wdb));
+        return LP_ESTORAGE;
+    }
+    return exec_sql(e->wdb, COMPLETION_TRIGGER, err, errlen);
+}
+
+/* After a commit (ok) the completions are logged; otherwise forgotten. */
+static void completions_flush(lp_engine *e, int ok)
+{
+    for (int k = 0; ok && k < e->n_completed; k++) {
+        const struct completed *c = &e->completed[k];
+        lp_log(LP_LOG_INFO, "campaign_complete", LP_LOG_STR("campaign", c->name),
+               LP_LOG_INT("campaign_id", c->campaign), LP_LOG_INT("tasks", c->tasks),
+               LP_LOG_INT("labels", c->labels));
+    }
+    e->n_completed = 0;
+}
+
 char *lp_engine_column_dup(sqlite3_stmt *st, int col)
 {
     const unsigned char *t = sqlite3_column_text(st, col);
@@ -207,7 +272,9 @@ sqlite3_stmt *lp_engine_stmt(lp_engine *e, sqlite3 *db, const char *sql)
     for (int i = 0; i < e->n_rconns; i++)
         if (e->rconns[i].db == db)
             return sc_get(&e->rconns[i].cache, db, sql);
-    fprintf(stderr, "store: statement for a connection the engine does not own: %s\n", sql);
+    lp_log(LP_LOG_ERROR, "storage_error",
+           LP_LOG_STR("what", "statement for a connection the engine does not own"),
+           LP_LOG_STR("sql", sql));
     return NULL;
 }
 
@@ -259,7 +326,8 @@ int lp_engine_reader_open(lp_engine *e, sqlite3 **out)
     char err[256];
     *out = NULL;
     if (open_conn(e->path, 0, 1, out, err, sizeof err) != LP_OK) {
-        fprintf(stderr, "store: reader: %s\n", err);
+        lp_log(LP_LOG_ERROR, "storage_error", LP_LOG_STR("what", "reader open"),
+               LP_LOG_STR("message", err));
         sqlite3_close(*out);
         *out = NULL;
         return LP_ESTORAGE;
@@ -372,6 +440,7 @@ static void *writer_main(void *arg)
                 w_exec(e, SQL_ROLLBACK);
             txn_clear(e); /* it held uncommitted rows */
         }
+        completions_flush(e, ok);
         count_commit(e, items);
         for (lp_job *j = batch, *next; j != NULL; j = next) {
             next = j->next; /* j may be gone once done */
@@ -465,7 +534,8 @@ int lp_engine_open(const lp_store_opts *opts, const lp_txn_cache *cache, lp_engi
     }
     if (open_conn(opts->path, opts->sync_full, 0, &e->wdb, err, errlen) != LP_OK ||
         migrate(e->wdb, err, errlen) != LP_OK ||
-        exec_sql(e->wdb, WRITER_PRAGMAS, err, errlen) != LP_OK)
+        exec_sql(e->wdb, WRITER_PRAGMAS, err, errlen) != LP_OK ||
+        completion_watch(e, err, errlen) != LP_OK)
         goto fail;
     for (int i = 0; i < n_read; i++) {
         e->n_rconns++;

@@ -5,6 +5,7 @@
 #include "clock.h"
 #include "db.h"
 #include "error.h"
+#include "log.h"
 
 #include <math.h>
 #include <sqlite3.h>
@@ -17,7 +18,8 @@
 static int prep(sqlite3 *db, const char *sql, sqlite3_stmt **st)
 {
     if (sqlite3_prepare_v2(db, sql, -1, st, NULL) != SQLITE_OK) {
-        fprintf(stderr, "registry: %s: %s\n", sql, sqlite3_errmsg(db));
+        lp_log(LP_LOG_ERROR, "storage_error", LP_LOG_STR("what", "registry prepare"),
+               LP_LOG_STR("message", sqlite3_errmsg(db)), LP_LOG_STR("sql", sql));
         return LP_ESTORAGE;
     }
     return LP_OK;
@@ -28,7 +30,7 @@ static int exec_done(sqlite3 *db, sqlite3_stmt *st)
 {
     int rc = sqlite3_step(st);
     if (rc != SQLITE_DONE)
-        fprintf(stderr, "registry: %s\n", sqlite3_errmsg(db));
+        lp_engine_fail(db, "registry write");
     sqlite3_finalize(st);
     return rc == SQLITE_DONE ? LP_OK : LP_ESTORAGE;
 }
@@ -595,7 +597,7 @@ static int model_corruption_insert(sqlite3 *db, const lp_model_record *m)
         sqlite3_bind_int64(st, 2, c->id);
         bind_int_or_null(st, 3, c->strategy == LP_ADV_ANTI ? m->anti_model : 0);
         if ((rc = sqlite3_step(st)) != SQLITE_DONE)
-            fprintf(stderr, "registry: %s\n", sqlite3_errmsg(db));
+            lp_engine_fail(db, "registry write");
     }
     sqlite3_finalize(st);
     return rc == SQLITE_DONE ? LP_OK : LP_ESTORAGE;

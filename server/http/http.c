@@ -8,16 +8,27 @@
  * handler has waited for the commit), or, in the event-loop pool, PENDING
  * (connection suspended until the writer commits) -> RESUMED -> response
  * queued.
+ *
+ * Every request is logged once, in the completion callback (common/log.h):
+ * its id, method, route, status, duration and client address, never a
+ * header value other than X-Request-Id, the query string or the body. The
+ * id is the client's X-Request-Id when valid (1-64 of [A-Za-z0-9._-]),
+ * otherwise 16 hex digits: SipHash (crypto_shorthash) of a counter under a
+ * random key of the process, unique and unpredictable without a syscall,
+ * and telling nothing of how many requests came before. Every response
+ * carries it back.
  */
 #include "http.h"
 
 #include "error.h"
+#include "log.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
 #include <microhttpd.h>
 #include <netdb.h>
 #include <pthread.h>
+#include <sodium.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -34,6 +45,8 @@
  * zero-fills the whole area before every request of a keep-alive
  * connection, so its default of 32 KiB cost a 32 KiB memset per label. */
 #define CONNECTION_MEMORY (16 * 1024)
+#define REQUEST_ID_MAX 64
+#define PATH_LOG_MAX 64 /* an unknown path is logged up to this many bytes */
 
 struct lp_http {
     struct MHD_Daemon *d;
@@ -42,6 +55,8 @@ struct lp_http {
     pthread_mutex_t lock;
     pthread_cond_t idle;
     long in_flight;
+    uint8_t id_key[crypto_shorthash_KEYBYTES]; /* request ids */
+    _Atomic uint64_t id_counter;
 };
 
 enum phase { ACCUMULATE, PENDING, RESUMED };
@@ -56,12 +71,22 @@ struct req_state {
     lp_pending *pending;
     lp_param params[PARAMS_MAX];
     size_t n_params;
+    /* for the request's log line */
+    char request_id[REQUEST_ID_MAX + 1];
+    char client_addr[INET6_ADDRSTRLEN];
+    char route[PATH_LOG_MAX + 1]; /* the matched route, or the path cut */
+    char method[16];
+    int64_t started_ns;
+    unsigned int status; /* 0 until a response is queued */
+    int error;           /* LP_E* code of an error response */
+    uint64_t bytes;      /* response body bytes queued or streamed */
 };
 
 /* ---- responses ---- */
 
 struct stream_box {
     lp_stream s;
+    uint64_t *bytes; /* the request's count; MHD reads no more after completion */
 };
 
 static ssize_t stream_reader(void *cls, uint64_t pos, char *buf, size_t max)
@@ -73,6 +98,7 @@ static ssize_t stream_reader(void *cls, uint64_t pos, char *buf, size_t max)
         return MHD_CONTENT_READER_END_WITH_ERROR;
     if (n == 0)
         return MHD_CONTENT_READER_END_OF_STREAM;
+    *b->bytes += (uint64_t)n;
     return n;
 }
 
@@ -84,8 +110,8 @@ static void stream_free(void *cls)
     free(b);
 }
 
-/* Queues resp (taking what it owns) on the connection. */
-static enum MHD_Result send_response(struct MHD_Connection *conn, lp_response *resp)
+/* Queues resp (taking what it owns) on the request's connection. */
+static enum MHD_Result send_response(struct req_state *st, lp_response *resp)
 {
     struct MHD_Response *r = NULL;
     const char *ct = resp->content_type ? resp->content_type : "application/json";
@@ -95,6 +121,7 @@ static enum MHD_Result send_response(struct MHD_Connection *conn, lp_response *r
         struct stream_box *b = malloc(sizeof *b);
         if (b != NULL) {
             b->s = resp->stream;
+            b->bytes = &st->bytes;
             r = MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, STREAM_BLOCK, stream_reader, b,
                                                   stream_free);
             if (r == NULL)
@@ -106,12 +133,16 @@ static enum MHD_Result send_response(struct MHD_Connection *conn, lp_response *r
         r = MHD_create_response_from_buffer(resp->body_len, resp->body ? resp->body : (void *)"",
                                             resp->body ? MHD_RESPMEM_MUST_FREE
                                                        : MHD_RESPMEM_PERSISTENT);
-        if (r != NULL)
+        if (r != NULL) {
             resp->body = NULL; /* now MHD's */
+            st->bytes = resp->body_len;
+        }
     }
+    st->error = resp->error;
     if (r != NULL) { /* MHD copies header values */
         MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE,
                                 status >= 400 ? "application/json" : ct);
+        MHD_add_response_header(r, "X-Request-Id", st->request_id);
 #define ADD_HEADER(name, value) MHD_add_response_header(r, name, value);
         LP_SECURITY_HEADERS(ADD_HEADER)
 #undef ADD_HEADER
@@ -121,12 +152,13 @@ static enum MHD_Result send_response(struct MHD_Connection *conn, lp_response *r
     lp_response_clear(resp);
     if (r == NULL)
         return MHD_NO;
-    enum MHD_Result ret = MHD_queue_response(conn, status, r);
+    st->status = status;
+    enum MHD_Result ret = MHD_queue_response(st->conn, status, r);
     MHD_destroy_response(r);
     return ret;
 }
 
-static enum MHD_Result send_error(struct MHD_Connection *conn, int code)
+static enum MHD_Result send_error(struct req_state *st, int code)
 {
     char body[256];
     int n = snprintf(body, sizeof body, "{\"error\":\"%s\",\"message\":\"%s\"}",
@@ -137,7 +169,7 @@ static enum MHD_Result send_error(struct MHD_Connection *conn, int code)
         return MHD_NO;
     memcpy(resp.body, body, (size_t)n + 1);
     resp.body_len = (size_t)n;
-    return send_response(conn, &resp);
+    return send_response(st, &resp);
 }
 
 /* ---- request state ---- */
@@ -180,6 +212,51 @@ static const char *bearer_token(struct MHD_Connection *conn)
     return *v ? v : NULL;
 }
 
+/* The client's X-Request-Id when it is 1-64 of [A-Za-z0-9._-], otherwise a
+ * new one (16 hex digits), into st->request_id. */
+static void request_id(struct req_state *st)
+{
+    const char *v = header(st->conn, "X-Request-Id");
+    size_t n = 0;
+    if (v != NULL)
+        for (; n <= REQUEST_ID_MAX && v[n] != '\0'; n++) {
+            char c = v[n];
+            if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+                  c == '.' || c == '_' || c == '-'))
+                break;
+        }
+    if (v != NULL && n > 0 && n <= REQUEST_ID_MAX && v[n] == '\0') {
+        memcpy(st->request_id, v, n + 1);
+        return;
+    }
+    uint64_t n_id = atomic_fetch_add_explicit(&st->h->id_counter, 1, memory_order_relaxed);
+    uint8_t raw[crypto_shorthash_BYTES];
+    crypto_shorthash(raw, (const uint8_t *)&n_id, sizeof n_id, st->h->id_key);
+    sodium_bin2hex(st->request_id, sizeof st->request_id, raw, sizeof raw);
+}
+
+/* The peer's numeric address into st->client_addr ("" when unknown). */
+static void client_addr(struct req_state *st)
+{
+    const union MHD_ConnectionInfo *ci =
+        MHD_get_connection_info(st->conn, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
+    const struct sockaddr *sa = ci ? ci->client_addr : NULL;
+    st->client_addr[0] = '\0';
+    if (sa != NULL && sa->sa_family == AF_INET)
+        inet_ntop(AF_INET, &((const struct sockaddr_in *)sa)->sin_addr, st->client_addr,
+                  sizeof st->client_addr);
+    else if (sa != NULL && sa->sa_family == AF_INET6)
+        inet_ntop(AF_INET6, &((const struct sockaddr_in6 *)sa)->sin6_addr, st->client_addr,
+                  sizeof st->client_addr);
+}
+
+static int64_t mono_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
 static void on_suspend(void *ctx)
 {
     struct req_state *st = ctx;
@@ -207,6 +284,12 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
             return MHD_NO;
         st->h = h;
         st->conn = conn;
+        st->started_ns = mono_ns();
+        snprintf(st->method, sizeof st->method, "%s", method);
+        const char *route = lp_api_route_name(h->api, method, url);
+        snprintf(st->route, sizeof st->route, "%s", route ? route : url);
+        request_id(st);
+        client_addr(st);
         st->limit = lp_api_body_cap(h->api, method, url);
         atomic_init(&st->phase, ACCUMULATE);
         *req_cls = st;
@@ -217,7 +300,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
             MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
         if (cl != NULL && strtoull(cl, NULL, 10) > st->limit) {
             st->too_large = 1; /* answer now; the body is never read */
-            return send_error(conn, LP_EBODY_TOO_LARGE);
+            return send_error(st, LP_EBODY_TOO_LARGE);
         }
         return MHD_YES;
     }
@@ -254,12 +337,12 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
         lp_pending *p = st->pending;
         st->pending = NULL;
         lp_api_finish(h->api, p, &resp);
-        return send_response(conn, &resp);
+        return send_response(st, &resp);
     }
     if (phase == PENDING) /* spurious call while suspended */
         return MHD_YES;
     if (st->too_large)
-        return send_error(conn, LP_EBODY_TOO_LARGE);
+        return send_error(st, LP_EBODY_TOO_LARGE);
     MHD_get_connection_values(conn, MHD_GET_ARGUMENT_KIND, collect_param, st);
     lp_request req = {.method = method,
                       .path = url,
@@ -272,26 +355,65 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
                       .cookie = header(conn, MHD_HTTP_HEADER_COOKIE),
                       .csrf = header(conn, "X-CSRF-Token"),
                       .origin = header(conn, MHD_HTTP_HEADER_ORIGIN),
-                      .fetch_site = header(conn, "Sec-Fetch-Site")};
+                      .fetch_site = header(conn, "Sec-Fetch-Site"),
+                      .request_id = st->request_id,
+                      .client_addr = st->client_addr};
     if (h->per_connection) { /* this thread is the connection's own: wait here */
         lp_api_handle(h->api, &req, &resp);
-        return send_response(conn, &resp);
+        return send_response(st, &resp);
     }
     lp_async async = {on_suspend, on_resume, st};
     if (lp_api_begin(h->api, &req, &async, &resp, &st->pending) == LP_API_PENDING)
         return MHD_YES;
-    return send_response(conn, &resp);
+    return send_response(st, &resp);
+}
+
+/* Why a request ended without its response sent whole (NULL: it was). */
+static const char *termination_name(enum MHD_RequestTerminationCode toe)
+{
+    switch (toe) {
+    case MHD_REQUEST_TERMINATED_COMPLETED_OK:
+        return NULL;
+    case MHD_REQUEST_TERMINATED_WITH_ERROR:
+        return "error";
+    case MHD_REQUEST_TERMINATED_TIMEOUT_REACHED:
+        return "timeout";
+    case MHD_REQUEST_TERMINATED_DAEMON_SHUTDOWN:
+        return "shutdown";
+    case MHD_REQUEST_TERMINATED_READ_ERROR:
+        return "read_error";
+    case MHD_REQUEST_TERMINATED_CLIENT_ABORT:
+        return "client_abort";
+    default:
+        return "other";
+    }
+}
+
+/* The request's one log line. */
+static void log_request(const struct req_state *st, enum MHD_RequestTerminationCode toe)
+{
+    lp_log_level level = st->status >= 500 || st->status == 0 ? LP_LOG_WARN : LP_LOG_INFO;
+    if (!lp_log_enabled(level))
+        return;
+    lp_log(level, "request", LP_LOG_STR("request_id", st->request_id),
+           LP_LOG_STR("method", st->method), LP_LOG_STR("route", st->route),
+           LP_LOG_INT("status", st->status), LP_LOG_MS("duration_ms", mono_ns() - st->started_ns),
+           LP_LOG_STR("client", st->client_addr), LP_LOG_INT("bytes", st->bytes),
+           st->error ? LP_LOG_STR("error", lp_error_name(st->error)) : (lp_log_field){0},
+           toe != MHD_REQUEST_TERMINATED_COMPLETED_OK
+               ? LP_LOG_STR("termination", termination_name(toe))
+               : (lp_log_field){0});
 }
 
 static void on_completed(void *cls, struct MHD_Connection *conn, void **req_cls,
                          enum MHD_RequestTerminationCode toe)
 {
     (void)conn;
-    (void)toe;
     lp_http *h = cls;
     struct req_state *st = *req_cls;
     if (st == NULL)
         return;
+    log_request(st, toe);
     state_free(st);
     *req_cls = NULL;
     pthread_mutex_lock(&h->lock);
@@ -300,11 +422,19 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **req_cls,
     pthread_mutex_unlock(&h->lock);
 }
 
+/* libmicrohttpd's own messages (a refused connection, a malformed request),
+ * one line each. */
 static void log_mhd(void *cls, const char *fmt, va_list ap)
 {
     (void)cls;
-    fprintf(stderr, "http: ");
-    vfprintf(stderr, fmt, ap);
+    if (!lp_log_enabled(LP_LOG_WARN))
+        return;
+    char msg[512];
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    size_t n = strlen(msg);
+    while (n > 0 && (msg[n - 1] == '\n' || msg[n - 1] == '\r'))
+        msg[--n] = '\0';
+    lp_log(LP_LOG_WARN, "http_error", LP_LOG_STR("message", msg));
 }
 
 int lp_http_start(lp_api *api, const lp_http_opts *opts, lp_http **out, int *bound_port, char *err,
@@ -329,6 +459,8 @@ int lp_http_start(lp_api *api, const lp_http_opts *opts, lp_http **out, int *bou
         return -1;
     }
     h->api = api;
+    randombytes_buf(h->id_key, sizeof h->id_key);
+    atomic_init(&h->id_counter, 0);
     pthread_mutex_init(&h->lock, NULL);
     pthread_cond_init(&h->idle, NULL);
     h->per_connection = opts->connection_threads > 0;
@@ -388,7 +520,7 @@ void lp_http_stop(lp_http *h, int grace_ms)
         if (pthread_cond_timedwait(&h->idle, &h->lock, &deadline) == ETIMEDOUT)
             break;
     if (h->in_flight > 0)
-        fprintf(stderr, "http: %ld requests still in flight at shutdown\n", h->in_flight);
+        lp_log(LP_LOG_WARN, "shutdown_in_flight", LP_LOG_INT("requests", h->in_flight));
     pthread_mutex_unlock(&h->lock);
     MHD_stop_daemon(h->d);
     pthread_mutex_destroy(&h->lock);

@@ -5,6 +5,7 @@
 #include "clock.h"
 #include "curve.h"
 #include "error.h"
+#include "log.h"
 #include "model.h"
 #include "objective.h"
 #include "wire.h"
@@ -116,7 +117,7 @@ static int model_view_from_record(lp_model_record *m, lp_model_view *v)
     if (lp_loss_parse(m->loss, &v->loss) != LP_OK ||
         lp_train_request_from_settings(&m->settings, &v->request) != LP_OK ||
         (!text && strcmp(m->features, "dense") != 0)) {
-        fprintf(stderr, "learner: model %lld: unreadable record\n", (long long)m->version);
+        lp_log(LP_LOG_ERROR, "model_unreadable", LP_LOG_INT("version", m->version));
         return LP_EINTERNAL;
     }
     v->version = m->version;
@@ -189,7 +190,7 @@ static void persist_run(lp_learner *l)
     lp_run copy = l->run;
     pthread_mutex_unlock(&l->lock);
     if (lp_registry_run_update(l->s, &copy) != LP_OK)
-        fprintf(stderr, "learner: cannot record run %lld\n", (long long)copy.id);
+        lp_log(LP_LOG_ERROR, "retrain_record_failed", LP_LOG_INT("run", copy.id));
 }
 
 /*
@@ -435,8 +436,11 @@ static int execute(lp_learner *l, char *msg, size_t msglen)
         sv = NULL;
         rc = lp_served_new(rec.version, model_text, &sv, msg, msglen);
     }
-    if (rc == LP_OK && req.activate)
+    if (rc == LP_OK && req.activate) {
         lp_serving_swap(&l->serving, sv);
+        lp_log(LP_LOG_INFO, "model_activated", LP_LOG_INT("version", rec.version),
+               LP_LOG_STR("by", "retrain"), LP_LOG_INT("run", l->run.id));
+    }
     lp_served_unref(sv);
     free(model_text);
     free(summary_text);
@@ -459,6 +463,32 @@ static void lower_priority(void)
 #endif
 }
 
+static void log_run_start(const lp_run *r)
+{
+    const lp_train_settings *t = &r->settings;
+    lp_log(LP_LOG_INFO, "retrain_start", LP_LOG_INT("run", r->id),
+           LP_LOG_STR("trigger", r->trigger), LP_LOG_STR("loss", t->loss),
+           LP_LOG_STR("optimizer", t->optimizer), LP_LOG_STR("features", t->features),
+           LP_LOG_STR("campaign", t->campaign ? t->campaign_name : NULL),
+           LP_LOG_INT("cutoff", t->cutoff), LP_LOG_BOOL("activate", t->activate));
+}
+
+/* A run's end: status, figures, and the reason when it did not succeed. */
+static void log_run_end(const lp_run *r)
+{
+    lp_log_level level = r->status == LP_RUN_FAILED ? LP_LOG_ERROR : LP_LOG_INFO;
+    lp_log(level, "retrain_end", LP_LOG_INT("run", r->id), LP_LOG_STR("trigger", r->trigger),
+           LP_LOG_STR("status", lp_run_status_name(r->status)),
+           LP_LOG_STR("loss", r->settings.loss), LP_LOG_INT("labels", r->labels),
+           LP_LOG_INT("cutoff", r->cutoff),
+           LP_LOG_INT("duration_ms", r->finished_ms - r->started_ms),
+           LP_LOG_INT("iterations", r->iterations), LP_LOG_NUM("objective", r->objective),
+           LP_LOG_NUM("grad_norm", r->grad_norm),
+           r->model_version ? LP_LOG_INT("model_version", r->model_version) : (lp_log_field){0},
+           r->error ? LP_LOG_STR("error", lp_error_name(r->error)) : (lp_log_field){0},
+           r->error ? LP_LOG_STR("message", r->message) : (lp_log_field){0});
+}
+
 static void *worker_main(void *arg)
 {
     lp_learner *l = arg;
@@ -471,7 +501,9 @@ static void *worker_main(void *arg)
             break;
         l->run.started_ms = lp_now_ms();
         l->last_started_ms = l->run.started_ms;
+        lp_run started = l->run;
         pthread_mutex_unlock(&l->lock);
+        log_run_start(&started);
 
         char msg[256] = "";
         int rc = atomic_load(&l->cancel) ? lp_fail(LP_ECANCELLED, msg, sizeof msg, "cancelled")
@@ -489,9 +521,8 @@ static void *worker_main(void *arg)
         fin.error = rc;
         snprintf(fin.message, sizeof fin.message, "%s", rc ? msg : "");
         if (lp_registry_run_update(l->s, &fin) != LP_OK)
-            fprintf(stderr, "learner: cannot record run %lld\n", (long long)fin.id);
-        if (rc != LP_OK && rc != LP_ECANCELLED)
-            fprintf(stderr, "learner: run %lld failed: %s\n", (long long)fin.id, msg);
+            lp_log(LP_LOG_ERROR, "retrain_record_failed", LP_LOG_INT("run", fin.id));
+        log_run_end(&fin);
         pthread_mutex_lock(&l->lock);
         l->stats.runs[fin.status]++;
         l->stats.train_seconds_total += (double)(fin.finished_ms - fin.started_ms) / 1e3;
@@ -513,7 +544,7 @@ static void scheduler_tick(lp_learner *l)
         return;
     lp_train_request req;
     if (lp_train_request_from_settings(&sc.settings, &req) != LP_OK) {
-        fprintf(stderr, "learner: the stored schedule's request is unreadable\n");
+        lp_log(LP_LOG_ERROR, "schedule_unreadable");
         return;
     }
     int64_t newest = 0;
@@ -587,13 +618,12 @@ int lp_learner_new(lp_store *s, const lp_learner_opts *o, lp_learner **out, char
         rc = lp_registry_active_version(s, &version);
     if (rc == LP_OK && version != 0) {
         lp_served *sv;
-        char msg[256];
         if (lp_learner_model(l, version, &sv) == LP_OK) {
             lp_serving_swap(&l->serving, sv);
             lp_served_unref(sv);
         } else {
-            snprintf(msg, sizeof msg, "model %lld cannot be loaded", (long long)version);
-            fprintf(stderr, "learner: %s; serving nothing\n", msg);
+            lp_log(LP_LOG_ERROR, "model_unloadable", LP_LOG_INT("version", version),
+                   LP_LOG_STR("message", "the active model cannot be loaded; serving nothing"));
         }
     }
     if (rc != LP_OK) {
@@ -733,7 +763,8 @@ int lp_learner_model(lp_learner *l, int64_t version, lp_served **out)
     char msg[256];
     rc = lp_served_new(version, rec.model, out, msg, sizeof msg);
     if (rc != LP_OK) {
-        fprintf(stderr, "learner: %s\n", msg);
+        lp_log(LP_LOG_ERROR, "model_unloadable", LP_LOG_INT("version", version),
+               LP_LOG_STR("message", msg));
         rc = LP_EINTERNAL;
     }
     lp_model_record_clear(&rec);

@@ -12,11 +12,16 @@ typedef struct http_reply {
     long status; /* HTTP status, 0 if the request failed */
     char *body;  /* NUL-terminated, malloc'd; free with http_reply_free */
     size_t len;
+    char request_id[80]; /* the reply's X-Request-Id header, "" if none */
 } http_reply;
 
-/* method "GET"/"POST"; body may be NULL; bearer may be NULL. */
+/* method "GET"/"POST"; body may be NULL; bearer may be NULL. One call is
+ * one HTTP request (no retries, no redirects). */
 int http_raw(const char *method, const char *url, const char *body, size_t body_len,
              const char *bearer, http_reply *out);
+/* The same, sending "X-Request-Id: request_id" (NULL: no such header). */
+int http_raw_id(const char *method, const char *url, const char *body, size_t body_len,
+                const char *bearer, const char *request_id, http_reply *out);
 void http_reply_free(http_reply *r);
 /* The "error" name of a JSON error body, into out ("" if none). */
 void http_error_name(const http_reply *r, char *out, size_t outlen);

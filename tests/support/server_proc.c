@@ -1,9 +1,11 @@
 /* server_proc.c — child-process control for end-to-end tests. */
 #include "server_proc.h"
 
+#include "check.h"
 #include "tmpdir.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <signal.h>
 #include <sqlite3.h>
 #include <stdio.h>
@@ -20,8 +22,9 @@ void server_bin_path(const char *name, char *out, size_t outlen)
     snprintf(out, outlen, "%s/%s", build && *build ? build : "build", name);
 }
 
-pid_t spawn_with_stdout(const char *bin, const char *const *argv, const char *const *env,
-                        int *out_fd)
+/* spawn_with_stdout, with stderr appended to err_path (NULL: inherited). */
+static pid_t spawn_logged(const char *bin, const char *const *argv, const char *const *env,
+                          const char *err_path, int *out_fd)
 {
     int out_pipe[2];
     if (pipe(out_pipe) != 0)
@@ -34,6 +37,11 @@ pid_t spawn_with_stdout(const char *bin, const char *const *argv, const char *co
     }
     if (pid == 0) {
         dup2(out_pipe[1], 1);
+        int err_fd = err_path ? open(err_path, O_WRONLY | O_CREAT | O_APPEND, 0600) : -1;
+        if (err_fd >= 0) {
+            dup2(err_fd, 2);
+            close(err_fd);
+        }
         close(out_pipe[0]);
         close(out_pipe[1]);
         for (int i = 0; env && env[i]; i++)
@@ -44,6 +52,12 @@ pid_t spawn_with_stdout(const char *bin, const char *const *argv, const char *co
     close(out_pipe[1]);
     *out_fd = out_pipe[0];
     return pid;
+}
+
+pid_t spawn_with_stdout(const char *bin, const char *const *argv, const char *const *env,
+                        int *out_fd)
+{
+    return spawn_logged(bin, argv, env, NULL, out_fd);
 }
 
 static int spawn(server_proc *s, const char *const *extra_args)
@@ -57,7 +71,7 @@ static int spawn(server_proc *s, const char *const *extra_args)
     argv[argc] = NULL;
 
     int out_fd;
-    pid_t pid = spawn_with_stdout(bin, argv, NULL, &out_fd);
+    pid_t pid = spawn_logged(bin, argv, NULL, s->log, &out_fd);
     if (pid < 0)
         return -1;
     s->pid = pid;
@@ -95,6 +109,7 @@ int server_start(server_proc *s, const char *const *extra_args)
     if (tmpdir_create(s->dir, sizeof s->dir, "e2e") != 0)
         return -1;
     snprintf(s->db, sizeof s->db, "%s/ldpref.db", s->dir);
+    snprintf(s->log, sizeof s->log, "%s/server.log", s->dir);
     return spawn(s, extra_args);
 }
 
@@ -126,10 +141,30 @@ void server_kill(server_proc *s)
     s->pid = 0;
 }
 
+/* The last lines of the server's log on stderr, to explain a failure. */
+#define LOG_TAIL_BYTES 4096
+
+static void print_log_tail(const server_proc *s)
+{
+    FILE *f = s->log[0] ? fopen(s->log, "r") : NULL;
+    if (f == NULL)
+        return;
+    char buf[LOG_TAIL_BYTES + 1];
+    fseek(f, 0, SEEK_END);
+    long size = ftell(f);
+    fseek(f, size > LOG_TAIL_BYTES ? size - LOG_TAIL_BYTES : 0, SEEK_SET);
+    size_t n = fread(buf, 1, LOG_TAIL_BYTES, f);
+    fclose(f);
+    buf[n] = '\0';
+    fprintf(stderr, "--- the end of the server's log (%s) ---\n%s--- end ---\n", s->log, buf);
+}
+
 void server_cleanup(server_proc *s)
 {
     if (s->pid > 0)
         server_stop(s);
+    if (check_failures() > 0)
+        print_log_tail(s);
     tmpdir_remove(s->dir);
 }
 
@@ -168,6 +203,8 @@ long long server_db_scalar(const server_proc *s, const char *sql, const char *ar
     sqlite3 *db;
     long long n = -1;
     if (sqlite3_open_v2(s->db, &db, SQLITE_OPEN_READONLY, NULL) == SQLITE_OK) {
+        /* The server's writer may hold the WAL briefly (a checkpoint). */
+        sqlite3_busy_timeout(db, 5000);
         sqlite3_stmt *st;
         if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) == SQLITE_OK) {
             if (arg != NULL)

@@ -19,6 +19,7 @@ typedef struct server_proc {
     char dir[256];   /* temporary directory (database, keys, ledgers) */
     char db[300];    /* database path inside dir */
     char token[160]; /* first operator token ("" after a restart) */
+    char log[300];   /* the server's stderr, inside dir */
 } server_proc;
 
 /* Path of a built binary ("ldpref", "ldpref-server", ...) into out. */

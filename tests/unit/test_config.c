@@ -1,10 +1,14 @@
-/* test_config.c — the option table: defaults, env < flags precedence, bounds. */
+/* test_config.c — the option table: defaults, env < flags precedence, bounds,
+ * named choices (sync, log format and level) and the help text. */
 #include "check.h"
 #include "config.h"
+#include "log.h"
 
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
-static const char *env_port = NULL, *env_sync = NULL, *env_lease = NULL;
+static const char *env_port = NULL, *env_sync = NULL, *env_lease = NULL, *env_log_level = NULL;
 
 static const char *fake_env(const char *name)
 {
@@ -14,6 +18,8 @@ static const char *fake_env(const char *name)
         return env_sync;
     if (strcmp(name, "LDPREF_LEASE_SECONDS") == 0)
         return env_lease;
+    if (strcmp(name, "LDPREF_LOG_LEVEL") == 0)
+        return env_log_level;
     return NULL;
 }
 
@@ -92,6 +98,42 @@ int main(void)
     env_lease = NULL;
     const char *bad_lease[] = {"x", "--lease-seconds=-1"};
     CHECK_INT(load(&c, 2, bad_lease, err), -1);
+    /* the log: text at info by default; names map to common/log.h's enums */
+    CHECK_INT(load(&c, 1, none, err), 0);
+    CHECK_INT(c.log_format, LP_LOG_TEXT);
+    CHECK_INT(c.log_level, LP_LOG_INFO);
+    env_log_level = "warn";
+    const char *logs[] = {"x", "--log-format", "json"};
+    CHECK_INT(load(&c, 3, logs, err), 0);
+    CHECK_INT(c.log_format, LP_LOG_JSON);
+    CHECK_INT(c.log_level, LP_LOG_WARN);
+    const char *debug[] = {"x", "--log-level=debug"};
+    CHECK_INT(load(&c, 2, debug, err), 0);
+    CHECK_INT(c.log_level, LP_LOG_DEBUG);
+    const char *error[] = {"x", "--log-level", "error"};
+    CHECK_INT(load(&c, 3, error, err), 0);
+    CHECK_INT(c.log_level, LP_LOG_ERROR);
+    env_log_level = "verbose";
+    CHECK_INT(load(&c, 1, none, err), -1);
+    CHECK(strstr(err, "LDPREF_LOG_LEVEL") != NULL && strstr(err, "debug|info|warn|error"));
+    env_log_level = NULL;
+    const char *bad_format[] = {"x", "--log-format", "xml"};
+    CHECK_INT(load(&c, 3, bad_format, err), -1);
+    CHECK(strstr(err, "--log-format") != NULL && strstr(err, "text|json") != NULL);
+    CHECK(strstr(err, "sometimes") == NULL);
+    const char *bad_sync[] = {"x", "--sync", "sometimes"};
+    CHECK_INT(load(&c, 3, bad_sync, err), -1);
+    CHECK(strstr(err, "normal|full") != NULL);
+    char *usage = NULL;
+    size_t usage_len = 0;
+    FILE *mem = open_memstream(&usage, &usage_len);
+    lp_config_usage(mem, "ldpref-server");
+    fclose(mem);
+    CHECK(strstr(usage, "--log-format text|json") != NULL);
+    CHECK(strstr(usage, "--log-level debug|info|warn|error") != NULL);
+    CHECK(strstr(usage, "--sync normal|full") != NULL);
+    CHECK(strstr(usage, "(LDPREF_LOG_LEVEL; default info)") != NULL);
+    free(usage);
     const char *help[] = {"x", "--help"};
     CHECK_INT(load(&c, 2, help, err), 0);
     CHECK_INT(c.help, 1);
