@@ -19,11 +19,13 @@
  * state-changing request with the cookie but without (or with a wrong)
  * CSRF token is 403 csrf_failed; without the cookie 401; from another site
  * (Origin, Sec-Fetch-Site) 403 cross_site_request; a signed-out or expired
- * session 401; a wrong token signs nobody in.
+ * session 401; a wrong token signs nobody in. The server's log holds none
+ * of the tokens, session ids and CSRF tokens the test saw.
  */
 #include "annotator_client.h"
 #include "cdp.h"
 #include "check.h"
+#include "files.h"
 #include "http_socket.h"
 #include "ldpref.h"
 #include "operator_client.h"
@@ -113,6 +115,28 @@ static void check_refused(const char *what, const socket_reply *r, int status, c
                  "%s: want %d %s, got %d %s", what, status, error, r->status, name);
 }
 
+/* Every secret the test saw (token, session ids, CSRF tokens): none may
+ * appear in the server's log. */
+#define SECRETS_MAX 16
+static char secrets[SECRETS_MAX][128];
+static int n_secrets;
+
+static void secret(const char *s)
+{
+    if (n_secrets < SECRETS_MAX && s != NULL && *s)
+        snprintf(secrets[n_secrets++], sizeof secrets[0], "%s", s);
+}
+
+static void check_log_has_no_secret(const server_proc *s)
+{
+    char *log = file_read_all(s->log, NULL);
+    CHECK(log != NULL && strstr(log, "/v1/console/session") != NULL); /* requests are logged */
+    for (int i = 0; log != NULL && i < n_secrets; i++)
+        check_record(strstr(log, secrets[i]) == NULL, __FILE__, __LINE__,
+                     "the log holds a secret (%.6s...)", secrets[i]);
+    free(log);
+}
+
 typedef struct session {
     char id[64], csrf[64], cookie[128]; /* cookie: "Cookie: ldpref_session=...\r\n" */
 } session;
@@ -135,6 +159,8 @@ static int sign_in(const char *token, session *s)
     if (sscanf(set_cookie, "ldpref_session=%63[A-Za-z0-9_-];", s->id) != 1)
         return -1;
     snprintf(s->cookie, sizeof s->cookie, "Cookie: ldpref_session=%s\r\n", s->id);
+    secret(s->id);
+    secret(s->csrf);
     return 0;
 }
 
@@ -909,7 +935,11 @@ static void test_browser(ldpref_client *op)
     CHECK_STR(json_string_value(json_object_get(c0, "name")), "ldpref_session");
     CHECK(json_is_true(json_object_get(c0, "httpOnly")));
     CHECK_STR(json_string_value(json_object_get(c0, "sameSite")), "Strict");
+    secret(json_string_value(json_object_get(c0, "value")));
     json_decref(cookies);
+    char *csrf = eval_text(b, "sessionStorage.getItem('ldpref_console_csrf') || ''");
+    secret(csrf);
+    free(csrf);
 
     test_campaigns_page(b);
     test_annotators_page(b);
@@ -967,6 +997,7 @@ int main(void)
     }
     snprintf(host, sizeof host, "127.0.0.1:%d", srv.port);
     snprintf(origin, sizeof origin, "http://127.0.0.1:%d", srv.port);
+    secret(srv.token);
     test_assets();
     test_sessions_raw();
     test_expiry();
@@ -976,6 +1007,7 @@ int main(void)
         test_browser(op);
     }
     ldpref_client_close(op);
+    check_log_has_no_secret(&srv);
     server_cleanup(&srv);
     return check_summary();
 }
