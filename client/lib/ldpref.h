@@ -586,8 +586,9 @@ int ldpref_score(ldpref_client *c, const char *request_json, char **json_out);
 /*
  * Scores k (1..LDPREF_SCORE_CANDIDATES_MAX) candidate texts for prompt with
  * model version (0: the active one). rewards_out and probs_out (each may be
- * NULL) get k numbers, in the order of texts; *version_out (may be NULL)
- * the version that answered. Texts are borrowed; each at most 65536 bytes.
+ * NULL) get k numbers, in the order of texts (rewards are NAN for a
+ * general-preference model, which has none: docs/protocol.md); *version_out
+ * (may be NULL) the version that answered. Texts are borrowed; each at most 65536 bytes.
  */
 int ldpref_score_texts(ldpref_client *c, const char *prompt, const char *const *texts, size_t k,
                        int64_t version, double *rewards_out, double *probs_out,

@@ -404,7 +404,9 @@ int ldpref_score_texts(ldpref_client *c, const char *prompt, const char *const *
     for (size_t i = 0; i < k; i++) {
         const json_t *o = json_array_get(cands, i);
         const json_t *r = json_object_get(o, "reward"), *pr = json_object_get(o, "probability");
-        if (!json_is_number(r) || !json_is_number(pr) || !isfinite(json_number_value(r)) ||
+        int no_reward = json_is_null(r); /* a general-preference mixture has none */
+        if ((!no_reward && (!json_is_number(r) || !isfinite(json_number_value(r)))) ||
+            !json_is_number(pr) ||
             !(json_number_value(pr) >= 0.0 && json_number_value(pr) <= 1.0)) {
             json_decref(resp);
             return lpc_fail(c, LDPREF_EPROTOCOL,
@@ -414,8 +416,9 @@ int ldpref_score_texts(ldpref_client *c, const char *prompt, const char *const *
     /* Only now that the whole answer is valid, write the outputs. */
     for (size_t i = 0; i < k; i++) {
         const json_t *o = json_array_get(cands, i);
+        const json_t *r = json_object_get(o, "reward");
         if (rewards_out)
-            rewards_out[i] = json_number_value(json_object_get(o, "reward"));
+            rewards_out[i] = json_is_null(r) ? NAN : json_number_value(r);
         if (probs_out)
             probs_out[i] = json_number_value(json_object_get(o, "probability"));
     }

@@ -459,33 +459,75 @@ static int parse_candidate(const json_t *c, size_t i, score_item *it, char *msg,
     return LP_OK;
 }
 
+/* log(pi_k / pi_ref,k) as JSON: null where pi_k underflowed to 0. */
+static json_t *log_ratio_json(double pi, double log_ref)
+{
+    double x = log(pi) - log_ref;
+    return isfinite(x) ? json_real(x) : json_null();
+}
+
+/* A general model's mixture over K items (features f[K]), appended to arr:
+ * no rewards; probability, log_ratio, win_probability. */
+static int score_mixture(lp_served *sv, const score_item *items, const lp_sparse *f, size_t K,
+                         json_t *arr, char *msg, size_t msglen)
+{
+    double *lr = calloc(K, sizeof *lr), *pi = calloc(K, sizeof *pi), *win = calloc(K, sizeof *win);
+    int rc = lr && pi && win ? LP_OK : lp_fail(LP_ENO_MEMORY, msg, msglen, "out of memory");
+    int all_ref = 1;
+    double mx = -INFINITY, z = 0.0;
+    for (size_t k = 0; k < K; k++) {
+        all_ref &= items[k].has_ref;
+        mx = fmax(mx, items[k].log_ref);
+    }
+    for (size_t k = 0; k < K && lr; k++)
+        z += exp(items[k].log_ref - mx);
+    for (size_t k = 0; k < K && lr; k++) /* normalized over the candidates */
+        lr[k] = all_ref ? items[k].log_ref - mx - log(z) : -log((double)K);
+    if (rc == LP_OK && lp_served_mixture(sv, f, all_ref ? lr : NULL, K, pi, win) != LP_OK)
+        rc = lp_fail(LP_EINTERNAL, msg, msglen, "the mixture could not be computed");
+    for (size_t k = 0; k < K && rc == LP_OK; k++)
+        json_array_append_new(arr, json_pack("{s:n, s:f, s:o, s:f}", "reward", "probability", pi[k],
+                                             "log_ratio", log_ratio_json(pi[k], lr[k]),
+                                             "win_probability", win[k]));
+    free(lr);
+    free(pi);
+    free(win);
+    return rc;
+}
+
 /* Rewards and policy of K items under sv, appended to arr. */
 static int score_items(lp_served *sv, const score_item *items, size_t K, json_t *arr, char *msg,
                        size_t msglen)
 {
+    int general = lp_served_is_general(sv);
     double *r = calloc(K, sizeof *r), *lr = calloc(K, sizeof *lr);
     double *pi = calloc(K, sizeof *pi), *ratio = calloc(K, sizeof *ratio);
-    lp_sparse f = {0};
-    int rc = r && lr && pi && ratio ? LP_OK : LP_ENO_MEMORY;
+    lp_sparse *f = calloc(general ? K : 1, sizeof *f);
+    int rc = r && lr && pi && ratio && f ? LP_OK : LP_ENO_MEMORY;
     int all_ref = 1;
     for (size_t k = 0; k < K && rc == LP_OK; k++) {
+        lp_sparse *fk = &f[general ? k : 0];
         rc = lp_served_features(sv, items[k].prompt, items[k].text, items[k].dense, items[k].dim,
-                                &f);
+                                fk);
         if (rc == LP_EDIMENSION_MISMATCH)
             lp_fail(rc, msg, msglen, "candidate %zu has %zu features, the model %zu", k,
                     items[k].dim, lp_served_model(sv)->d);
         else if (rc != LP_OK)
             lp_fail(rc, msg, msglen, "candidate %zu: %s", k, lp_error_message(rc));
-        r[k] = rc == LP_OK ? lp_served_reward(sv, &f) : 0.0;
+        r[k] = rc == LP_OK ? lp_served_reward(sv, fk) : 0.0;
         lr[k] = items[k].log_ref;
         all_ref &= items[k].has_ref;
     }
-    lp_sparse_free(&f);
-    if (rc == LP_OK && lp_served_policy(sv, r, all_ref ? lr : NULL, K, pi, ratio) != LP_OK)
+    if (rc == LP_OK && general)
+        rc = score_mixture(sv, items, f, K, arr, msg, msglen);
+    else if (rc == LP_OK && lp_served_policy(sv, r, all_ref ? lr : NULL, K, pi, ratio) != LP_OK)
         rc = lp_fail(LP_EINTERNAL, msg, msglen, "the policy could not be computed");
-    for (size_t k = 0; k < K && rc == LP_OK; k++)
+    for (size_t k = 0; k < K && rc == LP_OK && !general; k++)
         json_array_append_new(arr, json_pack("{s:f, s:f, s:f}", "reward", r[k], "probability",
                                              pi[k], "log_ratio", ratio[k]));
+    for (size_t k = 0; f && k < (general ? K : 1); k++)
+        lp_sparse_free(&f[k]);
+    free(f);
     free(r);
     free(lr);
     free(pi);
@@ -568,6 +610,9 @@ static int score_prompt(lp_served *sv, const json_t *root, json_t *out, char *ms
     if (K > SCORE_CANDIDATES_MAX)
         return lp_fail(LP_ETOO_MANY_CANDIDATES, msg, msglen, "at most %d candidates",
                        SCORE_CANDIDATES_MAX);
+    if (lp_served_is_general(sv) && K > LP_GP_SERVE_MAX_K) /* self-play costs K^2 per round */
+        return lp_fail(LP_ETOO_MANY_CANDIDATES, msg, msglen,
+                       "at most %d candidates for a general-preference model", LP_GP_SERVE_MAX_K);
     score_item *items = calloc(K, sizeof *items);
     if (items == NULL)
         return lp_fail(LP_ENO_MEMORY, msg, msglen, "out of memory");
@@ -619,9 +664,11 @@ int lp_api_score(lp_api *api, const lp_request *req, lp_response *resp)
     json_t *out = NULL;
     if (rc == LP_OK) {
         const lp_model *m = lp_served_model(sv);
-        out = json_pack("{s:I, s:s, s:s, s:f}", "model_version", (json_int_t)lp_served_version(sv),
-                        "loss", lp_loss_name(m->loss.kind), "link",
-                        m->link == LP_LINK_KL ? "kl" : "chimix", "beta", m->beta);
+        out = json_pack("{s:I, s:s, s:s, s:s, s:f}", "model_version",
+                        (json_int_t)lp_served_version(sv), "method",
+                        lp_served_is_general(sv) ? "general" : "reward", "loss",
+                        lp_loss_name(m->loss.kind), "link", m->link == LP_LINK_KL ? "kl" : "chimix",
+                        "beta", m->beta);
         const json_t *ids = json_object_get(root, "task_ids");
         rc = out == NULL ? LP_ENO_MEMORY
              : ids       ? score_tasks(api, sv, ids, out, msg, sizeof msg)

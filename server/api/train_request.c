@@ -71,9 +71,9 @@ static int check_fields(const json_t *obj, const char *const *allowed, const cha
 }
 
 static const char *const REQUEST_FIELDS[] = {
-    "loss",     "campaign",   "cutoff",    "seed",     "beta",   "rmax", "tau",
-    "l2",       "norm_bound", "optimizer", "max_iter", "epochs", "lr",   "batch",
-    "features", "text",       "threads",   "activate", NULL};
+    "loss",  "method",   "campaign",   "cutoff",    "seed",     "beta",   "rmax",
+    "tau",   "l2",       "norm_bound", "optimizer", "max_iter", "epochs", "lr",
+    "batch", "features", "text",       "threads",   "activate", NULL};
 static const char *const TEXT_FIELDS[] = {"dim", "bigrams", "cross_prompt", "length", NULL};
 
 static int parse_text(const json_t *t, lp_feat_spec *spec, char *msg, size_t msglen)
@@ -121,8 +121,9 @@ int lp_train_request_parse(lp_store *s, const json_t *obj, int default_threads, 
     }
     if ((rc = check_fields(obj, REQUEST_FIELDS, "", msg, msglen)) != LP_OK)
         goto out;
-    const char *loss = "square-chipo", *optimizer = NULL, *features = "auto";
+    const char *loss = "square-chipo", *optimizer = NULL, *features = "auto", *method = "reward";
     if ((rc = parse_string_choice(obj, "loss", &loss, msg, msglen)) != LP_OK ||
+        (rc = parse_string_choice(obj, "method", &method, msg, msglen)) != LP_OK ||
         (rc = parse_string_choice(obj, "optimizer", &optimizer, msg, msglen)) != LP_OK ||
         (rc = parse_string_choice(obj, "features", &features, msg, msglen)) != LP_OK)
         goto out;
@@ -134,14 +135,25 @@ int lp_train_request_parse(lp_store *s, const json_t *obj, int default_threads, 
         goto out;
     }
     lp_loss_spec_init(&r->loss, kind);
-    lp_method method = kind == LP_LOSS_RR_SGD ? LP_OPT_SGD : LP_OPT_LBFGS;
-    if (optimizer != NULL && lp_method_parse(optimizer, &method) != LP_OK) {
+    r->general = strcmp(method, "general") == 0;
+    if (!r->general && strcmp(method, "reward") != 0) {
+        rc = lp_fail(LP_EBAD_HYPERPARAMETER, msg, msglen, "\"method\" must be reward or general");
+        goto out;
+    }
+    if (r->general && kind != LP_LOSS_SQUARE_CHIPO) {
+        rc = lp_fail(LP_EBAD_HYPERPARAMETER, msg, msglen,
+                     "\"method\": \"general\" runs its own rounds; \"loss\" must be omitted or "
+                     "square-chipo");
+        goto out;
+    }
+    lp_method method_opt = kind == LP_LOSS_RR_SGD ? LP_OPT_SGD : LP_OPT_LBFGS;
+    if (optimizer != NULL && lp_method_parse(optimizer, &method_opt) != LP_OK) {
         rc = lp_fail(LP_EBAD_HYPERPARAMETER, msg, msglen,
                      "\"optimizer\" must be lbfgs, sgd or adam");
         goto out;
     }
-    lp_fit_opts_init(&r->fit, method);
-    r->beta = 1.0;
+    lp_fit_opts_init(&r->fit, method_opt);
+    r->beta = r->general ? LP_GP_DEFAULT_BETA : 1.0;
     r->threads = default_threads > 0 ? default_threads : 1;
     r->activate = 1;
     lp_feat_spec_init(&r->text);
@@ -231,16 +243,16 @@ json_t *lp_train_request_json(const lp_train_request *r)
     const char *features = r->features == LP_FEATURES_DENSE  ? "dense"
                            : r->features == LP_FEATURES_TEXT ? "text"
                                                              : "auto";
-    return json_pack("{s:s, s:o, s:o, s:I, s:f, s:f, s:f, s:f, s:o, s:s, s:i, s:i, s:f, s:i, "
-                     "s:s, s:{s:I, s:b, s:b, s:b}, s:i, s:b}",
-                     "loss", lp_loss_name(r->loss.kind), "campaign",
-                     r->campaign ? json_string(r->campaign_name) : json_null(), "cutoff",
-                     r->cutoff ? json_integer(r->cutoff) : json_null(), "seed",
-                     (json_int_t)r->fit.seed, "beta", r->beta, "rmax", r->loss.rmax, "tau",
-                     r->loss.tau, "l2", r->l2, "norm_bound", num_or_null(r->fit.norm_bound),
-                     "optimizer", lp_method_name(r->fit.method), "max_iter", r->fit.max_iter,
-                     "epochs", r->fit.epochs, "lr", r->fit.lr, "batch", r->fit.batch, "features",
-                     features, "text", "dim", (json_int_t)r->text.hash_dim, "bigrams",
-                     r->text.bigrams, "cross_prompt", r->text.cross_prompt, "length",
-                     r->text.length, "threads", r->threads, "activate", r->activate);
+    return json_pack(
+        "{s:s, s:s, s:o, s:o, s:I, s:f, s:f, s:f, s:f, s:o, s:s, s:i, s:i, s:f, s:i, "
+        "s:s, s:{s:I, s:b, s:b, s:b}, s:i, s:b}",
+        "method", r->general ? "general" : "reward", "loss", lp_loss_name(r->loss.kind), "campaign",
+        r->campaign ? json_string(r->campaign_name) : json_null(), "cutoff",
+        r->cutoff ? json_integer(r->cutoff) : json_null(), "seed", (json_int_t)r->fit.seed, "beta",
+        r->beta, "rmax", r->loss.rmax, "tau", r->loss.tau, "l2", r->l2, "norm_bound",
+        num_or_null(r->fit.norm_bound), "optimizer", lp_method_name(r->fit.method), "max_iter",
+        r->fit.max_iter, "epochs", r->fit.epochs, "lr", r->fit.lr, "batch", r->fit.batch,
+        "features", features, "text", "dim", (json_int_t)r->text.hash_dim, "bigrams",
+        r->text.bigrams, "cross_prompt", r->text.cross_prompt, "length", r->text.length, "threads",
+        r->threads, "activate", r->activate);
 }

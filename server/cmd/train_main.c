@@ -19,6 +19,9 @@
 #include "error.h"
 #include "evaluate.h"
 #include "featurize.h"
+#include "general.h"
+#include "gstudy.h"
+#include "intransitive.h"
 #include "losses.h"
 #include "model.h"
 #include "objective.h"
@@ -198,9 +201,9 @@ static int precision_pref(const char *p, int *out)
     "reported the same way. Exit 1: the data could not be read or the fit failed to run.\n"
 
 typedef struct fit_cli {
-    const char *data, *loss, *out, *optimizer, *kernel, *precision, *link;
-    double rmax, tau, l2, bound, gtol, lr, beta;
-    int max_iter, memory, batch, epochs, threads, progress, quiet;
+    const char *data, *loss, *out, *optimizer, *kernel, *precision, *link, *method;
+    double rmax, tau, l2, bound, gtol, lr, beta, eta;
+    int max_iter, memory, batch, epochs, threads, progress, quiet, rounds;
     uint64_t seed;
     feat_cli feat;
 } fit_cli;
@@ -226,8 +229,9 @@ static int run_fit(const fit_cli *c, lp_dataset *ds, lp_model **out, char *msg, 
     oo.l2 = c->l2;
     oo.threads = c->threads;
     oo.kernel = c->kernel && strcmp(c->kernel, "blas") == 0 ? LP_KERNEL_BLAS : LP_KERNEL_FUSED;
-    if (!(c->rmax > 0) || !(c->tau > 0) || !(c->l2 >= 0) || c->threads < 1 || !(c->beta > 0) ||
-        isinf(c->beta))
+    double beta = isnan(c->beta) ? 1.0 : c->beta; /* the reward losses' default */
+    if (!(c->rmax > 0) || !(c->tau > 0) || !(c->l2 >= 0) || c->threads < 1 || !(beta > 0) ||
+        isinf(beta))
         return lp_fail(LP_EINVALID_ARGUMENT, msg, msglen,
                        "need --rmax > 0, --tau > 0, --l2 >= 0, --threads >= 1, finite --beta > 0");
     lp_fit_opts fo;
@@ -243,7 +247,7 @@ static int run_fit(const fit_cli *c, lp_dataset *ds, lp_model **out, char *msg, 
     fo.seed = c->seed;
     fo.progress = c->progress;
     lp_model *m = NULL;
-    int rc = lp_model_fit(ds, &oo, &fo, c->beta, &m);
+    int rc = lp_model_fit(ds, &oo, &fo, beta, &m);
     if (rc != LP_OK)
         return rc == LP_ENO_MEMORY
                    ? lp_fail(rc, msg, msglen, "out of memory")
@@ -280,7 +284,10 @@ static void fit_cli_init(fit_cli *c)
     c->bound = INFINITY;
     c->gtol = 1e-8;
     c->lr = 0.0;
-    c->beta = 1.0;
+    c->beta = NAN; /* 1 for the reward losses, LP_GP_DEFAULT_BETA for general */
+    c->method = "reward";
+    c->rounds = LP_GP_DEFAULT_ROUNDS;
+    c->eta = 0.0;
     c->max_iter = 500;
     c->memory = 10;
     c->batch = 1;
@@ -288,6 +295,85 @@ static void fit_cli_init(fit_cli *c)
     c->threads = 2;
     c->progress = isatty(2);
     feat_cli_init(&c->feat);
+}
+
+/* Collects the loaded labels for Algorithm 3 (the data is made on the
+ * first label, when d is known). */
+static int collect_pair(void *ctx, uint64_t group, const double *x0, const double *x1,
+                        const lp_sparse *f0, const lp_sparse *f1, size_t d, int z, double eps)
+{
+    lp_gp_data **g = ctx;
+    if (*g == NULL && (*g = lp_gp_data_new(d)) == NULL)
+        return LP_ENO_MEMORY;
+    return x0 ? lp_gp_data_add_dense(*g, group, x0, x1, z, eps)
+              : lp_gp_data_add(*g, group, f0, f1, z, eps);
+}
+
+/* fit --method general: Algorithm 3 (general.h). */
+static int fit_general(const fit_cli *c)
+{
+    if (c->rounds < 1 || c->rounds > LP_GP_MAX_ROUNDS || !(c->eta >= 0) || !(c->beta >= 0) ||
+        isinf(c->beta) || !(c->l2 >= 0) || c->threads < 1) {
+        fprintf(stderr,
+                "ldpref-train fit: general needs --rounds in [1, %d], --eta >= 0, finite "
+                "--beta >= 0, --l2 >= 0\n",
+                LP_GP_MAX_ROUNDS);
+        return 2;
+    }
+    lp_feat_spec fs;
+    feat_from_cli(&c->feat, &fs);
+    lp_featurizer *fz = lp_featurizer_new(&fs);
+    if (fz == NULL)
+        return fail("fit", LP_EINVALID_ARGUMENT, "bad featurizer options");
+    lp_gp_data *g = NULL;
+    lp_load_opts lo = {.fz = fz, .prefer_f32 = 0, .on_pair = collect_pair, .on_pair_ctx = &g};
+    char msg[512] = "";
+    lp_dataset *ds = NULL;
+    int rc = lp_dataset_load(c->data, &lo, &ds, NULL, msg, sizeof msg);
+    if (rc == LP_EINVALID_ARGUMENT && g != NULL)
+        snprintf(msg + strlen(msg), sizeof msg - strlen(msg),
+                 " (a prompt may have at most %d distinct responses; dense records are grouped "
+                 "by their \"prompt\" field)",
+                 LP_GP_MAX_K);
+    lp_gp_opts go;
+    lp_gp_opts_init(&go);
+    go.rounds = c->rounds;
+    go.beta = c->beta;
+    go.eta = c->eta;
+    go.l2 = c->l2;
+    go.threads = c->threads;
+    lp_model *m = NULL;
+    if (rc == LP_OK) {
+        rc = lp_model_fit_general(g, ds, &go, &m);
+        if (rc == LP_ENO_LABELS)
+            snprintf(msg, sizeof msg,
+                     "no prompt has two distinct responses to play against "
+                     "each other");
+    }
+    if (rc == LP_OK) {
+        m->text = ds->storage == LP_STORE_CSR;
+        m->feat = fs;
+        snprintf(m->source, sizeof m->source, "%s", c->data);
+        rc = lp_model_write(m, c->out);
+        if (rc != LP_OK)
+            snprintf(msg, sizeof msg, "cannot write %s", c->out);
+    }
+    if (rc == LP_OK && !c->quiet) {
+        const lp_gp_model *gm = m->general;
+        fprintf(
+            stderr,
+            "fit: general (Algorithm 3) on %zu labels, %zu prompts (%zu with two or more "
+            "candidates, %zu candidate pairs): preference least squares %s (objective "
+            "%.6g), cycle share %.3f; self-play %d rounds, beta %.4g, eta %.4g: mean duality gap "
+            "under the fitted preference on the training prompts %.4f\n",
+            gm->n_labels, gm->n_prompts, gm->n_playable, gm->n_pairs, gm->pref_status,
+            gm->pref_objective, gm->cycle_share, gm->rounds, gm->beta, gm->eta, gm->train_gap);
+    }
+    lp_model_free(m);
+    lp_dataset_free(ds);
+    lp_gp_data_free(g);
+    lp_featurizer_free(fz);
+    return rc == LP_OK ? 0 : fail("fit", rc, msg);
 }
 
 static int cmd_fit(int argc, char **argv)
@@ -317,7 +403,12 @@ static int cmd_fit(int argc, char **argv)
         {"kernel", "K", "dense kernel: fused (default) or blas", O_STR, &c.kernel},
         {"precision", "P", "dense storage: auto|float|double (auto: double up to 2^24 values)",
          O_STR, &c.precision},
-        {"beta", "B", "policy temperature recorded in the model (default 1)", O_DBL, &c.beta},
+        {"beta", "B", "policy temperature (default 1; general: 0.05)", O_DBL, &c.beta},
+        {"method", "M", "reward (default: a reward-based --loss) or general (Algorithm 3)", O_STR,
+         &c.method},
+        {"rounds", "T", "general: self-play rounds, the mixture's size (default 100)", O_INT,
+         &c.rounds},
+        {"eta", "E", "general: mirror-descent step (default 0.5)", O_DBL, &c.eta},
         {"link", "L", "chimix|kl (default: the loss family's)", O_STR, &c.link},
         {"progress", NULL, "progress lines on stderr even when not a terminal", O_FLAG,
          &c.progress},
@@ -336,6 +427,15 @@ static int cmd_fit(int argc, char **argv)
     }
     if (c.quiet)
         c.progress = 0;
+    int general = strcmp(c.method, "general") == 0;
+    if (!general && strcmp(c.method, "reward") != 0) {
+        fprintf(stderr, "ldpref-train fit: --method must be reward or general\n");
+        return 2;
+    }
+    if (isnan(c.beta))
+        c.beta = general ? 0.0 : 1.0;
+    if (general)
+        return fit_general(&c);
     lp_load_opts lo = {0};
     if (!precision_pref(c.precision, &lo.prefer_f32)) {
         fprintf(stderr, "ldpref-train fit: --precision must be auto, float or double\n");
@@ -385,11 +485,11 @@ static int cmd_fit(int argc, char **argv)
 
 /* ---- simulate --------------------------------------------------------- */
 
-static void write_pair(void *ctx, const double *f0, const double *f1, size_t d, int y, int z,
-                       double eps)
+/* A dense label's fields after the opening brace. */
+static void write_pair_fields(FILE *f, const double *f0, const double *f1, size_t d, int y, int z,
+                              double eps)
 {
-    FILE *f = ctx;
-    fputs("{\"x0\":[", f);
+    fputs("\"x0\":[", f);
     for (size_t j = 0; j < d; j++)
         fprintf(f, j ? ",%.17g" : "%.17g", f0[j]);
     fputs("],\"x1\":[", f);
@@ -399,6 +499,13 @@ static void write_pair(void *ctx, const double *f0, const double *f1, size_t d, 
         fprintf(f, "],\"z\":%d,\"epsilon\":null,\"y\":%d}\n", z, y);
     else
         fprintf(f, "],\"z\":%d,\"epsilon\":%.17g,\"y\":%d}\n", z, eps, y);
+}
+
+static void write_pair(void *ctx, const double *f0, const double *f1, size_t d, int y, int z,
+                       double eps)
+{
+    fputc('{', ctx);
+    write_pair_fields(ctx, f0, f1, d, y, z, eps);
 }
 
 static int write_theta(const char *path, const double *th, size_t d, const lp_sim_opts *o)
@@ -417,11 +524,76 @@ static int write_theta(const char *path, const double *th, size_t d, const lp_si
     return rc;
 }
 
+static void write_prompt_pair(void *ctx, size_t prompt, const double *f0, const double *f1,
+                              size_t d, int y, int z, double eps)
+{
+    fprintf(ctx, "{\"prompt\":\"p%zu\",", prompt);
+    write_pair_fields(ctx, f0, f1, d, y, z, eps);
+}
+
+/* The truth of an intransitive simulation: theta*, W and S. */
+static int write_general_truth(const char *path, const lp_gsim *t, const lp_gsim_opts *o)
+{
+    json_t *r = json_object(), *a = json_array(), *w = json_array();
+    json_object_set_new(r, "kind", json_string("general_truth"));
+    json_object_set_new(r, "margin_sd", json_real(o->margin_sd));
+    json_object_set_new(r, "cycle_strength", json_real(o->cycle));
+    json_object_set_new(r, "seed", json_integer((json_int_t)o->seed));
+    for (size_t j = 0; j < t->d; j++)
+        json_array_append_new(a, json_real(t->theta[j]));
+    for (size_t j = 0; j < t->d * t->d; j++)
+        json_array_append_new(w, json_real(t->W[j]));
+    json_object_set_new(r, "theta", a);
+    json_object_set_new(r, "W", w);
+    int rc = json_dump_file(r, path, JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(17)) == 0 ? LP_OK
+                                                                                         : LP_EIO;
+    json_decref(r);
+    return rc;
+}
+
+/* simulate --preference intransitive (intransitive.h). */
+static int simulate_general(const lp_sim_opts *so, int prompts, double cycle, const char *out,
+                            const char *theta_out)
+{
+    lp_gsim_opts o;
+    lp_gsim_opts_init(&o);
+    o.prompts = (size_t)prompts;
+    o.labels = so->n;
+    o.d = so->d;
+    o.K = so->K;
+    o.cycle = cycle;
+    o.margin_sd = so->margin_sd;
+    o.eps = so->eps;
+    o.alpha = so->alpha;
+    o.order = so->order;
+    o.adv = so->adv;
+    o.seed = so->seed;
+    lp_gsim *t = NULL;
+    int rc = lp_gsim_truth(&o, 0, &t);
+    if (rc != LP_OK)
+        return fail("simulate", rc,
+                    "need --d >= 2, --K in [2, 64], --prompts >= 1, --cycle-strength >= 0");
+    FILE *f = strcmp(out, "-") == 0 ? stdout : fopen(out, "w");
+    if (f == NULL) {
+        lp_gsim_free(t);
+        return fail("simulate", LP_EIO, out);
+    }
+    o.on_pair = write_prompt_pair;
+    o.on_pair_ctx = f;
+    rc = lp_gsim_labels(&o, t, NULL, NULL);
+    if (f != stdout && fclose(f) != 0 && rc == LP_OK)
+        rc = LP_EIO;
+    if (rc == LP_OK)
+        rc = write_general_truth(theta_out, t, &o);
+    lp_gsim_free(t);
+    return rc == LP_OK ? 0 : fail("simulate", rc, "simulation failed (check eps > 0, alpha)");
+}
+
 static int cmd_simulate(int argc, char **argv)
 {
-    const char *out = NULL, *theta_out = NULL, *order = "CTL", *adv = "flip";
-    int n = 1000, d = 16, K = 4, bk = 0;
-    double eps = INFINITY, alpha = 0.0, sd = 2.0;
+    const char *out = NULL, *theta_out = NULL, *order = "CTL", *adv = "flip", *pref = "bt";
+    int n = 1000, d = 16, K = 4, bk = 0, prompts = 200;
+    double eps = INFINITY, alpha = 0.0, sd = 2.0, cycle = 1.0;
     uint64_t seed = 0;
     const opt t[] = {
         {"out", "DATA.jsonl", "write dense JSONL labels here (\"-\": stdout)", O_STR, &out},
@@ -438,6 +610,13 @@ static int cmd_simulate(int argc, char **argv)
         {"backdoor-k", "K", "feature index for the backdoor adversary (default 0)", O_INT, &bk},
         {"margin-sd", "S", "standard deviation of the true margin (default 2)", O_DBL, &sd},
         {"seed", "S", "PRNG seed (default 0)", O_U64, &seed},
+        {"preference", "P",
+         "bt (Bradley-Terry, default) or intransitive (BT plus a cycle; labels carry a prompt)",
+         O_STR, &pref},
+        {"cycle-strength", "S", "intransitive: scale of the skew term f_a^T W f_b (default 1)",
+         O_DBL, &cycle},
+        {"prompts", "P", "intransitive: prompts with K candidates each (default 200)", O_INT,
+         &prompts},
         {NULL, NULL, NULL, O_STR, NULL}};
     int p =
         parse_opts(argc, argv, t, "simulate", "--out DATA.jsonl --theta-out THETA.json [options]");
@@ -459,6 +638,12 @@ static int cmd_simulate(int argc, char **argv)
     o.backdoor_k = (size_t)bk;
     o.margin_sd = sd;
     o.seed = seed;
+    if (strcmp(pref, "intransitive") == 0)
+        return simulate_general(&o, prompts, cycle, out, theta_out);
+    if (strcmp(pref, "bt") != 0) {
+        fprintf(stderr, "ldpref-train simulate: --preference must be bt or intransitive\n");
+        return 2;
+    }
     double *th = calloc((size_t)d, sizeof *th);
     if (th == NULL)
         return fail("simulate", LP_ENO_MEMORY, NULL);
@@ -599,35 +784,42 @@ static int score_line(const lp_model *m, lp_featurizer *fz, json_t *o, double be
         if (fz == NULL)
             rc = lp_fail(LP_EWRONG_TYPE, msg, msglen, "the model has dense features");
     }
-    lp_sparse sv = {0};
+    /* a general model keeps every candidate's features for its mixture */
+    lp_sparse *sv = calloc(m->general ? K : 1, sizeof *sv);
+    if (sv == NULL)
+        rc = lp_fail(LP_ENO_MEMORY, msg, msglen, "out of memory");
     for (size_t k = 0; k < K && rc == LP_OK; k++) {
         const json_t *v = json_array_get(arr, k);
+        lp_sparse *fk = &sv[m->general ? k : 0];
         if (feats) {
             if (!json_is_array(v) || json_array_size(v) != m->d) {
                 rc = lp_fail(LP_EWRONG_TYPE, msg, msglen, "features[%zu] must have %zu numbers", k,
                              m->d);
                 break;
             }
-            for (size_t j = 0; j < m->d; j++) {
-                const json_t *x = json_array_get(v, j);
-                if (!json_is_number(x) || !isfinite(json_number_value(x))) {
+            double *x = calloc(m->d, sizeof *x);
+            for (size_t j = 0; x && j < m->d; j++) {
+                const json_t *xj = json_array_get(v, j);
+                if (!json_is_number(xj) || !isfinite(json_number_value(xj))) {
                     rc = lp_fail(LP_EWRONG_TYPE, msg, msglen, "features[%zu][%zu] is not a number",
                                  k, j);
                     break;
                 }
-                r[k] += m->theta[j] * json_number_value(x);
+                x[j] = json_number_value(xj);
             }
+            if (x == NULL || (rc == LP_OK && lp_gp_dense_features(x, m->d, fk) != LP_OK))
+                rc = lp_fail(LP_ENO_MEMORY, msg, msglen, "out of memory");
+            free(x);
         } else {
             if (!json_is_string(v)) {
                 rc = lp_fail(LP_EWRONG_TYPE, msg, msglen, "responses[%zu] must be a string", k);
                 break;
             }
-            rc = lp_featurize(fz, prompt, json_string_value(v), &sv);
-            for (size_t t = 0; rc == LP_OK && t < sv.nnz; t++)
-                r[k] += m->theta[sv.idx[t]] * sv.val[t];
+            rc = lp_featurize(fz, prompt, json_string_value(v), fk);
         }
+        for (size_t t = 0; rc == LP_OK && t < fk->nnz; t++)
+            r[k] += m->theta[fk->idx[t]] * fk->val[t];
     }
-    lp_sparse_free(&sv);
     const json_t *lr = json_object_get(o, "ref_logprobs");
     if (rc == LP_OK && lr != NULL) {
         if (!json_is_array(lr) || json_array_size(lr) != K)
@@ -636,9 +828,28 @@ static int score_line(const lp_model *m, lp_featurizer *fz, json_t *o, double be
             lref[k] = json_number_value(json_array_get(lr, k));
     }
     double lambda = 0;
-    if (rc == LP_OK)
+    if (rc == LP_OK && m->general != NULL) { /* no rewards: the mixture and win probabilities */
+        double *win = calloc(K, sizeof *win);
+        rc = win ? lp_gp_mixture(m->general, sv, lr ? lref : NULL, K, pi, win) : LP_ENO_MEMORY;
+        json_t *res = json_object(), *pa = json_array(), *wa = json_array();
+        for (size_t k = 0; rc == LP_OK && k < K; k++) {
+            json_array_append_new(pa, json_real(pi[k]));
+            json_array_append_new(wa, json_real(win[k]));
+        }
+        json_object_set_new(res, "rewards", json_null());
+        json_object_set_new(res, "probs", pa);
+        json_object_set_new(res, "win_probabilities", wa);
+        if (rc == LP_OK) {
+            json_dumpf(res, stdout, JSON_COMPACT | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(17));
+            putchar('\n');
+        } else
+            lp_fail(rc, msg, msglen, "the mixture could not be computed (at most %d candidates)",
+                    LP_GP_SERVE_MAX_K);
+        json_decref(res);
+        free(win);
+    } else if (rc == LP_OK)
         rc = lp_policy_probs(link, r, lr ? lref : NULL, K, beta, pi, NULL, &lambda);
-    if (rc == LP_OK) {
+    if (rc == LP_OK && m->general == NULL) {
         json_t *res = json_object(), *ra = json_array(), *pa = json_array();
         for (size_t k = 0; k < K; k++) {
             json_array_append_new(ra, json_real(r[k]));
@@ -651,6 +862,9 @@ static int score_line(const lp_model *m, lp_featurizer *fz, json_t *o, double be
         putchar('\n');
         json_decref(res);
     }
+    for (size_t k = 0; sv && k < (m->general ? K : 1); k++)
+        lp_sparse_free(&sv[k]);
+    free(sv);
     free(r);
     return rc;
 }
@@ -1020,6 +1234,7 @@ static int cmd_report(int argc, char **argv)
         {"sweep-seconds", "S", "wall time of the sweep", O_DBL, &ro.sweep_seconds},
         {"total-seconds", "S", "wall time of the whole reproduction", O_DBL, &ro.total_seconds},
         {"machine", "TEXT", "a sentence about the machine and its load", O_STR, &ro.machine},
+        {"general", "FILE", "JSONL of `ldpref-train general-study` to include", O_STR, &ro.general},
         {NULL, NULL, NULL, O_STR, NULL}};
     int p = parse_opts(argc, argv, t, "report", "--in FILE.jsonl --dir DIR [options]");
     if (p)
@@ -1044,8 +1259,57 @@ static int cmd_report(int argc, char **argv)
             printf("claim %d: %s\n", i + 1, v.text);
         }
     }
+    if (rc == LP_OK && ro.general != NULL) {
+        lp_gstudy gs;
+        lp_study_verdict v;
+        if ((rc = lp_gstudy_load(ro.general, &gs, msg, sizeof msg)) == LP_OK) {
+            lp_gstudy_verdict(&gs, &v);
+            printf("general: %s: %s\n", lp_verdict_name(v.level), v.text);
+            lp_gstudy_clear(&gs);
+        }
+    }
     lp_study_free(s);
     return rc == LP_OK ? 0 : fail("report", rc, msg);
+}
+
+/* The general-preference study block (gstudy.h). */
+static int cmd_general_study(int argc, char **argv)
+{
+    const char *grid = "default", *out = NULL;
+    int seeds = 0, progress = 0, rounds = 0;
+    double beta = 0, eta = 0;
+    const opt t[] = {
+        {"grid", "NAME", "default (the full study) or quick", O_STR, &grid},
+        {"rounds", "T", "self-play rounds (default 100)", O_INT, &rounds},
+        {"beta", "B", "both methods' policy regularization (default 0.05)", O_DBL, &beta},
+        {"eta", "E", "mirror-descent step (default 0.5)", O_DBL, &eta},
+        {"seeds", "S", "seeds (default: the grid's)", O_INT, &seeds},
+        {"out", "FILE.jsonl", "one JSON row per (S, eps, seed, method)", O_STR, &out},
+        {"progress", NULL, "progress on stderr", O_FLAG, &progress},
+        {NULL, NULL, NULL, O_STR, NULL}};
+    int p = parse_opts(argc, argv, t, "general-study", "--out FILE.jsonl [--grid NAME]");
+    if (p)
+        return p == 1 ? 0 : 2;
+    lp_gstudy_grid g;
+    if (out == NULL || lp_gstudy_grid_named(grid, &g) != LP_OK || seeds < 0 || rounds < 0 ||
+        rounds > LP_GP_MAX_ROUNDS || !(beta >= 0) || !(eta >= 0) || isinf(beta) || isinf(eta)) {
+        fprintf(stderr, "ldpref-train general-study: need --out and --grid default|quick\n");
+        return 2;
+    }
+    if (seeds > 0)
+        g.seeds = seeds;
+    if (rounds > 0)
+        g.rounds = rounds;
+    g.beta = beta;
+    g.eta = eta;
+    FILE *f = fopen(out, "w");
+    if (f == NULL)
+        return fail("general-study", LP_EIO, out);
+    char msg[512] = "";
+    int rc = lp_gstudy_run(&g, f, progress, msg, sizeof msg);
+    if (fclose(f) != 0 && rc == LP_OK)
+        rc = lp_fail(LP_EIO, msg, sizeof msg, "cannot write %s", out);
+    return rc == LP_OK ? 0 : fail("general-study", rc, msg);
 }
 
 /* ---- main ------------------------------------------------------------- */
@@ -1061,6 +1325,7 @@ static void usage(FILE *f)
                "  cv        k-fold table: losses x eps x alpha x order on one data set\n"
                "  sweep     simulate/fit/evaluate over a grid of settings and seeds, JSONL rows\n"
                "  report    the study report (Markdown, gnuplot scripts) from a sweep's JSONL\n"
+               "  general-study  duality gaps of Algorithm 3 vs Square chi-PO on cyclic data\n"
                "  version   print the version\n");
 }
 
@@ -1093,6 +1358,8 @@ int main(int argc, char **argv)
         return cmd_sweep(argc - 2, argv + 2);
     if (strcmp(cmd, "report") == 0)
         return cmd_report(argc - 2, argv + 2);
+    if (strcmp(cmd, "general-study") == 0)
+        return cmd_general_study(argc - 2, argv + 2);
     fprintf(stderr, "ldpref-train: unknown command '%s'\n", cmd);
     usage(stderr);
     return 2;

@@ -308,7 +308,8 @@ static int load_record(loader *L, const json_t *o, size_t lineno, char *msg, siz
     record r = {.y = -1};
     size_t n0 = 0, n1 = 0;
     if (f == LP_FMT_DENSE) {
-        static const char *const allowed[] = {"x0", "x1", "z", "epsilon", "id", "y", NULL};
+        static const char *const allowed[] = {"x0", "x1", "z",      "epsilon",
+                                              "id", "y",  "prompt", NULL};
         if ((rc = lp_json_only_fields(o, allowed, m, sizeof m)) != LP_OK)
             goto fail;
         if ((rc = read_vector(o, "x0", &L->v0, &L->c0, &n0, m, sizeof m)) != LP_OK ||
@@ -334,6 +335,9 @@ static int load_record(loader *L, const json_t *o, size_t lineno, char *msg, siz
             r.y = (int)json_integer_value(yv);
         }
         if ((rc = lp_json_get_epsilon(o, "epsilon", &r.eps, m, sizeof m)) != LP_OK)
+            goto fail;
+        if (json_object_get(o, "prompt") != NULL &&
+            (rc = get_text(o, "prompt", &r.prompt, m, sizeof m)) != LP_OK)
             goto fail;
     } else {
         if ((rc = get_text(o, "prompt", &r.prompt, m, sizeof m)) != LP_OK ||
@@ -407,6 +411,16 @@ static int load_record(loader *L, const json_t *o, size_t lineno, char *msg, siz
             for (const char *p = r.prompt; *p; p++)
                 h = (h ^ (uint8_t)*p) * 0x100000001b3ULL;
             L->ds->group[L->ds->n - 1] = h;
+        }
+        if (L->opts->on_pair != NULL) {
+            rc = L->opts->on_pair(L->opts->on_pair_ctx, L->ds->group[L->ds->n - 1],
+                                  r.dense ? L->v0 : NULL, r.dense ? L->v1 : NULL,
+                                  r.dense ? NULL : &L->f0, r.dense ? NULL : &L->f1, L->ds->d, r.z,
+                                  r.eps);
+            if (rc != LP_OK) {
+                lp_fail(rc, m, sizeof m, "%s", lp_error_message(rc));
+                goto fail;
+            }
         }
         return LP_OK;
     }

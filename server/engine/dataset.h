@@ -11,7 +11,8 @@
  * Input files are JSONL, one label per line, in one of three formats
  * (detected from the first record; all records must agree):
  *   dense   {"x0": [d numbers], "x1": [d numbers], "z": 0|1,
- *            "epsilon": number|null}   (optional "id", "y": clean label)
+ *            "epsilon": number|null}   (optional "id", "y": clean label,
+ *            "prompt": the grouping key's text)
  *   export  the server's /v1/export lines: {"prompt","chosen","rejected",
  *            "epsilon",..., "chosen_features"?, "rejected_features"?};
  *            chosen is a1 and z = 1 (the export is oriented by the
@@ -87,6 +88,14 @@ typedef struct lp_load_opts {
     int prefer_f32;    /* dense storage: 1 float32, 0 float64, -1 auto
                           (float64 up to 2^24 values, float32 above) */
     size_t max_line;   /* cap on a line's length (default 64 MiB if 0) */
+    /* Optional observer of every loaded label (NULL: none), for learners
+     * that need the two responses rather than their difference: the
+     * prompt's grouping key (0 without a prompt), response 0 and 1 as
+     * dense vectors (x0, x1: d values) or sparse ones (f0, f1: text), the
+     * label and its eps. A nonzero return (an LP_E* code) stops loading. */
+    int (*on_pair)(void *ctx, uint64_t group, const double *x0, const double *x1,
+                   const lp_sparse *f0, const lp_sparse *f1, size_t d, int z, double eps);
+    void *on_pair_ctx;
 } lp_load_opts;
 
 /*

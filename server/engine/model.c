@@ -10,6 +10,47 @@
 #include <stdlib.h>
 #include <string.h>
 
+int lp_model_fit_general(const lp_gp_data *g, const lp_dataset *ds, const lp_gp_opts *o,
+                         lp_model **out)
+{
+    *out = NULL;
+    if (ds->d != lp_gp_data_dim(g))
+        return LP_EINVALID_ARGUMENT;
+    lp_gp_model *gm = NULL;
+    int rc = lp_gp_fit(g, o, &gm);
+    if (rc != LP_OK)
+        return rc;
+    lp_model *m = calloc(1, sizeof *m);
+    double *theta = malloc(ds->d * sizeof *theta);
+    if (m == NULL || theta == NULL) {
+        lp_gp_model_free(gm);
+        free(m);
+        free(theta);
+        return LP_ENO_MEMORY;
+    }
+    memcpy(theta, gm->w, ds->d * sizeof *theta);
+    lp_loss_spec_init(&m->loss, LP_LOSS_SQUARE_CHIPO);
+    m->link = LP_LINK_CHIMIX;
+    m->beta = gm->beta;
+    m->l2 = gm->l2;
+    lp_fit_opts_init(&m->fit, LP_OPT_LBFGS);
+    m->fit.max_iter = o->max_iter;
+    m->threads = o->threads;
+    m->precision = lp_storage_name(ds->storage);
+    m->d = ds->d;
+    m->theta = theta;
+    m->general = gm;
+    m->res.objective = gm->pref_objective;
+    m->res.grad_norm = NAN;
+    m->res.theta_norm = NAN;
+    m->res.iterations = gm->rounds;
+    snprintf(m->res.status, sizeof m->res.status, "%s", gm->pref_status);
+    m->res.converged = strcmp(gm->pref_status, "converged") == 0;
+    lp_model_summarize(m, ds);
+    *out = m;
+    return LP_OK;
+}
+
 void lp_model_summarize(lp_model *m, const lp_dataset *ds)
 {
     m->n = ds->n;
@@ -102,6 +143,8 @@ json_t *lp_model_to_json(const lp_model *m)
     json_t *root = json_object();
     json_object_set_new(root, "format", json_string("ldpref-model"));
     json_object_set_new(root, "format_version", json_integer(LP_MODEL_FORMAT_VERSION));
+    if (m->general != NULL)
+        json_object_set_new(root, "method", json_string("general"));
     json_object_set_new(root, "loss", json_string(lp_loss_name(m->loss.kind)));
     json_object_set_new(root, "link", json_string(m->link == LP_LINK_KL ? "kl" : "chimix"));
     json_object_set_new(root, "beta", json_real(m->beta));
@@ -153,6 +196,8 @@ json_t *lp_model_to_json(const lp_model *m)
     json_object_set_new(mt, "converged", json_boolean(m->res.converged));
     json_object_set_new(mt, "norm_bound_active", json_boolean(m->res.bound_active));
     json_object_set_new(root, "metrics", mt);
+    if (m->general != NULL)
+        json_object_set_new(root, "general", lp_gp_model_to_json(m->general));
     json_t *th = json_array();
     for (size_t j = 0; j < m->d; j++)
         json_array_append_new(th, json_real(m->theta[j]));
@@ -190,6 +235,7 @@ void lp_model_free(lp_model *m)
     if (m == NULL)
         return;
     free(m->theta);
+    lp_gp_model_free(m->general);
     free(m);
 }
 
@@ -282,6 +328,20 @@ int lp_model_from_json(const json_t *root, const char *path, lp_model **out, cha
                          lp_feat_dim(&m->feat));
             goto done;
         }
+    }
+    const json_t *method = json_object_get(root, "method");
+    if (method != NULL &&
+        !(json_is_string(method) && (strcmp(json_string_value(method), "general") == 0 ||
+                                     strcmp(json_string_value(method), "reward") == 0))) {
+        rc = lp_fail(LP_EWRONG_TYPE, msg, msglen, "%s: unknown method (general or reward)", path);
+        goto done;
+    }
+    if (method != NULL && strcmp(json_string_value(method), "general") == 0) {
+        char why[200] = "";
+        rc = lp_gp_model_from_json(json_object_get(root, "general"), m->d, &m->general, why,
+                                   sizeof why);
+        if (rc != LP_OK)
+            lp_fail(rc, msg, msglen, "%s: %s", path, why);
     }
 done:
     if (rc != LP_OK) {

@@ -17,6 +17,10 @@
  *                "norm_bound_active"},
  *    "theta": [d numbers, in feature order]}
  *
+ * A general-preference model (Algorithm 3) also has "method": "general"
+ * after format_version and a "general" object before theta (general.h:
+ * rounds, beta, eta, the preference weights and the T iterates).
+ *
  * Rewards are the linear implicit rewards r = theta^T f (for the chi-mix
  * class r = beta phi(pi/pi_ref) + lambda(x); lambda cancels in margins);
  * "chosen" is the response the observed label z prefers. Numbers are
@@ -31,6 +35,7 @@
 
 #include "dataset.h"
 #include "featurize.h"
+#include "general.h"
 #include "losses.h"
 #include "objective.h"
 #include "optimize.h"
@@ -61,6 +66,10 @@ typedef struct lp_model {
     int have_rewards; /* rewards/chosen and /rejected known */
     double rw_chosen, rw_rejected, rw_margins, rw_accuracy;
     double *theta; /* d values, owned */
+    /* "method": "general" (Algorithm 3): the preference model and the
+     * mixture's iterates (owned; NULL for the reward-based losses). theta
+     * then holds the preference's transitive part (its first d weights). */
+    lp_gp_model *general;
 } lp_model;
 
 /*
@@ -73,6 +82,16 @@ typedef struct lp_model {
  */
 int lp_model_fit(const lp_dataset *ds, const lp_objective_opts *oo, const lp_fit_opts *fo,
                  double beta, lp_model **out);
+/*
+ * Runs Algorithm 3 (general.h) on g and returns a model with "method":
+ * "general": the link chi-mix, beta and l2 of the fit, theta the
+ * preference's transitive part, the data summary and metrics of ds (the
+ * same labels as feature differences; borrowed). The loss recorded is
+ * square-chipo (each round is a Square chi-PO regression). Errors as
+ * lp_gp_fit.
+ */
+int lp_model_fit_general(const lp_gp_data *g, const lp_dataset *ds, const lp_gp_opts *o,
+                         lp_model **out);
 /* Fills the data summary and the TRL metrics of m (theta set) from ds. */
 void lp_model_summarize(lp_model *m, const lp_dataset *ds);
 

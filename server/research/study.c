@@ -1,5 +1,6 @@
 /* study.c — aggregation, claim verdicts and the report of a sweep. See study.h. */
 #include "study.h"
+#include "gstudy.h"
 
 #include "buf.h"
 #include "error.h"
@@ -1142,6 +1143,13 @@ int lp_study_report(const lp_study *s, const lp_study_report_opts *o, char *msg,
     lp_study_claim2(s, &v[1]);
     lp_study_claim3(s, &v[2]);
     lp_study_claim4(s, &v[3]);
+    lp_gstudy gs = {0};
+    lp_study_verdict gv;
+    if (o->general != NULL && (rc = lp_gstudy_load(o->general, &gs, msg, msglen)) != LP_OK) {
+        fclose(f);
+        return rc;
+    }
+    lp_gstudy_verdict(&gs, &gv);
     const lp_sweep_row *r0 = &s->rows[0];
     fprintf(f,
             "# Privacy and robustness study: do the papers' claims hold here?\n\n"
@@ -1153,6 +1161,11 @@ int lp_study_report(const lp_study *s, const lp_study_report_opts *o, char *msg,
     fprintf(f, "## Verdicts\n\n| # | claim | verdict |\n|---|---|---|\n");
     for (int i = 0; i < 4; i++)
         fprintf(f, "| %d | %s | **%s** |\n", i + 1, claim_title[i], lp_verdict_name(v[i].level));
+    if (o->general != NULL)
+        fprintf(f,
+                "| G | general preferences: Algorithm 3's mixture has a smaller duality gap "
+                "than a reward model when preferences cycle | **%s** |\n",
+                lp_verdict_name(gv.level));
     fprintf(f,
             "\n## Set-up\n\n"
             "- Simulation (`server/research/simulate.c`): d = %zu features per response, "
@@ -1231,6 +1244,10 @@ int lp_study_report(const lp_study *s, const lp_study_report_opts *o, char *msg,
     fprintf(f, "\nThe plots under claim 3 show the same data against α (LTC dashed; the "
                "dotted vertical line marks α = (1 − e^{−ε})/2, where the flip adversary's LTC "
                "flip rate reaches ½).\n");
+
+    if (o->general != NULL)
+        lp_gstudy_section(f, &gs, &gv);
+    lp_gstudy_clear(&gs);
 
     fprintf(f, "\n## Real data: OASST, 5-fold held-out accuracy\n\n");
     FILE *cv = o->cv_table ? fopen(o->cv_table, "r") : NULL;

@@ -83,6 +83,7 @@ typedef struct lp_study_report_opts {
     double sweep_seconds;   /* wall time of the sweep (NAN: unknown) */
     double total_seconds;   /* wall time of the whole reproduction (NAN: unknown) */
     const char *machine;    /* free text about the machine, or NULL */
+    const char *general;    /* JSONL of the general-preference block (gstudy.h), or NULL */
 } lp_study_report_opts;
 
 /* Writes DIR/README.md and DIR/gp/<plot>.gp (gnuplot, data inline, each

@@ -27,7 +27,7 @@ static const char *const FEATURE_MODES[] = {"auto", "dense", "text"};
 void lp_train_settings_from_request(const lp_train_request *r, lp_train_settings *t)
 {
     memset(t, 0, sizeof *t);
-    snprintf(t->loss, sizeof t->loss, "%s", lp_loss_name(r->loss.kind));
+    snprintf(t->loss, sizeof t->loss, "%s", r->general ? "general" : lp_loss_name(r->loss.kind));
     t->campaign = r->campaign;
     snprintf(t->campaign_name, sizeof t->campaign_name, "%s", r->campaign_name);
     t->cutoff = r->cutoff;
@@ -64,9 +64,11 @@ static int feature_mode_parse(const char *name, lp_feature_mode *out)
 int lp_train_request_from_settings(const lp_train_settings *t, lp_train_request *r)
 {
     memset(r, 0, sizeof *r);
-    lp_loss_kind kind;
+    lp_loss_kind kind = LP_LOSS_SQUARE_CHIPO;
     lp_method method;
-    if (lp_loss_parse(t->loss, &kind) != LP_OK || lp_method_parse(t->optimizer, &method) != LP_OK ||
+    r->general = strcmp(t->loss, "general") == 0;
+    if ((!r->general && lp_loss_parse(t->loss, &kind) != LP_OK) ||
+        lp_method_parse(t->optimizer, &method) != LP_OK ||
         feature_mode_parse(t->features, &r->features) != LP_OK)
         return LP_EINVALID_ARGUMENT;
     lp_loss_spec_init(&r->loss, kind);
@@ -290,6 +292,12 @@ static int on_progress(void *ctx, int iteration, int evaluations, double objecti
     return atomic_load(&l->cancel);
 }
 
+/* Progress of a general fit: one round is one iteration. */
+static int on_round(void *ctx, int round, double residual)
+{
+    return on_progress(ctx, round, round, residual, NAN);
+}
+
 /* Fits the snapshot; *out gets the model (theta owned) or the error. */
 static int fit_model(lp_learner *l, const lp_train_request *req, const lp_snapshot *sn,
                      lp_model **out, char *msg, size_t msglen)
@@ -304,7 +312,22 @@ static int fit_model(lp_learner *l, const lp_train_request *req, const lp_snapsh
     fo.on_progress = on_progress;
     fo.progress_ctx = l;
     lp_model *m = NULL;
-    int rc = lp_model_fit(sn->ds, &oo, &fo, req->beta, &m);
+    int rc;
+    if (req->general) {
+        lp_gp_opts go;
+        lp_gp_opts_init(&go);
+        go.rounds = LP_GP_DEFAULT_ROUNDS;
+        go.beta = req->beta;
+        go.l2 = req->l2;
+        go.threads = req->threads;
+        go.on_round = on_round;
+        go.round_ctx = l;
+        rc = lp_model_fit_general(sn->general, sn->ds, &go, &m);
+        if (rc == LP_ENO_LABELS)
+            return lp_fail(LP_ETRAINING_FAILED, msg, msglen,
+                           "the general method needs a prompt with two distinct responses");
+    } else
+        rc = lp_model_fit(sn->ds, &oo, &fo, req->beta, &m);
     if (rc == LP_ENO_MEMORY)
         return lp_fail(rc, msg, msglen, "out of memory");
     if (rc != LP_OK)
@@ -362,7 +385,8 @@ static int execute(lp_learner *l, char *msg, size_t msglen)
                        .anti_model = anti,
                        .cancel = &l->cancel,
                        .pause = yield_to_requests,
-                       .pause_ctx = l};
+                       .pause_ctx = l,
+                       .general = req.general};
     lp_snapshot sn;
     rc = lp_snapshot_build(l->s, &vs, &sn, msg, msglen);
     int64_t anti_version = anti ? lp_served_version(anti) : 0;
@@ -398,8 +422,12 @@ static int execute(lp_learner *l, char *msg, size_t msglen)
 
     json_t *mj = lp_model_to_json(m);
     char *model_text = mj ? json_dumps(mj, LP_MODEL_JSON_FLAGS) : NULL;
-    if (mj != NULL)
+    if (mj != NULL) { /* the summary leaves out the parameters */
         json_object_del(mj, "theta");
+        json_t *gen = json_object_get(mj, "general");
+        json_object_del(gen, "preference");
+        json_object_del(gen, "iterates");
+    }
     char *summary_text = mj ? json_dumps(mj, JSON_COMPACT | JSON_PRESERVE_ORDER) : NULL;
     json_decref(mj);
     int text = sn.mode == LP_FEATURES_TEXT;

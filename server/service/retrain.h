@@ -34,6 +34,9 @@
  * handler layer parses it from JSON (server/api/train_request.h). */
 typedef struct lp_train_request {
     lp_loss_spec loss;
+    int general;      /* method "general": Algorithm 3 (general.h) with
+                         LP_GP_DEFAULT_ROUNDS rounds and LP_GP_DEFAULT_ETA; stored
+                         as the settings' loss "general" */
     int64_t campaign; /* 0: all */
     char campaign_name[LP_CAMPAIGN_NAME_MAX + 1];
     int64_t cutoff; /* 0: newest at start */

@@ -155,6 +155,19 @@ int lp_served_policy(const lp_served *sv, const double *rewards, const double *l
                            NULL);
 }
 
+int lp_served_is_general(const lp_served *sv)
+{
+    return sv->model->general != NULL;
+}
+
+int lp_served_mixture(const lp_served *sv, const lp_sparse *f, const double *log_ref, size_t K,
+                      double *pi, double *win)
+{
+    if (sv->model->general == NULL)
+        return LP_EINVALID_ARGUMENT;
+    return lp_gp_mixture(sv->model->general, f, log_ref, K, pi, win);
+}
+
 /* ---- the slot ---- */
 
 void lp_serving_init(lp_serving *sl)

@@ -52,6 +52,15 @@ double lp_served_reward(const lp_served *sv, const lp_sparse *f);
 int lp_served_policy(const lp_served *sv, const double *rewards, const double *log_ref, size_t K,
                      double *pi, double *log_ratio);
 
+/* Whether the model is a general-preference mixture (Algorithm 3): it has
+ * no rewards; lp_served_mixture scores its candidates. */
+int lp_served_is_general(const lp_served *sv);
+/* The mixture's probabilities pi[K] and each candidate's win probability
+ * against the mixture win[K] (general.h, lp_gp_mixture) from the
+ * candidates' features f[K]. LP_EINVALID_ARGUMENT for a reward model. */
+int lp_served_mixture(const lp_served *sv, const lp_sparse *f, const double *log_ref, size_t K,
+                      double *pi, double *win);
+
 /* ---- the serving slot ---- */
 
 typedef struct lp_serving {

@@ -261,7 +261,19 @@ void lp_snapshot_clear(lp_snapshot *sn)
     if (sn == NULL)
         return;
     lp_dataset_free(sn->ds);
+    lp_gp_data_free(sn->general);
     memset(sn, 0, sizeof *sn);
+}
+
+/* One label into the per-prompt data of Algorithm 3 (prompt key: FNV-1a of
+ * its text). */
+static int add_general(lp_gp_data *g, const lp_view_row *row)
+{
+    uint64_t h = 0xcbf29ce484222325ULL;
+    for (const char *p = row->prompt ? row->prompt : ""; *p; p++)
+        h = (h ^ (uint8_t)*p) * 0x100000001b3ULL;
+    return row->x0 != NULL ? lp_gp_data_add_dense(g, h, row->x0, row->x1, row->z_view, row->epsilon)
+                           : lp_gp_data_add(g, h, row->f0, row->f1, row->z_view, row->epsilon);
 }
 
 int lp_snapshot_build(lp_store *s, const lp_view_spec *spec, lp_snapshot *out, char *msg,
@@ -279,8 +291,11 @@ int lp_snapshot_build(lp_store *s, const lp_view_spec *spec, lp_snapshot *out, c
     if (out->mode == LP_FEATURES_DENSE)
         storage = (double)v->labels * (double)out->d <= 16777216.0 ? LP_STORE_F64 : LP_STORE_F32;
     out->ds = lp_dataset_new(out->d, storage);
-    if (out->ds == NULL) {
+    if (spec->general)
+        out->general = lp_gp_data_new(out->d);
+    if (out->ds == NULL || (spec->general && out->general == NULL)) {
         lp_view_close(v);
+        lp_snapshot_clear(out);
         return lp_fail(LP_ENO_MEMORY, msg, msglen, "out of memory");
     }
     lp_view_row row;
@@ -294,6 +309,16 @@ int lp_snapshot_build(lp_store *s, const lp_view_spec *spec, lp_snapshot *out, c
                                          sizeof why);
         if (rc != LP_OK) {
             got = -lp_fail(rc, msg, msglen, "label %lld: %s", (long long)row.label_id, why);
+            break;
+        }
+        if (out->general != NULL && (rc = add_general(out->general, &row)) != LP_OK) {
+            got = -(rc == LP_ENO_MEMORY
+                        ? lp_fail(rc, msg, msglen, "out of memory")
+                        : lp_fail(LP_ETRAINING_FAILED, msg, msglen,
+                                  "label %lld: a prompt has more than %d distinct responses (the "
+                                  "general method plays each prompt's candidates against each "
+                                  "other)",
+                                  (long long)row.label_id, LP_GP_MAX_K));
             break;
         }
         out->corrupted += (size_t)row.corrupted;

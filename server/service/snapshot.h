@@ -22,6 +22,7 @@
 
 #include "corrupt.h"
 #include "dataset.h"
+#include "general.h"
 #include "served.h"
 #include "store.h"
 
@@ -47,6 +48,8 @@ typedef struct lp_view_spec {
     const atomic_int *cancel; /* optional: nonzero stops reading (LP_ECANCELLED) */
     void (*pause)(void *ctx); /* optional: called every 1024 rows (may sleep) */
     void *pause_ctx;
+    int general; /* lp_snapshot_build: also group the labels by prompt for
+                    Algorithm 3 (lp_snapshot.general) */
 } lp_view_spec;
 
 typedef struct lp_view_row {
@@ -89,11 +92,14 @@ typedef struct lp_snapshot {
     int64_t cutoff;
     lp_feature_mode mode; /* DENSE or TEXT */
     size_t d;
-    size_t corrupted; /* labels whose view differs from the received label */
+    size_t corrupted;    /* labels whose view differs from the received label */
+    lp_gp_data *general; /* owned; the same labels by prompt when spec->general */
 } lp_snapshot;
 
-/* Reads the whole view into a dataset. LP_ENO_LABELS if it is empty; other
- * errors as lp_view_open / lp_view_next. */
+/* Reads the whole view into a dataset. LP_ENO_LABELS if it is empty;
+ * LP_ETRAINING_FAILED when spec->general and a prompt has more than
+ * LP_GP_MAX_K distinct responses; other errors as lp_view_open /
+ * lp_view_next. */
 int lp_snapshot_build(lp_store *s, const lp_view_spec *spec, lp_snapshot *out, char *msg,
                       size_t msglen);
 void lp_snapshot_clear(lp_snapshot *sn);

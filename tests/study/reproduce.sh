@@ -6,7 +6,8 @@
 #   make reproduce QUICK=1   reduced grid -> $BUILD/study-quick/ (never docs/)
 #
 # Steps: `ldpref-train sweep` (simulate, fit, evaluate in-process on JOBS
-# worker threads), `ldpref-train cv` on the OASST pairs (full run only; the
+# worker threads), `ldpref-train general-study` (general preferences),
+# `ldpref-train cv` on the OASST pairs (full run only; the
 # pairs ship in tests/data/oasst-en100/), `ldpref-train report` (tables,
 # verdicts, gnuplot scripts), then gnuplot draws the SVGs. Needs gnuplot
 # (gnuplot-nox).
@@ -40,6 +41,8 @@ t0=$(now)
 rows=$("$TRAIN" sweep --grid "$GRID" --seeds "$SEEDS" --count)
 echo "reproduce: grid '$GRID', $SEEDS seeds, $rows fits, $JOBS worker threads -> $OUT" >&2
 "$TRAIN" sweep --grid "$GRID" --seeds "$SEEDS" --jobs "$JOBS" --out "$OUT/sweep.jsonl" --progress
+echo "reproduce: general preferences (Algorithm 3 vs Square chi-PO on cyclic data)" >&2
+"$TRAIN" general-study --grid "$GRID" --out "$OUT/general.jsonl"
 t1=$(now)
 
 CV=()
@@ -56,6 +59,7 @@ machine="Machine: $(nproc) cores ($(grep -m1 'model name' /proc/cpuinfo | cut -d
 NAME=sweep.jsonl
 [ "$QUICK" != 1 ] && NAME=sweep.jsonl.gz
 "$TRAIN" report --in "$OUT/sweep.jsonl" --dir "$OUT" --name "$NAME" "${CV[@]}" \
+  --general "$OUT/general.jsonl" \
   --command "$CMD" --sweep-seconds "$sweep_s" --total-seconds "$total_s" --machine "$machine"
 (cd "$OUT" && for g in gp/*.gp; do gnuplot "$g"; done)
 # The full run's JSONL is committed compressed (gzip -n: no name or time, so

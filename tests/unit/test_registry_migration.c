@@ -155,10 +155,13 @@ static char *render(const lp_train_settings *t)
     return text;
 }
 
+/* Stored settings render as the version-2 request with the "method" that
+ * requests carry today (first; a version-2 run was a reward method). */
 static void check_render(const lp_train_settings *t, const char *want)
 {
-    char *got = render(t);
-    CHECK_STR(got, want);
+    char *got = render(t), full[1024];
+    snprintf(full, sizeof full, "{\"method\":\"reward\",%s", want + 1);
+    CHECK_STR(got, full);
     free(got);
 }
 

@@ -8,7 +8,12 @@
  *   and final gradient norm, also under --quiet;
  * - a well-conditioned fit converges and prints no warning;
  * - --help states the default loss and the exit rule; a missing --out is a
- *   usage error (2).
+ *   usage error (2);
+ * - general preferences: `simulate --preference intransitive` writes labels
+ *   grouped by prompt and the truth (theta*, W, S); `fit --method general`
+ *   writes a model with "method": "general" and its rounds; `score` answers
+ *   with mixture probabilities that sum to 1, win probabilities and no
+ *   rewards; bad general options are usage errors.
  */
 #include "check.h"
 #include "error.h"
@@ -169,6 +174,74 @@ static void test_usage(void)
     free(out);
 }
 
+static void test_general(void)
+{
+    char args[1024], data[128], truth[128], model[128], cands[128], *out = NULL;
+    snprintf(data, sizeof data, "%s/cyc.jsonl", dir);
+    snprintf(truth, sizeof truth, "%s/cyc_truth.json", dir);
+    snprintf(model, sizeof model, "%s/cyc_model.json", dir);
+    snprintf(cands, sizeof cands, "%s/cyc_cands.jsonl", dir);
+    snprintf(args, sizeof args,
+             "simulate --preference intransitive --cycle-strength 4 --n 2000 --d 4 --K 3 "
+             "--prompts 40 --eps 1 --seed 5 --out %s --theta-out %s",
+             data, truth);
+    CHECK_INT(train(args, &out), 0);
+    free(out);
+    FILE *f = fopen(data, "r");
+    char line[4096] = "";
+    CHECK(f != NULL && fgets(line, sizeof line, f) != NULL);
+    CHECK(strncmp(line, "{\"prompt\":\"p", 12) == 0);
+    if (f)
+        fclose(f);
+    json_t *t = json_load_file(truth, 0, NULL);
+    CHECK_STR(json_string_value(json_object_get(t, "kind")), "general_truth");
+    CHECK_INT(json_array_size(json_object_get(t, "W")), 16);
+    CHECK(json_number_value(json_object_get(t, "cycle_strength")) == 4.0);
+    json_decref(t);
+
+    snprintf(args, sizeof args, "fit --method general --data %s --out %s --rounds 30 --threads 1",
+             data, model);
+    CHECK_INT(train(args, &out), 0);
+    CHECK(out && strstr(out, "fit: general (Algorithm 3) on 2000 labels, 40 prompts") != NULL);
+    free(out);
+    json_t *m = json_load_file(model, 0, NULL);
+    CHECK_STR(json_string_value(json_object_get(m, "method")), "general");
+    const json_t *g = json_object_get(m, "general");
+    CHECK_INT(json_integer_value(json_object_get(g, "rounds")), 30);
+    /* d = 4: 4 linear + 6 cross weights */
+    CHECK_INT(json_array_size(json_object_get(g, "preference")), 10);
+    json_decref(m);
+
+    f = fopen(cands, "w");
+    if (f) {
+        fputs("{\"features\":[[1,0,0,0],[0,1,0,0],[0,0,1,1]]}\n", f);
+        fclose(f);
+    }
+    snprintf(args, sizeof args, "score --model %s --candidates %s", model, cands);
+    CHECK_INT(train(args, &out), 0);
+    json_t *r = out ? json_loads(out, 0, NULL) : NULL;
+    CHECK(json_is_null(json_object_get(r, "rewards")));
+    const json_t *probs = json_object_get(r, "probs"),
+                 *win = json_object_get(r, "win_probabilities");
+    double sum = 0;
+    for (size_t k = 0; k < json_array_size(probs); k++)
+        sum += json_number_value(json_array_get(probs, k));
+    CHECK_INT(json_array_size(probs), 3);
+    CHECK_INT(json_array_size(win), 3);
+    CHECK_NEAR(sum, 1.0, 1e-12);
+    json_decref(r);
+    free(out);
+
+    snprintf(args, sizeof args, "fit --method general --data %s --out %s --rounds 0", data, model);
+    CHECK_INT(train(args, &out), 2);
+    free(out);
+    snprintf(args, sizeof args, "fit --method bogus --data %s --out %s", data, model);
+    CHECK_INT(train(args, &out), 2);
+    free(out);
+    CHECK_INT(train("simulate --preference cyclic --out x --theta-out y", &out), 2);
+    free(out);
+}
+
 int main(void)
 {
     if (tmpdir_create(dir, sizeof dir, "train") != 0) {
@@ -178,6 +251,7 @@ int main(void)
     test_early_stop();
     test_converged();
     test_usage();
+    test_general();
     if (tmpdir_remove(dir) != 0)
         check_record(0, __FILE__, __LINE__, "cleanup %s", dir);
     return check_summary();
