@@ -88,6 +88,8 @@
       "or repeated")                                                                               \
     X(61, CSRF_FAILED, "csrf_failed", 403, "the request lacks the console session's CSRF token")   \
     X(62, CROSS_SITE, "cross_site_request", 403, "cross-site requests are refused")                \
+    X(63, BAD_GOLD, "bad_gold", 400,                                                               \
+      "a task's gold answer must be \"a\" or \"b\" (0 or 1; \"chosen\" or \"rejected\")")          \
     X(65, BAD_BUCKET, "bad_bucket", 400,                                                           \
       "bucket_s must be a whole number of minutes in seconds, from 60 to 2592000")                 \
     X(66, BAD_PAGE, "bad_page", 400, "offset must be an integer >= 0 and limit one in 1..1000")

@@ -589,6 +589,13 @@ static int cmd_stats(const struct cmd *cmd, ldpref_client *c, char **pos, int np
     return print_text(rc, c, json, "admin stats");
 }
 
+static int cmd_quality(const struct cmd *cmd, ldpref_client *c, char **pos, int npos)
+{
+    char *json = NULL;
+    int rc = ldpref_admin_quality(c, cflag_value(cmd, "--campaign"), &json);
+    return print_text(rc, c, json, "admin quality");
+}
+
 static int parse_id(const char *s, const char *what, int64_t *out);
 
 static int cmd_campaign_view(const struct cmd *cmd, ldpref_client *c, char **pos, int npos)
@@ -1178,6 +1185,9 @@ static const struct cmd CMDS[] = {
     {"admin task", "admin task TASK_ID",
      "one task in full: context, prompt, responses, labels, skips (operator)", 1, 1, 2, NULL,
      cmd_task},
+    {"admin quality", "admin quality [--campaign C]",
+     "label quality under privacy: debiased gold accuracy, agreement, flags (operator)", 0, 0, 2,
+     F_CAMPAIGN, cmd_quality},
     {"admin export",
      "admin export [--out FILE] [--campaign C | --view corrupted [--version V]] [--format F]",
      "export labels as JSONL (operator)", 0, 0, 2, F_EXPORT, cmd_export},

@@ -1,8 +1,8 @@
 /*
  * admin.c — operator calls of libldpref (bearer token from the options):
  * campaigns, enrollment tokens, task upload, key revocation, stats, the
- * views of a campaign, its annotators and tasks, export (the clean view or
- * the server-side corruption view).
+ * views of a campaign, its annotators and tasks, label quality, export (the
+ * clean view or the server-side corruption view).
  * JSON results are returned as text the caller frees with ldpref_free();
  * export streams the server's JSONL into a FILE* without holding it in
  * memory.
@@ -277,6 +277,11 @@ int ldpref_admin_task(ldpref_client *c, int64_t id, char **json_out)
     long status = 0;
     int rc = lpc_call_json(c, "GET", path, NULL, 1, LPC_RESP_CAP_LARGE, &resp, &status);
     return rc != LDPREF_OK ? rc : lpc_give_json(c, resp, json_out);
+}
+
+int ldpref_admin_quality(ldpref_client *c, const char *campaign, char **json_out)
+{
+    return get_campaign_view(c, "/v1/quality", campaign, NULL, NULL, 0, json_out);
 }
 
 /* The active model's version: LDPREF_ENO_ACTIVE_MODEL when none is served. */

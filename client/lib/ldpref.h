@@ -107,6 +107,7 @@ typedef enum ldpref_error {
     LDPREF_EALREADY_ANSWERED = 60,
     LDPREF_ECSRF_FAILED = 61,
     LDPREF_ECROSS_SITE = 62,
+    LDPREF_EBAD_GOLD = 63,
     LDPREF_EBAD_BUCKET = 65, /* a view's bucket_s is not 60..2592000 whole minutes */
     LDPREF_EBAD_PAGE = 66,   /* a listing's offset or limit is out of range */
     LDPREF_ERROR_END         /* one past the last code; grows when codes are added */
@@ -453,6 +454,13 @@ int ldpref_admin_annotators(ldpref_client *c, const char *campaign, int64_t offs
 int ldpref_admin_tasks(ldpref_client *c, const char *campaign, int64_t offset, int64_t limit,
                        char **json_out);
 int ldpref_admin_task(ldpref_client *c, int64_t id, char **json_out);
+
+/* Since 0.3: label quality under privacy for campaign (NULL: "default"):
+ * debiased gold accuracy and agreement with confidence intervals, per
+ * annotator too, the outlier flags and the planning figures
+ * (GET /v1/quality; docs/operators.md "Label quality under privacy").
+ * *json_out gets the server's JSON. LDPREF_EUNKNOWN_CAMPAIGN. */
+int ldpref_admin_quality(ldpref_client *c, const char *campaign, char **json_out);
 
 /* Streams the export (JSONL) for campaign (NULL: all) into out (borrowed). */
 int ldpref_admin_export(ldpref_client *c, const char *campaign, FILE *out);

@@ -1,9 +1,9 @@
 /*
  * api.c — routing, response helpers, healthz, and the synchronous wrapper.
  * See api.h. Handlers live in api_labels.c (annotator endpoints: labels,
- * next, enrollment), api_progress.c (annotator endpoints: skip, progress)
- * api_admin.c (operator endpoints) and api_views.c (the operator's read
- * views).
+ * next, enrollment), api_progress.c (annotator endpoints: skip, progress),
+ * api_admin.c (operator endpoints), api_views.c (the operator's read views)
+ * and api_quality.c (label quality).
  */
 #include "api_internal.h"
 
@@ -191,6 +191,7 @@ static const route ROUTES[] = {
     {"POST", "/v1/console/session", LP_ROUTE_CONSOLE, lp_console_sign_in, 0, CAP_BODY},
     {"GET", "/v1/console/session", LP_ROUTE_CONSOLE, lp_console_session_get, 0, CAP_BODY},
     {"DELETE", "/v1/console/session", LP_ROUTE_CONSOLE, lp_console_sign_out, 0, CAP_BODY},
+    {"GET", "/v1/quality", LP_ROUTE_QUALITY, lp_api_quality, 1, CAP_BODY},
 };
 #define N_ROUTES (sizeof ROUTES / sizeof ROUTES[0])
 
@@ -246,6 +247,7 @@ lp_api *lp_api_new(lp_store *store, const lp_api_opts *opts)
     if (api == NULL)
         return NULL;
     api->store = store;
+    api->quality_cache = lp_quality_cache_new(api);
     api->opts = *opts;
     if (api->opts.json_depth <= 0)
         api->opts.json_depth = LP_JSON_DEPTH_MAX;
@@ -268,6 +270,7 @@ void lp_api_free(lp_api *api)
     if (api == NULL)
         return;
     lp_sessions_free(api->sessions);
+    lp_quality_cache_free(api->quality_cache);
     free(api);
 }
 

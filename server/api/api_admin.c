@@ -335,6 +335,7 @@ int lp_api_metrics(lp_api *api, const lp_request *req, lp_response *resp)
     if (api->learner != NULL)
         lp_learner_stats_get(api->learner, &ls);
     lp_metrics_render_learning(&b, have_stats ? &st : NULL, api->learner ? &ls : NULL);
+    lp_api_quality_metrics(api, &b);
     if (have_stats)
         lp_stats_clear(&st);
     return lp_api_buf(resp, 200, LP_CT_TEXT, &b);

@@ -15,9 +15,12 @@
 #include <jansson.h>
 #include <stdatomic.h>
 
+typedef struct lp_quality_cache lp_quality_cache;
+
 struct lp_api {
     lp_store *store;
-    struct lp_learner *learner; /* NULL: the learning endpoints are unavailable */
+    lp_quality_cache *quality_cache; /* the /metrics quality gauges (api_quality.c) */
+    struct lp_learner *learner;      /* NULL: the learning endpoints are unavailable */
     lp_api_opts opts;
     atomic_int draining;
     int64_t started_ms;
@@ -82,6 +85,16 @@ int lp_api_campaign_view(lp_api *api, const lp_request *req, lp_response *resp);
 int lp_api_annotator_list(lp_api *api, const lp_request *req, lp_response *resp);
 int lp_api_task_list(lp_api *api, const lp_request *req, lp_response *resp);
 int lp_api_task_one(lp_api *api, const lp_request *req, lp_response *resp);
+
+/* label quality (api_quality.c): GET /v1/quality, and the quality gauges
+ * of /metrics appended to b: the last rendering, recomputed in a thread of
+ * its own when older than 10 s (the first scrape has none yet). The cache is
+ * created with the api (NULL when out of memory: no gauges then); freeing it
+ * waits for a rendering in progress. */
+int lp_api_quality(lp_api *api, const lp_request *req, lp_response *resp);
+void lp_api_quality_metrics(lp_api *api, lp_buf *b);
+lp_quality_cache *lp_quality_cache_new(lp_api *api);
+void lp_quality_cache_free(lp_quality_cache *q); /* accepts NULL */
 
 /* handlers (api_learn.c) */
 int lp_api_retrain_start(lp_api *api, const lp_request *req, lp_response *resp);

@@ -153,6 +153,13 @@ static int fetch_annotators(lp_api *api, const lp_campaign *c, int64_t offset, i
     return rc;
 }
 
+/* A task's gold answer as the task file names it: "a" (response 0), "b"
+ * (response 1), or null. */
+static json_t *gold_json(int gold)
+{
+    return gold < 0 ? json_null() : json_string(gold ? "b" : "a");
+}
+
 static int fetch_tasks(lp_api *api, const lp_campaign *c, int64_t offset, int64_t limit,
                        json_t *arr, int64_t *total)
 {
@@ -160,12 +167,13 @@ static int fetch_tasks(lp_api *api, const lp_campaign *c, int64_t offset, int64_
     size_t n = 0;
     int rc = lp_store_task_page(api->store, c->id, offset, limit, &rows, &n, total);
     for (size_t i = 0; rc == LP_OK && i < n; i++)
-        if (json_array_append_new(arr, json_pack("{s:I, s:s, s:b, s:I, s:I, s:b}", "id",
+        if (json_array_append_new(arr, json_pack("{s:I, s:s, s:b, s:I, s:I, s:b, s:o}", "id",
                                                  (json_int_t)rows[i].id, "prompt", rows[i].prompt,
                                                  "prompt_truncated", rows[i].truncated, "labels",
                                                  (json_int_t)rows[i].labels, "labels_needed",
                                                  (json_int_t)c->labels_per_task, "complete",
-                                                 rows[i].labels >= c->labels_per_task)) != 0)
+                                                 rows[i].labels >= c->labels_per_task, "gold",
+                                                 gold_json(rows[i].gold))) != 0)
             rc = LP_ENO_MEMORY;
     lp_task_rows_free(rows, n);
     return rc;
@@ -227,13 +235,14 @@ int lp_api_task_one(lp_api *api, const lp_request *req, lp_response *resp)
     rc = lp_api_context(api, id, &context);
     json_t *o = rc != LP_OK ? NULL
                             : json_pack("{s:I, s:s, s:s, s:I, s:o, s:s, s:[s, s], s:I, s:I, "
-                                        "s:b, s:I}",
+                                        "s:b, s:I, s:o}",
                                         "id", (json_int_t)t.id, "campaign", t.campaign, "source_id",
                                         t.source_id, "created_ms", (json_int_t)t.created_ms,
                                         "context", context, "prompt", t.prompt, "responses",
                                         t.response0, t.response1, "labels", (json_int_t)t.labels,
                                         "labels_needed", (json_int_t)t.labels_needed, "complete",
-                                        t.labels >= t.labels_needed, "skips", (json_int_t)t.skips);
+                                        t.labels >= t.labels_needed, "skips", (json_int_t)t.skips,
+                                        "gold", gold_json(t.gold));
     lp_task_detail_clear(&t);
     if (rc != LP_OK)
         return lp_api_error(resp, rc, NULL);

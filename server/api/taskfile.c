@@ -206,6 +206,31 @@ static int check_context_size(const lp_task_in *t, char *why, size_t wl)
     return LP_OK;
 }
 
+/* The optional "gold" field: the known better response, "a" or 0 for
+ * response 0, "b" or 1 for response 1; with chosen/rejected (response 0 is
+ * the chosen one) also "chosen" and "rejected". null or absent: none. */
+static int parse_gold(const json_t *o, int chosen_rejected, lp_task_in *t, char *why, size_t wl)
+{
+    const json_t *g = json_object_get(o, "gold");
+    t->gold = LP_GOLD_NONE;
+    if (g == NULL || json_is_null(g))
+        return LP_OK;
+    const char *s = json_is_string(g) ? json_string_value(g) : NULL;
+    json_int_t i = json_is_integer(g) ? json_integer_value(g) : -1;
+    if (i == 0 || (s && strcmp(s, "a") == 0) || (s && chosen_rejected && strcmp(s, "chosen") == 0))
+        t->gold = LP_GOLD_RESPONSE0;
+    else if (i == 1 || (s && strcmp(s, "b") == 0) ||
+             (s && chosen_rejected && strcmp(s, "rejected") == 0))
+        t->gold = LP_GOLD_RESPONSE1;
+    else
+        return lp_fail(LP_EBAD_GOLD, why, wl,
+                       chosen_rejected ? "\"gold\" must be \"a\" (0, \"chosen\") or \"b\" (1, "
+                                         "\"rejected\")"
+                                       : "\"gold\" must be \"a\" (0, the first response) or \"b\" "
+                                         "(1, the second)");
+    return LP_OK;
+}
+
 static int parse_line(const json_t *o, struct line_store *ls, lp_task_in *t, char *why, size_t wl)
 {
     memset(t, 0, sizeof *t);
@@ -258,7 +283,8 @@ static int parse_line(const json_t *o, struct line_store *ls, lp_task_in *t, cha
             return lp_fail(LP_EBAD_TASK, why, wl,
                            "\"chosen_features\" and \"rejected_features\" go together");
     }
-    if ((rc = check_context_size(t, why, wl)) != LP_OK)
+    if ((rc = check_context_size(t, why, wl)) != LP_OK ||
+        (rc = parse_gold(o, responses == NULL, t, why, wl)) != LP_OK)
         return rc;
     if (fa != NULL) {
         size_t d0, d1;
@@ -357,7 +383,8 @@ int lp_taskfile_parse(const char *body, size_t len, int max_depth, lp_taskfile *
         if (prc == LP_ENO_MEMORY)
             rc = prc;
         else if (prc != LP_OK)
-            rc = lp_fail(LP_EBAD_TASK, msg, msglen, "line %zu: %s", lineno, why);
+            rc = lp_fail(prc == LP_EBAD_GOLD ? prc : LP_EBAD_TASK, msg, msglen, "line %zu: %s",
+                         lineno, why);
     }
     (void)tcap;
     if (rc == LP_OK && p->n == 0)

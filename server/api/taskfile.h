@@ -13,6 +13,11 @@
  * "features": [[...], [...]] (generic) or "chosen_features" and
  * "rejected_features".
  *
+ * Gold tasks: an optional "gold" names the known better response, "a" or 0
+ * for response 0 (the first of "responses"; "chosen"), "b" or 1 for
+ * response 1; rows with chosen/rejected also accept "chosen" and
+ * "rejected". Anything else fails the file with LP_EBAD_GOLD.
+ *
  * Context: the turns before the prompt. A "context" whose last turn is a
  * user turn equal to the prompt (the pairs.jsonl form) keeps the turns
  * before it; in the conversational form every prompt turn but the last
@@ -44,8 +49,9 @@ typedef struct lp_taskfile {
     void *priv; /* parsed documents, ids, feature arrays, context turns */
 } lp_taskfile;
 
-/* Parses body[0..len). Returns LP_OK, or LP_EBAD_TASK with msg naming the
- * 1-based line and the problem (or LP_ENO_MEMORY). On success free with
+/* Parses body[0..len). Returns LP_OK, or LP_EBAD_TASK (LP_EBAD_GOLD for a
+ * bad gold field) with msg naming the 1-based line and the problem (or
+ * LP_ENO_MEMORY). On success free with
  * lp_taskfile_free; on failure nothing is left to free. */
 int lp_taskfile_parse(const char *body, size_t len, int max_depth, lp_taskfile *out, char *msg,
                       size_t msglen);

@@ -16,6 +16,7 @@
  *   label_cursor.h  labels in id order (export, training snapshots)
  *   stats.h         counts for /metrics and /stats
  *   views.h         the operator's views of campaigns, annotators and tasks
+ *   quality_read.h  labels with their epsilon, annotator and gold answer (label quality)
  *   registry.h      the learning records
  *
  * Thread safety: every function may be called from any thread, except

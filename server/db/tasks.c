@@ -11,8 +11,8 @@
 
 static const char SQL_TASK_INSERT[] =
     "INSERT INTO tasks (campaign, source_id, prompt, response0, response1, "
-    "features0, features1, reference_preferred, created_ms) "
-    "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9) "
+    "features0, features1, reference_preferred, created_ms, gold) "
+    "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10) "
     "ON CONFLICT (campaign, source_id) DO NOTHING";
 static const char SQL_TASK_GET[] =
     "SELECT id, campaign, prompt, response0, response1 FROM tasks WHERE id = ?1";
@@ -105,6 +105,8 @@ static int load_fn(sqlite3 *db, void *ctx)
         if (t->reference_preferred == 0 || t->reference_preferred == 1)
             sqlite3_bind_int(st, 8, t->reference_preferred);
         sqlite3_bind_int64(st, 9, now);
+        if (t->gold != LP_GOLD_NONE)
+            sqlite3_bind_int(st, 10, t->gold == LP_GOLD_RESPONSE1);
         if (sqlite3_step(st) != SQLITE_DONE)
             return sqlite3_extended_errcode(db) == SQLITE_CONSTRAINT_FOREIGNKEY
                        ? LP_EUNKNOWN_CAMPAIGN

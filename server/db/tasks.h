@@ -29,6 +29,11 @@ typedef struct lp_turn {
 #define LP_ROLE_USER "user"
 #define LP_ROLE_ASSISTANT "assistant"
 
+/* A gold task's known better response, in the task's orientation (the
+ * orientation of a label's z_task: response0 or response1). Zero is none,
+ * so a zeroed lp_task_in has no gold answer. */
+typedef enum lp_gold { LP_GOLD_NONE = 0, LP_GOLD_RESPONSE0, LP_GOLD_RESPONSE1 } lp_gold;
+
 typedef struct lp_task_in {
     const char *source_id, *prompt, *response0, *response1; /* borrowed */
     int reference_preferred;                                /* 0, 1, or -1 unknown */
@@ -36,6 +41,7 @@ typedef struct lp_task_in {
     size_t dim;
     const lp_turn *context; /* the turns before the prompt, borrowed; NULL when n_context 0 */
     size_t n_context;
+    lp_gold gold; /* the known better response (gold task), LP_GOLD_NONE when unknown */
 } lp_task_in;
 
 /* Inserts tasks (with their context turns) atomically; rows whose

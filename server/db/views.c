@@ -26,12 +26,13 @@ static const char SQL_ANNOTATORS[] =
     "coalesce(f.last_label_ms, 0) FROM annotators a JOIN annotator_fill f ON f.annotator = a.id "
     "WHERE a.campaign = ?1 ORDER BY a.id LIMIT ?3 OFFSET ?2";
 static const char SQL_TASKS[] =
-    "SELECT t.id, substr(t.prompt, 1, ?4), f.labels FROM tasks t "
+    "SELECT t.id, substr(t.prompt, 1, ?4), f.labels, coalesce(t.gold, -1) FROM tasks t "
     "JOIN task_fill f ON f.task = t.id WHERE t.campaign = ?1 ORDER BY t.id LIMIT ?3 OFFSET ?2";
 static const char SQL_TASK_ONE[] =
     "SELECT t.id, t.created_ms, c.name, t.source_id, t.prompt, t.response0, t.response1, "
     "f.labels, c.labels_per_task, (SELECT count(*) FROM assignments s "
-    "WHERE s.task = t.id AND s.skipped = 1) FROM tasks t JOIN campaigns c ON c.id = t.campaign "
+    "WHERE s.task = t.id AND s.skipped = 1), coalesce(t.gold, -1) FROM tasks t "
+    "JOIN campaigns c ON c.id = t.campaign "
     "JOIN task_fill f ON f.task = t.id WHERE t.id = ?1";
 
 const char *const LP_VIEWS_SQL[] = {SQL_CAMPAIGN, SQL_SPENT,      SQL_LAST_MINUTE, SQL_MINUTES,
@@ -256,6 +257,7 @@ static int task_row(sqlite3_stmt *st, void *rows, size_t i)
     lp_task_row *r = (lp_task_row *)rows + i;
     r->id = sqlite3_column_int64(st, 0);
     r->labels = sqlite3_column_int64(st, 2);
+    r->gold = sqlite3_column_int(st, 3);
     const char *p = (const char *)sqlite3_column_text(st, 1);
     r->prompt = lp_utf8_excerpt(p ? p : "", (size_t)sqlite3_column_bytes(st, 1), LP_EXCERPT_CHARS,
                                 &r->truncated);
@@ -375,6 +377,7 @@ static int detail_fn(sqlite3 *db, void *ctx)
         t->labels = sqlite3_column_int64(st, 7);
         t->labels_needed = sqlite3_column_int64(st, 8);
         t->skips = sqlite3_column_int64(st, 9);
+        t->gold = sqlite3_column_int(st, 10);
         if (!t->source_id || !t->prompt || !t->response0 || !t->response1)
             rc = LP_ENO_MEMORY;
     } else {

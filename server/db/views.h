@@ -80,6 +80,7 @@ typedef struct lp_task_row {
     int64_t id, labels;
     char *prompt;  /* the excerpt, owned */
     int truncated; /* 1 when the prompt is longer than the excerpt */
+    int gold;      /* the gold answer: 0, 1 (response 0 or 1), or -1 none */
 } lp_task_row;
 
 /* A page of the campaign's tasks (by id) into *out (free with
@@ -97,6 +98,7 @@ typedef struct lp_task_detail {
     char *source_id, *prompt, *response0, *response1; /* owned */
     int64_t labels, labels_needed; /* labels_needed: the campaign's labels_per_task */
     int64_t skips;                 /* assignments of the task that were skipped */
+    int gold;                      /* the gold answer: 0, 1 (response 0 or 1), or -1 none */
 } lp_task_detail;
 
 /* LP_EUNKNOWN_TASK, LP_ESTORAGE, LP_ENO_MEMORY. */

@@ -47,7 +47,8 @@ static int setup(void)
     static char ids[60][8];
     for (int i = 0; i < 60; i++) {
         snprintf(ids[i], sizeof ids[i], "f%d", i);
-        tasks[i] = (lp_task_in){ids[i], "prompt", "zero", "one", 0, NULL, NULL, 0, NULL, 0};
+        tasks[i] =
+            (lp_task_in){ids[i], "prompt", "zero", "one", 0, NULL, NULL, 0, NULL, 0, LP_GOLD_NONE};
     }
     size_t loaded, skipped, n;
     int64_t first, last;

@@ -161,10 +161,12 @@ static int setup(void)
     store = fx.store;
     static const double f[4][3] = {{1, 0, 2}, {0, 1, -1}, {0.5, 0.5, 0}, {-2, 3, 1e3}};
     lp_task_in tasks[4] = {
-        {"d1", "prompt one", "first answer", "second answer", 0, f[0], f[1], 3, NULL, 0},
-        {"d2", "prompt two", "yes", "no", 1, f[2], f[3], 3, NULL, 0},
-        {"t3", "what is the capital of France?", "Paris", "Lyon", -1, NULL, NULL, 0, NULL, 0},
-        {"t4", "", "", "only one side has text", -1, NULL, NULL, 0, NULL, 0},
+        {"d1", "prompt one", "first answer", "second answer", 0, f[0], f[1], 3, NULL, 0,
+         LP_GOLD_NONE},
+        {"d2", "prompt two", "yes", "no", 1, f[2], f[3], 3, NULL, 0, LP_GOLD_NONE},
+        {"t3", "what is the capital of France?", "Paris", "Lyon", -1, NULL, NULL, 0, NULL, 0,
+         LP_GOLD_NONE},
+        {"t4", "", "", "only one side has text", -1, NULL, NULL, 0, NULL, 0, LP_GOLD_NONE},
     };
     size_t loaded, skipped;
     int64_t first, last;

@@ -119,6 +119,8 @@ int server_restart(server_proc *s, const char *const *extra_args)
     return spawn(s, extra_args);
 }
 
+static void print_log_tail(const server_proc *s);
+
 int server_stop(server_proc *s)
 {
     if (s->pid <= 0)
@@ -128,6 +130,10 @@ int server_stop(server_proc *s)
     while (waitpid(s->pid, &status, 0) < 0 && errno == EINTR) {
     }
     s->pid = 0;
+    if (WIFSIGNALED(status)) { /* a crash during shutdown: say which */
+        fprintf(stderr, "server_stop: the server died of signal %d\n", WTERMSIG(status));
+        print_log_tail(s);
+    }
     return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
 }
 

@@ -238,8 +238,10 @@ int main(void)
         f1[i][0] = 2 * (i + 1);
         f1[i][1] = 0.5;
         snprintf(ids[i], sizeof ids[i], "t%d", i);
-        td[i] = (lp_task_in){ids[i], "prompt", "r0", "r1", 1, f0[i], f1[i], 2, NULL, 0};
-        tt[i] = (lp_task_in){ids[i], "prompt", "r0", "r1", -1, NULL, NULL, 0, NULL, 0};
+        td[i] =
+            (lp_task_in){ids[i], "prompt", "r0", "r1", 1, f0[i], f1[i], 2, NULL, 0, LP_GOLD_NONE};
+        tt[i] =
+            (lp_task_in){ids[i], "prompt", "r0", "r1", -1, NULL, NULL, 0, NULL, 0, LP_GOLD_NONE};
     }
     size_t loaded, skipped;
     int64_t first, last;

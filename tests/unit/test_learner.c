@@ -79,16 +79,9 @@ static void load_tasks(void)
         }
         truth[i] = margin > 0;
         snprintf(ids[i], sizeof ids[i], "t%d", i);
-        in[i] = (lp_task_in){ids[i],
-                             "a prompt",
-                             "first response",
-                             "second response",
-                             -1,
-                             feats[i][0],
-                             feats[i][1],
-                             DIM,
-                             NULL,
-                             0};
+        in[i] = (lp_task_in){ids[i], "a prompt",  "first response", "second response",
+                             -1,     feats[i][0], feats[i][1],      DIM,
+                             NULL,   0,           LP_GOLD_NONE};
     }
     size_t loaded, skipped;
     int64_t first, last;

@@ -343,8 +343,8 @@ static void test_schedule(void)
 static void test_tasks_and_labels(int64_t other)
 {
     double f0[3] = {1.5, -2, 0.25}, f1[3] = {0, 1e300, -1e-300};
-    lp_task_in t[2] = {{"with", "p", "a", "b", 1, f0, f1, 3, NULL, 0},
-                       {"without", "p", "a", "b", -1, NULL, NULL, 0, NULL, 0}};
+    lp_task_in t[2] = {{"with", "p", "a", "b", 1, f0, f1, 3, NULL, 0, LP_GOLD_NONE},
+                       {"without", "p", "a", "b", -1, NULL, NULL, 0, NULL, 0, LP_GOLD_NONE}};
     size_t loaded, skipped;
     int64_t first, last;
     CHECK_INT(lp_store_tasks_load(s, other, t, 2, &loaded, &skipped, &first, &last), LP_OK);

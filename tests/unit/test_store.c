@@ -81,7 +81,8 @@ static void test_schema_files(void)
                                         "schema/004_campaign_progress.sql",
                                         "schema/005_conversations.sql",
                                         "schema/008_operator_views.sql",
-                                        "schema/007_training_curve.sql"};
+                                        "schema/007_training_curve.sql",
+                                        "schema/006_gold.sql"};
     CHECK_INT(LP_MIGRATION_COUNT, (int)(sizeof files / sizeof files[0]));
     for (size_t i = 0; i < sizeof files / sizeof files[0]; i++) {
         FILE *f = fopen(files[i], "rb");
@@ -113,7 +114,8 @@ static void test_label_checks(void)
     static char ids[8][16];
     for (int i = 0; i < 8; i++) {
         snprintf(ids[i], sizeof ids[i], "c%d", i);
-        tasks[i] = (lp_task_in){ids[i], "prompt", "r0", "r1", 0, NULL, NULL, 0, NULL, 0};
+        tasks[i] =
+            (lp_task_in){ids[i], "prompt", "r0", "r1", 0, NULL, NULL, 0, NULL, 0, LP_GOLD_NONE};
     }
     size_t loaded, skipped;
     int64_t first, last;
@@ -181,7 +183,8 @@ static void test_label_checks(void)
     memset(prompt, 'p', sizeof prompt - 1);
     for (int i = 0; i < 600; i++) {
         snprintf(big_ids[i], sizeof big_ids[i], "big%d", i);
-        big[i] = (lp_task_in){big_ids[i], prompt, "r0", "r1", 0, NULL, NULL, 0, NULL, 0};
+        big[i] =
+            (lp_task_in){big_ids[i], prompt, "r0", "r1", 0, NULL, NULL, 0, NULL, 0, LP_GOLD_NONE};
     }
     CHECK_INT(lp_store_tasks_load(s, c.id, big, 600, &loaded, &skipped, &first, &last), LP_OK);
     CHECK_INT(loaded, 600);
@@ -231,7 +234,8 @@ int main(void)
     static char ids[PER_THREAD][16];
     for (int i = 0; i < PER_THREAD; i++) {
         snprintf(ids[i], sizeof ids[i], "t%d", i);
-        tasks[i] = (lp_task_in){ids[i], "prompt", "r0", "r1", 0, NULL, NULL, 0, NULL, 0};
+        tasks[i] =
+            (lp_task_in){ids[i], "prompt", "r0", "r1", 0, NULL, NULL, 0, NULL, 0, LP_GOLD_NONE};
     }
     /* every annotator labels every task: a campaign that asks THREADS labels of each */
     lp_campaign crowd = {.epsilon_min = 0.01,

@@ -16,6 +16,7 @@
 #include "tasks.h"
 
 #include <sodium.h>
+#include <sqlite3.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -812,14 +813,31 @@ static void test_refuses_malformed_conversations(void)
     free(body);
 }
 
+/* Opens a fixture store (tag) and loads body into campaign 1, which must
+ * give n tasks; their first id into *first. 0 on success; on failure the
+ * checks have failed and nothing is left open. */
+static int load_into_fixture(store_fixture *fx, const char *tag, const char *body, size_t n,
+                             int64_t *first)
+{
+    int opened = store_fixture_open(fx, tag, 1);
+    CHECK_INT(opened, LP_OK);
+    if (opened != LP_OK)
+        return -1;
+    lp_taskfile tf;
+    CHECK_ERR(parse(body, &tf), LP_OK);
+    size_t loaded = 0, skipped = 0;
+    int64_t last = 0;
+    CHECK_ERR(lp_store_tasks_load(fx->store, 1, tf.tasks, tf.n, &loaded, &skipped, first, &last),
+              LP_OK);
+    CHECK_INT(loaded, n);
+    lp_taskfile_free(&tf);
+    return 0;
+}
+
 /* Loaded tasks keep their turns in order; a task without context has none. */
 static void test_context_loads_into_store(void)
 {
     store_fixture fx;
-    int opened = store_fixture_open(&fx, "test-taskfile-context", 1);
-    CHECK_INT(opened, LP_OK);
-    if (opened != LP_OK)
-        return;
     const char *body =
         "{\"id\": \"conv\", \"prompt\": [{\"role\": \"system\", \"content\": \"Be kind.\"}, "
         "{\"role\": \"user\", \"content\": \"Hi \\u00e9\"}, {\"role\": \"assistant\", "
@@ -827,14 +845,10 @@ static void test_context_loads_into_store(void)
         "[{\"role\": \"assistant\", \"content\": \"4\"}], \"rejected\": [{\"role\": "
         "\"assistant\", \"content\": \"5\"}]}\n"
         "{\"id\": \"plain\", \"prompt\": \"p\", \"chosen\": \"a\", \"rejected\": \"b\"}\n";
-    lp_taskfile tf;
-    CHECK_ERR(parse(body, &tf), LP_OK);
-    size_t loaded = 0, skipped = 0;
-    int64_t first = 0, last = 0;
-    CHECK_ERR(lp_store_tasks_load(fx.store, 1, tf.tasks, tf.n, &loaded, &skipped, &first, &last),
-              LP_OK);
-    CHECK_INT(loaded, 2);
-    lp_taskfile_free(&tf);
+    int64_t first = 0, last;
+    if (load_into_fixture(&fx, "test-taskfile-context", body, 2, &first) != 0)
+        return;
+    last = first + 1;
     lp_turn *turns = NULL;
     size_t n = 9;
     CHECK_ERR(lp_store_task_context(fx.store, first, &turns, &n), LP_OK);
@@ -853,6 +867,99 @@ static void test_context_loads_into_store(void)
     CHECK_ERR(lp_store_task_context(fx.store, last + 100, &turns, &n), LP_OK);
     CHECK(turns == NULL && n == 0);
     lp_turns_free(NULL);
+    store_fixture_close(&fx);
+}
+
+/* ---- gold answers ---- */
+
+/* Every spelling of "gold" in every format, in the task's orientation. */
+static void test_gold_accepted(void)
+{
+    const char *body =
+        "{\"prompt\": \"p1\", \"responses\": [\"x\", \"y\"], \"gold\": \"a\"}\n"
+        "{\"prompt\": \"p2\", \"responses\": [\"x\", \"y\"], \"gold\": \"b\"}\n"
+        "{\"prompt\": \"p3\", \"responses\": [\"x\", \"y\"], \"gold\": 0}\n"
+        "{\"prompt\": \"p4\", \"responses\": [\"x\", \"y\"], \"gold\": 1}\n"
+        "{\"prompt\": \"p5\", \"chosen\": \"x\", \"rejected\": \"y\", \"gold\": \"chosen\"}\n"
+        "{\"prompt\": \"p6\", \"chosen\": \"x\", \"rejected\": \"y\", \"gold\": \"rejected\"}\n"
+        "{\"prompt\": [{\"role\": \"user\", \"content\": \"p7\"}], \"chosen\": [{\"role\": "
+        "\"assistant\", \"content\": \"x\"}], \"rejected\": [{\"role\": \"assistant\", "
+        "\"content\": \"y\"}], \"gold\": \"b\"}\n"
+        "{\"prompt\": \"p8\", \"responses\": [\"x\", \"y\"], \"gold\": null}\n"
+        "{\"prompt\": \"p9\", \"responses\": [\"x\", \"y\"]}\n";
+    static const lp_gold want[] = {LP_GOLD_RESPONSE0, LP_GOLD_RESPONSE1, LP_GOLD_RESPONSE0,
+                                   LP_GOLD_RESPONSE1, LP_GOLD_RESPONSE0, LP_GOLD_RESPONSE1,
+                                   LP_GOLD_RESPONSE1, LP_GOLD_NONE,      LP_GOLD_NONE};
+    lp_taskfile tf;
+    CHECK_ERR(parse(body, &tf), LP_OK);
+    CHECK_INT(tf.n, 9);
+    for (size_t i = 0; i < tf.n && i < 9; i++)
+        check_record(tf.tasks[i].gold == want[i], __FILE__, __LINE__, "line %zu: gold %d, want %d",
+                     i + 1, (int)tf.tasks[i].gold, (int)want[i]);
+    /* the content-derived id does not depend on gold */
+    char id[35];
+    content_id("p1", "x", "y", id);
+    if (tf.n > 0)
+        CHECK_STR(tf.tasks[0].source_id, id);
+    lp_taskfile_free(&tf);
+}
+
+/* A bad gold field fails the whole file with bad_gold naming the line. */
+static void test_gold_refused(void)
+{
+    static const char *const bodies[] = {
+        "{\"prompt\": \"p\", \"responses\": [\"x\", \"y\"], \"gold\": \"c\"}",
+        "{\"prompt\": \"p\", \"responses\": [\"x\", \"y\"], \"gold\": 2}",
+        "{\"prompt\": \"p\", \"responses\": [\"x\", \"y\"], \"gold\": 1.0}",
+        "{\"prompt\": \"p\", \"responses\": [\"x\", \"y\"], \"gold\": true}",
+        "{\"prompt\": \"p\", \"responses\": [\"x\", \"y\"], \"gold\": \"chosen\"}",
+        "{\"prompt\": \"p\", \"responses\": [\"x\", \"y\"], \"gold\": \"A\"}",
+        "{\"prompt\": \"p\", \"chosen\": \"x\", \"rejected\": \"y\", \"gold\": [0]}",
+        "{\"prompt\": \"p\", \"chosen\": \"x\", \"rejected\": \"y\", \"gold\": -1}",
+    };
+    for (size_t i = 0; i < sizeof bodies / sizeof bodies[0]; i++) {
+        char body[512];
+        snprintf(body, sizeof body,
+                 "{\"prompt\": \"ok\", \"responses\": [\"x\", \"y\"], \"gold\": \"a\"}\n%s\n",
+                 bodies[i]);
+        lp_taskfile tf;
+        memset(&tf, 0x5a, sizeof tf);
+        int rc = parse(body, &tf);
+        check_record(rc == LP_EBAD_GOLD, __FILE__, __LINE__, "case %zu: got %s (%s)", i,
+                     lp_error_name(rc), msg);
+        check_record(strncmp(msg, "line 2: ", 8) == 0 && strstr(msg, "\"gold\"") != NULL, __FILE__,
+                     __LINE__, "case %zu: message \"%s\"", i, msg);
+        CHECK(tf.tasks == NULL && tf.n == 0 && tf.priv == NULL);
+    }
+}
+
+/* Gold answers reach the tasks table in the task's orientation. */
+static void test_gold_stored(void)
+{
+    store_fixture fx;
+    const char *body =
+        "{\"id\": \"g0\", \"prompt\": \"p\", \"responses\": [\"x\", \"y\"], \"gold\": \"a\"}\n"
+        "{\"id\": \"g1\", \"prompt\": \"p\", \"chosen\": \"x\", \"rejected\": \"y\", "
+        "\"gold\": \"rejected\"}\n"
+        "{\"id\": \"none\", \"prompt\": \"p\", \"responses\": [\"x\", \"y\"]}\n";
+    int64_t first = 0;
+    if (load_into_fixture(&fx, "test-taskfile-gold", body, 3, &first) != 0)
+        return;
+    sqlite3 *db = NULL;
+    CHECK(sqlite3_open_v2(fx.path, &db, SQLITE_OPEN_READONLY, NULL) == SQLITE_OK);
+    sqlite3_stmt *st = NULL;
+    CHECK(sqlite3_prepare_v2(db, "SELECT source_id, coalesce(gold, -1) FROM tasks ORDER BY id", -1,
+                             &st, NULL) == SQLITE_OK);
+    static const char *const ids[] = {"g0", "g1", "none"};
+    static const int gold[] = {0, 1, -1};
+    for (int i = 0; i < 3; i++) {
+        CHECK(sqlite3_step(st) == SQLITE_ROW);
+        CHECK_STR((const char *)sqlite3_column_text(st, 0), ids[i]);
+        CHECK_INT(sqlite3_column_int(st, 1), gold[i]);
+    }
+    CHECK(sqlite3_step(st) == SQLITE_DONE);
+    sqlite3_finalize(st);
+    sqlite3_close(db);
     store_fixture_close(&fx);
 }
 
@@ -882,5 +989,8 @@ int main(void)
     test_context_limits_accepted();
     test_refuses_malformed_conversations();
     test_context_loads_into_store();
+    test_gold_accepted();
+    test_gold_refused();
+    test_gold_stored();
     return check_summary();
 }

@@ -197,7 +197,8 @@ static void test_leases_and_skips(void)
     char ids[4][8];
     for (int i = 0; i < 4; i++) {
         snprintf(ids[i], sizeof ids[i], "t%d", i);
-        tasks[i] = (lp_task_in){ids[i], "prompt", "r0", "r1", -1, NULL, NULL, 0, NULL, 0};
+        tasks[i] =
+            (lp_task_in){ids[i], "prompt", "r0", "r1", -1, NULL, NULL, 0, NULL, 0, LP_GOLD_NONE};
     }
     size_t loaded, skipped;
     int64_t first, last;
