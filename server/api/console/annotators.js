@@ -21,8 +21,9 @@ export async function render(ctx) {
         ['Pairs needed for the planned interval width', quality.planning
           ? `${num(quality.planning.pairs_needed)} (width ${num(quality.planning.width)} at ε ${num(quality.planning.epsilon)})` : '—'],
       ], { id: 'quality' }),
-      h('p', { class: 'muted' }, 'Estimates are corrected for the randomized response each label went through; '
-        + 'their intervals are wide at small ε. See docs/operators.md, "Label quality under privacy".')));
+      h('p', { class: 'muted' }, 'Estimates are corrected for the randomized response each label went through, '
+        + 'so with few labels they may fall outside [0, 1], while their intervals stay within it; intervals are wide '
+        + 'at small ε. See docs/operators.md, "Label quality under privacy".')));
   }
   if (!quality) {
     parts.push(h('p', { class: 'muted' }, 'Gold accuracy, agreement and outliers need GET /v1/quality, which this server does not offer.'));
