@@ -8,6 +8,7 @@
 #include "api_internal.h"
 
 #include "auth.h"
+#include "console.h"
 #include "error.h"
 #include "tasks.h"
 #include "wire.h"
@@ -25,6 +26,7 @@ void lp_response_clear(lp_response *r)
     if (r == NULL)
         return;
     free(r->body);
+    free(r->set_cookie);
     if (r->stream.free)
         r->stream.free(r->stream.ctx);
     memset(r, 0, sizeof *r);
@@ -184,9 +186,24 @@ static const route ROUTES[] = {
     {"POST", "/v1/score", LP_ROUTE_SCORE, lp_api_score, 0, CAP_BATCH},
     {"GET", "/v1/corruption", LP_ROUTE_CORRUPTION, lp_api_corruption_get, 1, CAP_BODY},
     {"PUT", "/v1/corruption", LP_ROUTE_CORRUPTION, lp_api_corruption_put, 1, CAP_BODY},
+    {"GET", "/", LP_ROUTE_CONSOLE, lp_console_page, 0, CAP_BODY},
+    {"GET", "/console/*", LP_ROUTE_CONSOLE, lp_console_file, 0, CAP_BODY},
+    {"POST", "/v1/console/session", LP_ROUTE_CONSOLE, lp_console_sign_in, 0, CAP_BODY},
+    {"GET", "/v1/console/session", LP_ROUTE_CONSOLE, lp_console_session_get, 0, CAP_BODY},
+    {"DELETE", "/v1/console/session", LP_ROUTE_CONSOLE, lp_console_sign_out, 0, CAP_BODY},
     {"GET", "/v1/quality", LP_ROUTE_QUALITY, lp_api_quality, 1, CAP_BODY},
 };
 #define N_ROUTES (sizeof ROUTES / sizeof ROUTES[0])
+
+/* 1 if path matches the route's path: exactly, or, for a route path ending
+ * in a slash and a star, any path below that folder. */
+static int path_matches(const char *pattern, const char *path)
+{
+    size_t n = strlen(pattern);
+    if (n >= 2 && strcmp(pattern + n - 2, "/*") == 0)
+        return strncmp(pattern, path, n - 1) == 0 && path[n - 1] != '\0';
+    return strcmp(pattern, path) == 0;
+}
 
 /* The route for (method, path); *path_known tells 404 from 405. */
 static const route *find_route(const char *method, const char *path, int *path_known)
@@ -195,7 +212,7 @@ static const route *find_route(const char *method, const char *path, int *path_k
     if (method == NULL || path == NULL)
         return NULL;
     for (size_t i = 0; i < N_ROUTES; i++) {
-        if (strcmp(ROUTES[i].path, path) != 0)
+        if (!path_matches(ROUTES[i].path, path))
             continue;
         *path_known = 1;
         if (strcmp(ROUTES[i].method, method) == 0 ||
@@ -236,13 +253,24 @@ lp_api *lp_api_new(lp_store *store, const lp_api_opts *opts)
         api->opts.json_depth = LP_JSON_DEPTH_MAX;
     atomic_init(&api->draining, 0);
     api->started_ms = lp_now_ms();
+    api->sessions_opts = (lp_sessions_opts){
+        .lifetime_ms = (opts->console_lifetime_s > 0 ? opts->console_lifetime_s : 8 * 3600) * 1000,
+        .idle_ms = (opts->console_idle_s > 0 ? opts->console_idle_s : 30 * 60) * 1000,
+        .max_live = opts->console_sessions_max > 0 ? opts->console_sessions_max : 32};
+    api->sessions = lp_sessions_new(&api->sessions_opts);
+    if (api->sessions == NULL) {
+        free(api);
+        return NULL;
+    }
     return api;
 }
 
 void lp_api_free(lp_api *api)
 {
-    if (api != NULL)
-        lp_quality_cache_free(api->quality_cache);
+    if (api == NULL)
+        return;
+    lp_sessions_free(api->sessions);
+    lp_quality_cache_free(api->quality_cache);
     free(api);
 }
 
@@ -270,9 +298,13 @@ int lp_api_begin(lp_api *api, const lp_request *req, const lp_async *async, lp_r
     if (req->body_len > cap)
         return lp_api_error(resp, LP_EBODY_TOO_LARGE, NULL);
     if (r->operator_only) {
-        int rc = lp_auth_operator_check(api->store, req->bearer);
+        /* A bearer token, or else the console's session cookie. */
+        int rc = req->bearer != NULL || req->cookie == NULL
+                     ? lp_auth_operator_check(api->store, req->bearer)
+                     : lp_console_authorize(api, req);
+        int refusal = rc == LP_EUNAUTHORIZED || rc == LP_ECROSS_SITE || rc == LP_ECSRF_FAILED;
         if (rc != LP_OK)
-            return lp_api_error(resp, rc == LP_EUNAUTHORIZED ? rc : LP_ESTORAGE, NULL);
+            return lp_api_error(resp, refusal ? rc : LP_ESTORAGE, NULL);
     }
     if (r->fn != NULL)
         return r->fn(api, req, resp);

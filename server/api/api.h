@@ -30,6 +30,10 @@ typedef struct lp_api_opts {
     int json_depth;
     size_t batch_max;
     int64_t timestamp_window_ms;
+    /* The console's sessions: absolute lifetime, idle timeout (seconds)
+     * and how many are held at once; 0 for the defaults (8 h, 30 min, 32). */
+    int64_t console_lifetime_s, console_idle_s;
+    size_t console_sessions_max;
 } lp_api_opts;
 
 typedef struct lp_param {
@@ -45,6 +49,7 @@ typedef struct lp_request {
     size_t body_len;
     const char *bearer; /* token of "Authorization: Bearer", or NULL */
     /* Headers the console and the request log use; NULL when absent. */
+    const char *host;        /* "Host" */
     const char *cookie;      /* "Cookie" */
     const char *csrf;        /* "X-CSRF-Token" */
     const char *origin;      /* "Origin" */
@@ -68,9 +73,24 @@ typedef struct lp_response {
     char *body;               /* owned (free); for errors {"error","message"} */
     size_t body_len;
     lp_stream stream; /* used instead of body when stream.read != NULL */
+    char *set_cookie; /* owned: the value of a Set-Cookie header, or NULL */
 } lp_response;
 
-/* Frees the body and the stream (if still owned). Accepts NULL. */
+/* Every response also carries the console's security headers
+ * (LP_SECURITY_HEADERS, added by the HTTP layer): a strict
+ * Content-Security-Policy, nosniff, no referrer, and no caching (the API
+ * answers hold operator data; the console's files are small and must
+ * match the server's API after an upgrade). */
+#define LP_CSP                                                                                     \
+    "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; "              \
+    "connect-src 'self'; frame-ancestors 'none'; base-uri 'none'; form-action 'self'"
+#define LP_SECURITY_HEADERS(X)                                                                     \
+    X("Content-Security-Policy", LP_CSP)                                                           \
+    X("X-Content-Type-Options", "nosniff")                                                         \
+    X("Referrer-Policy", "no-referrer")                                                            \
+    X("Cache-Control", "no-store")
+
+/* Frees the body, the stream (if still owned) and the cookie. Accepts NULL. */
 void lp_response_clear(lp_response *r);
 
 typedef struct lp_async {

@@ -8,6 +8,7 @@
 #include "annotators.h"
 #include "api.h"
 #include "buf.h"
+#include "console_sessions.h"
 #include "labels.h"
 #include "metrics.h"
 
@@ -23,6 +24,8 @@ struct lp_api {
     lp_api_opts opts;
     atomic_int draining;
     int64_t started_ms;
+    lp_sessions *sessions; /* the console's sign-ins */
+    lp_sessions_opts sessions_opts;
 };
 
 #define LP_CT_JSON "application/json"

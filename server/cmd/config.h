@@ -37,9 +37,12 @@ typedef struct lp_config {
     int64_t connection_timeout; /* seconds */
     int64_t read_connections;
     int64_t train_threads;
-    int64_t learner;            /* 1: learning endpoints on */
-    int64_t log_format;         /* lp_log_format (common/log.h) */
-    int64_t log_level;          /* lp_log_level */
+    int64_t learner;                  /* 1: learning endpoints on */
+    int64_t log_format;               /* lp_log_format (common/log.h) */
+    int64_t log_level;                /* lp_log_level */
+    int64_t console_session_lifetime; /* seconds */
+    int64_t console_idle_timeout;     /* seconds */
+    int64_t console_sessions;
     int64_t new_operator_token; /* flag */
     int64_t help;               /* flag */
 } lp_config;

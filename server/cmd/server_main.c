@@ -112,7 +112,10 @@ int main(int argc, char **argv)
                       .upload_max = (size_t)cfg.upload_max,
                       .json_depth = (int)cfg.json_depth,
                       .batch_max = (size_t)cfg.batch_max,
-                      .timestamp_window_ms = cfg.timestamp_window * 1000};
+                      .timestamp_window_ms = cfg.timestamp_window * 1000,
+                      .console_lifetime_s = cfg.console_session_lifetime,
+                      .console_idle_s = cfg.console_idle_timeout,
+                      .console_sessions_max = (size_t)cfg.console_sessions};
     ao.train_threads = (int)cfg.train_threads;
     lp_learner *learner = NULL;
     if (cfg.learner) {

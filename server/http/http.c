@@ -139,12 +139,19 @@ static enum MHD_Result send_response(struct req_state *st, lp_response *resp)
         }
     }
     st->error = resp->error;
+    if (r != NULL) { /* MHD copies header values */
+        MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE,
+                                status >= 400 ? "application/json" : ct);
+        MHD_add_response_header(r, "X-Request-Id", st->request_id);
+#define ADD_HEADER(name, value) MHD_add_response_header(r, name, value);
+        LP_SECURITY_HEADERS(ADD_HEADER)
+#undef ADD_HEADER
+        if (resp->set_cookie != NULL)
+            MHD_add_response_header(r, MHD_HTTP_HEADER_SET_COOKIE, resp->set_cookie);
+    }
     lp_response_clear(resp);
     if (r == NULL)
         return MHD_NO;
-    MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE,
-                            status >= 400 ? "application/json" : ct);
-    MHD_add_response_header(r, "X-Request-Id", st->request_id);
     st->status = status;
     enum MHD_Result ret = MHD_queue_response(st->conn, status, r);
     MHD_destroy_response(r);
@@ -344,6 +351,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
                       .body = st->body,
                       .body_len = st->len,
                       .bearer = bearer_token(conn),
+                      .host = header(conn, MHD_HTTP_HEADER_HOST),
                       .cookie = header(conn, MHD_HTTP_HEADER_COOKIE),
                       .csrf = header(conn, "X-CSRF-Token"),
                       .origin = header(conn, MHD_HTTP_HEADER_ORIGIN),

@@ -230,7 +230,10 @@ static void test_post_and_put(const server *s, const char *campaign)
 static void test_unknown_route_and_wrong_method(const server *s)
 {
     expect_error(s, "GET", "/v1/nope", NULL, NULL, LP_ENOT_FOUND);
-    expect_error(s, "POST", "/", NULL, "{}", LP_ENOT_FOUND);
+    expect_error(s, "POST", "/nope", NULL, "{}", LP_ENOT_FOUND);
+    expect_error(s, "POST", "/", NULL, "{}", LP_EMETHOD_NOT_ALLOWED); /* the console's page */
+    expect_error(s, "GET", "/console/", NULL, NULL, LP_ENOT_FOUND);
+    expect_error(s, "GET", "/console/none.js", NULL, NULL, LP_ENOT_FOUND);
     expect_error(s, "GET", "/v1/healthz/", NULL, NULL, LP_ENOT_FOUND);
     expect_error(s, "GET", "/V1/HEALTHZ", NULL, NULL, LP_ENOT_FOUND);
     expect_error(s, "DELETE", "/v1/labels", NULL, NULL, LP_EMETHOD_NOT_ALLOWED);

@@ -1,0 +1,110 @@
+// models.js — stored models: loss, settings, data cut-off, corruption and
+// TRL metrics; one model's training curve; activation (roll back or
+// forward) after a confirmation.
+import * as api from './api.js';
+import { h, table, card, facts, num, time } from './dom.js';
+import { lineChart } from './plot.js';
+
+let selected = null; // the version shown in detail
+
+function corruptionText(list) {
+  if (!list || list.length === 0) return 'none';
+  return list.map((c) => `${c.campaign || ''} α=${num(c.alpha)} ${c.strategy || ''}`.trim()).join('; ');
+}
+
+function metric(m, key) {
+  return m && m[key] !== undefined ? num(m[key]) : '—';
+}
+
+// The confirmation shown in place of the button: activating changes what
+// /v1/score serves at once.
+function activateControl(ctx, m, active) {
+  const box = h('span', { class: 'activate' });
+  const ask = h('button', {
+    type: 'button', class: 'secondary', 'data-version': m.version,
+    onclick: () => {
+      const verb = active !== null && m.version < active ? 'Roll back to' : 'Activate';
+      const yes = h('button', {
+        type: 'button', class: 'danger confirm-activate',
+        onclick: async () => {
+          yes.disabled = true;
+          try {
+            await api.post('/v1/models/activate', { version: m.version });
+            ctx.notice(`Version ${m.version} is now served.`);
+            selected = m.version;
+            ctx.refresh();
+          } catch (e) { ctx.showError(e); yes.disabled = false; }
+        },
+      }, `${verb} version ${m.version}`);
+      const cancel = () => { box.replaceChildren(ask); ask.focus(); };
+      const no = h('button', { type: 'button', class: 'secondary', onclick: cancel }, 'Cancel');
+      box.replaceChildren(h('span', { class: 'confirm-text' }, `Serve version ${m.version}${active !== null ? ` instead of ${active}` : ''}?`), yes, no);
+      box.onkeydown = (ev) => { if (ev.key === 'Escape') cancel(); };
+      yes.focus();
+    },
+  }, active !== null && m.version < active ? 'Roll back…' : 'Activate…');
+  box.append(ask);
+  return box;
+}
+
+export async function render(ctx) {
+  const list = await api.get('/v1/models');
+  const active = list.active_version ?? null;
+  if (selected === null || !list.models.some((m) => m.version === selected)) {
+    selected = active ?? (list.models.length ? list.models[0].version : null);
+  }
+  const rows = list.models;
+  const overview = card('Models',
+    h('p', { class: 'muted' }, active !== null ? `Version ${active} is served by /v1/score.` : 'No model is served yet.'),
+    table([
+      { title: 'Version', num: true, value: (m) => h('a', { href: '#models', class: 'model-link', onclick: (ev) => { ev.preventDefault(); selected = m.version; ctx.refresh(); } }, String(m.version)) },
+      { title: 'Created', value: (m) => time(m.created_at) },
+      { title: 'Loss', value: (m) => m.loss },
+      { title: 'Campaign', value: (m) => m.campaign ?? 'all' },
+      { title: 'Cut-off', num: true, value: (m) => num(m.cutoff) },
+      { title: 'Labels', num: true, value: (m) => num(m.labels) },
+      { title: 'Objective', num: true, value: (m) => metric(m.metrics, 'objective') },
+      { title: 'Accuracy', num: true, value: (m) => metric(m.metrics, 'rewards/accuracies') },
+      { title: 'Margin', num: true, value: (m) => metric(m.metrics, 'rewards/margins') },
+      { title: 'Corruption', value: (m) => corruptionText(m.corruption) },
+      { title: 'Served', value: (m) => m.active ? h('strong', { class: 'active-badge' }, 'served') : activateControl(ctx, m, active) },
+    ], rows, { id: 'model-table' }));
+  if (selected === null) return h('div', {}, overview);
+
+  const m = await api.get(`/v1/models${api.query({ version: selected })}`);
+  const detail = card(`Model version ${m.version}`,
+    h('div', { class: 'grid2' },
+      facts([
+        ['Loss', `${m.loss} (link ${m.link}, β ${num(m.beta)})`],
+        ['Training run', num(m.run)],
+        ['Campaign', m.campaign ?? 'all'],
+        ['Data cut-off (label id)', num(m.cutoff)],
+        ['Labels', num(m.labels)],
+        ['Features', settingsText(m.features)],
+        ['Corruption', corruptionText(m.corruption)],
+        ['Training time', m.duration_ms !== undefined ? `${num(m.duration_ms / 1000, 2)} s` : '—'],
+      ], { id: 'model-detail' }),
+      curveChart(m.curve, `Training curve of version ${m.version}`)),
+    h('details', { open: true }, h('summary', {}, 'Metrics'),
+      facts(Object.entries(m.metrics || {}).map(([k, v]) => [k, num(v, 4)]), { id: 'model-metrics', class: 'facts wide' })),
+    h('details', {}, h('summary', {}, 'Settings'),
+      facts(Object.entries(m.hyper || {}).map(([k, v]) => [k, settingsText(v)]), { class: 'facts wide' })));
+  return h('div', {}, overview, detail);
+}
+
+// A setting as text: numbers formatted, objects as "key value, ...".
+function settingsText(v) {
+  if (v === null || v === undefined) return '—';
+  if (typeof v !== 'object') return num(v);
+  return Object.entries(v).map(([k, x]) => `${k} ${settingsText(x)}`).join(', ');
+}
+
+// Objective (left axis) and gradient norm (right axis, log scale) per
+// iteration, as recorded during the run.
+export function curveChart(curve, title) {
+  if (!curve) return h('p', { class: 'muted' }, 'This server does not record training curves.');
+  return lineChart([
+    { name: 'objective', points: curve.filter((p) => p.objective !== null).map((p) => [p.iteration, p.objective]) },
+    { name: 'gradient norm', axis: 'right', log: true, points: curve.filter((p) => p.grad_norm > 0).map((p) => [p.iteration, p.grad_norm]) },
+  ], { title, xLabel: 'iteration', xIntegers: true });
+}
