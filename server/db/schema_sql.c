@@ -435,19 +435,8 @@ static const char MIGRATION_005[] =
     "END;\n";
 
 static const char MIGRATION_006[] =
-    "-- 006_gold.sql — gold tasks: a task's known better response\n"
-    "-- (applied after 008 and 007: PRAGMA user_version = 8).\n"
-    "--\n"
-    "-- gold: the response an operator declared better when uploading the task,\n"
-    "-- in the task's own orientation (0 = response0, 1 = response1), the same\n"
-    "-- orientation as labels.z_task; NULL for a task without a known answer.\n"
-    "-- Written with its task and never changed.\n"
-    "\n"
-    "ALTER TABLE tasks ADD COLUMN gold INTEGER CHECK (gold IS NULL OR gold IN (0, 1));\n";
-
-static const char MIGRATION_008[] =
-    "-- 008_operator_views.sql — counters for the operator's views and /metrics\n"
-    "-- (PRAGMA user_version = 8).\n"
+    "-- 006_operator_views.sql — counters for the operator's views and /metrics\n"
+    "-- (PRAGMA user_version = 6).\n"
     "--\n"
     "-- Every figure the campaign, annotator and task views and the per-campaign\n"
     "-- gauges show is read from a counter or through an index, never by a scan\n"
@@ -558,8 +547,17 @@ static const char MIGRATION_007[] =
     "    PRIMARY KEY (run, seq)\n"
     ") WITHOUT ROWID;\n";
 
-/* In the order existing databases applied them (008 before 007): an applied
- * migration never moves. */
+static const char MIGRATION_008[] =
+    "-- 008_gold.sql — gold tasks: a task's known better response\n"
+    "-- (PRAGMA user_version = 8).\n"
+    "--\n"
+    "-- gold: the response an operator declared better when uploading the task,\n"
+    "-- in the task's own orientation (0 = response0, 1 = response1), the same\n"
+    "-- orientation as labels.z_task; NULL for a task without a known answer.\n"
+    "-- Written with its task and never changed.\n"
+    "\n"
+    "ALTER TABLE tasks ADD COLUMN gold INTEGER CHECK (gold IS NULL OR gold IN (0, 1));\n";
+
 static const char MIGRATION_009[] =
     "-- 009_l2_auto.sql — a retrain request may ask for the L2 penalty to be\n"
     "-- chosen by cross-validation (PRAGMA user_version = 9).\n"
@@ -572,6 +570,6 @@ static const char MIGRATION_009[] =
     "    CHECK (l2_auto IN (0, 1));\n";
 
 const char *const LP_MIGRATIONS[] = {MIGRATION_001, MIGRATION_002, MIGRATION_003,
-                                     MIGRATION_004, MIGRATION_005, MIGRATION_008,
-                                     MIGRATION_007, MIGRATION_006, MIGRATION_009};
+                                     MIGRATION_004, MIGRATION_005, MIGRATION_006,
+                                     MIGRATION_007, MIGRATION_008, MIGRATION_009};
 const int LP_MIGRATION_COUNT = (int)(sizeof LP_MIGRATIONS / sizeof LP_MIGRATIONS[0]);

@@ -80,9 +80,9 @@ static void test_schema_files(void)
                                         "schema/003_typed_provenance.sql",
                                         "schema/004_campaign_progress.sql",
                                         "schema/005_conversations.sql",
-                                        "schema/008_operator_views.sql",
+                                        "schema/006_operator_views.sql",
                                         "schema/007_training_curve.sql",
-                                        "schema/006_gold.sql",
+                                        "schema/008_gold.sql",
                                         "schema/009_l2_auto.sql"};
     CHECK_INT(LP_MIGRATION_COUNT, (int)(sizeof files / sizeof files[0]));
     for (size_t i = 0; i < sizeof files / sizeof files[0]; i++) {

@@ -1,6 +1,6 @@
 /*
  * test_views.c — the views repository (server/db/views.h) and the counters
- * of schema/008_operator_views.sql on a real SQLite file:
+ * of schema/006_operator_views.sql on a real SQLite file:
  *   - every statement of views.c and stats.c reaches its rows through an
  *     index (EXPLAIN QUERY PLAN): no scan of a table that grows with the
  *     labels, tasks or annotators;
@@ -48,8 +48,9 @@ static void build_before(const char *path)
     sqlite3 *db;
     CHECK_INT(sqlite3_open(path, &db), SQLITE_OK);
     CHECK_INT(exec(db, "PRAGMA foreign_keys=ON"), SQLITE_OK);
-    int before = 0; /* the migrations before 008, wherever later ones go */
-    while (before < LP_MIGRATION_COUNT && strncmp(LP_MIGRATIONS[before], "-- 008_", 7) != 0)
+    int before = 0; /* the migrations before the operator views */
+    while (before < LP_MIGRATION_COUNT &&
+           strncmp(LP_MIGRATIONS[before], "-- 006_operator_views", 21) != 0)
         before++;
     CHECK(before < LP_MIGRATION_COUNT);
     for (int v = 0; v < before; v++)

@@ -1,5 +1,5 @@
--- 006_gold.sql — gold tasks: a task's known better response
--- (applied after 008 and 007: PRAGMA user_version = 8).
+-- 008_gold.sql — gold tasks: a task's known better response
+-- (PRAGMA user_version = 8).
 --
 -- gold: the response an operator declared better when uploading the task,
 -- in the task's own orientation (0 = response0, 1 = response1), the same

@@ -1,5 +1,5 @@
--- 008_operator_views.sql — counters for the operator's views and /metrics
--- (PRAGMA user_version = 8).
+-- 006_operator_views.sql — counters for the operator's views and /metrics
+-- (PRAGMA user_version = 6).
 --
 -- Every figure the campaign, annotator and task views and the per-campaign
 -- gauges show is read from a counter or through an index, never by a scan
