@@ -82,6 +82,7 @@ static lp_quality_estimate gold_estimate(const gold_sums *g)
 typedef struct shared_label {
     size_t annotator;
     double pair_sum;
+    double pair_noise; /* sum of its pairs' privacy variances, see pair_noise */
 } shared_label;
 
 /* The labels of tasks with two labels or more, grouped by task. */
@@ -103,6 +104,15 @@ static double pair_term(const lp_quality_row *x, const lp_quality_row *y)
 {
     double sign = x->z_task == y->z_task ? 1.0 : -1.0;
     return 0.5 * (1.0 + lp_rr_debias(x->epsilon) * lp_rr_debias(y->epsilon) * sign);
+}
+
+/* The variance that randomized response alone adds to a pair's term:
+ * (c1^2 c2^2 - (2 rho - 1)^2) / 4 >= (c1^2 c2^2 - 1) / 4, whatever the true
+ * agreement rho. Zero when neither label was privatized. */
+static double pair_noise(const lp_quality_row *x, const lp_quality_row *y)
+{
+    double cc = lp_rr_debias(x->epsilon) * lp_rr_debias(y->epsilon);
+    return 0.25 * (cc * cc - 1.0);
 }
 
 static int shared_build(const lp_quality_row *rows, size_t n_rows, shared_tasks *s)
@@ -132,10 +142,12 @@ static int shared_build(const lp_quality_row *rows, size_t n_rows, shared_tasks 
         for (size_t a = i; a < j; a++) {
             shared_label *l = &s->labels[s->n_labels++];
             l->annotator = rows[a].annotator;
-            l->pair_sum = 0;
+            l->pair_sum = l->pair_noise = 0;
             for (size_t b = i; b < j; b++)
-                if (b != a)
+                if (b != a) {
                     l->pair_sum += pair_term(&rows[a], &rows[b]);
+                    l->pair_noise += pair_noise(&rows[a], &rows[b]);
+                }
         }
     }
     s->start[s->n_tasks] = s->n_labels;
@@ -317,6 +329,40 @@ static int linearized(const shared_tasks *s, size_t n_annotators, const agreemen
     return rc;
 }
 
+/*
+ * The privacy floor of the agreement intervals. On few shared tasks the
+ * resampled (or linearized) spread can be near zero — three pairs that all
+ * agree resample to the same mean — although randomized response alone
+ * makes each pair's term vary by pair_noise. The standard error is never
+ * taken below that of the mean of the pairs' privacy noise, sqrt(sum v_p)/n
+ * (pairs as if independent); when the floor is the larger, the interval is
+ * the normal one with it.
+ */
+static void privacy_floor(const shared_tasks *s, size_t n_annotators, const agreement_sums *a,
+                          lp_quality_report *r)
+{
+    double all = 0;
+    double *own = calloc(n_annotators ? n_annotators : 1, sizeof *own);
+    if (own == NULL)
+        return; /* the intervals stay as they are */
+    for (size_t i = 0; i < s->n_labels; i++) {
+        all += s->labels[i].pair_noise; /* each pair twice */
+        own[s->labels[i].annotator] += s->labels[i].pair_noise;
+    }
+    double floor = sqrt(all / 2.0) / (a->count / 2.0);
+    if (!(r->agreement.se >= floor))
+        set_normal_interval(&r->agreement, floor);
+    for (size_t j = 0; j < n_annotators; j++) {
+        lp_quality_estimate *e = &r->annotators[j].agreement;
+        if (e->n == 0 || a->own_count[j] <= 0)
+            continue;
+        double fj = sqrt(own[j]) / a->own_count[j];
+        if (!(e->se >= fj))
+            set_normal_interval(e, fj);
+    }
+    free(own);
+}
+
 /* Campaign and per-annotator agreement with their intervals (bootstrap,
  * or linearized on campaigns too large to resample), and each annotator's
  * difference to the others with its standard error into diff, diff_se. */
@@ -375,6 +421,12 @@ static int agreement(const shared_tasks *s, size_t n_annotators, size_t bootstra
             if (r->annotators[j].agreement.n > 0)
                 set_interval(&r->annotators[j].agreement, own + j * B, B);
             diff_se[j] = stddev(dd + j * B, B);
+        }
+        if (bootstrap > 0) { /* intervals asked for: floor them */
+            sums_reset(&a, n_annotators); /* the full sample's sums again */
+            for (size_t t = 0; t < s->n_tasks; t++)
+                sums_add_task(&a, s, t);
+            privacy_floor(s, n_annotators, &a, r);
         }
         r->tasks_shared = s->n_tasks;
         r->bootstrap = B;

@@ -132,6 +132,32 @@ static void test_agreement_exact(void)
     lp_quality_report_clear(&r);
 }
 
+/* Three privatized pairs that all agree resample to one mean: the interval
+ * must still carry the noise randomized response adds to each pair. */
+static void test_agreement_privacy_floor(void)
+{
+    lp_quality_row rows[] = {
+        row(1, 0, 1, -1, 1.0), row(1, 1, 1, -1, 1.0), row(2, 0, 0, -1, 1.0),
+        row(2, 1, 0, -1, 1.0), row(3, 0, 1, -1, 1.0), row(3, 1, 1, -1, 1.0),
+    };
+    double c = lp_rr_debias(1.0), v = (c * c * c * c - 1) / 4;
+    lp_quality_report r;
+    CHECK_ERR(lp_quality_compute(rows, 6, 2, LP_QUALITY_BOOTSTRAP, 7, &r), LP_OK);
+    CHECK_NEAR(r.agreement.estimate, (1 + c * c) / 2, 1e-12);
+    CHECK(r.agreement.se >= sqrt(3 * v) / 3 - 1e-12);
+    CHECK(r.agreement.low <= r.agreement.estimate - LP_QUALITY_Z * sqrt(3 * v) / 3 + 1e-12);
+    CHECK(r.agreement.high == 1);
+    CHECK(r.annotators[0].agreement.se >= sqrt(3 * v) / 3 - 1e-12);
+    lp_quality_report_clear(&r);
+    /* unprivatized labels add no noise: the floor is zero */
+    for (size_t i = 0; i < 6; i++)
+        rows[i].epsilon = INFINITY;
+    CHECK_ERR(lp_quality_compute(rows, 6, 2, LP_QUALITY_BOOTSTRAP, 7, &r), LP_OK);
+    CHECK_NEAR(r.agreement.estimate, 1.0, 1e-12);
+    CHECK_NEAR(r.agreement.se, 0.0, 1e-12);
+    lp_quality_report_clear(&r);
+}
+
 static void test_bad_input(void)
 {
     lp_quality_row rows[] = {row(2, 0, 1, 1, 1.0), row(1, 0, 1, 1, 1.0)};
@@ -454,6 +480,7 @@ int main(void)
     test_gold_unprivatized();
     test_gold_one_epsilon();
     test_agreement_exact();
+    test_agreement_privacy_floor();
     test_bad_input();
     test_planning();
     test_coverage();
