@@ -422,7 +422,7 @@ static int agreement(const shared_tasks *s, size_t n_annotators, size_t bootstra
                 set_interval(&r->annotators[j].agreement, own + j * B, B);
             diff_se[j] = stddev(dd + j * B, B);
         }
-        if (bootstrap > 0) { /* intervals asked for: floor them */
+        if (bootstrap > 0) {              /* intervals asked for: floor them */
             sums_reset(&a, n_annotators); /* the full sample's sums again */
             for (size_t t = 0; t < s->n_tasks; t++)
                 sums_add_task(&a, s, t);
