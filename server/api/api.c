@@ -222,23 +222,30 @@ static const route *find_route(const char *method, const char *path, int *path_k
     return NULL;
 }
 
-const char *lp_api_route_name(const lp_api *api, const char *method, const char *path)
+/* The body size cap of route r (NULL: an unknown route's). */
+static size_t route_cap(const lp_api *api, const route *r)
 {
-    (void)api;
+    if (r == NULL)
+        return api->opts.body_max;
+    return r->cap == CAP_UPLOAD  ? api->opts.upload_max
+           : r->cap == CAP_BATCH ? api->opts.batch_body_max
+                                 : api->opts.body_max;
+}
+
+const char *lp_api_route_name(const lp_api *api, const char *method, const char *path,
+                              size_t *body_cap)
+{
     int known;
     const route *r = find_route(method, path, &known);
+    if (body_cap != NULL)
+        *body_cap = route_cap(api, r);
     return r ? r->path : NULL;
 }
 
 size_t lp_api_body_cap(const lp_api *api, const char *method, const char *path)
 {
     int known;
-    const route *r = find_route(method, path, &known);
-    if (r == NULL)
-        return api->opts.body_max;
-    return r->cap == CAP_UPLOAD  ? api->opts.upload_max
-           : r->cap == CAP_BATCH ? api->opts.batch_body_max
-                                 : api->opts.body_max;
+    return route_cap(api, find_route(method, path, &known));
 }
 
 lp_api *lp_api_new(lp_store *store, const lp_api_opts *opts)
@@ -294,7 +301,7 @@ int lp_api_begin(lp_api *api, const lp_request *req, const lp_async *async, lp_r
     lp_metrics_request(r ? r->id : LP_ROUTE_OTHER);
     if (r == NULL)
         return lp_api_error(resp, known ? LP_EMETHOD_NOT_ALLOWED : LP_ENOT_FOUND, NULL);
-    size_t cap = lp_api_body_cap(api, req->method, req->path);
+    size_t cap = route_cap(api, r);
     if (req->body_len > cap)
         return lp_api_error(resp, LP_EBODY_TOO_LARGE, NULL);
     if (r->operator_only) {

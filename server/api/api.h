@@ -116,10 +116,13 @@ void lp_api_set_learner(lp_api *api, struct lp_learner *learner);
 void lp_api_set_draining(lp_api *api);
 
 /* The route (method, path) matches, as its path ("/v1/labels"; a static
- * string), or NULL when none does: the request log's route name. */
-const char *lp_api_route_name(const lp_api *api, const char *method, const char *path);
+ * string), or NULL when none does: the request log's route name. When
+ * body_cap is not NULL it gets the route's body size cap, so the HTTP layer
+ * can refuse early (one route lookup for both). */
+const char *lp_api_route_name(const lp_api *api, const char *method, const char *path,
+                              size_t *body_cap);
 
-/* The body size cap for a route, so the HTTP layer can refuse early. */
+/* The body size cap for a route. */
 size_t lp_api_body_cap(const lp_api *api, const char *method, const char *path);
 
 /* Starts handling req. LP_API_DONE: resp is filled. LP_API_PENDING: *pending

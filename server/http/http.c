@@ -286,11 +286,10 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
         st->conn = conn;
         st->started_ns = mono_ns();
         snprintf(st->method, sizeof st->method, "%s", method);
-        const char *route = lp_api_route_name(h->api, method, url);
+        const char *route = lp_api_route_name(h->api, method, url, &st->limit);
         snprintf(st->route, sizeof st->route, "%s", route ? route : url);
         request_id(st);
         client_addr(st);
-        st->limit = lp_api_body_cap(h->api, method, url);
         atomic_init(&st->phase, ACCUMULATE);
         *req_cls = st;
         pthread_mutex_lock(&h->lock);
