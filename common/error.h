@@ -92,7 +92,16 @@
       "a task's gold answer must be \"a\" or \"b\" (0 or 1; \"chosen\" or \"rejected\")")          \
     X(65, BAD_BUCKET, "bad_bucket", 400,                                                           \
       "bucket_s must be a whole number of minutes in seconds, from 60 to 2592000")                 \
-    X(66, BAD_PAGE, "bad_page", 400, "offset must be an integer >= 0 and limit one in 1..1000")
+    X(66, BAD_PAGE, "bad_page", 400, "offset must be an integer >= 0 and limit one in 1..1000")    \
+    X(67, INSUFFICIENT_SCOPE, "insufficient_scope", 403,                                           \
+      "the credential lacks the scope this endpoint needs")                                        \
+    X(68, RATE_LIMITED, "rate_limited", 429,                                                       \
+      "too many requests; retry after the number of seconds in Retry-After")                       \
+    X(69, BUSY, "server_busy", 503,                                                                \
+      "the server is at its limit for requests in progress; retry after the number of seconds "    \
+      "in Retry-After")                                                                            \
+    X(70, STORAGE_UNHEALTHY, "storage_unhealthy", 503,                                             \
+      "the database cannot take writes safely now; nothing was stored")
 
 /* Codes as an enum: LP_OK, LP_EINVALID_ARGUMENT, ... */
 typedef enum lp_error {

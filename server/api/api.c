@@ -143,8 +143,8 @@ enum cap_kind { CAP_BODY, CAP_BATCH, CAP_UPLOAD };
 typedef struct route {
     const char *method, *path;
     lp_route id;
-    handler_fn fn; /* NULL for the asynchronous label routes */
-    int operator_only;
+    handler_fn fn;  /* NULL for the asynchronous label routes */
+    unsigned scope; /* LP_SCOPE_* an operator credential needs; 0: none */
     enum cap_kind cap;
 } route;
 
@@ -158,40 +158,47 @@ static int healthz(lp_api *api, const lp_request *req, lp_response *resp)
 
 static const route ROUTES[] = {
     {"GET", "/v1/healthz", LP_ROUTE_HEALTHZ, healthz, 0, CAP_BODY},
-    {"POST", "/v1/campaigns", LP_ROUTE_CAMPAIGNS, lp_api_campaign_create, 1, CAP_BODY},
-    {"GET", "/v1/campaigns", LP_ROUTE_CAMPAIGNS, lp_api_campaign_list, 1, CAP_BODY},
-    {"GET", "/v1/campaigns/view", LP_ROUTE_CAMPAIGNS, lp_api_campaign_view, 1, CAP_BODY},
-    {"POST", "/v1/enrollment-tokens", LP_ROUTE_ENROLL_TOKENS, lp_api_enroll_tokens, 1, CAP_BODY},
+    {"POST", "/v1/campaigns", LP_ROUTE_CAMPAIGNS, lp_api_campaign_create, LP_SCOPE_ADMIN, CAP_BODY},
+    {"GET", "/v1/campaigns", LP_ROUTE_CAMPAIGNS, lp_api_campaign_list, LP_SCOPE_ADMIN, CAP_BODY},
+    {"GET", "/v1/campaigns/view", LP_ROUTE_CAMPAIGNS, lp_api_campaign_view, LP_SCOPE_ADMIN,
+     CAP_BODY},
+    {"POST", "/v1/enrollment-tokens", LP_ROUTE_ENROLL_TOKENS, lp_api_enroll_tokens, LP_SCOPE_ADMIN,
+     CAP_BODY},
     {"POST", "/v1/annotators", LP_ROUTE_ANNOTATORS, lp_api_enroll, 0, CAP_BODY},
-    {"GET", "/v1/annotators", LP_ROUTE_ANNOTATOR_LIST, lp_api_annotator_list, 1, CAP_BODY},
-    {"POST", "/v1/annotators/revoke", LP_ROUTE_REVOKE, lp_api_revoke, 1, CAP_BODY},
-    {"POST", "/v1/tasks", LP_ROUTE_TASKS, lp_api_tasks_load, 1, CAP_UPLOAD},
-    {"GET", "/v1/tasks", LP_ROUTE_TASK_LIST, lp_api_task_list, 1, CAP_BODY},
-    {"GET", "/v1/tasks/one", LP_ROUTE_TASK_LIST, lp_api_task_one, 1, CAP_BODY},
+    {"GET", "/v1/annotators", LP_ROUTE_ANNOTATOR_LIST, lp_api_annotator_list, LP_SCOPE_ADMIN,
+     CAP_BODY},
+    {"POST", "/v1/annotators/revoke", LP_ROUTE_REVOKE, lp_api_revoke, LP_SCOPE_ADMIN, CAP_BODY},
+    {"POST", "/v1/tasks", LP_ROUTE_TASKS, lp_api_tasks_load, LP_SCOPE_ADMIN, CAP_UPLOAD},
+    {"GET", "/v1/tasks", LP_ROUTE_TASK_LIST, lp_api_task_list, LP_SCOPE_ADMIN, CAP_BODY},
+    {"GET", "/v1/tasks/one", LP_ROUTE_TASK_LIST, lp_api_task_one, LP_SCOPE_ADMIN, CAP_BODY},
     {"POST", "/v1/tasks/next", LP_ROUTE_TASKS_NEXT, lp_api_next, 0, CAP_BODY},
     {"POST", "/v1/tasks/skip", LP_ROUTE_TASKS_SKIP, lp_api_skip, 0, CAP_BODY},
     {"POST", "/v1/progress", LP_ROUTE_PROGRESS, lp_api_progress, 0, CAP_BODY},
     {"POST", "/v1/labels", LP_ROUTE_LABELS, NULL, 0, CAP_BODY},
     {"POST", "/v1/labels/batch", LP_ROUTE_LABELS_BATCH, NULL, 0, CAP_BATCH},
-    {"GET", "/v1/stats", LP_ROUTE_STATS, lp_api_stats, 1, CAP_BODY},
-    {"GET", "/v1/export", LP_ROUTE_EXPORT, lp_api_export, 1, CAP_BODY},
+    {"GET", "/v1/stats", LP_ROUTE_STATS, lp_api_stats, LP_SCOPE_ADMIN, CAP_BODY},
+    {"GET", "/v1/export", LP_ROUTE_EXPORT, lp_api_export, LP_SCOPE_EXPORT, CAP_BODY},
     {"GET", "/metrics", LP_ROUTE_METRICS, lp_api_metrics, 0, CAP_BODY},
-    {"POST", "/v1/retrain", LP_ROUTE_RETRAIN, lp_api_retrain_start, 1, CAP_BODY},
-    {"GET", "/v1/retrain", LP_ROUTE_RETRAIN, lp_api_retrain_get, 1, CAP_BODY},
-    {"POST", "/v1/retrain/cancel", LP_ROUTE_RETRAIN, lp_api_retrain_cancel, 1, CAP_BODY},
-    {"GET", "/v1/retrain/schedule", LP_ROUTE_RETRAIN, lp_api_schedule_get, 1, CAP_BODY},
-    {"PUT", "/v1/retrain/schedule", LP_ROUTE_RETRAIN, lp_api_schedule_put, 1, CAP_BODY},
-    {"GET", "/v1/models", LP_ROUTE_MODELS, lp_api_models_get, 1, CAP_BODY},
-    {"POST", "/v1/models/activate", LP_ROUTE_MODELS, lp_api_models_activate, 1, CAP_BODY},
+    {"POST", "/v1/retrain", LP_ROUTE_RETRAIN, lp_api_retrain_start, LP_SCOPE_ADMIN, CAP_BODY},
+    {"GET", "/v1/retrain", LP_ROUTE_RETRAIN, lp_api_retrain_get, LP_SCOPE_ADMIN, CAP_BODY},
+    {"POST", "/v1/retrain/cancel", LP_ROUTE_RETRAIN, lp_api_retrain_cancel, LP_SCOPE_ADMIN,
+     CAP_BODY},
+    {"GET", "/v1/retrain/schedule", LP_ROUTE_RETRAIN, lp_api_schedule_get, LP_SCOPE_ADMIN,
+     CAP_BODY},
+    {"PUT", "/v1/retrain/schedule", LP_ROUTE_RETRAIN, lp_api_schedule_put, LP_SCOPE_ADMIN,
+     CAP_BODY},
+    {"GET", "/v1/models", LP_ROUTE_MODELS, lp_api_models_get, LP_SCOPE_ADMIN, CAP_BODY},
+    {"POST", "/v1/models/activate", LP_ROUTE_MODELS, lp_api_models_activate, LP_SCOPE_ADMIN,
+     CAP_BODY},
     {"POST", "/v1/score", LP_ROUTE_SCORE, lp_api_score, 0, CAP_BATCH},
-    {"GET", "/v1/corruption", LP_ROUTE_CORRUPTION, lp_api_corruption_get, 1, CAP_BODY},
-    {"PUT", "/v1/corruption", LP_ROUTE_CORRUPTION, lp_api_corruption_put, 1, CAP_BODY},
+    {"GET", "/v1/corruption", LP_ROUTE_CORRUPTION, lp_api_corruption_get, LP_SCOPE_ADMIN, CAP_BODY},
+    {"PUT", "/v1/corruption", LP_ROUTE_CORRUPTION, lp_api_corruption_put, LP_SCOPE_ADMIN, CAP_BODY},
     {"GET", "/", LP_ROUTE_CONSOLE, lp_console_page, 0, CAP_BODY},
     {"GET", "/console/*", LP_ROUTE_CONSOLE, lp_console_file, 0, CAP_BODY},
     {"POST", "/v1/console/session", LP_ROUTE_CONSOLE, lp_console_sign_in, 0, CAP_BODY},
     {"GET", "/v1/console/session", LP_ROUTE_CONSOLE, lp_console_session_get, 0, CAP_BODY},
     {"DELETE", "/v1/console/session", LP_ROUTE_CONSOLE, lp_console_sign_out, 0, CAP_BODY},
-    {"GET", "/v1/quality", LP_ROUTE_QUALITY, lp_api_quality, 1, CAP_BODY},
+    {"GET", "/v1/quality", LP_ROUTE_QUALITY, lp_api_quality, LP_SCOPE_ADMIN, CAP_BODY},
 };
 #define N_ROUTES (sizeof ROUTES / sizeof ROUTES[0])
 
@@ -246,6 +253,25 @@ size_t lp_api_body_cap(const lp_api *api, const char *method, const char *path)
 {
     int known;
     return route_cap(api, find_route(method, path, &known));
+}
+
+/* Authenticates an operator request for route r: a bearer token, or else
+ * the console's session cookie, holding the route's scope. LP_OK with *who
+ * filled, or the refusal's code with resp filled. */
+static int authorize(lp_api *api, const route *r, const lp_request *req, lp_principal *who,
+                     lp_response *resp)
+{
+    int rc = req->bearer != NULL || req->cookie == NULL
+                 ? lp_auth_operator_check(api->store, req->bearer, who)
+                 : lp_console_authorize(api, req, who);
+    if (rc == LP_OK && (who->scopes & r->scope) != r->scope)
+        rc = LP_EINSUFFICIENT_SCOPE;
+    if (rc == LP_OK)
+        return LP_OK;
+    int refusal = rc == LP_EUNAUTHORIZED || rc == LP_ECROSS_SITE || rc == LP_ECSRF_FAILED ||
+                  rc == LP_EINSUFFICIENT_SCOPE;
+    lp_api_error(resp, refusal ? rc : LP_ESTORAGE, NULL);
+    return resp->error;
 }
 
 lp_api *lp_api_new(lp_store *store, const lp_api_opts *opts)
@@ -304,18 +330,25 @@ int lp_api_begin(lp_api *api, const lp_request *req, const lp_async *async, lp_r
     size_t cap = route_cap(api, r);
     if (req->body_len > cap)
         return lp_api_error(resp, LP_EBODY_TOO_LARGE, NULL);
-    if (r->operator_only) {
-        /* A bearer token, or else the console's session cookie. */
-        int rc = req->bearer != NULL || req->cookie == NULL
-                     ? lp_auth_operator_check(api->store, req->bearer)
-                     : lp_console_authorize(api, req);
-        int refusal = rc == LP_EUNAUTHORIZED || rc == LP_ECROSS_SITE || rc == LP_ECSRF_FAILED;
-        if (rc != LP_OK)
-            return lp_api_error(resp, refusal ? rc : LP_ESTORAGE, NULL);
-    }
+    lp_principal who;
+    if (r->scope != 0 && authorize(api, r, req, &who, resp) != LP_OK)
+        return LP_API_DONE;
+    lp_request authed = *req;
+    authed.principal = r->scope != 0 ? &who : NULL;
     if (r->fn != NULL)
-        return r->fn(api, req, resp);
-    return lp_api_labels_begin(api, req, async, resp, pending, r->id == LP_ROUTE_LABELS_BATCH);
+        return r->fn(api, &authed, resp);
+    return lp_api_labels_begin(api, &authed, async, resp, pending, r->id == LP_ROUTE_LABELS_BATCH);
+}
+
+int lp_api_preauth(lp_api *api, const lp_request *req, lp_response *resp)
+{
+    memset(resp, 0, sizeof *resp);
+    int known;
+    const route *r = find_route(req->method, req->path, &known);
+    lp_principal who;
+    if (r == NULL || r->scope == 0)
+        return LP_OK;
+    return authorize(api, r, req, &who, resp);
 }
 
 void lp_api_finish(lp_api *api, lp_pending *pending, lp_response *resp)

@@ -56,7 +56,10 @@ typedef struct lp_request {
     const char *fetch_site;  /* "Sec-Fetch-Site" */
     const char *request_id;  /* the request's id (as accepted or made by the HTTP layer) */
     const char *client_addr; /* numeric address of the peer, e.g. "127.0.0.1" */
-} lp_request;                /* everything borrowed for the duration of the call */
+    /* Set by lp_api_begin for the handler: the operator credential the
+     * request was authenticated with (server/service/auth.h), or NULL. */
+    const struct lp_principal *principal;
+} lp_request; /* everything borrowed for the duration of the call */
 
 /* A body produced piece by piece (export). read returns the number of bytes
  * written into buf (<= max), 0 at the end, -1 on error; free releases ctx. */
@@ -74,6 +77,7 @@ typedef struct lp_response {
     size_t body_len;
     lp_stream stream; /* used instead of body when stream.read != NULL */
     char *set_cookie; /* owned: the value of a Set-Cookie header, or NULL */
+    int retry_after;  /* > 0: a Retry-After header, seconds (429, 503) */
 } lp_response;
 
 /* Every response also carries the console's security headers
@@ -124,6 +128,13 @@ const char *lp_api_route_name(const lp_api *api, const char *method, const char 
 
 /* The body size cap for a route. */
 size_t lp_api_body_cap(const lp_api *api, const char *method, const char *path);
+
+/* Checks a request's credentials from its headers alone (req->body is not
+ * looked at), before its body is read: LP_OK to go on, or the refusal's
+ * code with resp filled (401, 403). The HTTP layer calls this when the
+ * headers have arrived, so an unauthenticated body is never buffered;
+ * lp_api_begin checks again. */
+int lp_api_preauth(lp_api *api, const lp_request *req, lp_response *resp);
 
 /* Starts handling req. LP_API_DONE: resp is filled. LP_API_PENDING: *pending
  * is set, async->suspend has been called, and async->resume will be called

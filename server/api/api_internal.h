@@ -7,6 +7,7 @@
 
 #include "annotators.h"
 #include "api.h"
+#include "auth.h"
 #include "buf.h"
 #include "console_sessions.h"
 #include "labels.h"

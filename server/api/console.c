@@ -108,9 +108,11 @@ static int state_changing(const lp_request *req)
     return strcmp(req->method, "GET") != 0 && strcmp(req->method, "HEAD") != 0;
 }
 
-int lp_console_authorize(lp_api *api, const lp_request *req)
+int lp_console_authorize(lp_api *api, const lp_request *req, lp_principal *who)
 {
     char id[LP_SESSION_ID_MAX];
+    if (who != NULL)
+        *who = (lp_principal){.token_id = 0, .scopes = LP_SCOPE_ALL};
     if (!same_origin(req))
         return LP_ECROSS_SITE;
     if (!session_cookie(req, id) ||
@@ -162,7 +164,7 @@ int lp_console_sign_in(lp_api *api, const lp_request *req, lp_response *resp)
     const char *token = json_string_value(json_object_get(body, "token"));
     /* One answer for every failure: a missing, malformed or wrong token. */
     int rc = json_object_size(body) == 1 && token != NULL
-                 ? lp_auth_operator_check(api->store, token)
+                 ? lp_auth_operator_check(api->store, token, NULL)
                  : LP_EUNAUTHORIZED;
     json_decref(body);
     if (rc != LP_OK)
@@ -202,7 +204,7 @@ int lp_console_session_get(lp_api *api, const lp_request *req, lp_response *resp
 int lp_console_sign_out(lp_api *api, const lp_request *req, lp_response *resp)
 {
     char id[LP_SESSION_ID_MAX];
-    int rc = lp_console_authorize(api, req);
+    int rc = lp_console_authorize(api, req, NULL);
     if (rc == LP_ECROSS_SITE || rc == LP_ECSRF_FAILED)
         return lp_api_error(resp, rc, NULL);
     if (rc == LP_OK && session_cookie(req, id))

@@ -31,7 +31,8 @@ int lp_console_sign_out(lp_api *api, const lp_request *req, lp_response *resp);
 /* Authorizes an operator request that carries no bearer token: a live
  * session cookie, a same-origin request, and for any method but GET and
  * HEAD the session's CSRF token. LP_OK or the refusal's code
- * (LP_EUNAUTHORIZED, LP_ECROSS_SITE, LP_ECSRF_FAILED). */
-int lp_console_authorize(lp_api *api, const lp_request *req);
+ * (LP_EUNAUTHORIZED, LP_ECROSS_SITE, LP_ECSRF_FAILED). On LP_OK who (may
+ * be NULL) is the session's principal. */
+int lp_console_authorize(lp_api *api, const lp_request *req, lp_principal *who);
 
 #endif

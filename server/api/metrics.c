@@ -20,7 +20,8 @@ static const char *const ROUTE_NAMES[LP_ROUTE_COUNT] = {
     "retrain",    "models",     "score",
     "corruption", "tasks_skip", "progress",
     "quality",    "console",    "annotator_list",
-    "task_list",  "other",
+    "task_list",  "tokens",     "audit",
+    "other",
 };
 
 /* Score latency histogram: upper bounds in seconds, then +Inf. */

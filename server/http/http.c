@@ -148,6 +148,11 @@ static enum MHD_Result send_response(struct req_state *st, lp_response *resp)
 #undef ADD_HEADER
         if (resp->set_cookie != NULL)
             MHD_add_response_header(r, MHD_HTTP_HEADER_SET_COOKIE, resp->set_cookie);
+        if (resp->retry_after > 0) {
+            char secs[16];
+            snprintf(secs, sizeof secs, "%d", resp->retry_after);
+            MHD_add_response_header(r, MHD_HTTP_HEADER_RETRY_AFTER, secs);
+        }
     }
     lp_response_clear(resp);
     if (r == NULL)

@@ -37,8 +37,10 @@ int lp_auth_token_new(const char *prefix, char out[LP_AUTH_TOKEN_MAX], uint8_t h
     return LP_OK;
 }
 
-int lp_auth_operator_check(lp_store *s, const char *bearer)
+int lp_auth_operator_check(lp_store *s, const char *bearer, lp_principal *who)
 {
+    if (who != NULL)
+        *who = (lp_principal){0};
     if (bearer == NULL)
         return LP_EUNAUTHORIZED;
     size_t len = strnlen(bearer, LP_AUTH_BEARER_MAX + 1);
@@ -55,6 +57,8 @@ int lp_auth_operator_check(lp_store *s, const char *bearer)
     for (size_t i = 0; i < n; i++) /* no early exit: every hash is compared */
         match |= sodium_memcmp(hashes + i * LP_HASH_BYTES, want, LP_HASH_BYTES) == 0;
     free(hashes);
+    if (match && who != NULL)
+        *who = (lp_principal){.token_id = 0, .scopes = LP_SCOPE_ALL};
     return match ? LP_OK : LP_EUNAUTHORIZED;
 }
 

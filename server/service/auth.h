@@ -24,9 +24,24 @@ int lp_auth_token_new(const char *prefix, char out[LP_AUTH_TOKEN_MAX], uint8_t h
 /* The stored hash of a token (any string). */
 void lp_auth_token_hash(const char *token, size_t len, uint8_t hash[LP_HASH_BYTES]);
 
-/* LP_OK if bearer (may be NULL) is a valid operator token, else
- * LP_EUNAUTHORIZED (or LP_ESTORAGE). */
-int lp_auth_operator_check(lp_store *s, const char *bearer);
+/* What an operator credential may do. A route names the one scope it
+ * needs; a token holds any set of them. */
+enum {
+    LP_SCOPE_ADMIN = 1 << 0,  /* campaigns, tasks, annotators, training, models, views */
+    LP_SCOPE_EXPORT = 1 << 1, /* GET /v1/export */
+    LP_SCOPE_SCORE = 1 << 2,  /* POST /v1/score on any model */
+    LP_SCOPE_ALL = LP_SCOPE_ADMIN | LP_SCOPE_EXPORT | LP_SCOPE_SCORE
+};
+
+/* Who a request acts as, once authenticated. */
+typedef struct lp_principal {
+    int64_t token_id; /* the operator token's id (its row), 0 when unknown */
+    unsigned scopes;  /* LP_SCOPE_* bits */
+} lp_principal;
+
+/* LP_OK if bearer (may be NULL) is a valid operator token, with who
+ * (may be NULL) filled in; else LP_EUNAUTHORIZED (or LP_ESTORAGE). */
+int lp_auth_operator_check(lp_store *s, const char *bearer, lp_principal *who);
 
 /* Mints an operator token and stores its hash; out receives the token,
  * which the caller shows once and then wipes (sodium_memzero). */

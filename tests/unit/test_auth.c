@@ -120,7 +120,7 @@ static void test_bootstrap_fresh_database(void)
     CHECK_INT(strlen(tok), 3 + TOKEN_RANDOM_B64);
     CHECK_INT(stored_tokens(), 1);
     CHECK(stored(tok));
-    CHECK_ERR(lp_auth_operator_check(fx.store, tok), LP_OK);
+    CHECK_ERR(lp_auth_operator_check(fx.store, tok, NULL), LP_OK);
 
     /* A second bootstrap mints nothing and leaves out untouched. */
     char again[LP_AUTH_TOKEN_MAX];
@@ -135,30 +135,30 @@ static void test_check_refusals(void)
 {
     char tok[LP_AUTH_TOKEN_MAX];
     CHECK_ERR(lp_auth_operator_mint(fx.store, tok), LP_OK);
-    CHECK_ERR(lp_auth_operator_check(fx.store, tok), LP_OK);
-    CHECK_ERR(lp_auth_operator_check(fx.store, NULL), LP_EUNAUTHORIZED);
-    CHECK_ERR(lp_auth_operator_check(fx.store, ""), LP_EUNAUTHORIZED);
+    CHECK_ERR(lp_auth_operator_check(fx.store, tok, NULL), LP_OK);
+    CHECK_ERR(lp_auth_operator_check(fx.store, NULL, NULL), LP_EUNAUTHORIZED);
+    CHECK_ERR(lp_auth_operator_check(fx.store, "", NULL), LP_EUNAUTHORIZED);
     /* One character changed, anywhere. */
     size_t len = strlen(tok);
     for (size_t i = 0; i < len; i += 7) {
         char bad[LP_AUTH_TOKEN_MAX];
         memcpy(bad, tok, len + 1);
         bad[i] = bad[i] == 'A' ? 'B' : 'A';
-        CHECK_ERR(lp_auth_operator_check(fx.store, bad), LP_EUNAUTHORIZED);
+        CHECK_ERR(lp_auth_operator_check(fx.store, bad, NULL), LP_EUNAUTHORIZED);
     }
     /* A prefix of it, and it with one more character. */
     char shorter[LP_AUTH_TOKEN_MAX], longer[LP_AUTH_TOKEN_MAX + 1];
     memcpy(shorter, tok, len - 1);
     shorter[len - 1] = 0;
-    CHECK_ERR(lp_auth_operator_check(fx.store, shorter), LP_EUNAUTHORIZED);
+    CHECK_ERR(lp_auth_operator_check(fx.store, shorter, NULL), LP_EUNAUTHORIZED);
     snprintf(longer, sizeof longer, "%sA", tok);
-    CHECK_ERR(lp_auth_operator_check(fx.store, longer), LP_EUNAUTHORIZED);
+    CHECK_ERR(lp_auth_operator_check(fx.store, longer, NULL), LP_EUNAUTHORIZED);
     /* The prefix alone, and an enrollment token, are not operator tokens. */
-    CHECK_ERR(lp_auth_operator_check(fx.store, "op_"), LP_EUNAUTHORIZED);
+    CHECK_ERR(lp_auth_operator_check(fx.store, "op_", NULL), LP_EUNAUTHORIZED);
     char et[LP_AUTH_TOKEN_MAX];
     uint8_t eh[LP_HASH_BYTES];
     CHECK_ERR(lp_auth_token_new("et_", et, eh), LP_OK);
-    CHECK_ERR(lp_auth_operator_check(fx.store, et), LP_EUNAUTHORIZED);
+    CHECK_ERR(lp_auth_operator_check(fx.store, et, NULL), LP_EUNAUTHORIZED);
 }
 
 /* Every stored token is accepted, whatever its position among the hashes. */
@@ -172,7 +172,7 @@ static void test_check_every_stored_token(void)
     CHECK_INT(stored_tokens(), before + MINTED);
     for (int i = 0; i < MINTED; i++) {
         CHECK(stored(toks[i]));
-        CHECK_ERR(lp_auth_operator_check(fx.store, toks[i]), LP_OK);
+        CHECK_ERR(lp_auth_operator_check(fx.store, toks[i], NULL), LP_OK);
         for (int j = 0; j < i; j++)
             CHECK(strcmp(toks[i], toks[j]) != 0);
     }
@@ -188,13 +188,13 @@ static void test_check_bearer_length_cap(void)
     memset(over, 'k', LP_AUTH_BEARER_MAX + 1);
     over[LP_AUTH_BEARER_MAX + 1] = 0;
     uint8_t h[LP_HASH_BYTES];
-    CHECK_ERR(lp_auth_operator_check(fx.store, at_cap), LP_EUNAUTHORIZED);
+    CHECK_ERR(lp_auth_operator_check(fx.store, at_cap, NULL), LP_EUNAUTHORIZED);
     lp_auth_token_hash(at_cap, strlen(at_cap), h);
     CHECK_ERR(lp_store_operator_token_add(fx.store, h), LP_OK);
-    CHECK_ERR(lp_auth_operator_check(fx.store, at_cap), LP_OK);
+    CHECK_ERR(lp_auth_operator_check(fx.store, at_cap, NULL), LP_OK);
     lp_auth_token_hash(over, strlen(over), h);
     CHECK_ERR(lp_store_operator_token_add(fx.store, h), LP_OK);
-    CHECK_ERR(lp_auth_operator_check(fx.store, over), LP_EUNAUTHORIZED);
+    CHECK_ERR(lp_auth_operator_check(fx.store, over, NULL), LP_EUNAUTHORIZED);
 }
 
 /* Tokens live in the database: after a reopen the old ones still work and
@@ -212,7 +212,7 @@ static void test_tokens_survive_reopen(void)
     if (fx.store == NULL)
         return;
     CHECK_INT(stored_tokens(), before);
-    CHECK_ERR(lp_auth_operator_check(fx.store, tok), LP_OK);
+    CHECK_ERR(lp_auth_operator_check(fx.store, tok, NULL), LP_OK);
     char again[LP_AUTH_TOKEN_MAX] = "untouched";
     int created = -1;
     CHECK_ERR(lp_auth_bootstrap(fx.store, again, &created), LP_OK);
