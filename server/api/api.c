@@ -190,7 +190,7 @@ static const route ROUTES[] = {
     {"GET", "/v1/models", LP_ROUTE_MODELS, lp_api_models_get, LP_SCOPE_ADMIN, CAP_BODY},
     {"POST", "/v1/models/activate", LP_ROUTE_MODELS, lp_api_models_activate, LP_SCOPE_ADMIN,
      CAP_BODY},
-    {"POST", "/v1/score", LP_ROUTE_SCORE, lp_api_score, 0, CAP_BATCH},
+    {"POST", "/v1/score", LP_ROUTE_SCORE, lp_api_score, LP_SCOPE_SCORE, CAP_BATCH},
     {"GET", "/v1/corruption", LP_ROUTE_CORRUPTION, lp_api_corruption_get, LP_SCOPE_ADMIN, CAP_BODY},
     {"PUT", "/v1/corruption", LP_ROUTE_CORRUPTION, lp_api_corruption_put, LP_SCOPE_ADMIN, CAP_BODY},
     {"GET", "/", LP_ROUTE_CONSOLE, lp_console_page, 0, CAP_BODY},
@@ -257,14 +257,22 @@ size_t lp_api_body_cap(const lp_api *api, const char *method, const char *path)
 
 /* Authenticates an operator request for route r: a bearer token, or else
  * the console's session cookie, holding the route's scope. LP_OK with *who
- * filled, or the refusal's code with resp filled. */
-static int authorize(lp_api *api, const route *r, const lp_request *req, lp_principal *who,
-                     lp_response *resp)
+ * set to the filled principal, or the refusal's code with resp filled.
+ * With --public-score, a score request that carries no credential at all is
+ * let through anonymously (*who NULL): the handler decides what it may see.
+ * One that presents a credential is checked as usual. */
+static int authorize(lp_api *api, const route *r, const lp_request *req, lp_principal *principal,
+                     const lp_principal **who, lp_response *resp)
 {
+    *who = NULL;
+    if (r->id == LP_ROUTE_SCORE && api->opts.public_score && req->bearer == NULL &&
+        req->cookie == NULL)
+        return LP_OK;
+    *who = principal;
     int rc = req->bearer != NULL || req->cookie == NULL
-                 ? lp_auth_operator_check(api->store, req->bearer, who)
-                 : lp_console_authorize(api, req, who);
-    if (rc == LP_OK && (who->scopes & r->scope) != r->scope)
+                 ? lp_auth_operator_check(api->store, req->bearer, principal)
+                 : lp_console_authorize(api, req, principal);
+    if (rc == LP_OK && (principal->scopes & r->scope) != r->scope)
         rc = LP_EINSUFFICIENT_SCOPE;
     if (rc == LP_OK)
         return LP_OK;
@@ -330,11 +338,12 @@ int lp_api_begin(lp_api *api, const lp_request *req, const lp_async *async, lp_r
     size_t cap = route_cap(api, r);
     if (req->body_len > cap)
         return lp_api_error(resp, LP_EBODY_TOO_LARGE, NULL);
-    lp_principal who;
-    if (r->scope != 0 && authorize(api, r, req, &who, resp) != LP_OK)
+    lp_principal principal;
+    const lp_principal *who = NULL;
+    if (r->scope != 0 && authorize(api, r, req, &principal, &who, resp) != LP_OK)
         return LP_API_DONE;
     lp_request authed = *req;
-    authed.principal = r->scope != 0 ? &who : NULL;
+    authed.principal = who;
     if (r->fn != NULL)
         return r->fn(api, &authed, resp);
     return lp_api_labels_begin(api, &authed, async, resp, pending, r->id == LP_ROUTE_LABELS_BATCH);
@@ -345,10 +354,11 @@ int lp_api_preauth(lp_api *api, const lp_request *req, lp_response *resp)
     memset(resp, 0, sizeof *resp);
     int known;
     const route *r = find_route(req->method, req->path, &known);
-    lp_principal who;
+    lp_principal principal;
+    const lp_principal *who;
     if (r == NULL || r->scope == 0)
         return LP_OK;
-    return authorize(api, r, req, &who, resp);
+    return authorize(api, r, req, &principal, &who, resp);
 }
 
 void lp_api_finish(lp_api *api, lp_pending *pending, lp_response *resp)

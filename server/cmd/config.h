@@ -43,6 +43,7 @@ typedef struct lp_config {
     int64_t console_session_lifetime; /* seconds */
     int64_t console_idle_timeout;     /* seconds */
     int64_t console_sessions;
+    int64_t public_score;       /* flag: anonymous scoring of privatized models */
     int64_t new_operator_token; /* flag */
     int64_t help;               /* flag */
 } lp_config;

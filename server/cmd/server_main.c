@@ -115,7 +115,8 @@ int main(int argc, char **argv)
                       .timestamp_window_ms = cfg.timestamp_window * 1000,
                       .console_lifetime_s = cfg.console_session_lifetime,
                       .console_idle_s = cfg.console_idle_timeout,
-                      .console_sessions_max = (size_t)cfg.console_sessions};
+                      .console_sessions_max = (size_t)cfg.console_sessions,
+                      .public_score = cfg.public_score != 0};
     ao.train_threads = (int)cfg.train_threads;
     lp_learner *learner = NULL;
     if (cfg.learner) {
@@ -154,7 +155,7 @@ int main(int argc, char **argv)
            LP_LOG_STR("sync", lp_config_sync_name(cfg.sync)),
            LP_LOG_STR("threading", cfg.connection_threads > 0 ? "per_connection" : "event_loop"),
            LP_LOG_INT("threads", cfg.connection_threads > 0 ? cfg.connection_threads : cfg.threads),
-           LP_LOG_BOOL("learner", cfg.learner));
+           LP_LOG_BOOL("learner", cfg.learner), LP_LOG_BOOL("public_score", cfg.public_score));
 
     int sig = 0;
     sigwait(&sigs, &sig);

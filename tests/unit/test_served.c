@@ -56,7 +56,7 @@ static void test_dense(void)
 {
     char *text = dense_model(1.0, "square-chipo", "chimix"), msg[256];
     lp_served *sv = NULL;
-    CHECK_INT(lp_served_new(4, text, &sv, msg, sizeof msg), LP_OK);
+    CHECK_INT(lp_served_new(4, text, NULL, &sv, msg, sizeof msg), LP_OK);
     free(text);
     if (sv == NULL)
         return;
@@ -85,11 +85,11 @@ static void test_dense(void)
     lp_served_unref(sv);
     lp_served_unref(NULL);
 
-    CHECK_ERR(lp_served_new(1, "{not json", &sv, msg, sizeof msg), LP_EMALFORMED_JSON);
+    CHECK_ERR(lp_served_new(1, "{not json", NULL, &sv, msg, sizeof msg), LP_EMALFORMED_JSON);
     CHECK(sv == NULL);
-    CHECK_ERR(lp_served_new(1, "{\"loss\": \"dpo\"}", &sv, msg, sizeof msg), LP_EMISSING_FIELD);
+    CHECK_ERR(lp_served_new(1, "{\"loss\": \"dpo\"}", NULL, &sv, msg, sizeof msg), LP_EMISSING_FIELD);
     CHECK(strstr(msg, "model 1") != NULL);
-    CHECK_ERR(lp_served_new(1, "{\"theta\": [1, \"x\"]}", &sv, msg, sizeof msg), LP_EWRONG_TYPE);
+    CHECK_ERR(lp_served_new(1, "{\"theta\": [1, \"x\"]}", NULL, &sv, msg, sizeof msg), LP_EWRONG_TYPE);
 }
 
 static void test_text(void)
@@ -100,7 +100,7 @@ static void test_text(void)
     spec.cross_prompt = 1;
     char *text = text_model(&spec), msg[256];
     lp_served *sv = NULL;
-    CHECK_INT(lp_served_new(9, text, &sv, msg, sizeof msg), LP_OK);
+    CHECK_INT(lp_served_new(9, text, NULL, &sv, msg, sizeof msg), LP_OK);
     free(text);
     if (sv == NULL)
         return;
@@ -151,6 +151,17 @@ static void test_from_record(void)
     snprintf(rec.loss, sizeof rec.loss, "dpo");
     snprintf(rec.features, sizeof rec.features, "dense");
     CHECK_INT(lp_registry_model_add(s, &rec, 0), LP_OK);
+    /* a second model with its privacy record: 5 labels of 2 annotators, one
+     * unprivatized */
+    lp_model_record rec2 = rec;
+    rec2.privacy = (lp_label_privacy){.known = 1,
+                                      .labels = 5,
+                                      .annotators = 2,
+                                      .unprivatized = 1,
+                                      .epsilon_min = 0.5,
+                                      .epsilon_max = 2.0,
+                                      .epsilon_per_annotator = INFINITY};
+    CHECK_INT(lp_registry_model_add(s, &rec2, 0), LP_OK);
     free(text);
 
     lp_learner_opts lo = {.threads = 1};
@@ -168,9 +179,26 @@ static void test_from_record(void)
             CHECK_INT(lp_served_features(sv, NULL, NULL, x, 3, &f), LP_OK);
             CHECK_NEAR(lp_served_reward(sv, &f), 2.0 * (1.0 - 2.0 + 0.5), 1e-15);
             lp_sparse_free(&f);
+            /* stored without a record: unknown, so not privatized */
+            CHECK_INT(lp_served_privacy(sv)->known, 0);
+            CHECK_INT(lp_label_privacy_all_privatized(lp_served_privacy(sv)), 0);
         }
         lp_served_unref(sv);
-        CHECK_ERR(lp_learner_model(l, rec.version + 1, &sv), LP_EUNKNOWN_MODEL);
+        CHECK_INT(lp_learner_model(l, rec2.version, &sv), LP_OK);
+        if (sv != NULL) {
+            const lp_label_privacy *p = lp_served_privacy(sv);
+            CHECK_INT(p->known, 1);
+            CHECK_INT(p->labels, 5);
+            CHECK_INT(p->annotators, 2);
+            CHECK_INT(p->unprivatized, 1);
+            CHECK_NEAR(p->epsilon_min, 0.5, 0);
+            CHECK_NEAR(p->epsilon_max, 2.0, 0);
+            CHECK(isinf(p->epsilon_per_annotator)); /* stored as NULL, read back as infinity */
+            CHECK_INT(lp_label_privacy_all_privatized(p), 0);
+        }
+        lp_served_unref(sv);
+        sv = NULL;
+        CHECK_ERR(lp_learner_model(l, rec2.version + 1, &sv), LP_EUNKNOWN_MODEL);
         CHECK_INT(lp_learner_activate(l, rec.version), LP_OK);
         sv = lp_learner_served(l);
         CHECK(sv != NULL && lp_served_version(sv) == rec.version);
@@ -223,7 +251,7 @@ static void test_swaps(void)
     char msg[256];
     for (int v = 1; v <= 3; v++) {
         char *text = dense_model((double)v, "square-chipo", "chimix");
-        CHECK_INT(lp_served_new(v, text, &models[v - 1], msg, sizeof msg), LP_OK);
+        CHECK_INT(lp_served_new(v, text, NULL, &models[v - 1], msg, sizeof msg), LP_OK);
         free(text);
         if (models[v - 1] == NULL)
             return;
