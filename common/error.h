@@ -101,7 +101,7 @@
       "the server is at its limit for requests in progress; retry after the number of seconds "    \
       "in Retry-After")                                                                            \
     X(70, STORAGE_UNHEALTHY, "storage_unhealthy", 503,                                             \
-      "the database cannot take writes safely now; nothing was stored")                          \
+      "the database cannot take writes safely now; nothing was stored")                            \
     X(75, MODEL_NOT_PUBLIC, "model_not_public", 403,                                               \
       "this model was trained on labels that were not all privatized; scoring with it needs a "    \
       "token with the score scope")                                                                \

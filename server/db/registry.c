@@ -681,9 +681,9 @@ int lp_registry_model_add(lp_store *s, lp_model_record *m, int activate)
 #define MODEL_COLS                                                                                 \
     "SELECT m.version, m.run, m.loss, m.campaign, m.cutoff, m.labels, m.duration_ms, "             \
     "m.created_ms, m.summary, c.name, m.features, m.dim, m.text_dim, m.text_bigrams, "             \
-    "m.text_cross_prompt, m.text_cross_max, m.text_length, p.model IS NOT NULL, p.labels, "       \
-    "p.annotators, p.unprivatized, p.epsilon_min, p.epsilon_max, p.epsilon_per_annotator, "        \
-    SETTINGS_COLS ", "
+    "m.text_cross_prompt, m.text_cross_max, m.text_length, p.model IS NOT NULL, p.labels, "        \
+    "p.annotators, p.unprivatized, p.epsilon_min, p.epsilon_max, "                                 \
+    "p.epsilon_per_annotator, " SETTINGS_COLS ", "
 #define MODEL_FROM                                                                                 \
     " FROM models m LEFT JOIN campaigns c ON c.id = m.campaign "                                   \
     "LEFT JOIN training_runs r ON r.id = m.run LEFT JOIN train_settings ts ON ts.id = r.settings " \

@@ -592,11 +592,11 @@ static const char MIGRATION_010[] =
     "    unprivatized          INTEGER NOT NULL CHECK (unprivatized BETWEEN 0 AND labels),\n"
     "    epsilon_min           REAL CHECK (epsilon_min IS NULL OR epsilon_min > 0),\n"
     "    epsilon_max           REAL CHECK (epsilon_max IS NULL OR epsilon_max >= epsilon_min),\n"
-    "    epsilon_per_annotator REAL CHECK (epsilon_per_annotator IS NULL OR epsilon_per_annotator > 0)\n"
+    "    epsilon_per_annotator REAL CHECK (epsilon_per_annotator IS NULL OR epsilon_per_annotator "
+    "> 0)\n"
     ") WITHOUT ROWID;\n";
 
-const char *const LP_MIGRATIONS[] = {MIGRATION_001, MIGRATION_002, MIGRATION_003,
-                                     MIGRATION_004, MIGRATION_005, MIGRATION_006,
-                                     MIGRATION_007, MIGRATION_008, MIGRATION_009,
-                                     MIGRATION_010};
+const char *const LP_MIGRATIONS[] = {MIGRATION_001, MIGRATION_002, MIGRATION_003, MIGRATION_004,
+                                     MIGRATION_005, MIGRATION_006, MIGRATION_007, MIGRATION_008,
+                                     MIGRATION_009, MIGRATION_010};
 const int LP_MIGRATION_COUNT = (int)(sizeof LP_MIGRATIONS / sizeof LP_MIGRATIONS[0]);

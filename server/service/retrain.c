@@ -387,9 +387,8 @@ static lp_label_privacy privacy_compose(lp_label_privacy own, const lp_label_pri
     own.unprivatized += other->unprivatized;
     own.epsilon_min = fmin(own.epsilon_min, other->epsilon_min); /* fmin skips a NAN */
     own.epsilon_max = fmax(own.epsilon_max, other->epsilon_max);
-    own.epsilon_per_annotator = own.unprivatized > 0
-                                    ? INFINITY
-                                    : own.epsilon_per_annotator + other->epsilon_per_annotator;
+    own.epsilon_per_annotator =
+        own.unprivatized > 0 ? INFINITY : own.epsilon_per_annotator + other->epsilon_per_annotator;
     return own;
 }
 

@@ -95,8 +95,8 @@ typedef struct lp_snapshot {
     int64_t cutoff;
     lp_feature_mode mode; /* DENSE or TEXT */
     size_t d;
-    size_t corrupted;    /* labels whose view differs from the received label */
-    lp_gp_data *general; /* owned; the same labels by prompt when spec->general */
+    size_t corrupted;         /* labels whose view differs from the received label */
+    lp_gp_data *general;      /* owned; the same labels by prompt when spec->general */
     lp_label_privacy privacy; /* of exactly the labels in ds */
 } lp_snapshot;
 

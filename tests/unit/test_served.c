@@ -87,9 +87,11 @@ static void test_dense(void)
 
     CHECK_ERR(lp_served_new(1, "{not json", NULL, &sv, msg, sizeof msg), LP_EMALFORMED_JSON);
     CHECK(sv == NULL);
-    CHECK_ERR(lp_served_new(1, "{\"loss\": \"dpo\"}", NULL, &sv, msg, sizeof msg), LP_EMISSING_FIELD);
+    CHECK_ERR(lp_served_new(1, "{\"loss\": \"dpo\"}", NULL, &sv, msg, sizeof msg),
+              LP_EMISSING_FIELD);
     CHECK(strstr(msg, "model 1") != NULL);
-    CHECK_ERR(lp_served_new(1, "{\"theta\": [1, \"x\"]}", NULL, &sv, msg, sizeof msg), LP_EWRONG_TYPE);
+    CHECK_ERR(lp_served_new(1, "{\"theta\": [1, \"x\"]}", NULL, &sv, msg, sizeof msg),
+              LP_EWRONG_TYPE);
 }
 
 static void test_text(void)
