@@ -22,7 +22,9 @@
  *     e^eps / (1 + e^eps) per label, plus the binomial tolerance of n labels;
  *   - a model whose privacy record is unknown (trained before the record
  *     existed: the row removed from the database file while the server is
- *     stopped) is never served anonymously.
+ *     stopped) is never served anonymously, nor is a model trained on
+ *     privatized labels through a view that consulted the raw model
+ *     (corruption strategy "anti").
  * The true answers come from a fixed seed; the randomized response of the
  * client draws from the OS CSPRNG, so the epsilon = 1 bound is checked with
  * a tail probability of 1e-6.
@@ -297,6 +299,18 @@ int main(void)
     int64_t v_raw = train(&raw, 1); /* served */
     int64_t v_ldp = train(&ldp, 0); /* stored, not activated */
     CHECK(v_raw > 0 && v_ldp > v_raw);
+    /* The privatized labels again, through a view whose corruption strategy
+     * "anti" asks the served model (the raw one) about every task: the new
+     * model depends on the raw labels too. */
+    ldpref_corruption anti;
+    ldpref_corruption_init(&anti);
+    anti.campaign = ldp.name;
+    anti.alpha = 0.5;
+    anti.strategy = "anti";
+    CHECK_ERR(ldpref_admin_corruption_set(op, &anti, NULL), LP_OK);
+    int64_t v_anti = train(&ldp, 0);
+    anti.alpha = 0;
+    CHECK_ERR(ldpref_admin_corruption_set(op, &anti, NULL), LP_OK);
 
     /* The privacy each model carries. */
     json_t *p = privacy_of(v_raw);
@@ -314,6 +328,12 @@ int main(void)
     CHECK(json_number_value(json_object_get(p, "epsilon_max")) == EPS_PRIVATE);
     CHECK(json_number_value(json_object_get(p, "epsilon_per_annotator")) ==
           (double)EPS_PRIVATE * TASKS / ANNOTATORS);
+    json_decref(p);
+    p = privacy_of(v_anti); /* its own labels and the consulted model's */
+    CHECK_INT(json_integer_value(json_object_get(p, "labels")), 2 * TASKS);
+    CHECK_INT(json_integer_value(json_object_get(p, "unprivatized_labels")), TASKS);
+    CHECK(json_is_false(json_object_get(p, "privatized")));
+    CHECK(json_is_null(json_object_get(p, "epsilon_per_annotator")));
     json_decref(p);
 
     /* Default: the attacker without a token is refused, whatever the version. */
@@ -378,6 +398,10 @@ int main(void)
     json_decref(p);
     CHECK(recover(op, &ldp, 0, &rc) >= 0); /* the researcher still is served */
     CHECK_ERR(rc, LDPREF_OK);
+    /* A model that consulted the raw one is not public either. */
+    CHECK_ERR(ldpref_admin_model_activate(op, v_anti, NULL), LP_OK);
+    CHECK_INT(recover(anon, &ldp, 0, &rc), -1);
+    CHECK_ERR(rc, LDPREF_EMODEL_NOT_PUBLIC);
 
     ldpref_client_close(anon);
     ldpref_client_close(op);
