@@ -46,6 +46,7 @@ int main(void)
     CHECK_INT(c.lease_seconds, 3600);
     CHECK_INT(c.sync, LP_SYNC_FULL);
     CHECK_INT(c.new_operator_token, 0);
+    CHECK_INT(c.public_score, 0); /* /v1/score needs a token by default */
 
     env_port = "9000";
     env_sync = "normal";
@@ -59,13 +60,15 @@ int main(void)
                            "--body-max=128K",
                            "--threads",
                            "3",
-                           "--new-operator-token"};
-    CHECK_INT(load(&c, 8, flags, err), 0);
+                           "--new-operator-token",
+                           "--public-score"};
+    CHECK_INT(load(&c, 9, flags, err), 0);
     CHECK_INT(c.port, 0);
     CHECK_INT(c.sync, LP_SYNC_FULL);
     CHECK_INT(c.body_max, 128 * 1024);
     CHECK_INT(c.threads, 3);
     CHECK_INT(c.new_operator_token, 1);
+    CHECK_INT(c.public_score, 1);
 
     env_port = "70000";
     CHECK_INT(load(&c, 1, none, err), -1);
