@@ -336,6 +336,17 @@ int main(void)
     CHECK(json_is_null(json_object_get(p, "epsilon_per_annotator")));
     json_decref(p);
 
+    /* The operator sees the records in `ldpref admin models`. */
+    char env_server[128], env_token[256], *table = NULL;
+    snprintf(env_server, sizeof env_server, "LDPREF_SERVER=%s", srv.url);
+    snprintf(env_token, sizeof env_token, "LDPREF_OPERATOR_TOKEN=%s", srv.token);
+    const char *const env[] = {env_server, env_token, "LC_ALL=C", NULL};
+    const char *const models[] = {"ldpref", "admin", "models", "--format", "table", NULL};
+    CHECK_INT(run_tool(models, env, &table), 0);
+    CHECK(table && strstr(table, "privatized") && strstr(table, "unprivatized_labels") &&
+          strstr(table, "epsilon_per_annotator"));
+    free(table);
+
     /* Default: the attacker without a token is refused, whatever the version. */
     ldpref_client *anon = anonymous_client();
     int rc;
