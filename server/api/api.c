@@ -10,6 +10,7 @@
 #include "auth.h"
 #include "console.h"
 #include "error.h"
+#include "retrain.h"
 #include "tasks.h"
 #include "wire.h"
 
@@ -255,19 +256,40 @@ size_t lp_api_body_cap(const lp_api *api, const char *method, const char *path)
     return route_cap(api, find_route(method, path, &known));
 }
 
+/* What an anonymous score request may get (--public-score): LP_OK when the
+ * served model was trained on privatized labels only (the handler checks
+ * again, with the model it uses), else why not. Without a learner the
+ * handler answers. */
+static int public_model(lp_api *api)
+{
+    if (api->learner == NULL)
+        return LP_OK;
+    lp_served *sv = lp_learner_served(api->learner);
+    int rc = sv == NULL                                               ? LP_ENO_ACTIVE_MODEL
+             : lp_label_privacy_all_privatized(lp_served_privacy(sv)) ? LP_OK
+                                                                      : LP_EMODEL_NOT_PUBLIC;
+    lp_served_unref(sv);
+    return rc;
+}
+
 /* Authenticates an operator request for route r: a bearer token, or else
  * the console's session cookie, holding the route's scope. LP_OK with *who
  * set to the filled principal, or the refusal's code with resp filled.
  * With --public-score, a score request that carries no credential at all is
- * let through anonymously (*who NULL): the handler decides what it may see.
- * One that presents a credential is checked as usual. */
+ * let through anonymously (*who NULL) when a public model is served (the
+ * handler decides what it may see), and refused from its headers alone
+ * when none is. One that presents a credential is checked as usual. */
 static int authorize(lp_api *api, const route *r, const lp_request *req, lp_principal *principal,
                      const lp_principal **who, lp_response *resp)
 {
     *who = NULL;
     if (r->id == LP_ROUTE_SCORE && api->opts.public_score && req->bearer == NULL &&
-        req->cookie == NULL)
-        return LP_OK;
+        req->cookie == NULL) {
+        int rc = public_model(api);
+        if (rc != LP_OK)
+            lp_api_error(resp, rc, NULL);
+        return rc;
+    }
     *who = principal;
     int rc = req->bearer != NULL || req->cookie == NULL
                  ? lp_auth_operator_check(api->store, req->bearer, principal)

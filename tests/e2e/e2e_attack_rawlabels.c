@@ -15,9 +15,10 @@
  *     (and does recover the labels: what the refusal protects is real);
  *   - with --public-score an anonymous caller is served only the active
  *     model and only when every label it saw was privatized: the raw model
- *     is refused (403 model_not_public), a model that is not active is
- *     refused by version (403 model_not_active, whether or not it exists),
- *     and a model trained on labels privatized at epsilon = 1 is served, with
+ *     is refused (403 model_not_public; while no public model is served,
+ *     every anonymous request is, from its headers), a model that is not
+ *     active is refused by version (403 model_not_active, whether or not it
+ *     exists), and a model trained on labels privatized at epsilon = 1 is served, with
  *     a recovery rate no better than epsilon-LDP allows: at most
  *     e^eps / (1 + e^eps) per label, plus the binomial tolerance of n labels;
  *   - a model whose privacy record is unknown (trained before the record
@@ -374,11 +375,11 @@ int main(void)
     CHECK_ERR(rc, LDPREF_EMODEL_NOT_PUBLIC);
     expect_http(&raw, 0, NULL, 403, "model_not_public", __LINE__);
     expect_http(&raw, v_raw, NULL, 403, "model_not_public", __LINE__);
-    /* not active: refused by version, existing or not */
+    /* no public model is served: every anonymous request is refused, from
+     * its headers (lp_api_preauth answers the same) */
     CHECK_INT(recover(anon, &ldp, v_ldp, &rc), -1);
-    CHECK_ERR(rc, LDPREF_EMODEL_NOT_ACTIVE);
-    expect_http(&ldp, v_ldp, NULL, 403, "model_not_active", __LINE__);
-    expect_http(&ldp, v_ldp + 1000, NULL, 403, "model_not_active", __LINE__);
+    CHECK_ERR(rc, LDPREF_EMODEL_NOT_PUBLIC);
+    expect_http(&ldp, v_ldp, NULL, 403, "model_not_public", __LINE__);
     /* a credential presented is checked as usual */
     expect_http(&raw, 0, "not-a-token", 401, "unauthorized", __LINE__);
     CHECK_INT(recover(op, &raw, 0, &rc), right_raw); /* the researcher: the same model */
@@ -398,7 +399,12 @@ int main(void)
             "ε = %d model, anonymous with --public-score: %d of %d labels recovered (%.3f; "
             "bound %.3f, with tolerance %d)\n",
             EPS_PRIVATE, right_ldp, TASKS, rate(right_ldp), p_max, ldp_max);
-    expect_http(&raw, v_raw, NULL, 403, "model_not_active", __LINE__); /* the raw one, by version */
+    /* a model that is not served: refused by version, existing or not */
+    CHECK_INT(recover(anon, &raw, v_raw, &rc), -1);
+    CHECK_ERR(rc, LDPREF_EMODEL_NOT_ACTIVE);
+    expect_http(&raw, v_raw, NULL, 403, "model_not_active", __LINE__);
+    expect_http(&ldp, v_anti, NULL, 403, "model_not_active", __LINE__);
+    expect_http(&ldp, v_anti + 1000, NULL, 403, "model_not_active", __LINE__);
 
     /* A model trained before the privacy record existed: never public. */
     restart(public_score, &anon, v_ldp);

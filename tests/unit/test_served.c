@@ -3,8 +3,12 @@
  * from its stored record answers with theta^T f for dense and text
  * features, bad input gets named errors, and the serving slot's swaps are
  * safe under concurrent readers (each reader sees one whole model, and a
- * model outlives the slot while someone holds it).
+ * model outlives the slot while someone holds it); who may score with which
+ * model, by its privacy record, through the API (handler and the headers-
+ * only pre-authentication).
  */
+#include "api.h"
+#include "auth.h"
 #include "check.h"
 #include "error.h"
 #include "model.h"
@@ -131,6 +135,20 @@ static void test_text(void)
     lp_served_unref(sv);
 }
 
+/* A stored run for models to name. */
+static lp_run stored_run(lp_store *s)
+{
+    lp_run run = {0};
+    snprintf(run.trigger, sizeof run.trigger, "manual");
+    snprintf(run.settings.loss, sizeof run.settings.loss, "dpo");
+    snprintf(run.settings.optimizer, sizeof run.settings.optimizer, "lbfgs");
+    snprintf(run.settings.features, sizeof run.settings.features, "dense");
+    run.settings.text_dim = 4096;
+    run.settings.threads = 1;
+    CHECK_INT(lp_registry_run_create(s, &run), LP_OK);
+    return run;
+}
+
 /* A model stored in the registry is served through the learner by version. */
 static void test_from_record(void)
 {
@@ -140,14 +158,7 @@ static void test_from_record(void)
     if (s == NULL)
         return;
     char err[256];
-    lp_run run = {0};
-    snprintf(run.trigger, sizeof run.trigger, "manual");
-    snprintf(run.settings.loss, sizeof run.settings.loss, "dpo");
-    snprintf(run.settings.optimizer, sizeof run.settings.optimizer, "lbfgs");
-    snprintf(run.settings.features, sizeof run.settings.features, "dense");
-    run.settings.text_dim = 4096;
-    run.settings.threads = 1;
-    CHECK_INT(lp_registry_run_create(s, &run), LP_OK);
+    lp_run run = stored_run(s);
     char *text = dense_model(2.0, "dpo", "kl");
     lp_model_record rec = {.run = run.id, .dim = 3, .summary = "{}", .model = text};
     snprintf(rec.loss, sizeof rec.loss, "dpo");
@@ -206,6 +217,116 @@ static void test_from_record(void)
         CHECK(sv != NULL && lp_served_version(sv) == rec.version);
         lp_served_unref(sv);
     }
+    lp_learner_free(l);
+    store_fixture_close(&fx);
+}
+
+/* ---- who may score with which model (docs/trust-model.md) ---- */
+
+/* A stored dense model with the given privacy record (known 0: none). */
+static int64_t store_model(lp_store *s, int64_t run, const lp_label_privacy *privacy)
+{
+    char *text = dense_model(1.0, "dpo", "kl");
+    lp_model_record rec = {.run = run, .dim = 3, .summary = "{}", .model = text};
+    snprintf(rec.loss, sizeof rec.loss, "dpo");
+    snprintf(rec.features, sizeof rec.features, "dense");
+    rec.privacy = *privacy;
+    CHECK_INT(lp_registry_model_add(s, &rec, 0), LP_OK);
+    free(text);
+    return rec.version;
+}
+
+/* POST /v1/score {"candidates": [...], "version"?} through lp_api_handle;
+ * the status (or the error's status) and the error code (0: none). The
+ * pre-authentication from the headers alone must agree with it whenever it
+ * refuses. */
+static int score_status(lp_api *api, const char *bearer, int64_t version, int *error)
+{
+    char body[160], v[40] = "";
+    if (version > 0)
+        snprintf(v, sizeof v, ",\"version\":%lld", (long long)version);
+    snprintf(body, sizeof body, "{\"candidates\":[{\"features\":[1,1,1]}]%s}", v);
+    lp_request req = {.method = "POST",
+                      .path = "/v1/score",
+                      .body = body,
+                      .body_len = strlen(body),
+                      .bearer = bearer};
+    lp_response pre, resp;
+    int pre_rc = lp_api_preauth(api, &req, &pre);
+    lp_api_handle(api, &req, &resp);
+    *error = resp.error;
+    int status = resp.error ? lp_error_http_status(resp.error) : resp.status;
+    if (pre_rc != LP_OK)
+        CHECK_INT(pre_rc, resp.error); /* refused from the headers: the same answer */
+    lp_response_clear(&pre);
+    lp_response_clear(&resp);
+    return status;
+}
+
+static void test_score_access(void)
+{
+    store_fixture fx;
+    CHECK_INT(store_fixture_open(&fx, "test-score-access", 1), LP_OK);
+    lp_store *s = fx.store;
+    if (s == NULL)
+        return;
+    char token[LP_AUTH_TOKEN_MAX], err[256];
+    CHECK_INT(lp_auth_operator_mint(s, token), LP_OK);
+    lp_run run = stored_run(s);
+    const lp_label_privacy privatized = {.known = 1,
+                                         .labels = 10,
+                                         .annotators = 2,
+                                         .epsilon_min = 1,
+                                         .epsilon_max = 1,
+                                         .epsilon_per_annotator = 5};
+    lp_label_privacy raw = privatized, unknown = {0};
+    raw.unprivatized = 1;
+    raw.epsilon_per_annotator = INFINITY;
+    int64_t v_priv = store_model(s, run.id, &privatized), v_raw = store_model(s, run.id, &raw),
+            v_unknown = store_model(s, run.id, &unknown);
+
+    lp_learner_opts lo = {.threads = 1};
+    lp_learner *l = NULL;
+    CHECK_INT(lp_learner_new(s, &lo, &l, err, sizeof err), LP_OK);
+    lp_api_opts closed = {.body_max = 65536, .batch_body_max = 65536}, open = closed;
+    open.public_score = 1;
+    lp_api *api_closed = lp_api_new(s, &closed), *api_open = lp_api_new(s, &open);
+    if (l == NULL || api_closed == NULL || api_open == NULL) {
+        CHECK(0);
+    } else {
+        lp_api_set_learner(api_closed, l);
+        lp_api_set_learner(api_open, l);
+        int e;
+        /* nothing served: anonymous callers are told so from the headers */
+        CHECK_INT(score_status(api_open, NULL, 0, &e), 409);
+        CHECK_INT(e, LP_ENO_ACTIVE_MODEL);
+        const int64_t actives[] = {v_priv, v_raw, v_unknown};
+        for (size_t k = 0; k < 3; k++) {
+            CHECK_INT(lp_learner_activate(l, actives[k]), LP_OK);
+            int public = actives[k] == v_priv;
+            /* without --public-score: a token, always */
+            CHECK_INT(score_status(api_closed, NULL, 0, &e), 401);
+            CHECK_INT(score_status(api_closed, "op_wrong", 0, &e), 401);
+            CHECK_INT(score_status(api_closed, token, 0, &e), 200);
+            /* with it: the active model if privatized, nothing else */
+            CHECK_INT(score_status(api_open, NULL, 0, &e), public ? 200 : 403);
+            CHECK_INT(e, public ? 0 : LP_EMODEL_NOT_PUBLIC);
+            CHECK_INT(score_status(api_open, NULL, actives[k], &e), public ? 200 : 403);
+            for (size_t j = 0; j < 3; j++) {
+                if (j == k)
+                    continue;
+                CHECK_INT(score_status(api_open, NULL, actives[j], &e), 403);
+                CHECK_INT(e, public ? LP_EMODEL_NOT_ACTIVE : LP_EMODEL_NOT_PUBLIC);
+                CHECK_INT(score_status(api_open, token, actives[j], &e), 200); /* admin scope */
+            }
+            CHECK_INT(score_status(api_open, NULL, v_unknown + 1, &e), 403); /* no oracle */
+            CHECK_INT(score_status(api_open, token, v_unknown + 1, &e), 404);
+            CHECK_INT(score_status(api_open, "op_wrong", 0, &e), 401);
+            CHECK_INT(score_status(api_open, token, 0, &e), 200);
+        }
+    }
+    lp_api_free(api_closed);
+    lp_api_free(api_open);
     lp_learner_free(l);
     store_fixture_close(&fx);
 }
@@ -311,6 +432,7 @@ int main(void)
     test_dense();
     test_text();
     test_from_record();
+    test_score_access();
     test_swaps();
     return check_summary();
 }
