@@ -16,7 +16,7 @@ typedef struct bucket {
 } bucket;
 
 struct lp_ratelimit {
-    lp_rate rates[LP_RATE_CLASSES][2]; /* [class][lp_rate_key], burst >= 1 */
+    lp_rate rates[LP_RATE_CLASSES][LP_RATE_KEYS]; /* burst >= 1 */
     size_t sets;                       /* a power of two */
     bucket *table;                     /* sets * LP_RATELIMIT_WAYS */
     pthread_mutex_t stripes[LP_RATELIMIT_STRIPES];
@@ -35,16 +35,15 @@ lp_ratelimit *lp_ratelimit_new(const lp_ratelimit_opts *opts)
     lp_ratelimit *rl = calloc(1, sizeof *rl);
     if (rl == NULL)
         return NULL;
-    double factor = opts->address_factor >= 1 ? opts->address_factor : 1;
-    for (int c = 0; c < LP_RATE_CLASSES; c++) {
-        lp_rate r = opts->classes[c];
-        if (!(r.per_s > 0) || !isfinite(r.per_s))
-            r.per_s = 0;
-        if (!(r.burst >= 1) || !isfinite(r.burst))
-            r.burst = 1;
-        rl->rates[c][LP_RATE_CREDENTIAL] = r;
-        rl->rates[c][LP_RATE_ADDRESS] = (lp_rate){r.per_s * factor, r.burst * factor};
-    }
+    for (int c = 0; c < LP_RATE_CLASSES; c++)
+        for (int k = 0; k < LP_RATE_KEYS; k++) {
+            lp_rate r = opts->rates[c][k];
+            if (!(r.per_s > 0) || !isfinite(r.per_s))
+                r.per_s = 0;
+            if (!(r.burst >= 1) || !isfinite(r.burst))
+                r.burst = 1;
+            rl->rates[c][k] = r;
+        }
     size_t want = opts->buckets ? opts->buckets : LP_RATELIMIT_BUCKETS;
     rl->sets = 1;
     while (rl->sets * LP_RATELIMIT_WAYS < want)
@@ -73,7 +72,7 @@ void lp_ratelimit_free(lp_ratelimit *rl)
 int lp_ratelimit_active(const lp_ratelimit *rl, lp_rate_class cls)
 {
     return rl != NULL && (unsigned)cls < LP_RATE_CLASSES &&
-           rl->rates[cls][LP_RATE_CREDENTIAL].per_s > 0;
+           (rl->rates[cls][LP_RATE_CREDENTIAL].per_s > 0 || rl->rates[cls][LP_RATE_ADDRESS].per_s > 0);
 }
 
 /* The tokens of b at now_ns: refilled at r's rate, capped at its burst. */
@@ -109,9 +108,11 @@ int lp_ratelimit_take(lp_ratelimit *rl, lp_rate_class cls, lp_rate_key kind, con
 {
     if (wait_ns != NULL)
         *wait_ns = 0;
-    if (!lp_ratelimit_active(rl, cls))
+    if (rl == NULL || (unsigned)cls >= LP_RATE_CLASSES)
         return 1;
     const lp_rate *r = &rl->rates[cls][kind == LP_RATE_ADDRESS];
+    if (!(r->per_s > 0)) /* this kind of key is not limited in this class */
+        return 1;
     uint64_t tag = tag_of(rl, cls, kind, key, len);
     size_t set = (size_t)(tag & (rl->sets - 1));
     bucket *ways = rl->table + set * LP_RATELIMIT_WAYS;

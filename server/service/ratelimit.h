@@ -4,11 +4,9 @@
  *
  * A bucket holds at most `burst` tokens and gains `per_s` tokens a second; a
  * request takes one token, or is refused with the time until one is there.
- * Each class (scoring, enrollment, task fetching) has its own rate; a key is
- * either a credential (an operator token's id, an annotator's key) or a
- * client address, whose buckets hold `address_factor` times the class's
- * burst and refill that many times faster (several people may share one
- * address behind a NAT).
+ * Each class (scoring, enrollment, task fetching) has its own rates, one for
+ * each kind of key: a credential (an operator token's id, an annotator's
+ * key) or a client address.
  *
  * The table has a fixed number of buckets, set at creation: memory never
  * grows, whatever the number of keys. It is set-associative: a keyed hash
@@ -36,10 +34,7 @@ typedef enum lp_rate_class {
     LP_RATE_CLASSES
 } lp_rate_class;
 
-typedef enum lp_rate_key {
-    LP_RATE_CREDENTIAL, /* per_s and burst as given */
-    LP_RATE_ADDRESS     /* address_factor times both */
-} lp_rate_key;
+typedef enum lp_rate_key { LP_RATE_CREDENTIAL, LP_RATE_ADDRESS, LP_RATE_KEYS } lp_rate_key;
 
 typedef struct lp_rate {
     double per_s; /* tokens gained per second; <= 0: the class is not limited */
@@ -47,9 +42,8 @@ typedef struct lp_rate {
 } lp_rate;
 
 typedef struct lp_ratelimit_opts {
-    lp_rate classes[LP_RATE_CLASSES];
-    double address_factor; /* < 1 counts as 1 */
-    size_t buckets;        /* table size; 0: LP_RATELIMIT_BUCKETS */
+    lp_rate rates[LP_RATE_CLASSES][LP_RATE_KEYS]; /* per_s 0: that kind of key is not limited */
+    size_t buckets;                               /* table size; 0: LP_RATELIMIT_BUCKETS */
 } lp_ratelimit_opts;
 
 #define LP_RATELIMIT_BUCKETS 16384
@@ -69,7 +63,7 @@ void lp_ratelimit_free(lp_ratelimit *rl);
 /* The class's wire name in metrics: "score", "enrollment", "tasks_next". */
 const char *lp_rate_class_name(lp_rate_class cls);
 
-/* 1 if the class is limited at all. */
+/* 1 if the class is limited at all (for either kind of key). */
 int lp_ratelimit_active(const lp_ratelimit *rl, lp_rate_class cls);
 
 /*

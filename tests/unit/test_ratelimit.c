@@ -1,8 +1,8 @@
 /*
  * test_ratelimit.c — the token-bucket table (server/service/ratelimit) with
  * the clock in the test's hands: burst, refill, the cap at the burst, the
- * wait until the next token, looking without spending, classes that are
- * not limited, the address factor, keys and classes kept apart, the fixed
+ * wait until the next token, looking without spending, classes and kinds
+ * of keys that are not limited, address rates, keys and classes kept apart, the fixed
  * table bound under a flood of keys (and which bucket is evicted), address
  * keys (IPv4, IPv6 by /64, IPv4-mapped), and concurrent takers that never
  * get more than the burst.
@@ -19,11 +19,14 @@
 #define SEC 1000000000LL
 #define T0 (1000 * SEC) /* any start: the table never reads the real clock */
 
+/* Every class at (per_s, burst) per credential, factor times that per address. */
 static lp_ratelimit *table(double per_s, double burst, double factor, size_t buckets)
 {
-    lp_ratelimit_opts o = {.address_factor = factor, .buckets = buckets};
-    for (int c = 0; c < LP_RATE_CLASSES; c++)
-        o.classes[c] = (lp_rate){per_s, burst};
+    lp_ratelimit_opts o = {.buckets = buckets};
+    for (int c = 0; c < LP_RATE_CLASSES; c++) {
+        o.rates[c][LP_RATE_CREDENTIAL] = (lp_rate){per_s, burst};
+        o.rates[c][LP_RATE_ADDRESS] = (lp_rate){per_s * factor, burst * factor};
+    }
     lp_ratelimit *rl = lp_ratelimit_new(&o);
     CHECK(rl != NULL);
     return rl;
@@ -89,13 +92,16 @@ static void test_peek_spends_nothing(void)
 
 static void test_unlimited_class(void)
 {
-    lp_ratelimit_opts o = {.classes = {[LP_RATE_SCORE] = {0, 10}, [LP_RATE_ENROLL] = {1, 2}}};
+    /* score: not limited; enrollment: by address only; next: {0, 0}, not limited */
+    lp_ratelimit_opts o = {.rates = {[LP_RATE_SCORE] = {{0, 10}, {0, 10}},
+                                     [LP_RATE_ENROLL] = {{0, 0}, {1, 2}}}};
     lp_ratelimit *rl = lp_ratelimit_new(&o);
     CHECK(!lp_ratelimit_active(rl, LP_RATE_SCORE));
     CHECK(lp_ratelimit_active(rl, LP_RATE_ENROLL));
-    CHECK(!lp_ratelimit_active(rl, LP_RATE_NEXT)); /* {0, 0}: not limited */
+    CHECK(!lp_ratelimit_active(rl, LP_RATE_NEXT));
     CHECK_INT(drain(rl, LP_RATE_SCORE, LP_RATE_ADDRESS, "a", T0, NULL), 100000);
     CHECK_INT(drain(rl, LP_RATE_NEXT, LP_RATE_CREDENTIAL, "a", T0, NULL), 100000);
+    CHECK_INT(drain(rl, LP_RATE_ENROLL, LP_RATE_CREDENTIAL, "a", T0, NULL), 100000);
     CHECK_INT(lp_ratelimit_used(rl), 0);
     CHECK_INT(drain(rl, LP_RATE_ENROLL, LP_RATE_ADDRESS, "a", T0, NULL), 2);
     CHECK(!lp_ratelimit_active(NULL, LP_RATE_SCORE));
@@ -107,7 +113,7 @@ static void test_address_factor_and_separation(void)
 {
     lp_ratelimit *rl = table(2, 5, 4, 0);
     int64_t wait = 0;
-    /* an address bucket: 4 x 5 tokens, refilling at 4 x 2 a second */
+    /* an address bucket at its own rate: 4 x 5 tokens, refilling at 4 x 2 a second */
     CHECK_INT(drain(rl, LP_RATE_SCORE, LP_RATE_ADDRESS, "x", T0, &wait), 20);
     CHECK_INT(wait, SEC / 8);
     CHECK_INT(drain(rl, LP_RATE_SCORE, LP_RATE_ADDRESS, "x", T0 + SEC, NULL), 8);
