@@ -456,7 +456,8 @@ static int cmd_answer_batch(const struct cmd *cmd, ldpref_client *c, char **pos,
     if (rc == LDPREF_OK)
         rc = ldpref_answer_batch(c, items, n);
     int first_item_error = LDPREF_OK;
-    if (rc == LDPREF_OK || rc == LDPREF_ENETWORK) {
+    if (rc == LDPREF_OK || rc == LDPREF_ENETWORK || rc == LDPREF_ECERTIFICATE_UNTRUSTED ||
+        rc == LDPREF_ETLS_FAILED) {
         for (size_t i = 0; i < n; i++) {
             if (items[i].error == LDPREF_OK) {
                 print_json(receipt_json(&items[i].receipt));

@@ -16,6 +16,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <errno.h>
+#include <unistd.h>
 
 /* 1000 tasks x (3 x 64 KiB + 128 KiB of context), with room for escapes */
 #define LPC_RESP_CAP_TASKS (384u << 20)
@@ -129,6 +131,11 @@ int ldpref_client_open(const ldpref_options *opts, ldpref_client **out)
     c->timeout_ms = opts->timeout_ms;
     c->connect_timeout_ms = opts->connect_timeout_ms;
     c->key_path = dup_or_null(opts->key_path, &oom);
+    if (opts->ca_file && access(opts->ca_file, R_OK) != 0) {
+        rc = lpc_fail(c, LDPREF_EINVALID_ARGUMENT, "ca_file %.200s: %s", opts->ca_file,
+                      strerror(errno));
+        goto fail;
+    }
     c->ca_file = dup_or_null(opts->ca_file, &oom);
     if (opts->ledger_path) {
         c->ledger_path = dup_or_null(opts->ledger_path, &oom);
@@ -294,6 +301,11 @@ int lpc_post(ldpref_client *c, const char *path, json_t *req, size_t resp_cap, j
     int rc = lpc_call_json(c, "POST", path, req, 0, resp_cap, resp, &status);
     json_decref(req);
     return rc;
+}
+
+int lpc_not_delivered(int rc)
+{
+    return rc == LDPREF_ENETWORK || rc == LDPREF_ECERTIFICATE_UNTRUSTED || rc == LDPREF_ETLS_FAILED;
 }
 
 int lpc_need_key(ldpref_client *c)

@@ -62,6 +62,33 @@ void lpc_http_free(lpc_http *h)
     free(h);
 }
 
+/* The error code of a failed transfer: an untrusted certificate (or one
+ * for another name) and a failed TLS handshake get names of their own. */
+static int transport_error(CURLcode cr)
+{
+    switch (cr) {
+    case CURLE_PEER_FAILED_VERIFICATION:
+    case CURLE_SSL_ISSUER_ERROR:
+    case CURLE_SSL_PINNEDPUBKEYNOTMATCH:
+    case CURLE_SSL_INVALIDCERTSTATUS:
+        return LP_ECERTIFICATE_UNTRUSTED;
+    case CURLE_SSL_CONNECT_ERROR:
+    case CURLE_SSL_CERTPROBLEM:
+    case CURLE_SSL_CIPHER:
+    case CURLE_SSL_CACERT_BADFILE:
+    case CURLE_SSL_ENGINE_NOTFOUND:
+    case CURLE_SSL_ENGINE_SETFAILED:
+    case CURLE_SSL_ENGINE_INITFAILED:
+    case CURLE_USE_SSL_FAILED:
+    case CURLE_SSL_SHUTDOWN_FAILED:
+    case CURLE_SSL_CRL_BADFILE:
+    case CURLE_SSL_CLIENTCERT:
+        return LP_ETLS_FAILED;
+    default:
+        return LP_ENETWORK;
+    }
+}
+
 struct sink {
     lp_buf body; /* collected answer (or error body of a streamed request) */
     size_t limit;
@@ -158,7 +185,7 @@ int lpc_http_do(lpc_http *h, const lpc_http_req *req, long *status, char **body,
     } else if (s.file_failed) {
         rc = lp_fail(LP_EIO, msg, msglen, "writing the server's answer failed");
     } else if (cr != CURLE_OK) {
-        rc = lp_fail(LP_ENETWORK, msg, msglen, "%s: %s", req->url,
+        rc = lp_fail(transport_error(cr), msg, msglen, "%s: %s", req->url,
                      errbuf[0] ? errbuf : curl_easy_strerror(cr));
     } else if (*status == 0) {
         rc = lp_fail(LP_ENETWORK, msg, msglen, "%s: no HTTP answer", req->url);

@@ -44,6 +44,9 @@ int lpc_fail(ldpref_client *c, int code, const char *fmt, ...)
 
 /* LDPREF_OK if the handle has a key, else LDPREF_EKEY_FILE (errmsg set). */
 int lpc_need_key(ldpref_client *c);
+/* 1 when rc says the request never reached the server (no connection, or a
+ * TLS handshake that failed): a signed message stays in the outbox as is. */
+int lpc_not_delivered(int rc);
 
 /* Opens the ledger on first use. */
 int lpc_use_ledger(ldpref_client *c, lpc_ledger **out);

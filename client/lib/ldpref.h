@@ -114,6 +114,8 @@ typedef enum ldpref_error {
     LDPREF_ERATE_LIMITED = 68,       /* 429: retry later */
     LDPREF_EBUSY = 69,               /* 503: the server is at a limit; retry later */
     LDPREF_ESTORAGE_UNHEALTHY = 70,  /* 503: the server's storage cannot take writes now */
+    LDPREF_ECERTIFICATE_UNTRUSTED = 81, /* https: the server's certificate is not trusted */
+    LDPREF_ETLS_FAILED = 82,            /* https: the TLS handshake failed */
     LDPREF_ERROR_END                 /* one past the last code; grows when codes are added */
 } ldpref_error;
 

@@ -15,7 +15,7 @@
 typedef struct server_proc {
     pid_t pid;
     int port;
-    char url[64];
+    char url[64];    /* http://127.0.0.1:PORT, or https:// when the server speaks TLS */
     char dir[256];   /* temporary directory (database, keys, ledgers) */
     char db[300];    /* database path inside dir */
     char token[160]; /* first operator token ("" after a restart) */
