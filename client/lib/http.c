@@ -185,8 +185,13 @@ int lpc_http_do(lpc_http *h, const lpc_http_req *req, long *status, char **body,
     } else if (s.file_failed) {
         rc = lp_fail(LP_EIO, msg, msglen, "writing the server's answer failed");
     } else if (cr != CURLE_OK) {
-        rc = lp_fail(transport_error(cr), msg, msglen, "%s: %s", req->url,
-                     errbuf[0] ? errbuf : curl_easy_strerror(cr));
+        rc = transport_error(cr);
+        rc = lp_fail(rc, msg, msglen, "%s: %s%s", req->url,
+                     errbuf[0] ? errbuf : curl_easy_strerror(cr),
+                     rc == LP_ECERTIFICATE_UNTRUSTED
+                         ? " (the server's certificate is not trusted: give the CA that signed "
+                           "it with ca_file, --ca-file or LDPREF_CA_FILE)"
+                         : "");
     } else if (*status == 0) {
         rc = lp_fail(LP_ENETWORK, msg, msglen, "%s: no HTTP answer", req->url);
     }

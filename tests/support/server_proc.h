@@ -22,6 +22,10 @@ typedef struct server_proc {
     char log[300];   /* the server's stderr, inside dir */
 } server_proc;
 
+/* Server flags that turn the rate limits off, for load generators that play
+ * many users from one address (benchmarks, the live study). */
+#define SERVER_NO_RATE_LIMITS "--score-rate", "0", "--enroll-rate", "0", "--next-rate", "0"
+
 /* Path of a built binary ("ldpref", "ldpref-server", ...) into out. */
 void server_bin_path(const char *name, char *out, size_t outlen);
 
