@@ -17,6 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <errno.h>
+#include <time.h>
 #include <unistd.h>
 
 /* 1000 tasks x (3 x 64 KiB + 128 KiB of context), with room for escapes */
@@ -249,7 +250,23 @@ static int call_raw(ldpref_client *c, const char *method, const char *path,
                         .resp_cap = resp_cap};
     char *text = NULL;
     size_t len = 0;
-    int rc = lpc_http_do(c->http, &req, status, &text, &len, c->errmsg, sizeof c->errmsg);
+    long retry_after = 0, waited_ms = 0;
+    req.retry_after = &retry_after;
+    int rc;
+    /* A 429 means the server did nothing: wait as it asks and send again,
+     * while the wait is short and the call's timeout allows it. */
+    for (int attempt = 0;; attempt++) {
+        rc = lpc_http_do(c->http, &req, status, &text, &len, c->errmsg, sizeof c->errmsg);
+        if (rc != LP_OK || *status != 429 || attempt >= LPC_RATE_RETRIES || retry_after < 1 ||
+            retry_after > LPC_RATE_WAIT_MAX_S || waited_ms + retry_after * 1000 > c->timeout_ms)
+            break;
+        free(text);
+        text = NULL;
+        struct timespec ts = {.tv_sec = retry_after};
+        while (nanosleep(&ts, &ts) != 0 && errno == EINTR) {
+        }
+        waited_ms += retry_after * 1000;
+    }
     if (rc != LP_OK)
         return rc;
     if (*status < 200 || *status >= 300) {

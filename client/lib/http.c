@@ -13,6 +13,7 @@
 #include "wire.h"
 
 #include <curl/curl.h>
+#include <limits.h>
 #include <pthread.h>
 #include <sodium.h>
 #include <stdlib.h>
@@ -179,6 +180,11 @@ int lpc_http_do(lpc_http *h, const lpc_http_req *req, long *status, char **body,
 
     CURLcode cr = curl_easy_perform(c);
     curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, status);
+    if (req->retry_after) {
+        curl_off_t secs = 0;
+        curl_easy_getinfo(c, CURLINFO_RETRY_AFTER, &secs);
+        *req->retry_after = secs > 0 && secs < LONG_MAX ? (long)secs : 0;
+    }
     if (s.over) {
         rc = lp_fail(LP_EPROTOCOL, msg, msglen, "the server's answer exceeds %zu bytes",
                      req->resp_cap);

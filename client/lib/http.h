@@ -27,6 +27,7 @@ typedef struct lpc_http_req {
     const char *bearer; /* operator token or NULL (the header is wiped after use) */
     FILE *sink;         /* when set, a 2xx body is written here instead of returned */
     size_t resp_cap;    /* largest body accepted in memory */
+    long *retry_after;  /* when set: the answer's Retry-After in seconds (0: none) */
 } lpc_http_req;
 
 /*

@@ -74,6 +74,11 @@ int lpc_call_text(ldpref_client *c, const char *method, const char *path, const 
 
 /* Response caps (bytes). */
 #define LPC_RESP_CAP_SMALL (1u << 20)
+/* A call answered 429 rate_limited is sent again after the server's
+ * Retry-After, at most this many times and only for waits of at most this
+ * many seconds (within the call's timeout); otherwise the 429 is returned. */
+#define LPC_RATE_RETRIES 8
+#define LPC_RATE_WAIT_MAX_S 5
 #define LPC_RESP_CAP_LARGE (256u << 20)
 
 /* Hands a JSON answer (reference taken) to the caller as compact text in

@@ -88,10 +88,10 @@ static const opt_def OPTIONS[] = {
      "default threads of a training run (runs at idle priority)"},
     {"learner", "LDPREF_LEARNER", OPT_INT, OFF(learner), "1", 0, 1,
      "1: retraining, models and score endpoints on; 0: off"},
-    {"score-rate", "LDPREF_SCORE_RATE", OPT_REAL, OFF(score_rate), "10", 0, 1000000,
+    {"score-rate", "LDPREF_SCORE_RATE", OPT_REAL, OFF(score_rate), "20", 0, 1000000,
      "score requests per second per operator token (an address gets --rate-address-factor "
      "times as many); 0 = unlimited"},
-    {"score-burst", "LDPREF_SCORE_BURST", OPT_REAL, OFF(score_burst), "50", 1, 1000000,
+    {"score-burst", "LDPREF_SCORE_BURST", OPT_REAL, OFF(score_burst), "200", 1, 1000000,
      "score requests a token may send at once before --score-rate applies"},
     {"enroll-rate", "LDPREF_ENROLL_RATE", OPT_REAL, OFF(enroll_rate), "1", 0, 1000000,
      "enrollment attempts per second per client address (an IPv6 /64); 0 = unlimited"},

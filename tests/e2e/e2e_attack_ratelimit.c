@@ -17,16 +17,19 @@
  *  3. /v1/score: an anonymous flood from one address stops at the address's
  *     share while another address is served; per operator token, the
  *     token's own burst applies (when the build authenticates /v1/score).
- *  4. The defaults are in force: a server started without rate flags
- *     throttles a guesser after --enroll-burst (30) guesses, within what
- *     --enroll-rate (1/s) refills while the test runs, and Retry-After is
- *     honest: after it has passed, a guess is looked up again.
+ *  4. The defaults are in force: a server started without enrollment rate
+ *     flags throttles a guesser after --enroll-burst (30) guesses, within
+ *     what --enroll-rate (1/s) refills while the test runs, and Retry-After
+ *     is honest: after it has passed, a guess is looked up again.
+ *  5. The client library waits out a 429 as Retry-After asks: an annotator
+ *     fetching tasks faster than its key's rate gets every answer.
  *
  * The first server refills at 0.001 tokens a second (one per 1000 s), so
  * every count in 1-3 is exact however slowly the machine runs. The
  * /metrics counters ldpref_rate_limited_total{class} are checked against
  * the 429s the test saw.
  */
+#include "annotator_client.h"
 #include "canon.h"
 #include "check.h"
 #include "clock.h"
@@ -349,13 +352,54 @@ static void test_score_flood(void)
     CHECK_INT(refused, 9);
 }
 
-/* A server with the documented defaults (--enroll-rate 1, --enroll-burst
- * 30): the guesser is throttled after the burst plus what refilled while
- * it guessed, and Retry-After is honest. */
+/* The client library waits as Retry-After asks and sends again: a key
+ * fetching tasks faster than --next-rate (20/s after a burst of 5) gets
+ * every answer, and the server did refuse some on the way. */
+static void test_library_waits(server_proc *d)
+{
+    long st = 0;
+    char jsonl[4096];
+    size_t len = 0;
+    for (int i = 0; i < 40; i++)
+        len += (size_t)snprintf(jsonl + len, sizeof jsonl - len,
+                                "{\"id\":\"w%d\",\"prompt\":\"p%d\",\"responses\":[\"a\",\"b\"]}\n",
+                                i, i);
+    json_decref(operator_call(d, "POST", "/v1/tasks", jsonl, &st));
+    CHECK_INT(st, 200);
+    char key[400];
+    ldpref_options o;
+    CHECK_ERR(annotator_key_ensure(d->dir, "waits.key", key, sizeof key), LDPREF_OK);
+    annotator_options_init(&o, d->url, key, 1.0, 1000);
+    ldpref_client *c = NULL;
+    CHECK_ERR(ldpref_client_open(&o, &c), LDPREF_OK);
+    char *token = enrollment_token(d, "default");
+    CHECK_ERR(ldpref_enroll(c, token ? token : "", NULL), LDPREF_OK);
+    free(token);
+    double refused0 = metric(d, "ldpref_rate_limited_total{class=\"tasks_next\"}");
+    int ok = 0;
+    for (int i = 0; i < 25; i++) {
+        ldpref_task *t = NULL;
+        size_t n = 0;
+        ok += ldpref_next_tasks(c, 1, &t, &n) == LDPREF_OK && n == 1;
+        ldpref_tasks_free(t, n);
+    }
+    CHECK_INT(ok, 25);
+    double refused = metric(d, "ldpref_rate_limited_total{class=\"tasks_next\"}") - refused0;
+    CHECK(refused >= 1);
+    printf("the library fetched 25 tasks at --next-rate 20/s after a burst of 5: %.0f 429s "
+           "waited out\n",
+           refused);
+    ldpref_client_close(c);
+}
+
+/* A server with the documented enrollment defaults (--enroll-rate 1,
+ * --enroll-burst 30): the guesser is throttled after the burst plus what
+ * refilled while it guessed, and Retry-After is honest. */
 static void test_defaults(void)
 {
     server_proc d;
-    if (server_start(&d, NULL) != 0) {
+    const char *args[] = {"--next-rate", "20", "--next-burst", "5", NULL};
+    if (server_start(&d, args) != 0) {
         check_record(0, __FILE__, __LINE__, "the default server did not start");
         return;
     }
@@ -392,6 +436,7 @@ static void test_defaults(void)
     http_reply_free(&r);
     printf("defaults: %d guesses looked up in %.2f s, then 429 with Retry-After %ld s\n",
            looked_up, elapsed, retry);
+    test_library_waits(&d);
     server_cleanup(&d);
 }
 
