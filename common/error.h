@@ -101,7 +101,7 @@
       "the server is at its limit for requests in progress; retry after the number of seconds "    \
       "in Retry-After")                                                                            \
     X(70, STORAGE_UNHEALTHY, "storage_unhealthy", 503,                                             \
-      "the database cannot take writes safely now; nothing was stored")                             \
+      "the database cannot take writes safely now; nothing was stored")                            \
     X(81, CERTIFICATE_UNTRUSTED, "certificate_untrusted", 502,                                     \
       "the server's TLS certificate is not trusted or does not name the server (give its CA "      \
       "with --ca-file or LDPREF_CA_FILE)")                                                         \

@@ -258,18 +258,17 @@ size_t lp_api_body_cap(const lp_api *api, const char *method, const char *path)
 
 /* ---- rate limits ---- */
 
-int lp_api_rate_limit(lp_api *api, lp_rate_class cls, lp_rate_key kind, const void *key,
-                      size_t len, int take, lp_response *resp)
+int lp_api_rate_limit(lp_api *api, lp_rate_class cls, lp_rate_key kind, const void *key, size_t len,
+                      int take, lp_response *resp)
 {
     int64_t wait_ns = 0;
     if (lp_ratelimit_take(api->limits, cls, kind, key, len, take, lp_mono_ns(), &wait_ns))
         return LP_OK;
     int64_t secs = (wait_ns + 999999999) / 1000000000;
     char msg[LP_MSG_MAX];
-    snprintf(msg, sizeof msg, "too many %s requests %s; retry after %lld s",
-             lp_rate_class_name(cls),
-             kind == LP_RATE_ADDRESS ? "from this address" : "with this credential",
-             (long long)secs);
+    snprintf(
+        msg, sizeof msg, "too many %s requests %s; retry after %lld s", lp_rate_class_name(cls),
+        kind == LP_RATE_ADDRESS ? "from this address" : "with this credential", (long long)secs);
     lp_metrics_rate_limited(cls);
     lp_api_error(resp, LP_ERATE_LIMITED, msg);
     resp->retry_after = secs > INT32_MAX ? INT32_MAX : secs < 1 ? 1 : (int)secs;

@@ -54,8 +54,8 @@ int lp_api_signed_annotator(lp_api *api, const uint8_t key[LP_KEY_BYTES],
 /* Takes one token (take = 1), or only looks (take = 0), from the bucket of
  * (cls, kind, key[0..len)): LP_OK, or LP_ERATE_LIMITED with resp filled
  * (429 with Retry-After) and the refusal counted in the metrics. */
-int lp_api_rate_limit(lp_api *api, lp_rate_class cls, lp_rate_key kind, const void *key,
-                      size_t len, int take, lp_response *resp);
+int lp_api_rate_limit(lp_api *api, lp_rate_class cls, lp_rate_key kind, const void *key, size_t len,
+                      int take, lp_response *resp);
 /* The value of a query parameter, or NULL. */
 const char *lp_api_param(const lp_request *req, const char *key);
 

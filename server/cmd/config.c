@@ -309,11 +309,11 @@ void lp_config_usage(FILE *out, const char *prog)
         if (CHOICES[o->type] != NULL)
             choice_list(CHOICES[o->type], names + 1, sizeof names - 1);
         snprintf(flag, sizeof flag, "--%s%s", o->name,
-                 o->type == OPT_FLAG  ? ""
-                 : o->type == OPT_STR ? " STR"
+                 o->type == OPT_FLAG   ? ""
+                 : o->type == OPT_STR  ? " STR"
                  : o->type == OPT_REAL ? " X"
-                 : CHOICES[o->type]   ? names
-                                      : " N");
+                 : CHOICES[o->type]    ? names
+                                       : " N");
         fprintf(out, "  %-28s %s\n", flag, o->help);
         if (o->type != OPT_FLAG)
             fprintf(out, "  %-28s (%s; default %s)\n", "", o->env, *o->def ? o->def : "unset");

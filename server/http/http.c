@@ -48,7 +48,7 @@
 /* GnuTLS priorities of HTTPS: TLS 1.2 and 1.3 only, AEAD ciphers only, and
  * no static-RSA key exchange (every session has forward secrecy). */
 #define LP_TLS_PRIORITIES                                                                          \
-    "SECURE128:-VERS-ALL:+VERS-TLS1.3:+VERS-TLS1.2:-CIPHER-ALL:+AES-256-GCM:+AES-128-GCM:"        \
+    "SECURE128:-VERS-ALL:+VERS-TLS1.3:+VERS-TLS1.2:-CIPHER-ALL:+AES-256-GCM:+AES-128-GCM:"         \
     "+CHACHA20-POLY1305:-RSA:-VERS-DTLS-ALL"
 #define REQUEST_ID_MAX 64
 #define PATH_LOG_MAX 64 /* an unknown path is logged up to this many bytes */
@@ -512,8 +512,7 @@ int lp_http_start(lp_api *api, const lp_http_opts *opts, lp_http **out, int *bou
     h->d = MHD_start_daemon(
         flags, (uint16_t)opts->port, NULL, NULL, on_request, h, MHD_OPTION_EXTERNAL_LOGGER, log_mhd,
         NULL, MHD_OPTION_SOCK_ADDR, ai->ai_addr, MHD_OPTION_ARRAY, model, MHD_OPTION_ARRAY,
-        tls_options,
-        MHD_OPTION_CONNECTION_TIMEOUT, (unsigned int)opts->connection_timeout,
+        tls_options, MHD_OPTION_CONNECTION_TIMEOUT, (unsigned int)opts->connection_timeout,
         MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)CONNECTION_MEMORY, MHD_OPTION_NOTIFY_COMPLETED,
         on_completed, h, MHD_OPTION_LISTEN_BACKLOG_SIZE, (unsigned int)1024, MHD_OPTION_END);
     freeaddrinfo(ai);

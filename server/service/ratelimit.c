@@ -17,8 +17,8 @@ typedef struct bucket {
 
 struct lp_ratelimit {
     lp_rate rates[LP_RATE_CLASSES][LP_RATE_KEYS]; /* burst >= 1 */
-    size_t sets;                       /* a power of two */
-    bucket *table;                     /* sets * LP_RATELIMIT_WAYS */
+    size_t sets;                                  /* a power of two */
+    bucket *table;                                /* sets * LP_RATELIMIT_WAYS */
     pthread_mutex_t stripes[LP_RATELIMIT_STRIPES];
     uint8_t hash_key[crypto_shorthash_KEYBYTES];
 };
@@ -72,7 +72,8 @@ void lp_ratelimit_free(lp_ratelimit *rl)
 int lp_ratelimit_active(const lp_ratelimit *rl, lp_rate_class cls)
 {
     return rl != NULL && (unsigned)cls < LP_RATE_CLASSES &&
-           (rl->rates[cls][LP_RATE_CREDENTIAL].per_s > 0 || rl->rates[cls][LP_RATE_ADDRESS].per_s > 0);
+           (rl->rates[cls][LP_RATE_CREDENTIAL].per_s > 0 ||
+            rl->rates[cls][LP_RATE_ADDRESS].per_s > 0);
 }
 
 /* The tokens of b at now_ns: refilled at r's rate, capped at its burst. */
@@ -84,8 +85,8 @@ static double level(const bucket *b, const lp_rate *r, int64_t now_ns)
 }
 
 /* The tag of (cls, kind, key): never 0 (0 marks an empty bucket). */
-static uint64_t tag_of(const lp_ratelimit *rl, lp_rate_class cls, lp_rate_key kind,
-                       const void *key, size_t len)
+static uint64_t tag_of(const lp_ratelimit *rl, lp_rate_class cls, lp_rate_key kind, const void *key,
+                       size_t len)
 {
     uint8_t in[2 + 64];
     in[0] = (uint8_t)cls;

@@ -71,8 +71,7 @@ static long post_from(const server_proc *s, const char *source, const char *path
 }
 
 /* An enrollment with token (a guess or a real one) under a new key. */
-static long enroll_from(const server_proc *s, const char *source, const char *token,
-                        http_reply *r)
+static long enroll_from(const server_proc *s, const char *source, const char *token, http_reply *r)
 {
     uint8_t pk[LP_KEY_BYTES], sk[LP_SECRET_BYTES];
     crypto_sign_keypair(pk, sk);
@@ -105,8 +104,8 @@ static long next_from(const raw_annotator *a, const char *source, http_reply *r)
 
 static long score_from(const server_proc *s, const char *source, const char *bearer, http_reply *r)
 {
-    return post_from(s, source, "/v1/score",
-                     json_pack("{s:[{s:s}]}", "candidates", "text", "a"), bearer, r);
+    return post_from(s, source, "/v1/score", json_pack("{s:[{s:s}]}", "candidates", "text", "a"),
+                     bearer, r);
 }
 
 /* A counter of s's /metrics: the value on the line "<series> N" (0 when
@@ -434,8 +433,8 @@ static void test_defaults(void)
     guess_token(t);
     CHECK_INT(enroll_from(&d, "127.0.0.12", t, &r), 403);
     http_reply_free(&r);
-    printf("defaults: %d guesses looked up in %.2f s, then 429 with Retry-After %ld s\n",
-           looked_up, elapsed, retry);
+    printf("defaults: %d guesses looked up in %.2f s, then 429 with Retry-After %ld s\n", looked_up,
+           elapsed, retry);
     test_library_waits(&d);
     server_cleanup(&d);
 }
@@ -444,9 +443,21 @@ int main(void)
 {
     curl_global_init(CURL_GLOBAL_DEFAULT);
     lp_rng_init();
-    const char *args[] = {"--enroll-rate", SLOW_RATE, "--enroll-burst", "20", "--next-rate",
-                          SLOW_RATE, "--next-burst", "20", "--score-rate", SLOW_RATE,
-                          "--score-burst", "20", "--rate-address-factor", "3", NULL};
+    const char *args[] = {"--enroll-rate",
+                          SLOW_RATE,
+                          "--enroll-burst",
+                          "20",
+                          "--next-rate",
+                          SLOW_RATE,
+                          "--next-burst",
+                          "20",
+                          "--score-rate",
+                          SLOW_RATE,
+                          "--score-burst",
+                          "20",
+                          "--rate-address-factor",
+                          "3",
+                          NULL};
     if (server_start(&srv, args) != 0) {
         check_record(0, __FILE__, __LINE__, "server did not start");
         return check_summary();

@@ -168,8 +168,8 @@ static void test_clients(const server_proc *s, const char *tag)
     snprintf(tasks, sizeof tasks, "%s/%s.jsonl", dir, tag);
     FILE *f = fopen(tasks, "w");
     for (int i = 0; i < 6; i++)
-        fprintf(f, "{\"id\":\"%s%d\",\"prompt\":\"p%d\",\"responses\":[\"a%d\",\"b%d\"]}\n", tag,
-                i, i, i, i);
+        fprintf(f, "{\"id\":\"%s%d\",\"prompt\":\"p%d\",\"responses\":[\"a%d\",\"b%d\"]}\n", tag, i,
+                i, i, i);
     fclose(f);
     CHECK_ERR(ldpref_admin_tasks_load(op, tasks, NULL, NULL), LDPREF_OK);
     long long labels0 = server_db_count(s, "labels");
@@ -267,8 +267,9 @@ static void test_wrong_protocol(const server_proc *tls, const server_proc *plain
     http_raw_opts o = {0};
     http_raw_ex("GET", url, NULL, 0, &o, &r);
     /* an empty reply or a reset, never a timeout */
-    check_record(r.status == 0 && (r.curl_code == CURLE_GOT_NOTHING ||
-                                   r.curl_code == CURLE_RECV_ERROR || r.curl_code == CURLE_SEND_ERROR),
+    check_record(r.status == 0 &&
+                     (r.curl_code == CURLE_GOT_NOTHING || r.curl_code == CURLE_RECV_ERROR ||
+                      r.curl_code == CURLE_SEND_ERROR),
                  __FILE__, __LINE__, "plain HTTP to the TLS port: status %ld, curl code %d",
                  r.status, r.curl_code);
     http_reply_free(&r);
@@ -391,8 +392,8 @@ int main(void)
     }
     test_refusals();
     const char *tls_args[] = {"--tls-cert", cert, "--tls-key", key, NULL};
-    const char *pool_args[] = {"--tls-cert", cert, "--tls-key", key, "--connection-threads", "0",
-                               NULL};
+    const char *pool_args[] = {"--tls-cert",           cert, "--tls-key", key,
+                               "--connection-threads", "0",  NULL};
     server_proc tls, pool, plain;
     CHECK_INT(server_start(&tls, tls_args), 0);
     CHECK(strncmp(tls.url, "https://", 8) == 0);

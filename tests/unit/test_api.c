@@ -600,7 +600,8 @@ static void test_rate_limits(void)
     for (int i = 0; i < 10; i++) /* the pre-check spends nothing */
         CHECK_INT(preauth_from(limited, "10.0.0.1", "/v1/annotators", NULL), LP_OK);
     for (int i = 0; i < 3; i++) /* the burst reaches the parser */
-        CHECK_ERR(from(limited, "10.0.0.1", "POST", "/v1/annotators", "{", NULL), LP_EMALFORMED_JSON);
+        CHECK_ERR(from(limited, "10.0.0.1", "POST", "/v1/annotators", "{", NULL),
+                  LP_EMALFORMED_JSON);
     int retry = 0;
     CHECK_ERR(from(limited, "10.0.0.1", "POST", "/v1/annotators", "{", &retry), LP_ERATE_LIMITED);
     CHECK(retry >= 999 && retry <= 1000);
@@ -616,14 +617,16 @@ static void test_rate_limits(void)
     for (int i = 0; i < 3; i++)
         CHECK_ERR(from(limited, "2001:db8::1", "POST", "/v1/annotators", "{", NULL),
                   LP_EMALFORMED_JSON);
-    CHECK_ERR(from(limited, "2001:db8::ff:2", "POST", "/v1/annotators", "{", NULL), LP_ERATE_LIMITED);
+    CHECK_ERR(from(limited, "2001:db8::ff:2", "POST", "/v1/annotators", "{", NULL),
+              LP_ERATE_LIMITED);
     CHECK_ERR(from(limited, "2001:db8:0:1::1", "POST", "/v1/annotators", "{", NULL),
               LP_EMALFORMED_JSON);
     /* score and tasks/next: the address gets factor x burst (2 x 2) */
     for (int i = 0; i < 4; i++) {
         /* no learner here: the handler answers unavailable once past the limit */
         CHECK_ERR(from(limited, "10.0.0.3", "POST", "/v1/score", "{", NULL), LP_EUNAVAILABLE);
-        CHECK_ERR(from(limited, "10.0.0.3", "POST", "/v1/tasks/next", "{", NULL), LP_EMALFORMED_JSON);
+        CHECK_ERR(from(limited, "10.0.0.3", "POST", "/v1/tasks/next", "{", NULL),
+                  LP_EMALFORMED_JSON);
     }
     CHECK_ERR(from(limited, "10.0.0.3", "POST", "/v1/score", "{", NULL), LP_ERATE_LIMITED);
     CHECK_ERR(from(limited, "10.0.0.3", "POST", "/v1/tasks/next", "{", NULL), LP_ERATE_LIMITED);

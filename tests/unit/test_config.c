@@ -58,8 +58,8 @@ int main(void)
     CHECK_NEAR(c.rate_address_factor, 4, 0);
     CHECK_STR(c.tls_cert, "");
     CHECK_STR(c.tls_key, "");
-    const char *rates[] = {"x", "--enroll-rate", "0.25", "--score-rate=0", "--next-burst", "1e3",
-                           "--tls-cert", "c.pem", "--tls-key=k.pem"};
+    const char *rates[] = {"x",   "--enroll-rate", "0.25",  "--score-rate=0", "--next-burst",
+                           "1e3", "--tls-cert",    "c.pem", "--tls-key=k.pem"};
     CHECK_INT(load(&c, 9, rates, err), 0);
     CHECK_NEAR(c.enroll_rate, 0.25, 0);
     CHECK_NEAR(c.score_rate, 0, 0);

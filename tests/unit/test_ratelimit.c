@@ -93,8 +93,8 @@ static void test_peek_spends_nothing(void)
 static void test_unlimited_class(void)
 {
     /* score: not limited; enrollment: by address only; next: {0, 0}, not limited */
-    lp_ratelimit_opts o = {.rates = {[LP_RATE_SCORE] = {{0, 10}, {0, 10}},
-                                     [LP_RATE_ENROLL] = {{0, 0}, {1, 2}}}};
+    lp_ratelimit_opts o = {
+        .rates = {[LP_RATE_SCORE] = {{0, 10}, {0, 10}}, [LP_RATE_ENROLL] = {{0, 0}, {1, 2}}}};
     lp_ratelimit *rl = lp_ratelimit_new(&o);
     CHECK(!lp_ratelimit_active(rl, LP_RATE_SCORE));
     CHECK(lp_ratelimit_active(rl, LP_RATE_ENROLL));
@@ -147,8 +147,8 @@ static void test_table_bound(void)
     int taken = 0;
     for (int i = 0; i < 100000; i++) {
         snprintf(key, sizeof key, "flood-%d", i);
-        taken += lp_ratelimit_take(rl, LP_RATE_ENROLL, LP_RATE_ADDRESS, key, strlen(key), 1, T0,
-                                   NULL);
+        taken +=
+            lp_ratelimit_take(rl, LP_RATE_ENROLL, LP_RATE_ADDRESS, key, strlen(key), 1, T0, NULL);
     }
     CHECK_INT(taken, 100000); /* every new key starts full */
     CHECK_INT(lp_ratelimit_used(rl), 64);
@@ -198,8 +198,8 @@ static void *racer(void *arg)
 {
     struct race *r = arg;
     for (int i = 0; i < 20000; i++)
-        r->got += lp_ratelimit_take(r->rl, LP_RATE_SCORE, LP_RATE_CREDENTIAL, "shared", 6, 1, T0,
-                                    NULL);
+        r->got +=
+            lp_ratelimit_take(r->rl, LP_RATE_SCORE, LP_RATE_CREDENTIAL, "shared", 6, 1, T0, NULL);
     return NULL;
 }
 
