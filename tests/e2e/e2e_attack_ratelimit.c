@@ -154,6 +154,22 @@ static char *enrollment_token(const server_proc *s, const char *campaign)
     return t;
 }
 
+/* Loads n tasks into campaign of s (its path's query, "" for default). */
+static void load_tasks(const server_proc *s, const char *query, int n)
+{
+    char jsonl[16384];
+    size_t len = 0;
+    for (int i = 0; i < n && len < sizeof jsonl; i++)
+        len += (size_t)snprintf(jsonl + len, sizeof jsonl - len,
+                                "{\"id\":\"t%d\",\"prompt\":\"p%d\",\"responses\":[\"a\",\"b\"]}\n",
+                                i, i);
+    char path[128];
+    snprintf(path, sizeof path, "/v1/tasks%s", query);
+    long st = 0;
+    json_decref(operator_call(s, "POST", path, jsonl, &st));
+    CHECK_INT(st, 200);
+}
+
 static void setup_campaign(void)
 {
     long st = 0;
@@ -162,18 +178,7 @@ static void setup_campaign(void)
                               "\"labels_per_task\":10}",
                               &st));
     CHECK_INT(st, 201);
-    char jsonl[16384];
-    size_t len = 0;
-    for (int i = 0; i < 100; i++)
-        len += (size_t)snprintf(jsonl + len, sizeof jsonl - len,
-                                "{\"id\":\"t%d\",\"prompt\":\"p%d\",\"responses\":[\"a\",\"b\"]}\n",
-                                i, i);
-    char url[256];
-    snprintf(url, sizeof url, "%s/v1/tasks?campaign=rl", srv.url);
-    http_reply r;
-    http_raw("POST", url, jsonl, len, srv.token, &r);
-    CHECK_INT(r.status, 200);
-    http_reply_free(&r);
+    load_tasks(&srv, "?campaign=rl", 100);
 }
 
 static void test_enrollment_guessing(void)
@@ -356,15 +361,7 @@ static void test_score_flood(void)
  * every answer, and the server did refuse some on the way. */
 static void test_library_waits(server_proc *d)
 {
-    long st = 0;
-    char jsonl[4096];
-    size_t len = 0;
-    for (int i = 0; i < 40; i++)
-        len += (size_t)snprintf(jsonl + len, sizeof jsonl - len,
-                                "{\"id\":\"w%d\",\"prompt\":\"p%d\",\"responses\":[\"a\",\"b\"]}\n",
-                                i, i);
-    json_decref(operator_call(d, "POST", "/v1/tasks", jsonl, &st));
-    CHECK_INT(st, 200);
+    load_tasks(d, "", 40);
     char key[400];
     ldpref_options o;
     CHECK_ERR(annotator_key_ensure(d->dir, "waits.key", key, sizeof key), LDPREF_OK);
