@@ -7,7 +7,7 @@
  *     does not belong to the certificate.
  *  2. The real client library with ca_file, and the real CLI with
  *     --ca-file (and LDPREF_CA_FILE), over https://: the operator creates
- *     enrollment tokens and loads tasks, annotators enroll, fetch tasks and
+ *     enrollment tokens and loads 3 MB of tasks, annotators enroll, fetch tasks and
  *     submit labels, which are in the database; in both threading models
  *     (a thread per connection, and the event-loop pool whose label
  *     requests wait suspended for the commit).
@@ -37,6 +37,8 @@
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
+
+#define BIG_TASKS 8000
 
 static char dir[256], ca[400], cert[400], key[400], other_key[400];
 
@@ -166,12 +168,19 @@ static void test_clients(const server_proc *s, const char *tag)
         return;
     char tasks[500];
     snprintf(tasks, sizeof tasks, "%s/%s.jsonl", dir, tag);
+    /* a 3 MB upload: many TLS records through the server's 16 KiB of
+     * connection memory */
     FILE *f = fopen(tasks, "w");
-    for (int i = 0; i < 6; i++)
-        fprintf(f, "{\"id\":\"%s%d\",\"prompt\":\"p%d\",\"responses\":[\"a%d\",\"b%d\"]}\n", tag, i,
-                i, i, i);
+    for (int i = 0; i < BIG_TASKS; i++)
+        fprintf(f, "{\"id\":\"%s%d\",\"prompt\":\"p%d %0300d\",\"responses\":[\"a%d\",\"b%d\"]}\n",
+                tag, i, i, 0, i, i);
     fclose(f);
-    CHECK_ERR(ldpref_admin_tasks_load(op, tasks, NULL, NULL), LDPREF_OK);
+    char *loaded = NULL;
+    CHECK_ERR(ldpref_admin_tasks_load(op, tasks, NULL, &loaded), LDPREF_OK);
+    json_t *lj = loaded ? json_loads(loaded, 0, NULL) : NULL;
+    CHECK_INT(json_integer_value(json_object_get(lj, "loaded")), BIG_TASKS);
+    json_decref(lj);
+    ldpref_free(loaded);
     long long labels0 = server_db_count(s, "labels");
 
     /* the library: enroll, fetch, answer */
