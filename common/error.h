@@ -106,7 +106,13 @@
       "this model was trained on labels that were not all privatized; scoring with it needs a "    \
       "token with the score scope")                                                                \
     X(76, MODEL_NOT_ACTIVE, "model_not_active", 403,                                               \
-      "this version is not the served model; scoring with it needs a token with the admin scope")
+      "this version is not the served model; scoring with it needs a token with the admin scope")  \
+    X(81, CERTIFICATE_UNTRUSTED, "certificate_untrusted", 502,                                     \
+      "the server's TLS certificate is not trusted or does not name the server (give its CA "      \
+      "with --ca-file or LDPREF_CA_FILE)")                                                         \
+    X(82, TLS_FAILED, "tls_failed", 502,                                                           \
+      "the TLS handshake with the server failed (is it an https:// URL for a plain HTTP "          \
+      "server?)")
 
 /* Codes as an enum: LP_OK, LP_EINVALID_ARGUMENT, ... */
 typedef enum lp_error {

@@ -116,7 +116,11 @@ typedef enum ldpref_error {
     LDPREF_ESTORAGE_UNHEALTHY = 70,  /* 503: the server's storage cannot take writes now */
     LDPREF_EMODEL_NOT_PUBLIC = 75, /* 403: the model saw unprivatized labels: needs a score token */
     LDPREF_EMODEL_NOT_ACTIVE = 76, /* 403: a model that is not served: needs an admin token */
-    LDPREF_ERROR_END               /* one past the last code; grows when codes are added */
+
+    /* https: the server's certificate is not trusted; the TLS handshake failed */
+    LDPREF_ECERTIFICATE_UNTRUSTED = 81,
+    LDPREF_ETLS_FAILED = 82,
+    LDPREF_ERROR_END /* one past the last code; grows when codes are added */
 } ldpref_error;
 
 /* A one-line human message for a code. Static storage, never NULL. */

@@ -38,6 +38,14 @@ typedef struct lp_api_opts {
      * (req->principal NULL), with the active model only and only when every
      * label it was trained on was privatized (docs/trust-model.md). */
     int public_score;
+    /* Rate limits (docs/server.md#rate-limits), per second and burst; a rate
+     * of 0 is no limit. Score: per operator token; next: per annotator key;
+     * a client address gets rate_address_factor (>= 1) times those.
+     * Enrollment: per client address. rate_buckets: 0 for the default. */
+    double score_rate, score_burst, next_rate, next_burst, enroll_rate, enroll_burst;
+    double rate_address_factor;
+    size_t rate_buckets;
+    int tls; /* the server speaks HTTPS: the console's cookie is Secure */
 } lp_api_opts;
 
 typedef struct lp_param {
