@@ -114,6 +114,8 @@ typedef enum ldpref_error {
     LDPREF_ERATE_LIMITED = 68,       /* 429: retry later */
     LDPREF_EBUSY = 69,               /* 503: the server is at a limit; retry later */
     LDPREF_ESTORAGE_UNHEALTHY = 70,  /* 503: the server's storage cannot take writes now */
+    LDPREF_ELAST_ADMIN_TOKEN = 71,   /* revoking it would leave no live admin token */
+    LDPREF_EUNKNOWN_TOKEN = 72,      /* no live operator token has this id */
     LDPREF_ERROR_END                 /* one past the last code; grows when codes are added */
 } ldpref_error;
 

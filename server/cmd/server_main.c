@@ -22,6 +22,7 @@
 #include "retrain.h"
 #include "rr.h"
 #include "store.h"
+#include "tokens.h"
 
 #include <signal.h>
 #include <sodium.h>
@@ -80,9 +81,22 @@ int main(int argc, char **argv)
     }
     char token[LP_AUTH_TOKEN_MAX];
     if (cfg.new_operator_token) {
-        int rc = lp_auth_operator_mint(store, token);
+        unsigned scopes = 0;
+        char msg[128];
+        int rc = lp_scopes_parse_list(cfg.token_scopes, &scopes, msg, sizeof msg);
+        if (rc != LP_OK) {
+            fprintf(stderr, "ldpref-server: --token-scopes: %s\n", msg);
+            lp_store_close(store);
+            return 2;
+        }
+        lp_op_token row;
+        rc = lp_auth_operator_mint(store, cfg.token_name, scopes, token, &row);
         if (rc == LP_OK) {
+            char id[LP_TOKEN_ID_MAX];
+            lp_token_id_format(row.id, id);
             printf("operator token: %s\n", token);
+            lp_log(LP_LOG_INFO, "token_minted", LP_LOG_STR("id", id),
+                   LP_LOG_STR("name", row.name), LP_LOG_STR("scopes", cfg.token_scopes));
             fflush(stdout);
         } else {
             lp_log(LP_LOG_ERROR, "server_error", LP_LOG_STR("message", "cannot mint a token"),
@@ -115,7 +129,8 @@ int main(int argc, char **argv)
                       .timestamp_window_ms = cfg.timestamp_window * 1000,
                       .console_lifetime_s = cfg.console_session_lifetime,
                       .console_idle_s = cfg.console_idle_timeout,
-                      .console_sessions_max = (size_t)cfg.console_sessions};
+                      .console_sessions_max = (size_t)cfg.console_sessions,
+                      .public_metrics = (int)cfg.public_metrics};
     ao.train_threads = (int)cfg.train_threads;
     lp_learner *learner = NULL;
     if (cfg.learner) {
