@@ -247,9 +247,9 @@ int lp_api_revoke(lp_api *api, const lp_request *req, lp_response *resp)
     lp_b64_encode(key, LP_KEY_BYTES, b64);
     if (lp_store_annotator_by_key(api->store, key, &a) != LP_OK)
         a.pseudonym[0] = '\0';
-    return lp_api_json(resp, 200,
-                       json_pack("{s:s, s:s, s:b}", "key", b64, "pseudonym", a.pseudonym,
-                                 "revoked", 1));
+    return lp_api_json(
+        resp, 200,
+        json_pack("{s:s, s:s, s:b}", "key", b64, "pseudonym", a.pseudonym, "revoked", 1));
 }
 
 /* ---- tasks ---- */

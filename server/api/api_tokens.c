@@ -21,7 +21,8 @@ static json_t *token_json(const lp_op_token *t)
     lp_token_id_format(t->id, id);
     json_t *scopes = json_array();
     for (unsigned bit = 1; bit <= LP_SCOPE_ALL && scopes != NULL; bit <<= 1)
-        if ((t->scopes & bit) != 0 && json_array_append_new(scopes, json_string(lp_scope_name(bit))))
+        if ((t->scopes & bit) != 0 &&
+            json_array_append_new(scopes, json_string(lp_scope_name(bit))))
             json_decref(scopes), scopes = NULL;
     return json_pack("{s:s, s:s, s:o?, s:I, s:o}", "id", id, "name", t->name, "scopes", scopes,
                      "created_ms", (json_int_t)t->created_ms, "revoked_ms",
@@ -101,8 +102,8 @@ int lp_api_token_create(lp_api *api, const lp_request *req, lp_response *resp)
         rc = scopes_get(root, &scopes, msg, sizeof msg);
     char secret[LP_AUTH_TOKEN_MAX];
     lp_op_token row;
-    if (rc == LP_OK && (rc = lp_auth_operator_mint(api->store, name, scopes, secret, &row)) !=
-                           LP_OK)
+    if (rc == LP_OK &&
+        (rc = lp_auth_operator_mint(api->store, name, scopes, secret, &row)) != LP_OK)
         msg[0] = '\0';
     json_decref(root);
     if (rc != LP_OK)

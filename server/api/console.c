@@ -115,8 +115,8 @@ static int live_session(lp_api *api, const char *id, lp_principal *who, int64_t 
 {
     lp_principal signed_in;
     int rc = lp_sessions_check(api->sessions, id, lp_now_ms(), NULL, expires_ms, &signed_in);
-    if (rc == LP_OK && (rc = lp_auth_operator_live(api->store, signed_in.token_id, who)) ==
-                           LP_EUNAUTHORIZED)
+    if (rc == LP_OK &&
+        (rc = lp_auth_operator_live(api->store, signed_in.token_id, who)) == LP_EUNAUTHORIZED)
         lp_sessions_end(api->sessions, id);
     return rc;
 }

@@ -95,8 +95,8 @@ int main(int argc, char **argv)
             char id[LP_TOKEN_ID_MAX];
             lp_token_id_format(row.id, id);
             printf("operator token: %s\n", token);
-            lp_log(LP_LOG_INFO, "token_minted", LP_LOG_STR("id", id),
-                   LP_LOG_STR("name", row.name), LP_LOG_STR("scopes", cfg.token_scopes));
+            lp_log(LP_LOG_INFO, "token_minted", LP_LOG_STR("id", id), LP_LOG_STR("name", row.name),
+                   LP_LOG_STR("scopes", cfg.token_scopes));
             fflush(stdout);
         } else {
             lp_log(LP_LOG_ERROR, "server_error", LP_LOG_STR("message", "cannot mint a token"),

@@ -614,8 +614,7 @@ static const char MIGRATION_010[] =
     "    SELECT RAISE(ABORT, 'an operator token is revoked once');\n"
     "END;\n";
 
-const char *const LP_MIGRATIONS[] = {MIGRATION_001, MIGRATION_002, MIGRATION_003,
-                                     MIGRATION_004, MIGRATION_005, MIGRATION_006,
-                                     MIGRATION_007, MIGRATION_008, MIGRATION_009,
-                                     MIGRATION_010};
+const char *const LP_MIGRATIONS[] = {MIGRATION_001, MIGRATION_002, MIGRATION_003, MIGRATION_004,
+                                     MIGRATION_005, MIGRATION_006, MIGRATION_007, MIGRATION_008,
+                                     MIGRATION_009, MIGRATION_010};
 const int LP_MIGRATION_COUNT = (int)(sizeof LP_MIGRATIONS / sizeof LP_MIGRATIONS[0]);

@@ -60,34 +60,58 @@ static void live_drop(struct lp_tokens *t)
 static const char SQL_LIVE[] =
     "SELECT id, hash, scopes FROM operator_tokens WHERE revoked_ms IS NULL ORDER BY id";
 
-struct live_query {
+/* Every row of sql as an array of elem-byte elements, each filled by read
+ * from the current row: *out caller-owned (free()). */
+struct rows_query {
     lp_engine *engine;
-    struct live_token *v;
+    const char *sql;
+    size_t elem;
+    void (*read)(sqlite3_stmt *st, void *out);
+    void *v;
     size_t n;
 };
 
-static int live_fn(sqlite3 *db, void *ctx)
+static int rows_fn(sqlite3 *db, void *ctx)
 {
-    struct live_query *q = ctx;
-    sqlite3_stmt *st = lp_engine_stmt(q->engine, db, SQL_LIVE);
+    struct rows_query *q = ctx;
+    sqlite3_stmt *st = lp_engine_stmt(q->engine, db, q->sql);
     if (st == NULL)
         return LP_ESTORAGE;
     int rc = LP_OK, step;
     size_t cap = 0;
     while ((step = sqlite3_step(st)) == SQLITE_ROW) {
-        if (sqlite3_column_bytes(st, 1) != LP_HASH_BYTES)
-            continue;
-        if ((rc = lp_array_reserve((void **)&q->v, &cap, q->n, sizeof *q->v, 4)) != LP_OK)
+        if ((rc = lp_array_reserve(&q->v, &cap, q->n, q->elem, 8)) != LP_OK)
             break;
-        struct live_token *e = &q->v[q->n++];
-        e->id = sqlite3_column_int64(st, 0);
-        memcpy(e->hash, sqlite3_column_blob(st, 1), LP_HASH_BYTES);
-        e->scopes = (unsigned)sqlite3_column_int(st, 2);
+        q->read(st, (char *)q->v + q->n++ * q->elem);
     }
     if (rc == LP_OK && step != SQLITE_DONE)
-        rc = LP_ESTORAGE;
+        rc = lp_engine_fail(db, "operator tokens");
     sqlite3_reset(st);
     return rc;
+}
+
+static int rows_read(lp_store *s, const char *sql, size_t elem,
+                     void (*read)(sqlite3_stmt *st, void *out), void **out, size_t *n)
+{
+    struct rows_query q = {.engine = s->engine, .sql = sql, .elem = elem, .read = read};
+    int rc = lp_engine_read(s->engine, rows_fn, &q);
+    if (rc != LP_OK) {
+        free(q.v);
+        q.v = NULL;
+        q.n = 0;
+    }
+    *out = q.v;
+    *n = q.n;
+    return rc;
+}
+
+/* A row of SQL_LIVE (the hash column is 32 bytes: a CHECK of the table). */
+static void read_live(sqlite3_stmt *st, void *out)
+{
+    struct live_token *e = out;
+    e->id = sqlite3_column_int64(st, 0);
+    memcpy(e->hash, sqlite3_column_blob(st, 1), LP_HASH_BYTES);
+    e->scopes = (unsigned)sqlite3_column_int(st, 2);
 }
 
 /* What a look-up in the live set finds. */
@@ -124,22 +148,21 @@ static int live_lookup(lp_store *s, struct live_find *f)
     }
     uint64_t gen = t->gen;
     pthread_mutex_unlock(&t->lock);
-    struct live_query q = {.engine = s->engine};
-    int rc = lp_engine_read(s->engine, live_fn, &q);
-    if (rc != LP_OK) {
-        free(q.v);
+    void *v = NULL;
+    size_t n = 0;
+    int rc = rows_read(s, SQL_LIVE, sizeof(struct live_token), read_live, &v, &n);
+    if (rc != LP_OK)
         return rc;
-    }
-    live_search(q.v, q.n, f);
+    live_search(v, n, f);
     pthread_mutex_lock(&t->lock);
     if (!t->valid && t->gen == gen) {
-        t->live = q.v;
-        t->n = q.n;
+        t->live = v;
+        t->n = n;
         t->valid = 1;
-        q.v = NULL;
+        v = NULL;
     }
     pthread_mutex_unlock(&t->lock);
-    free(q.v);
+    free(v);
     return LP_OK;
 }
 
@@ -185,8 +208,9 @@ static const char SQL_OTHERS_HOLDING[] =
 static const char SQL_REVOKE[] =
     "UPDATE operator_tokens SET revoked_ms = ?2 WHERE id = ?1 AND revoked_ms IS NULL";
 
-static void read_row(sqlite3_stmt *st, lp_op_token *out)
+static void read_row(sqlite3_stmt *st, void *row)
 {
+    lp_op_token *out = row;
     memset(out, 0, sizeof *out);
     out->id = sqlite3_column_int64(st, 0);
     snprintf(out->name, sizeof out->name, "%s", (const char *)sqlite3_column_text(st, 1));
@@ -195,8 +219,9 @@ static void read_row(sqlite3_stmt *st, lp_op_token *out)
     out->revoked_ms = sqlite3_column_int64(st, 4); /* NULL reads as 0 */
 }
 
-/* The row of token id into *out: LP_OK, or LP_EUNKNOWN_TOKEN. */
-static int get_row(lp_engine *e, sqlite3 *db, int64_t id, lp_op_token *out)
+/* The row of live token id into *out: LP_OK, or LP_EUNKNOWN_TOKEN (none,
+ * or revoked). */
+static int get_live_row(lp_engine *e, sqlite3 *db, int64_t id, lp_op_token *out)
 {
     sqlite3_stmt *st = lp_engine_stmt(e, db, SQL_GET);
     if (st == NULL)
@@ -208,7 +233,7 @@ static int get_row(lp_engine *e, sqlite3 *db, int64_t id, lp_op_token *out)
     else
         rc = step == SQLITE_DONE ? LP_EUNKNOWN_TOKEN : lp_engine_fail(db, "token lookup");
     sqlite3_reset(st);
-    return rc;
+    return rc == LP_OK && out->revoked_ms != 0 ? LP_EUNKNOWN_TOKEN : rc;
 }
 
 static int insert_row(lp_engine *e, sqlite3 *db, const uint8_t *hash, lp_op_token *row)
@@ -277,9 +302,8 @@ int lp_store_op_token_add(lp_store *s, const uint8_t hash[LP_HASH_BYTES], const 
     size_t len = name ? strlen(name) : 0;
     if (len == 0 || len >= LP_TOKEN_NAME_MAX || scopes > 7)
         return LP_EINVALID_ARGUMENT;
-    struct token_job j = {.engine = s->engine,
-                          .hash = hash,
-                          .row = {.scopes = scopes, .created_ms = now_ms}};
+    struct token_job j = {
+        .engine = s->engine, .hash = hash, .row = {.scopes = scopes, .created_ms = now_ms}};
     memcpy(j.row.name, name, len + 1);
     return write_done(s, lp_engine_write(s->engine, add_fn, &j, 1, 0), &j, out);
 }
@@ -287,11 +311,9 @@ int lp_store_op_token_add(lp_store *s, const uint8_t hash[LP_HASH_BYTES], const 
 static int revoke_fn(sqlite3 *db, void *ctx)
 {
     struct token_job *j = ctx;
-    int rc = get_row(j->engine, db, j->id, &j->row);
+    int rc = get_live_row(j->engine, db, j->id, &j->row);
     if (rc != LP_OK)
         return rc;
-    if (j->row.revoked_ms != 0)
-        return LP_EUNKNOWN_TOKEN;
     if (j->keep != 0 && (j->row.scopes & j->keep) == j->keep) {
         sqlite3_stmt *st = lp_engine_stmt(j->engine, db, SQL_OTHERS_HOLDING);
         if (st == NULL)
@@ -321,11 +343,9 @@ int lp_store_op_token_revoke(lp_store *s, int64_t id, unsigned keep, int64_t now
 static int rotate_fn(sqlite3 *db, void *ctx)
 {
     struct token_job *j = ctx;
-    int rc = get_row(j->engine, db, j->id, &j->row);
+    int rc = get_live_row(j->engine, db, j->id, &j->row);
     if (rc != LP_OK)
         return rc;
-    if (j->row.revoked_ms != 0)
-        return LP_EUNKNOWN_TOKEN;
     if ((rc = revoke_row(j->engine, db, j->id, j->now_ms)) != LP_OK)
         return rc;
     j->row.created_ms = j->now_ms;
@@ -342,42 +362,11 @@ int lp_store_op_token_rotate(lp_store *s, int64_t id, const uint8_t new_hash[LP_
 /* ------------------------------------------------------------------ */
 /* reads                                                               */
 
-struct list_query {
-    lp_engine *engine;
-    lp_op_token *v;
-    size_t n;
-};
-
-static int list_fn(sqlite3 *db, void *ctx)
-{
-    struct list_query *q = ctx;
-    sqlite3_stmt *st = lp_engine_stmt(q->engine, db, SQL_LIST);
-    if (st == NULL)
-        return LP_ESTORAGE;
-    int rc = LP_OK, step;
-    size_t cap = 0;
-    while ((step = sqlite3_step(st)) == SQLITE_ROW) {
-        if ((rc = lp_array_reserve((void **)&q->v, &cap, q->n, sizeof *q->v, 8)) != LP_OK)
-            break;
-        read_row(st, &q->v[q->n++]);
-    }
-    if (rc == LP_OK && step != SQLITE_DONE)
-        rc = LP_ESTORAGE;
-    sqlite3_reset(st);
-    return rc;
-}
-
 int lp_store_op_tokens_list(lp_store *s, lp_op_token **out, size_t *n)
 {
-    struct list_query q = {.engine = s->engine};
-    int rc = lp_engine_read(s->engine, list_fn, &q);
-    if (rc != LP_OK) {
-        free(q.v);
-        q.v = NULL;
-        q.n = 0;
-    }
-    *out = q.v;
-    *n = q.n;
+    void *v = NULL;
+    int rc = rows_read(s, SQL_LIST, sizeof(lp_op_token), read_row, &v, n);
+    *out = v;
     return rc;
 }
 

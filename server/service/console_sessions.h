@@ -47,8 +47,8 @@ void lp_sessions_free(lp_sessions *s);
  * id into id and its CSRF token into csrf, *expires_ms its absolute
  * expiry. LP_OK or LP_ERNG. */
 int lp_sessions_create(lp_sessions *s, int64_t now_ms, const lp_principal *who,
-                       char id[LP_SESSION_ID_MAX],
-                       char csrf[LP_SESSION_CSRF_MAX], int64_t *expires_ms);
+                       char id[LP_SESSION_ID_MAX], char csrf[LP_SESSION_CSRF_MAX],
+                       int64_t *expires_ms);
 
 /* Checks the session id (may be NULL) at now_ms and, when it is live,
  * refreshes its idle timer. csrf (may be NULL) receives its CSRF token,

@@ -81,7 +81,8 @@ static void fill(const char *token_hash_hex)
         die("open database");
     exec(db, "PRAGMA synchronous=OFF; PRAGMA foreign_keys=ON; PRAGMA cache_size=-262144; BEGIN");
     char sql[256];
-    snprintf(sql, sizeof sql, "INSERT INTO operator_tokens (hash, name, scopes, created_ms) VALUES "
+    snprintf(sql, sizeof sql,
+             "INSERT INTO operator_tokens (hash, name, scopes, created_ms) VALUES "
              "(x'%s', 'bench', 7, 0)",
              token_hash_hex);
     exec(db, sql);

@@ -185,8 +185,8 @@ static int cli(char **out, const char *const *argv)
  * secret into secret and its id into id. */
 static void create(const char *name, const char *scopes, char secret[128], char id[32])
 {
-    const char *argv[] = {"ldpref", "admin", "token", "create", "--name", name,
-                          "--scope", scopes, NULL};
+    const char *argv[] = {"ldpref", "admin",   "token", "create", "--name",
+                          name,     "--scope", scopes,  NULL};
     char *out = NULL;
     CHECK_INT(cli(&out, argv), 0);
     json_t *j = out ? json_loads(out, 0, NULL) : NULL;
@@ -326,7 +326,8 @@ static int test_matrix(void)
             if (w->need == NONE) {
                 if (k == C_NONE) {
                     baseline = r.status;
-                    check_record(got == 'S' || (got == 'U' && strncmp(path, "/v1/console/", 12) == 0),
+                    check_record(got == 'S' ||
+                                     (got == 'U' && strncmp(path, "/v1/console/", 12) == 0),
                                  __FILE__, __LINE__, "%s %s without a credential: %ld %s",
                                  w->method, path, r.status, r.body ? r.body : "");
                 }
@@ -449,8 +450,8 @@ static void test_cli_management(void)
     CHECK_INT(cli(NULL, again), LDPREF_EUNKNOWN_TOKEN);
     const char *malformed[] = {"ldpref", "admin", "token", "revoke", "7", NULL};
     CHECK_INT(cli(NULL, malformed), LDPREF_EINVALID_ARGUMENT);
-    const char *bad_scope[] = {"ldpref", "admin",  "token", "create", "--name",
-                               "x",      "--scope", "root", NULL};
+    const char *bad_scope[] = {"ldpref", "admin",   "token", "create", "--name",
+                               "x",      "--scope", "root",  NULL};
     CHECK_INT(cli(NULL, bad_scope), LDPREF_EBAD_REQUEST);
     const char *no_name[] = {"ldpref", "admin", "token", "create", "--scope", "admin", NULL};
     CHECK_INT(cli(NULL, no_name), LDPREF_EINVALID_ARGUMENT);

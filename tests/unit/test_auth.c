@@ -238,13 +238,16 @@ static void test_tokens_survive_reopen(void)
     CHECK_INT(stored_tokens(), before);
 }
 
-
 /* A token's principal is its row id and its scopes; tokens of each scope
  * set are told apart. */
 static void test_principal(void)
 {
-    static const unsigned sets[] = {0, LP_SCOPE_ADMIN, LP_SCOPE_EXPORT, LP_SCOPE_SCORE,
-                                    LP_SCOPE_EXPORT | LP_SCOPE_SCORE, LP_SCOPE_ALL};
+    static const unsigned sets[] = {0,
+                                    LP_SCOPE_ADMIN,
+                                    LP_SCOPE_EXPORT,
+                                    LP_SCOPE_SCORE,
+                                    LP_SCOPE_EXPORT | LP_SCOPE_SCORE,
+                                    LP_SCOPE_ALL};
     for (size_t i = 0; i < sizeof sets / sizeof sets[0]; i++) {
         char tok[LP_AUTH_TOKEN_MAX];
         lp_op_token row;
@@ -457,8 +460,8 @@ static void test_scope_names_and_ids(void)
     CHECK_INT(s, LP_SCOPE_SCORE);
     CHECK_ERR(lp_scopes_parse_list("none", &s, msg, sizeof msg), LP_OK);
     CHECK_INT(s, 0);
-    static const char *const bad[] = {"", "admin,", ",admin", "Admin", "admin,metrics",
-                                      "adminexport", "none,admin"};
+    static const char *const bad[] = {
+        "", "admin,", ",admin", "Admin", "admin,metrics", "adminexport", "none,admin"};
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
         CHECK_ERR(lp_scopes_parse_list(bad[i], &s, msg, sizeof msg), LP_EBAD_REQUEST);
     CHECK(strstr(msg, "admin,metrics") == NULL); /* names the one unknown scope */
@@ -472,8 +475,9 @@ static void test_scope_names_and_ids(void)
     CHECK_STR(id, "tok-42");
     CHECK_INT(lp_token_id_parse("tok-42"), 42);
     CHECK_INT(lp_token_id_parse("tok-999999999999999999"), 999999999999999999LL);
-    static const char *const bad_ids[] = {"tok-", "tok-0", "tok-01", "tok--1", "tok-+1", "tok-1x",
-                                          "42", "TOK-1", "tok-1 ", "tok-9999999999999999999"};
+    static const char *const bad_ids[] = {
+        "tok-",   "tok-0", "tok-01", "tok--1", "tok-+1",
+        "tok-1x", "42",    "TOK-1",  "tok-1 ", "tok-9999999999999999999"};
     for (size_t i = 0; i < sizeof bad_ids / sizeof bad_ids[0]; i++)
         CHECK_INT(lp_token_id_parse(bad_ids[i]), 0);
     CHECK_INT(lp_token_id_parse(NULL), 0);
