@@ -2,6 +2,7 @@
 #include "tokens.h"
 
 #include "buf.h"
+#include "clock.h"
 #include "db.h"
 #include "error.h"
 
@@ -25,8 +26,14 @@ struct lp_tokens {
     struct live_token *live; /* valid: the live tokens as committed */
     size_t n;
     int valid;
-    uint64_t gen; /* bumped by every committed token write */
+    uint64_t gen;      /* bumped by every committed token write */
+    int64_t loaded_ns; /* when the copy was read (monotonic) */
 };
+
+/* A miss on a copy older than this reads the table again: another process
+ * may have added a token (ldpref-server --new-operator-token while the
+ * server runs). Revocations come through this process only. */
+#define LIVE_REFRESH_NS (1000 * (int64_t)1000000)
 
 struct lp_tokens *lp_tokens_new(void)
 {
@@ -143,8 +150,14 @@ static int live_lookup(lp_store *s, struct live_find *f)
     pthread_mutex_lock(&t->lock);
     if (t->valid) {
         live_search(t->live, t->n, f);
-        pthread_mutex_unlock(&t->lock);
-        return LP_OK;
+        if (f->found || lp_mono_ns() - t->loaded_ns < LIVE_REFRESH_NS) {
+            pthread_mutex_unlock(&t->lock);
+            return LP_OK;
+        }
+        t->valid = 0; /* a miss on an old copy: read the table again */
+        free(t->live);
+        t->live = NULL;
+        t->n = 0;
     }
     uint64_t gen = t->gen;
     pthread_mutex_unlock(&t->lock);
@@ -159,6 +172,7 @@ static int live_lookup(lp_store *s, struct live_find *f)
         t->live = v;
         t->n = n;
         t->valid = 1;
+        t->loaded_ns = lp_mono_ns();
         v = NULL;
     }
     pthread_mutex_unlock(&t->lock);

@@ -11,7 +11,10 @@
  * depend on which one matched. Every token write drops the copy once it has
  * committed, and a copy read from the database is kept only if no write
  * committed since the read began, so a revocation is in force for every
- * request that starts after it returned.
+ * request that starts after it returned. A hash that matches no token of a
+ * copy older than a second has the table read again, so a token another
+ * process added (ldpref-server --new-operator-token) works within a second;
+ * failed checks read the database at most about once a second.
  */
 #ifndef LP_TOKENS_H
 #define LP_TOKENS_H

@@ -13,8 +13,10 @@
  * insufficient_scope exactly as the table says. Also: a console session
  * keeps the scopes of the token it signed in with and ends when that token
  * is revoked; the last admin token cannot be revoked; the token list never
- * shows a secret; no secret reaches the log; --public-metrics; revoking an
- * annotator by its pseudonym (and still by its key).
+ * shows a secret; no secret reaches the log; a token minted by
+ * ldpref-server --new-operator-token while the server runs is accepted;
+ * --public-metrics; revoking an annotator by its pseudonym (and still by
+ * its key).
  */
 #include "annotator_client.h"
 #include "api.h"
@@ -31,6 +33,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 /* What a route needs (server/service/auth.h bits, as in the route table). */
 enum { NONE = 0, ADMIN = 1, EXPORT = 2, SCORE = 4, ANY = 1 << 8 };
@@ -214,7 +217,7 @@ static cred creds[N_CREDS];
 
 /* The secrets seen, to look for in the log and the listings. */
 static const char *secrets[N_CREDS + 4];
-static char console_secret[128];
+static char console_secret[128], offline_secret[160];
 static int n_secrets;
 
 static void make_credentials(void)
@@ -610,6 +613,44 @@ static void test_public_metrics(void)
     http_reply_free(&r);
 }
 
+/* ldpref-server --new-operator-token while the server runs: the running
+ * server accepts the new token (with the scopes asked for) within a
+ * second or so. */
+static void test_offline_mint(void)
+{
+    const char *argv[] = {"ldpref-server",        "--db",         srv.db,
+                          "--new-operator-token", "--token-name", "offline",
+                          "--token-scopes",       "export",       NULL};
+    char *out = NULL;
+    CHECK_INT(run_tool(argv, NULL, &out), 0);
+    char tok[160] = "";
+    const char *p = out ? strstr(out, "operator token: ") : NULL;
+    if (p != NULL)
+        sscanf(p + 16, "%159s", tok);
+    free(out);
+    CHECK(strncmp(tok, "op_", 3) == 0);
+    secrets[n_secrets++] = strcpy(offline_secret, tok);
+    char url[200];
+    http_reply r = {0};
+    long status = 0;
+    for (int tries = 0; tries < 150 && status != 200; tries++) {
+        if (tries > 0)
+            usleep(20 * 1000);
+        snprintf(url, sizeof url, "%s/v1/export", srv.url);
+        http_raw("GET", url, NULL, 0, tok, &r);
+        status = r.status;
+        http_reply_free(&r);
+    }
+    CHECK_INT(status, 200);
+    snprintf(url, sizeof url, "%s/v1/stats", srv.url);
+    CHECK_INT(http_raw("GET", url, NULL, 0, tok, &r), 0);
+    CHECK_INT(r.status, 403); /* export only */
+    http_reply_free(&r);
+    CHECK_INT(
+        server_db_scalar(&srv, "SELECT scopes FROM operator_tokens WHERE name = ?1", "offline"),
+        EXPORT);
+}
+
 static void test_no_secret_in_log(void)
 {
     char *log = file_read_all(srv.log, NULL);
@@ -635,6 +676,7 @@ int main(void)
     printf("scope matrix: %zu routes x %d credentials = %d calls\n", N_WANT, N_CREDS, calls);
     test_console_session();
     test_revoke_by_pseudonym();
+    test_offline_mint();
     test_cli_management();
     test_no_secret_in_log();
     test_public_metrics();

@@ -13,6 +13,7 @@
 #include "schema_sql.h"
 #include "tokens.h"
 #include "check.h"
+#include "clock.h"
 #include "error.h"
 #include "store.h"
 #include "store_fixture.h"
@@ -24,6 +25,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #define TOKEN_RANDOM_B64 43 /* unpadded base64url of 32 bytes */
 
@@ -540,6 +542,42 @@ static void test_migration_from_9(void)
     store_fixture_close(&old);
 }
 
+/* A token another process added (ldpref-server --new-operator-token while
+ * the server runs) is accepted within about a second: a miss on a copy
+ * older than that reads the table again. */
+static void test_token_added_elsewhere(void)
+{
+    char tok[LP_AUTH_TOKEN_MAX];
+    CHECK_ERR(mint("here", LP_SCOPE_SCORE, tok, NULL), LP_OK);
+    CHECK_ERR(lp_auth_operator_check(fx.store, tok, NULL), LP_OK); /* the copy is filled */
+    char other[LP_AUTH_TOKEN_MAX];
+    uint8_t h[LP_HASH_BYTES];
+    CHECK_ERR(lp_auth_token_new("op_", other, h), LP_OK);
+    sqlite3 *db = NULL;
+    sqlite3_stmt *st = NULL;
+    CHECK(sqlite3_open(fx.path, &db) == SQLITE_OK);
+    sqlite3_busy_timeout(db, 5000);
+    CHECK(sqlite3_prepare_v2(db,
+                             "INSERT INTO operator_tokens (hash, name, scopes, created_ms) "
+                             "VALUES (?1, 'elsewhere', 2, 0)",
+                             -1, &st, NULL) == SQLITE_OK);
+    sqlite3_bind_blob(st, 1, h, LP_HASH_BYTES, SQLITE_STATIC);
+    CHECK(sqlite3_step(st) == SQLITE_DONE);
+    sqlite3_finalize(st);
+    sqlite3_close(db);
+    int64_t t0 = lp_mono_ns();
+    lp_principal who = {0};
+    while (lp_auth_operator_check(fx.store, other, &who) != LP_OK &&
+           lp_mono_ns() - t0 < 5 * (int64_t)1000000000) {
+        struct timespec ts = {0, 20 * 1000000L};
+        nanosleep(&ts, NULL);
+    }
+    double waited_s = (double)(lp_mono_ns() - t0) / 1e9;
+    printf("token added by another connection accepted after %.2f s\n", waited_s);
+    CHECK(waited_s < 2.5); /* one refresh period (1 s) and scheduling */
+    CHECK_INT(who.scopes, LP_SCOPE_EXPORT);
+}
+
 int main(void)
 {
     int opened = store_fixture_open(&fx, "test-auth", 1);
@@ -558,6 +596,7 @@ int main(void)
     test_rotate();
     test_last_admin();
     test_revoke_races_checks();
+    test_token_added_elsewhere();
     test_table_guards();
     test_scope_names_and_ids();
     test_migration_from_9();
