@@ -114,6 +114,8 @@ typedef enum ldpref_error {
     LDPREF_ERATE_LIMITED = 68,       /* 429: retry later */
     LDPREF_EBUSY = 69,               /* 503: the server is at a limit; retry later */
     LDPREF_ESTORAGE_UNHEALTHY = 70,  /* 503: the server's storage cannot take writes now */
+    LDPREF_ELAST_ADMIN_TOKEN = 71,   /* revoking it would leave no live admin token */
+    LDPREF_EUNKNOWN_TOKEN = 72,      /* no live operator token has this id */
     LDPREF_EMODEL_NOT_PUBLIC = 75, /* 403: the model saw unprivatized labels: needs a score token */
     LDPREF_EMODEL_NOT_ACTIVE = 76, /* 403: a model that is not served: needs an admin token */
 
@@ -437,8 +439,35 @@ void ldpref_campaign_init(ldpref_campaign *spec);
 /* Creates a campaign. *json_out (may be NULL) gets the server's campaign. */
 int ldpref_admin_campaign_create(ldpref_client *c, const ldpref_campaign *spec, char **json_out);
 
-/* Revokes an annotator key (base64url). */
-int ldpref_admin_revoke(ldpref_client *c, const char *key_b64);
+/* Revokes an annotator: its key (base64url) or, since 0.4, its pseudonym
+ * ("ann-...", as the operator's views show it). LDPREF_EUNKNOWN_KEY when
+ * no annotator has it. */
+int ldpref_admin_revoke(ldpref_client *c, const char *key_or_pseudonym);
+
+/*
+ * Since 0.4: operator tokens (need a token with the admin scope;
+ * docs/operators.md "Operator tokens and scopes"). Tokens are named by
+ * their public id, "tok-<n>"; a token's secret is in the answer of the call
+ * that made it, and never again.
+ *
+ * ldpref_admin_token_create: a token named name (1..64 bytes) with scopes,
+ * names separated by commas ("admin,export,score"; "" or "none": a token
+ * that reads /metrics only). *json_out gets {"id", "token", "name",
+ * "scopes", "created_ms", "revoked_ms"}.
+ * ldpref_admin_tokens: {"tokens": [{"id", "name", "scopes", "created_ms",
+ * "revoked_ms" (null while live)}]}, live and revoked, oldest first.
+ * ldpref_admin_token_revoke: the revoked token's object.
+ * LDPREF_ELAST_ADMIN_TOKEN when it is the last live token with the admin
+ * scope; LDPREF_EUNKNOWN_TOKEN when no live token has the id.
+ * ldpref_admin_token_rotate: a new secret with the same name and scopes;
+ * the old token is revoked at once. *json_out as for create, plus
+ * "replaces": the old id. LDPREF_EUNKNOWN_TOKEN.
+ */
+int ldpref_admin_token_create(ldpref_client *c, const char *name, const char *scopes,
+                              char **json_out);
+int ldpref_admin_tokens(ldpref_client *c, char **json_out);
+int ldpref_admin_token_revoke(ldpref_client *c, const char *id, char **json_out);
+int ldpref_admin_token_rotate(ldpref_client *c, const char *id, char **json_out);
 
 /* Server statistics. *json_out gets the server's JSON. */
 int ldpref_admin_stats(ldpref_client *c, char **json_out);

@@ -146,7 +146,8 @@ typedef struct route {
     const char *method, *path;
     lp_route id;
     handler_fn fn;  /* NULL for the asynchronous label routes */
-    unsigned scope; /* LP_SCOPE_* an operator credential needs; 0: none */
+    unsigned scope; /* LP_SCOPE_* an operator credential needs (LP_SCOPE_ANY_TOKEN: any
+                       live one); 0: none */
     enum cap_kind cap;
 } route;
 
@@ -170,6 +171,10 @@ static const route ROUTES[] = {
     {"GET", "/v1/annotators", LP_ROUTE_ANNOTATOR_LIST, lp_api_annotator_list, LP_SCOPE_ADMIN,
      CAP_BODY},
     {"POST", "/v1/annotators/revoke", LP_ROUTE_REVOKE, lp_api_revoke, LP_SCOPE_ADMIN, CAP_BODY},
+    {"POST", "/v1/tokens", LP_ROUTE_TOKENS, lp_api_token_create, LP_SCOPE_ADMIN, CAP_BODY},
+    {"GET", "/v1/tokens", LP_ROUTE_TOKENS, lp_api_token_list, LP_SCOPE_ADMIN, CAP_BODY},
+    {"POST", "/v1/tokens/revoke", LP_ROUTE_TOKENS, lp_api_token_revoke, LP_SCOPE_ADMIN, CAP_BODY},
+    {"POST", "/v1/tokens/rotate", LP_ROUTE_TOKENS, lp_api_token_rotate, LP_SCOPE_ADMIN, CAP_BODY},
     {"POST", "/v1/tasks", LP_ROUTE_TASKS, lp_api_tasks_load, LP_SCOPE_ADMIN, CAP_UPLOAD},
     {"GET", "/v1/tasks", LP_ROUTE_TASK_LIST, lp_api_task_list, LP_SCOPE_ADMIN, CAP_BODY},
     {"GET", "/v1/tasks/one", LP_ROUTE_TASK_LIST, lp_api_task_one, LP_SCOPE_ADMIN, CAP_BODY},
@@ -180,7 +185,7 @@ static const route ROUTES[] = {
     {"POST", "/v1/labels/batch", LP_ROUTE_LABELS_BATCH, NULL, 0, CAP_BATCH},
     {"GET", "/v1/stats", LP_ROUTE_STATS, lp_api_stats, LP_SCOPE_ADMIN, CAP_BODY},
     {"GET", "/v1/export", LP_ROUTE_EXPORT, lp_api_export, LP_SCOPE_EXPORT, CAP_BODY},
-    {"GET", "/metrics", LP_ROUTE_METRICS, lp_api_metrics, 0, CAP_BODY},
+    {"GET", "/metrics", LP_ROUTE_METRICS, lp_api_metrics, LP_SCOPE_ANY_TOKEN, CAP_BODY},
     {"POST", "/v1/retrain", LP_ROUTE_RETRAIN, lp_api_retrain_start, LP_SCOPE_ADMIN, CAP_BODY},
     {"GET", "/v1/retrain", LP_ROUTE_RETRAIN, lp_api_retrain_get, LP_SCOPE_ADMIN, CAP_BODY},
     {"POST", "/v1/retrain/cancel", LP_ROUTE_RETRAIN, lp_api_retrain_cancel, LP_SCOPE_ADMIN,
@@ -257,6 +262,24 @@ size_t lp_api_body_cap(const lp_api *api, const char *method, const char *path)
     return route_cap(api, find_route(method, path, &known));
 }
 
+int lp_api_route_at(size_t i, const char **method, const char **path, unsigned *scope)
+{
+    if (i >= N_ROUTES)
+        return 0;
+    *method = ROUTES[i].method;
+    *path = ROUTES[i].path;
+    *scope = ROUTES[i].scope;
+    return 1;
+}
+
+/* 1 when the server was started to serve route r to callers without a
+ * credential (a caller that presents one is still checked). */
+static int route_public(const lp_api *api, const route *r)
+{
+    return (r->id == LP_ROUTE_METRICS && api->opts.public_metrics) ||
+           (r->id == LP_ROUTE_SCORE && api->opts.public_score);
+}
+
 /* ---- rate limits ---- */
 
 int lp_api_rate_limit(lp_api *api, lp_rate_class cls, lp_rate_key kind, const void *key, size_t len,
@@ -328,27 +351,27 @@ static int public_model(lp_api *api)
 
 /* Authenticates an operator request for route r: a bearer token, or else
  * the console's session cookie, holding the route's scope. LP_OK with *who
- * set to the filled principal, or the refusal's code with resp filled.
- * With --public-score, a score request that carries no credential at all is
- * let through anonymously (*who NULL) when a public model is served (the
- * handler decides what it may see), and refused from its headers alone
- * when none is. One that presents a credential is checked as usual. */
-static int authorize(lp_api *api, const route *r, const lp_request *req, lp_principal *principal,
-                     const lp_principal **who, lp_response *resp)
+ * filled (and *anonymous set for a public route's caller without a
+ * credential), or the refusal's code with resp filled. An anonymous score
+ * request (--public-score) is refused from its headers alone while the
+ * served model is not public; otherwise the handler decides what it may
+ * see (score_model in api_learn.c). */
+static int authorize(lp_api *api, const route *r, const lp_request *req, lp_principal *who,
+                     int *anonymous, lp_response *resp)
 {
-    *who = NULL;
-    if (r->id == LP_ROUTE_SCORE && api->opts.public_score && req->bearer == NULL &&
-        req->cookie == NULL) {
-        int rc = public_model(api);
+    *anonymous = req->bearer == NULL && req->cookie == NULL && route_public(api, r);
+    if (*anonymous) {
+        *who = (lp_principal){0};
+        int rc = r->id == LP_ROUTE_SCORE ? public_model(api) : LP_OK;
         if (rc != LP_OK)
             lp_api_error(resp, rc, NULL);
         return rc;
     }
-    *who = principal;
     int rc = req->bearer != NULL || req->cookie == NULL
-                 ? lp_auth_operator_check(api->store, req->bearer, principal)
-                 : lp_console_authorize(api, req, principal);
-    if (rc == LP_OK && (principal->scopes & r->scope) != r->scope)
+                 ? lp_auth_operator_check(api->store, req->bearer, who)
+                 : lp_console_authorize(api, req, who);
+    unsigned need = r->scope & LP_SCOPE_ALL;
+    if (rc == LP_OK && (who->scopes & need) != need)
         rc = LP_EINSUFFICIENT_SCOPE;
     if (rc == LP_OK)
         return LP_OK;
@@ -435,12 +458,12 @@ int lp_api_begin(lp_api *api, const lp_request *req, const lp_async *async, lp_r
     int cls = route_rate_class(r);
     if (cls >= 0 && rate_limit_address(api, cls, req, 1, resp) != LP_OK)
         return LP_API_DONE;
-    lp_principal principal;
-    const lp_principal *who = NULL;
-    if (r->scope != 0 && authorize(api, r, req, &principal, &who, resp) != LP_OK)
+    lp_principal who;
+    int anonymous = 1;
+    if (r->scope != 0 && authorize(api, r, req, &who, &anonymous, resp) != LP_OK)
         return LP_API_DONE;
     lp_request authed = *req;
-    authed.principal = who;
+    authed.principal = anonymous ? NULL : &who;
     if (cls >= 0 && rate_limit_principal(api, cls, authed.principal, 1, resp) != LP_OK)
         return LP_API_DONE;
     if (r->fn != NULL)
@@ -453,8 +476,7 @@ int lp_api_preauth(lp_api *api, const lp_request *req, lp_response *resp)
     memset(resp, 0, sizeof *resp);
     int known;
     const route *r = find_route(req->method, req->path, &known);
-    lp_principal principal;
-    const lp_principal *who;
+    lp_principal who;
     if (r == NULL)
         return LP_OK;
     /* The same order as lp_api_begin, looking at the buckets without
@@ -464,9 +486,10 @@ int lp_api_preauth(lp_api *api, const lp_request *req, lp_response *resp)
         return resp->error;
     if (r->scope == 0)
         return LP_OK;
-    if (authorize(api, r, req, &principal, &who, resp) != LP_OK)
+    int anonymous;
+    if (authorize(api, r, req, &who, &anonymous, resp) != LP_OK)
         return resp->error;
-    if (cls >= 0 && rate_limit_principal(api, cls, who, 0, resp) != LP_OK)
+    if (cls >= 0 && rate_limit_principal(api, cls, anonymous ? NULL : &who, 0, resp) != LP_OK)
         return resp->error;
     return LP_OK;
 }

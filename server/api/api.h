@@ -45,7 +45,8 @@ typedef struct lp_api_opts {
     double score_rate, score_burst, next_rate, next_burst, enroll_rate, enroll_burst;
     double rate_address_factor;
     size_t rate_buckets;
-    int tls; /* the server speaks HTTPS: the console's cookie is Secure */
+    int tls;            /* the server speaks HTTPS: the console's cookie is Secure */
+    int public_metrics; /* 1: GET /metrics needs no credential */
 } lp_api_opts;
 
 typedef struct lp_param {
@@ -137,6 +138,12 @@ void lp_api_set_draining(lp_api *api);
  * can refuse early (one route lookup for both). */
 const char *lp_api_route_name(const lp_api *api, const char *method, const char *path,
                               size_t *body_cap);
+
+/* Route i of the route table (0 past the end), for tests and
+ * documentation checks: its method, path (a path ending in "/\*" matches every file below)
+ * and the scope an operator credential needs (server/service/auth.h:
+ * the LP_SCOPE_ bits, LP_SCOPE_ANY_TOKEN, or 0: none). Returns 1. */
+int lp_api_route_at(size_t i, const char **method, const char **path, unsigned *scope);
 
 /* The body size cap for a route. */
 size_t lp_api_body_cap(const lp_api *api, const char *method, const char *path);

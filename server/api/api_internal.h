@@ -88,6 +88,12 @@ int lp_api_stats(lp_api *api, const lp_request *req, lp_response *resp);
 int lp_api_export(lp_api *api, const lp_request *req, lp_response *resp);
 int lp_api_metrics(lp_api *api, const lp_request *req, lp_response *resp);
 
+/* handlers (api_tokens.c) */
+int lp_api_token_create(lp_api *api, const lp_request *req, lp_response *resp);
+int lp_api_token_list(lp_api *api, const lp_request *req, lp_response *resp);
+int lp_api_token_revoke(lp_api *api, const lp_request *req, lp_response *resp);
+int lp_api_token_rotate(lp_api *api, const lp_request *req, lp_response *resp);
+
 /* handlers (api_views.c) */
 int lp_api_campaign_view(lp_api *api, const lp_request *req, lp_response *resp);
 int lp_api_annotator_list(lp_api *api, const lp_request *req, lp_response *resp);

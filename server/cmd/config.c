@@ -126,8 +126,16 @@ static const opt_def OPTIONS[] = {
     {"public-score", "LDPREF_PUBLIC_SCORE", OPT_FLAG, OFF(public_score), "0", 0, 1,
      "POST /v1/score also serves callers without a token: the active model only, and only when "
      "every label it was trained on was privatized (docs/trust-model.md)"},
+    {"public-metrics", "LDPREF_PUBLIC_METRICS", OPT_FLAG, OFF(public_metrics), "0", 0, 1,
+     "serve GET /metrics without a token (default: any live operator token, whatever its "
+     "scopes)"},
     {"new-operator-token", NULL, OPT_FLAG, OFF(new_operator_token), "0", 0, 1,
      "mint one more operator token, print it, and exit"},
+    {"token-name", NULL, OPT_STR, OFF(token_name), "operator", 0, 0,
+     "name of the token --new-operator-token mints (1..64 bytes)"},
+    {"token-scopes", NULL, OPT_STR, OFF(token_scopes), "admin,export,score", 0, 0,
+     "scopes of the token --new-operator-token mints: a comma list of admin, export, score, "
+     "or none (reads /metrics only)"},
     {"help", NULL, OPT_FLAG, OFF(help), "0", 0, 1, "print this help and exit"},
 };
 #define N_OPTIONS (sizeof OPTIONS / sizeof OPTIONS[0])

@@ -23,6 +23,7 @@
 #include "rr.h"
 #include "store.h"
 #include "tls.h"
+#include "tokens.h"
 
 #include <signal.h>
 #include <sodium.h>
@@ -95,9 +96,22 @@ int main(int argc, char **argv)
     }
     char token[LP_AUTH_TOKEN_MAX];
     if (cfg.new_operator_token) {
-        int rc = lp_auth_operator_mint(store, token);
+        unsigned scopes = 0;
+        char msg[128];
+        int rc = lp_scopes_parse_list(cfg.token_scopes, &scopes, msg, sizeof msg);
+        if (rc != LP_OK) {
+            fprintf(stderr, "ldpref-server: --token-scopes: %s\n", msg);
+            lp_store_close(store);
+            return 2;
+        }
+        lp_op_token row;
+        rc = lp_auth_operator_mint(store, cfg.token_name, scopes, token, &row);
         if (rc == LP_OK) {
+            char id[LP_TOKEN_ID_MAX];
+            lp_token_id_format(row.id, id);
             printf("operator token: %s\n", token);
+            lp_log(LP_LOG_INFO, "token_minted", LP_LOG_STR("id", id), LP_LOG_STR("name", row.name),
+                   LP_LOG_STR("scopes", cfg.token_scopes));
             fflush(stdout);
         } else {
             lp_log(LP_LOG_ERROR, "server_error", LP_LOG_STR("message", "cannot mint a token"),
@@ -140,6 +154,7 @@ int main(int argc, char **argv)
                       .enroll_burst = cfg.enroll_burst,
                       .rate_address_factor = cfg.rate_address_factor,
                       .tls = tls,
+                      .public_metrics = (int)cfg.public_metrics,
                       .public_score = cfg.public_score != 0};
     ao.train_threads = (int)cfg.train_threads;
     lp_learner *learner = NULL;

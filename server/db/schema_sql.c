@@ -570,8 +570,53 @@ static const char MIGRATION_009[] =
     "    CHECK (l2_auto IN (0, 1));\n";
 
 static const char MIGRATION_010[] =
-    "-- 010_model_privacy.sql — the privacy of the labels every model was trained\n"
-    "-- on (PRAGMA user_version = 10).\n"
+    "-- 010_operator_tokens.sql — operator tokens with an id, a name and scopes,\n"
+    "-- revocable (PRAGMA user_version = 10).\n"
+    "--\n"
+    "-- id is the token's public id (shown as \"tok-<id>\"); the token itself is\n"
+    "-- never stored, only its BLAKE2b-256 hash. scopes is a set of bits: 1 admin,\n"
+    "-- 2 export, 4 score (server/service/auth.h); 0 is a token that may read\n"
+    "-- /metrics only. revoked_ms is set once, when the token is revoked or\n"
+    "-- rotated away, and a revoked token is refused. Rows are never deleted and\n"
+    "-- only revoked_ms ever changes, so the table is the history of every token.\n"
+    "-- Tokens made before this migration keep working with every scope, named\n"
+    "-- \"operator\".\n"
+    "\n"
+    "CREATE TABLE operator_tokens_v10 (\n"
+    "    id         INTEGER PRIMARY KEY,\n"
+    "    hash       BLOB NOT NULL UNIQUE CHECK (length(hash) = 32),\n"
+    "    name       TEXT NOT NULL CHECK (length(name) BETWEEN 1 AND 64),\n"
+    "    scopes     INTEGER NOT NULL CHECK (scopes BETWEEN 0 AND 7),\n"
+    "    created_ms INTEGER NOT NULL,\n"
+    "    revoked_ms INTEGER\n"
+    ");\n"
+    "\n"
+    "INSERT INTO operator_tokens_v10 (hash, name, scopes, created_ms)\n"
+    "SELECT hash, 'operator', 7, created_ms FROM operator_tokens ORDER BY created_ms, hash;\n"
+    "\n"
+    "DROP TABLE operator_tokens;\n"
+    "ALTER TABLE operator_tokens_v10 RENAME TO operator_tokens;\n"
+    "\n"
+    "CREATE TRIGGER operator_tokens_keep BEFORE DELETE ON operator_tokens\n"
+    "BEGIN\n"
+    "    SELECT RAISE(ABORT, 'operator tokens are revoked, never deleted');\n"
+    "END;\n"
+    "\n"
+    "CREATE TRIGGER operator_tokens_fixed BEFORE UPDATE OF id, hash, name, scopes, created_ms\n"
+    "ON operator_tokens\n"
+    "BEGIN\n"
+    "    SELECT RAISE(ABORT, 'an operator token only changes when it is revoked');\n"
+    "END;\n"
+    "\n"
+    "CREATE TRIGGER operator_tokens_revoke_once BEFORE UPDATE OF revoked_ms ON operator_tokens\n"
+    "WHEN OLD.revoked_ms IS NOT NULL\n"
+    "BEGIN\n"
+    "    SELECT RAISE(ABORT, 'an operator token is revoked once');\n"
+    "END;\n";
+
+static const char MIGRATION_011[] =
+    "-- 011_model_privacy.sql — the privacy of the labels every model was trained\n"
+    "-- on (PRAGMA user_version = 11).\n"
     "--\n"
     "-- One row per model, written in the same transaction as the model and\n"
     "-- computed from the labels its training snapshot read (in the snapshot's\n"
@@ -598,5 +643,5 @@ static const char MIGRATION_010[] =
 
 const char *const LP_MIGRATIONS[] = {MIGRATION_001, MIGRATION_002, MIGRATION_003, MIGRATION_004,
                                      MIGRATION_005, MIGRATION_006, MIGRATION_007, MIGRATION_008,
-                                     MIGRATION_009, MIGRATION_010};
+                                     MIGRATION_009, MIGRATION_010, MIGRATION_011};
 const int LP_MIGRATION_COUNT = (int)(sizeof LP_MIGRATIONS / sizeof LP_MIGRATIONS[0]);

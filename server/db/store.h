@@ -10,7 +10,8 @@
  * engine underneath:
  *
  *   campaigns.h     campaigns
- *   annotators.h    annotators, keys, enrollment, revocation, tokens
+ *   annotators.h    annotators, keys, enrollment, revocation, enrollment tokens
+ *   tokens.h        operator tokens: scopes, revocation, rotation
  *   tasks.h         tasks and assignments
  *   labels.h        label ingest (the stateful checks and the insert)
  *   label_cursor.h  labels in id order (export, training snapshots)

@@ -270,8 +270,11 @@ static void test_score_access(void)
     lp_store *s = fx.store;
     if (s == NULL)
         return;
-    char token[LP_AUTH_TOKEN_MAX], err[256];
-    CHECK_INT(lp_auth_operator_mint(s, token), LP_OK);
+    char token[LP_AUTH_TOKEN_MAX], score_only[LP_AUTH_TOKEN_MAX], admin_only[LP_AUTH_TOKEN_MAX],
+        err[256];
+    CHECK_INT(lp_auth_operator_mint(s, "all", LP_SCOPE_ALL, token, NULL), LP_OK);
+    CHECK_INT(lp_auth_operator_mint(s, "researcher", LP_SCOPE_SCORE, score_only, NULL), LP_OK);
+    CHECK_INT(lp_auth_operator_mint(s, "operator", LP_SCOPE_ADMIN, admin_only, NULL), LP_OK);
     lp_run run = stored_run(s);
     const lp_label_privacy privatized = {.known = 1,
                                          .labels = 10,
@@ -318,7 +321,15 @@ static void test_score_access(void)
                 CHECK_INT(score_status(api_open, NULL, actives[j], &e), 403);
                 CHECK_INT(e, public ? LP_EMODEL_NOT_ACTIVE : LP_EMODEL_NOT_PUBLIC);
                 CHECK_INT(score_status(api_open, token, actives[j], &e), 200); /* admin scope */
+                CHECK_INT(score_status(api_open, score_only, actives[j], &e), 403);
+                CHECK_INT(e, LP_EMODEL_NOT_ACTIVE);
             }
+            /* the researcher's score scope: the served model, whatever its labels */
+            CHECK_INT(score_status(api_closed, score_only, 0, &e), 200);
+            CHECK_INT(score_status(api_open, score_only, actives[k], &e), 200);
+            CHECK_INT(score_status(api_open, score_only, v_unknown + 1, &e), 403);
+            CHECK_INT(score_status(api_open, admin_only, 0, &e), 403); /* no score scope */
+            CHECK_INT(e, LP_EINSUFFICIENT_SCOPE);
             CHECK_INT(score_status(api_open, NULL, v_unknown + 1, &e), 403); /* no oracle */
             CHECK_INT(score_status(api_open, token, v_unknown + 1, &e), 404);
             CHECK_INT(score_status(api_open, "op_wrong", 0, &e), 401);
