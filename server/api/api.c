@@ -199,6 +199,7 @@ static const route ROUTES[] = {
     {"GET", "/v1/console/session", LP_ROUTE_CONSOLE, lp_console_session_get, 0, CAP_BODY},
     {"DELETE", "/v1/console/session", LP_ROUTE_CONSOLE, lp_console_sign_out, 0, CAP_BODY},
     {"GET", "/v1/quality", LP_ROUTE_QUALITY, lp_api_quality, LP_SCOPE_ADMIN, CAP_BODY},
+    {"GET", "/v1/audit", LP_ROUTE_AUDIT, lp_api_audit_list, LP_SCOPE_ADMIN, CAP_BODY},
 };
 #define N_ROUTES (sizeof ROUTES / sizeof ROUTES[0])
 
@@ -291,8 +292,9 @@ lp_api *lp_api_new(lp_store *store, const lp_api_opts *opts)
         .idle_ms = (opts->console_idle_s > 0 ? opts->console_idle_s : 30 * 60) * 1000,
         .max_live = opts->console_sessions_max > 0 ? opts->console_sessions_max : 32};
     api->sessions = lp_sessions_new(&api->sessions_opts);
-    if (api->sessions == NULL) {
-        free(api);
+    api->audit_gate = lp_audit_gate_new();
+    if (api->sessions == NULL || api->audit_gate == NULL) {
+        lp_api_free(api);
         return NULL;
     }
     return api;
@@ -304,6 +306,7 @@ void lp_api_free(lp_api *api)
         return;
     lp_sessions_free(api->sessions);
     lp_quality_cache_free(api->quality_cache);
+    lp_audit_gate_free(api->audit_gate);
     free(api);
 }
 
@@ -317,6 +320,40 @@ void lp_api_set_draining(lp_api *api)
     atomic_store(&api->draining, 1);
 }
 
+static int audit_kind(const route *r)
+{
+    return lp_api_audit_kind(r->method, r->path, r->id, r->scope);
+}
+
+/* Who a refused operator request was: the token's holder when only the
+ * scope was missing, else nobody. */
+static const lp_principal *refused_as(int rc, const lp_principal *who)
+{
+    return rc == LP_EINSUFFICIENT_SCOPE ? who : NULL;
+}
+
+/* Runs route r for req; *actor gets the authenticated principal (who) or
+ * stays NULL. */
+static int run_route(lp_api *api, const route *r, const lp_request *req, const lp_async *async,
+                     lp_response *resp, lp_pending **pending, lp_principal *who,
+                     const lp_principal **actor)
+{
+    size_t cap = route_cap(api, r);
+    if (req->body_len > cap)
+        return lp_api_error(resp, LP_EBODY_TOO_LARGE, NULL);
+    if (r->scope != 0) {
+        int rc = authorize(api, r, req, who, resp);
+        *actor = rc == LP_OK ? who : refused_as(rc, who);
+        if (rc != LP_OK)
+            return LP_API_DONE;
+    }
+    lp_request authed = *req;
+    authed.principal = r->scope != 0 ? who : NULL;
+    if (r->fn != NULL)
+        return r->fn(api, &authed, resp);
+    return lp_api_labels_begin(api, &authed, async, resp, pending, r->id == LP_ROUTE_LABELS_BATCH);
+}
+
 int lp_api_begin(lp_api *api, const lp_request *req, const lp_async *async, lp_response *resp,
                  lp_pending **pending)
 {
@@ -327,17 +364,18 @@ int lp_api_begin(lp_api *api, const lp_request *req, const lp_async *async, lp_r
     lp_metrics_request(r ? r->id : LP_ROUTE_OTHER);
     if (r == NULL)
         return lp_api_error(resp, known ? LP_EMETHOD_NOT_ALLOWED : LP_ENOT_FOUND, NULL);
-    size_t cap = route_cap(api, r);
-    if (req->body_len > cap)
-        return lp_api_error(resp, LP_EBODY_TOO_LARGE, NULL);
-    lp_principal who;
-    if (r->scope != 0 && authorize(api, r, req, &who, resp) != LP_OK)
-        return LP_API_DONE;
-    lp_request authed = *req;
-    authed.principal = r->scope != 0 ? &who : NULL;
-    if (r->fn != NULL)
-        return r->fn(api, &authed, resp);
-    return lp_api_labels_begin(api, &authed, async, resp, pending, r->id == LP_ROUTE_LABELS_BATCH);
+    lp_principal who = {0};
+    const lp_principal *actor = NULL;
+    int kind = audit_kind(r);
+    /* A sign-out's session is gone once it has answered. */
+    if (kind == LP_AUDIT_SIGN_OUT && lp_console_authorize(api, req, &who) == LP_OK)
+        actor = &who;
+    int rc = run_route(api, r, req, async, resp, pending, &who, &actor);
+    /* Recorded routes are never pending (only the label routes are). */
+    if (kind != LP_AUDIT_NONE && rc == LP_API_DONE)
+        lp_api_audit_record(api, kind, r->method, r->path, req, 1, r->cap == CAP_UPLOAD, actor,
+                            resp);
+    return rc;
 }
 
 int lp_api_preauth(lp_api *api, const lp_request *req, lp_response *resp)
@@ -348,7 +386,11 @@ int lp_api_preauth(lp_api *api, const lp_request *req, lp_response *resp)
     lp_principal who;
     if (r == NULL || r->scope == 0)
         return LP_OK;
-    return authorize(api, r, req, &who, resp);
+    int rc = authorize(api, r, req, &who, resp);
+    if (rc != LP_OK) /* lp_api_begin never sees this request: record it here */
+        lp_api_audit_record(api, audit_kind(r), r->method, r->path, req, 0, r->cap == CAP_UPLOAD,
+                            refused_as(rc, &who), resp);
+    return rc;
 }
 
 void lp_api_finish(lp_api *api, lp_pending *pending, lp_response *resp)

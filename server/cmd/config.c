@@ -101,6 +101,9 @@ static const opt_def OPTIONS[] = {
      "or error"},
     {"new-operator-token", NULL, OPT_FLAG, OFF(new_operator_token), "0", 0, 1,
      "mint one more operator token, print it, and exit"},
+    {"verify-audit", NULL, OPT_FLAG, OFF(verify_audit), "0", 0, 1,
+     "verify the audit log's hash chain in --db, print the result and exit: 0 intact, "
+     "1 broken (the first broken row is named), 2 unreadable"},
     {"help", NULL, OPT_FLAG, OFF(help), "0", 0, 1, "print this help and exit"},
 };
 #define N_OPTIONS (sizeof OPTIONS / sizeof OPTIONS[0])

@@ -44,6 +44,7 @@ typedef struct lp_config {
     int64_t console_idle_timeout;     /* seconds */
     int64_t console_sessions;
     int64_t new_operator_token; /* flag */
+    int64_t verify_audit;       /* flag */
     int64_t help;               /* flag */
 } lp_config;
 
