@@ -289,7 +289,7 @@ int lp_api_audit_list(lp_api *api, const lp_request *req, lp_response *resp)
     if (arr == NULL)
         return lp_api_error(resp, LP_ENO_MEMORY, NULL);
     return lp_api_json(resp, 200,
-                       json_pack("{s:o, s:{s:I, s:o}, s:I, s:I}", "entries", arr, "head", "id",
-                                 (json_int_t)head.id, "hash", hex_json(head.hash), "after_id",
+                       json_pack("{s:o, s:I, s:o, s:I, s:I}", "entries", arr, "head_id",
+                                 (json_int_t)head.id, "head_hash", hex_json(head.hash), "after_id",
                                  (json_int_t)after, "limit", (json_int_t)limit));
 }

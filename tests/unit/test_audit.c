@@ -366,7 +366,7 @@ static json_t *rows_after(int64_t after, int64_t *head_id)
     json_t *j = resp.body ? json_loadb(resp.body, resp.body_len, 0, NULL) : NULL;
     lp_response_clear(&resp);
     if (head_id)
-        *head_id = json_integer_value(json_object_get(json_object_get(j, "head"), "id"));
+        *head_id = json_integer_value(json_object_get(j, "head_id"));
     json_t *e = json_incref(json_object_get(j, "entries"));
     json_decref(j);
     return e ? e : json_array();
