@@ -144,7 +144,8 @@ static json_t *size_and_hash(const void *data, size_t len)
 
 /* The request's query parameters and body as a params object: "query"
  * (secret keys redacted), "body" (the JSON with secret keys redacted; an
- * upload's, or a body that is not JSON, as its size and hash). */
+ * upload's, a body over the JSON cap or one that is not JSON as its size
+ * and hash). */
 static json_t *params_object(lp_api *api, const lp_request *req, int body_read, int upload)
 {
     json_t *o = json_object();
@@ -154,11 +155,12 @@ static json_t *params_object(lp_api *api, const lp_request *req, int body_read, 
         json_t *q = json_object();
         for (size_t i = 0; q && i < req->n_params; i++) {
             const char *k = req->params[i].key, *v = req->params[i].value;
-            if (k != NULL)
-                json_object_set_new(q, k,
-                                    secret_key(k) ? json_string(REDACTED)
-                                    : v           ? json_string(v)
-                                                  : json_null());
+            if (k == NULL)
+                continue;
+            json_t *jv = secret_key(k) ? json_string(REDACTED) : v ? json_string(v) : json_null();
+            if (jv == NULL && v != NULL) /* not UTF-8 */
+                jv = size_and_hash(v, strlen(v));
+            json_object_set_new(q, k, jv);
         }
         json_object_set_new(o, "query", q ? q : json_null());
     }
@@ -166,11 +168,12 @@ static json_t *params_object(lp_api *api, const lp_request *req, int body_read, 
         return o;
     json_t *body = NULL;
     char msg[LP_MSG_MAX];
-    if (upload || lp_json_parse(req->body, req->body_len, api->opts.json_depth, &body, msg,
+    int parse = !upload && req->body_len <= api->opts.body_max;
+    if (!parse || lp_json_parse(req->body, req->body_len, api->opts.json_depth, &body, msg,
                                 sizeof msg) != LP_OK) {
         json_decref(body);
         body = size_and_hash(req->body, req->body_len);
-        if (!upload && body)
+        if (parse && body) /* it was not JSON */
             json_object_set_new(body, "json", json_false());
     } else {
         redact(body);
