@@ -28,7 +28,7 @@
 struct lp_audit_gate {
     pthread_mutex_t m;
     double tokens;
-    int64_t last_ms;
+    int64_t last_ms; /* monotonic */
     int64_t suppressed;
 };
 
@@ -39,7 +39,7 @@ lp_audit_gate *lp_audit_gate_new(void)
         return NULL;
     pthread_mutex_init(&g->m, NULL);
     g->tokens = GATE_BURST;
-    g->last_ms = lp_now_ms();
+    g->last_ms = lp_mono_ns() / 1000000;
     return g;
 }
 
@@ -233,7 +233,7 @@ void lp_api_audit_record(lp_api *api, int kind, const char *method, const char *
         sign_in_principal(api, req, &signed_in) == LP_OK)
         who = &signed_in;
     int64_t now = lp_now_ms(), suppressed = 0;
-    if (who == NULL && !gate_pass(api->audit_gate, now, &suppressed))
+    if (who == NULL && !gate_pass(api->audit_gate, lp_mono_ns() / 1000000, &suppressed))
         return;
     json_t *o = params_object(api, req, body_read, upload);
     if (o != NULL && suppressed > 0)
