@@ -120,7 +120,10 @@ int lp_store_audit_append(lp_store *s, int64_t token_id, const char *action, con
                                    .params = (char *)params,
                                    .error = (char *)error,
                                    .status = status}};
-    int rc = lp_engine_write(s->engine, append_fn, &j, 1, 0);
+    /* Bare: its one write is a single INSERT into a table label ingest
+     * never reads, so the label writer's cached rows stay valid and are
+     * not flushed early for it. */
+    int rc = lp_engine_write(s->engine, append_fn, &j, 1, LP_JOB_BARE);
     if (rc != LP_OK) {
         lp_log(LP_LOG_ERROR, "audit_append_failed", LP_LOG_STR("action", action),
                LP_LOG_INT("status", status), LP_LOG_INT("token_id", token_id),

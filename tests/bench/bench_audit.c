@@ -7,12 +7,19 @@
  *    engine, the peer), in alternating blocks;
  *  - appends from 8 threads at once: the rate, beside campaign inserts
  *    from 8 threads (both share group commits);
+ *  - label ingest (16 annotators submitting single labels at once, the
+ *    writer's group commits) alone and with an operator appending an audit
+ *    row every 10 ms beside it (100 actions/s, far above what people do),
+ *    in alternating phases: the rate each time;
  *  - --verify-audit's walk: rows per second over a chain of 20,000 rows.
  *
  * Prints "BENCH <name> <value> <unit>" lines; decides nothing.
  */
+#include "annotators.h"
 #include "audit.h"
 #include "campaigns.h"
+#include "labels.h"
+#include "tasks.h"
 #include "clock.h"
 #include "error.h"
 #include "store.h"
@@ -20,6 +27,7 @@
 
 #include <pthread.h>
 #include <sodium.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -30,6 +38,10 @@
 #define THREADS 8
 #define PER_THREAD 100
 #define CHAIN_ROWS 20000
+#define INGEST_ANNOTATORS 16
+#define INGEST_PHASES 11     /* alternating: alone, with audit, alone, ..., alone */
+#define INGEST_PER_PHASE 300 /* labels per annotator and phase */
+#define INGEST_TASKS (INGEST_PHASES * INGEST_PER_PHASE)
 
 static lp_store *store;
 static int campaign_seq;
@@ -118,6 +130,129 @@ static double parallel_rate(int (*fn)(void))
     return THREADS * PER_THREAD / ((double)(lp_mono_ns() - t0) / 1e9);
 }
 
+/* ---- ingest beside the audit log ---- */
+
+static int64_t ingest_annotator[INGEST_ANNOTATORS];
+static lp_assignment ingest_tasks[INGEST_ANNOTATORS][INGEST_TASKS];
+static int ingest_phase;
+static atomic_int ingest_running;
+
+static void ingest_setup(void)
+{
+    lp_campaign c = {.epsilon_min = 0.01,
+                     .epsilon_max = 10,
+                     .epsilon_budget = 1e9,
+                     .epsilon_default = 1,
+                     .labels_per_task = INGEST_ANNOTATORS};
+    snprintf(c.name, sizeof c.name, "ingest");
+    static lp_task_in tasks[INGEST_TASKS];
+    static char ids[INGEST_TASKS][16];
+    for (int i = 0; i < INGEST_TASKS; i++) {
+        snprintf(ids[i], sizeof ids[i], "t%d", i);
+        tasks[i] = (lp_task_in){.source_id = ids[i],
+                                .prompt = "prompt",
+                                .response0 = "r0",
+                                .response1 = "r1",
+                                .reference_preferred = -1,
+                                .gold = LP_GOLD_NONE};
+    }
+    size_t loaded, skipped, n;
+    int64_t first, last;
+    if (lp_store_campaign_create(store, &c) != LP_OK ||
+        lp_store_tasks_load(store, c.id, tasks, INGEST_TASKS, &loaded, &skipped, &first, &last) !=
+            LP_OK)
+        die("ingest set-up");
+    for (int a = 0; a < INGEST_ANNOTATORS; a++) {
+        uint8_t key[32], h[LP_HASH_BYTES];
+        lp_annotator ann;
+        randombytes_buf(key, sizeof key);
+        randombytes_buf(h, sizeof h);
+        if (lp_store_enroll_tokens_add(store, c.id, h, 1) != LP_OK ||
+            lp_store_enroll(store, key, h, &ann) != LP_OK ||
+            lp_store_assign(store, ann.id, INGEST_TASKS, ingest_tasks[a], &n) != LP_OK ||
+            n != INGEST_TASKS)
+            die("ingest enrollment");
+        ingest_annotator[a] = ann.id;
+    }
+}
+
+/* One annotator's labels of the current phase, one request at a time. The
+ * signature is not checked by the store (the API verifies it before). */
+static void *ingest_worker(void *arg)
+{
+    intptr_t a = (intptr_t)arg;
+    for (int i = 0; i < INGEST_PER_PHASE; i++) {
+        lp_label_item it = {.annotator = ingest_annotator[a], .window_ms = 300000};
+        it.msg.task_id = ingest_tasks[a][ingest_phase * INGEST_PER_PHASE + i].task_id;
+        it.msg.z = i % 2;
+        it.msg.epsilon = 1;
+        it.msg.timestamp_ms = lp_now_ms();
+        randombytes_buf(it.msg.nonce, sizeof it.msg.nonce);
+        if (lp_store_labels_submit(store, &it, 1) != LP_OK || it.rc != LP_OK)
+            die("a label was refused");
+    }
+    return NULL;
+}
+
+static void *operator_worker(void *arg)
+{
+    int *appended = arg;
+    while (atomic_load(&ingest_running)) {
+        if (append_one() != LP_OK)
+            die("append failed");
+        (*appended)++;
+        usleep(10000);
+    }
+    return NULL;
+}
+
+/* One phase: labels/s, with an operator appending beside it or not. */
+static double ingest_phase_rate(int with_audit, int *appended)
+{
+    pthread_t th[INGEST_ANNOTATORS], op;
+    atomic_store(&ingest_running, 1);
+    if (with_audit)
+        pthread_create(&op, NULL, operator_worker, appended);
+    int64_t t0 = lp_mono_ns();
+    for (intptr_t a = 0; a < INGEST_ANNOTATORS; a++)
+        pthread_create(&th[a], NULL, ingest_worker, (void *)a);
+    for (int a = 0; a < INGEST_ANNOTATORS; a++)
+        pthread_join(th[a], NULL);
+    double s = (double)(lp_mono_ns() - t0) / 1e9;
+    atomic_store(&ingest_running, 0);
+    if (with_audit)
+        pthread_join(op, NULL);
+    ingest_phase++;
+    return INGEST_ANNOTATORS * INGEST_PER_PHASE / s;
+}
+
+static void ingest(void)
+{
+    ingest_setup();
+    double rate[INGEST_PHASES], ratio[INGEST_PHASES / 2];
+    int appended = 0;
+    for (int p = 0; p < INGEST_PHASES; p++)
+        rate[p] = ingest_phase_rate(p % 2, &appended);
+    printf("BENCH ingest_phase%d_%s %.0f labels/s\n", p, p % 2 ? "with_audit" : "alone", rate[p]);
+    /* Each phase with the operator beside it against the mean of the two
+     * phases without around it (the machine's speed drifts). */
+    double alone = 0, beside = 0;
+    for (int p = 0; p < INGEST_PHASES; p++)
+        if (p % 2) {
+            ratio[p / 2] = rate[p] / ((rate[p - 1] + rate[p + 1]) / 2);
+            beside += rate[p] / (INGEST_PHASES / 2);
+        } else {
+            alone += rate[p] / (INGEST_PHASES / 2 + 1);
+        }
+    qsort(ratio, INGEST_PHASES / 2, sizeof ratio[0], cmp_double);
+    printf("BENCH ingest_alone %.0f labels/s\n", alone);
+    printf("BENCH ingest_with_audit_100_per_s %.0f labels/s\n", beside);
+    printf("BENCH ingest_with_audit_vs_alone_median %.3f ratio\n", ratio[INGEST_PHASES / 4]);
+    printf("BENCH ingest_with_audit_vs_alone_min %.3f ratio\n", ratio[0]);
+    printf("BENCH ingest_with_audit_vs_alone_max %.3f ratio\n", ratio[INGEST_PHASES / 2 - 1]);
+    printf("BENCH ingest_audit_rows_beside %d rows\n", appended);
+}
+
 int main(void)
 {
     if (sodium_init() < 0)
@@ -130,6 +265,7 @@ int main(void)
     if (lp_store_open(&o, &store, err, sizeof err) != LP_OK)
         die(err);
     serial();
+    ingest();
     double a1 = parallel_rate(append_one), i1 = parallel_rate(insert_one);
     double a2 = parallel_rate(append_one), i2 = parallel_rate(insert_one);
     printf("BENCH audit_append_8_threads %.0f appends/s\n", (a1 + a2) / 2);
