@@ -231,9 +231,11 @@ static void ingest(void)
     ingest_setup();
     double rate[INGEST_PHASES], ratio[INGEST_PHASES / 2];
     int appended = 0;
-    for (int p = 0; p < INGEST_PHASES; p++)
+    for (int p = 0; p < INGEST_PHASES; p++) {
         rate[p] = ingest_phase_rate(p % 2, &appended);
-    printf("BENCH ingest_phase%d_%s %.0f labels/s\n", p, p % 2 ? "with_audit" : "alone", rate[p]);
+        printf("BENCH ingest_phase%d_%s %.0f labels/s\n", p, p % 2 ? "with_audit" : "alone",
+               rate[p]);
+    }
     /* Each phase with the operator beside it against the mean of the two
      * phases without around it (the machine's speed drifts). */
     double alone = 0, beside = 0;
