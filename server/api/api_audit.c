@@ -93,7 +93,7 @@ int lp_api_audit_kind(const char *method, const char *path, lp_route id, unsigne
 /* 1 for a key whose value is a credential: never recorded. */
 static int secret_key(const char *key)
 {
-    static const char *const exact[] = {"token", "tokens", "secret", "password", "key_secret"};
+    static const char *const exact[] = {"token", "tokens", "secret", "password"};
     static const char *const suffix[] = {"_token", "_tokens", "_secret", "_password"};
     for (size_t i = 0; i < sizeof exact / sizeof exact[0]; i++)
         if (strcmp(key, exact[i]) == 0)
