@@ -2,8 +2,9 @@
  * api.c — routing, response helpers, healthz, and the synchronous wrapper.
  * See api.h. Handlers live in api_labels.c (annotator endpoints: labels,
  * next, enrollment), api_progress.c (annotator endpoints: skip, progress),
- * api_admin.c (operator endpoints), api_views.c (the operator's read views)
- * and api_quality.c (label quality).
+ * api_admin.c (operator endpoints), api_views.c (the operator's read views),
+ * api_quality.c (label quality) and api_audit.c (the audit log: what the
+ * router records of each operator action, and GET /v1/audit).
  */
 #include "api_internal.h"
 
