@@ -656,6 +656,20 @@ static int cmd_page(const struct cmd *cmd, ldpref_client *c, char **pos, int npo
     return print_text(rc, c, json, cmd->name);
 }
 
+/* admin audit: a page of the audit log (--after ID, --limit N). */
+static int cmd_audit(const struct cmd *cmd, ldpref_client *c, char **pos, int npos)
+{
+    long after = 0, limit = 0;
+    const char *s = cflag_value(cmd, "--after");
+    if (s && parse_long(s, 0, __LONG_MAX__, &after) != 0)
+        return usage_error("--after must be a row id >= 0, not %s", s);
+    if ((s = cflag_value(cmd, "--limit")) != NULL && parse_long(s, 1, 1000, &limit) != 0)
+        return usage_error("--limit must be an integer in 1..1000, not %s", s);
+    char *json = NULL;
+    int rc = ldpref_admin_audit(c, after, limit, &json);
+    return print_text(rc, c, json, "admin audit");
+}
+
 static int cmd_task(const struct cmd *cmd, ldpref_client *c, char **pos, int npos)
 {
     int64_t id;
@@ -1172,6 +1186,11 @@ static const struct cflag F_TOKEN_CREATE[] = {
     {"--scope", "S", "admin, export, score separated by commas, or none (reads /metrics only)"},
     {NULL, NULL, NULL}};
 
+static const struct cflag F_AUDIT[] = {
+    {"--after", "ID", "rows after this id (default 0: from the first)"},
+    {"--limit", "N", "at most N rows, 1..1000 (default 100)"},
+    {NULL, NULL, NULL}};
+
 static const struct cflag F_UI[] = {{"--port", "N", "port on 127.0.0.1 (default: a free one)"},
                                     {"--no-browser", NULL, "print the address only"},
                                     {NULL, NULL, NULL}};
@@ -1242,6 +1261,9 @@ static const struct cmd CMDS[] = {
     {"admin quality", "admin quality [--campaign C]",
      "label quality under privacy: debiased gold accuracy, agreement, flags (operator)", 0, 0, 2,
      F_CAMPAIGN, cmd_quality},
+    {"admin audit", "admin audit [--after ID] [--limit N]",
+     "the audit log of operator actions, with each row's hash (operator)", 0, 0, 2, F_AUDIT,
+     cmd_audit},
     {"admin export",
      "admin export [--out FILE] [--campaign C | --view corrupted [--version V]] [--format F]",
      "export labels as JSONL (operator)", 0, 0, 2, F_EXPORT, cmd_export},

@@ -290,6 +290,23 @@ int ldpref_admin_quality(ldpref_client *c, const char *campaign, char **json_out
     return get_campaign_view(c, "/v1/quality", campaign, NULL, NULL, 0, json_out);
 }
 
+int ldpref_admin_audit(ldpref_client *c, int64_t after_id, int64_t limit, char **json_out)
+{
+    clear_out(json_out);
+    if (c == NULL)
+        return LDPREF_EINVALID_ARGUMENT;
+    if (after_id < 0 || limit < 0)
+        return lpc_fail(c, LDPREF_EINVALID_ARGUMENT, "after_id and limit are >= 0");
+    char path[96];
+    int n = snprintf(path, sizeof path, "/v1/audit?after_id=%lld", (long long)after_id);
+    if (limit > 0)
+        snprintf(path + n, sizeof path - (size_t)n, "&limit=%lld", (long long)limit);
+    json_t *resp = NULL;
+    long status = 0;
+    int rc = lpc_call_json(c, "GET", path, NULL, 1, LPC_RESP_CAP_LARGE, &resp, &status);
+    return rc != LDPREF_OK ? rc : lpc_give_json(c, resp, json_out);
+}
+
 /* The active model's version: LDPREF_ENO_ACTIVE_MODEL when none is served. */
 static int active_version(ldpref_client *c, int64_t *version)
 {

@@ -503,6 +503,14 @@ int ldpref_admin_task(ldpref_client *c, int64_t id, char **json_out);
  * *json_out gets the server's JSON. LDPREF_EUNKNOWN_CAMPAIGN. */
 int ldpref_admin_quality(ldpref_client *c, const char *campaign, char **json_out);
 
+/* Since 0.4: a page of the audit log of operator actions (GET /v1/audit;
+ * docs/operators.md "Audit log"): the rows with id > after_id (>= 0), at
+ * most limit (1..1000; 0: the server's default, 100), in id order, each
+ * with its hash and the previous row's in hex, and the chain's head.
+ * *json_out gets {"entries", "head_id", "head_hash", "after_id", "limit"}.
+ * LDPREF_EBAD_PAGE. */
+int ldpref_admin_audit(ldpref_client *c, int64_t after_id, int64_t limit, char **json_out);
+
 /* Streams the export (JSONL) for campaign (NULL: all) into out (borrowed). */
 int ldpref_admin_export(ldpref_client *c, const char *campaign, FILE *out);
 

@@ -2,8 +2,9 @@
  * api.c — routing, response helpers, healthz, and the synchronous wrapper.
  * See api.h. Handlers live in api_labels.c (annotator endpoints: labels,
  * next, enrollment), api_progress.c (annotator endpoints: skip, progress),
- * api_admin.c (operator endpoints), api_views.c (the operator's read views)
- * and api_quality.c (label quality).
+ * api_admin.c (operator endpoints), api_views.c (the operator's read views),
+ * api_quality.c (label quality) and api_audit.c (the audit log: what the
+ * router records of each operator action, and GET /v1/audit).
  */
 #include "api_internal.h"
 
@@ -206,6 +207,7 @@ static const route ROUTES[] = {
     {"GET", "/v1/console/session", LP_ROUTE_CONSOLE, lp_console_session_get, 0, CAP_BODY},
     {"DELETE", "/v1/console/session", LP_ROUTE_CONSOLE, lp_console_sign_out, 0, CAP_BODY},
     {"GET", "/v1/quality", LP_ROUTE_QUALITY, lp_api_quality, LP_SCOPE_ADMIN, CAP_BODY},
+    {"GET", "/v1/audit", LP_ROUTE_AUDIT, lp_api_audit_list, LP_SCOPE_ADMIN, CAP_BODY},
 };
 #define N_ROUTES (sizeof ROUTES / sizeof ROUTES[0])
 
@@ -408,11 +410,9 @@ lp_api *lp_api_new(lp_store *store, const lp_api_opts *opts)
                   [LP_RATE_ENROLL] = {{0, 0}, {opts->enroll_rate, opts->enroll_burst}}},
         .buckets = opts->rate_buckets};
     api->limits = lp_ratelimit_new(&ro);
-    if (api->sessions == NULL || api->limits == NULL) {
-        lp_sessions_free(api->sessions);
-        lp_ratelimit_free(api->limits);
-        lp_quality_cache_free(api->quality_cache);
-        free(api);
+    api->audit_gate = lp_audit_gate_new();
+    if (api->sessions == NULL || api->limits == NULL || api->audit_gate == NULL) {
+        lp_api_free(api);
         return NULL;
     }
     return api;
@@ -425,6 +425,7 @@ void lp_api_free(lp_api *api)
     lp_sessions_free(api->sessions);
     lp_ratelimit_free(api->limits);
     lp_quality_cache_free(api->quality_cache);
+    lp_audit_gate_free(api->audit_gate);
     free(api);
 }
 
@@ -438,16 +439,24 @@ void lp_api_set_draining(lp_api *api)
     atomic_store(&api->draining, 1);
 }
 
-int lp_api_begin(lp_api *api, const lp_request *req, const lp_async *async, lp_response *resp,
-                 lp_pending **pending)
+static int audit_kind(const route *r)
 {
-    memset(resp, 0, sizeof *resp);
-    *pending = NULL;
-    int known;
-    const route *r = find_route(req->method, req->path, &known);
-    lp_metrics_request(r ? r->id : LP_ROUTE_OTHER);
-    if (r == NULL)
-        return lp_api_error(resp, known ? LP_EMETHOD_NOT_ALLOWED : LP_ENOT_FOUND, NULL);
+    return lp_api_audit_kind(r->method, r->path, r->id, r->scope);
+}
+
+/* Who a refused operator request was: the token's holder when only the
+ * scope was missing, else nobody. */
+static const lp_principal *refused_as(int rc, const lp_principal *who)
+{
+    return rc == LP_EINSUFFICIENT_SCOPE ? who : NULL;
+}
+
+/* Runs route r for req; *actor gets the authenticated principal (who) or
+ * stays NULL. */
+static int run_route(lp_api *api, const route *r, const lp_request *req, const lp_async *async,
+                     lp_response *resp, lp_pending **pending, lp_principal *who,
+                     const lp_principal **actor)
+{
     size_t cap = route_cap(api, r);
     if (req->body_len > cap)
         return lp_api_error(resp, LP_EBODY_TOO_LARGE, NULL);
@@ -458,17 +467,44 @@ int lp_api_begin(lp_api *api, const lp_request *req, const lp_async *async, lp_r
     int cls = route_rate_class(r);
     if (cls >= 0 && rate_limit_address(api, cls, req, 1, resp) != LP_OK)
         return LP_API_DONE;
-    lp_principal who;
     int anonymous = 1;
-    if (r->scope != 0 && authorize(api, r, req, &who, &anonymous, resp) != LP_OK)
-        return LP_API_DONE;
+    if (r->scope != 0) {
+        int rc = authorize(api, r, req, who, &anonymous, resp);
+        *actor = rc == LP_OK ? (anonymous ? NULL : who) : refused_as(rc, who);
+        if (rc != LP_OK)
+            return LP_API_DONE;
+    }
     lp_request authed = *req;
-    authed.principal = anonymous ? NULL : &who;
+    authed.principal = anonymous ? NULL : who;
     if (cls >= 0 && rate_limit_principal(api, cls, authed.principal, 1, resp) != LP_OK)
         return LP_API_DONE;
     if (r->fn != NULL)
         return r->fn(api, &authed, resp);
     return lp_api_labels_begin(api, &authed, async, resp, pending, r->id == LP_ROUTE_LABELS_BATCH);
+}
+
+int lp_api_begin(lp_api *api, const lp_request *req, const lp_async *async, lp_response *resp,
+                 lp_pending **pending)
+{
+    memset(resp, 0, sizeof *resp);
+    *pending = NULL;
+    int known;
+    const route *r = find_route(req->method, req->path, &known);
+    lp_metrics_request(r ? r->id : LP_ROUTE_OTHER);
+    if (r == NULL)
+        return lp_api_error(resp, known ? LP_EMETHOD_NOT_ALLOWED : LP_ENOT_FOUND, NULL);
+    lp_principal who = {0};
+    const lp_principal *actor = NULL;
+    int kind = audit_kind(r);
+    /* A sign-out's session is gone once it has answered. */
+    if (kind == LP_AUDIT_SIGN_OUT && lp_console_authorize(api, req, &who) == LP_OK)
+        actor = &who;
+    int rc = run_route(api, r, req, async, resp, pending, &who, &actor);
+    /* Recorded routes are never pending (only the label routes are). */
+    if (kind != LP_AUDIT_NONE && rc == LP_API_DONE)
+        lp_api_audit_record(api, kind, r->method, r->path, req, 1, r->cap == CAP_UPLOAD, actor,
+                            resp);
+    return rc;
 }
 
 int lp_api_preauth(lp_api *api, const lp_request *req, lp_response *resp)
@@ -487,8 +523,12 @@ int lp_api_preauth(lp_api *api, const lp_request *req, lp_response *resp)
     if (r->scope == 0)
         return LP_OK;
     int anonymous;
-    if (authorize(api, r, req, &who, &anonymous, resp) != LP_OK)
+    if (authorize(api, r, req, &who, &anonymous, resp) != LP_OK) {
+        /* lp_api_begin never sees this request: it is recorded here */
+        lp_api_audit_record(api, audit_kind(r), r->method, r->path, req, 0, r->cap == CAP_UPLOAD,
+                            refused_as(resp->error, &who), resp);
         return resp->error;
+    }
     if (cls >= 0 && rate_limit_principal(api, cls, anonymous ? NULL : &who, 0, resp) != LP_OK)
         return resp->error;
     return LP_OK;

@@ -136,6 +136,9 @@ static const opt_def OPTIONS[] = {
     {"token-scopes", NULL, OPT_STR, OFF(token_scopes), "admin,export,score", 0, 0,
      "scopes of the token --new-operator-token mints: a comma list of admin, export, score, "
      "or none (reads /metrics only)"},
+    {"verify-audit", NULL, OPT_FLAG, OFF(verify_audit), "0", 0, 1,
+     "verify the audit log's hash chain in --db, print the result and exit: 0 intact, "
+     "1 broken (the first broken row is named), 2 unreadable"},
     {"help", NULL, OPT_FLAG, OFF(help), "0", 0, 1, "print this help and exit"},
 };
 #define N_OPTIONS (sizeof OPTIONS / sizeof OPTIONS[0])

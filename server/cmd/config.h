@@ -54,6 +54,7 @@ typedef struct lp_config {
     int64_t new_operator_token;           /* flag */
     char token_name[LP_CONFIG_STR_MAX];   /* of the token --new-operator-token mints */
     char token_scopes[LP_CONFIG_STR_MAX]; /* its scopes: "admin,export,score", "none" */
+    int64_t verify_audit;                 /* flag */
     int64_t help;                         /* flag */
 } lp_config;
 

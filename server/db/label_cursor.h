@@ -36,7 +36,7 @@ typedef struct lp_label_summary {
 } lp_label_summary;
 
 /* The privacy of a set of labels: what a model trained on them carries
- * (schema/011_model_privacy.sql, docs/trust-model.md). */
+ * (schema/012_model_privacy.sql, docs/trust-model.md). */
 typedef struct lp_label_privacy {
     int known; /* 0: not recorded (a model trained before the record existed) */
     int64_t labels, annotators;

@@ -1,7 +1,7 @@
 /*
  * registry.h — the learning records in SQLite (schema/002_learn.sql,
  * schema/003_typed_provenance.sql, schema/007_training_curve.sql,
- * schema/011_model_privacy.sql): training
+ * schema/012_model_privacy.sql): training
  * runs with their settings and curves,
  * models with the corruption settings and feature plan they were trained
  * with, activations, corruption settings, the retrain schedule. Writes are

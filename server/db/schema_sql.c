@@ -615,8 +615,46 @@ static const char MIGRATION_010[] =
     "END;\n";
 
 static const char MIGRATION_011[] =
-    "-- 011_model_privacy.sql — the privacy of the labels every model was trained\n"
-    "-- on (PRAGMA user_version = 11).\n"
+    "-- 011_audit.sql — the audit log of operator actions (PRAGMA user_version = 11).\n"
+    "--\n"
+    "-- One row per operator action: who (token_id, the operator token's id; 0\n"
+    "-- when unknown), what (action: method and route, e.g. \"POST /v1/campaigns\";\n"
+    "-- params: the request's JSON with secrets redacted, or a size and hash),\n"
+    "-- the outcome (status: the HTTP status; error: the error's name, '' on\n"
+    "-- success) and when (at_ms). server/api/api_audit.c decides which requests\n"
+    "-- are recorded; docs/operators.md \"Audit log\" lists them.\n"
+    "--\n"
+    "-- Rows are append-only (the triggers below) and hash-chained: hash is\n"
+    "-- BLAKE2b-256 of prev_hash followed by a length-prefixed encoding of id,\n"
+    "-- at_ms, token_id, action, params, status and error (server/db/audit.c);\n"
+    "-- prev_hash is the hash of the row before, 32 zero bytes for the first.\n"
+    "-- `ldpref-server --verify-audit` walks the chain.\n"
+    "\n"
+    "CREATE TABLE audit (\n"
+    "    id        INTEGER PRIMARY KEY,\n"
+    "    at_ms     INTEGER NOT NULL,\n"
+    "    token_id  INTEGER NOT NULL CHECK (token_id >= 0),\n"
+    "    action    TEXT NOT NULL,\n"
+    "    params    TEXT NOT NULL,\n"
+    "    status    INTEGER NOT NULL,\n"
+    "    error     TEXT NOT NULL,\n"
+    "    prev_hash BLOB NOT NULL CHECK (length(prev_hash) = 32),\n"
+    "    hash      BLOB NOT NULL CHECK (length(hash) = 32)\n"
+    ");\n"
+    "\n"
+    "CREATE TRIGGER audit_no_update BEFORE UPDATE ON audit\n"
+    "BEGIN\n"
+    "    SELECT RAISE(ABORT, 'audit rows are append-only');\n"
+    "END;\n"
+    "\n"
+    "CREATE TRIGGER audit_no_delete BEFORE DELETE ON audit\n"
+    "BEGIN\n"
+    "    SELECT RAISE(ABORT, 'audit rows are append-only');\n"
+    "END;\n";
+
+static const char MIGRATION_012[] =
+    "-- 012_model_privacy.sql — the privacy of the labels every model was trained\n"
+    "-- on (PRAGMA user_version = 12).\n"
     "--\n"
     "-- One row per model, written in the same transaction as the model and\n"
     "-- computed from the labels its training snapshot read (in the snapshot's\n"
@@ -643,5 +681,5 @@ static const char MIGRATION_011[] =
 
 const char *const LP_MIGRATIONS[] = {MIGRATION_001, MIGRATION_002, MIGRATION_003, MIGRATION_004,
                                      MIGRATION_005, MIGRATION_006, MIGRATION_007, MIGRATION_008,
-                                     MIGRATION_009, MIGRATION_010, MIGRATION_011};
+                                     MIGRATION_009, MIGRATION_010, MIGRATION_011, MIGRATION_012};
 const int LP_MIGRATION_COUNT = (int)(sizeof LP_MIGRATIONS / sizeof LP_MIGRATIONS[0]);

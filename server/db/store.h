@@ -19,6 +19,7 @@
  *   views.h         the operator's views of campaigns, annotators and tasks
  *   quality_read.h  labels with their epsilon, annotator and gold answer (label quality)
  *   registry.h      the learning records
+ *   audit.h         the audit log of operator actions (hash-chained)
  *
  * Thread safety: every function may be called from any thread, except
  * lp_store_close (once, when no other call is running).

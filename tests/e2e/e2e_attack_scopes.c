@@ -52,6 +52,7 @@ static const struct want {
     {"POST", "/v1/annotators/revoke", ADMIN},
     {"POST", "/v1/tokens", ADMIN},
     {"GET", "/v1/tokens", ADMIN},
+    {"GET", "/v1/audit", ADMIN},
     {"POST", "/v1/tokens/revoke", ADMIN},
     {"POST", "/v1/tokens/rotate", ADMIN},
     {"POST", "/v1/tasks", ADMIN},

@@ -1,5 +1,5 @@
--- 011_model_privacy.sql — the privacy of the labels every model was trained
--- on (PRAGMA user_version = 11).
+-- 012_model_privacy.sql — the privacy of the labels every model was trained
+-- on (PRAGMA user_version = 12).
 --
 -- One row per model, written in the same transaction as the model and
 -- computed from the labels its training snapshot read (in the snapshot's
