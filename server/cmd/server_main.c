@@ -27,6 +27,7 @@
 #include <sodium.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #define SHUTDOWN_GRACE_MS 30000
 
@@ -56,6 +57,9 @@ int main(int argc, char **argv)
         return 0;
     }
     lp_log_configure((lp_log_level)cfg.log_level, (lp_log_format)cfg.log_format);
+    /* Every file the server creates (the database, its WAL and shm, the
+     * marker) is for its owner only; the store also asks for 0600 itself. */
+    umask(077);
     if (lp_rng_init() != LP_OK) {
         fatal("the system random number generator is unavailable");
         return 1;
@@ -72,7 +76,10 @@ int main(int argc, char **argv)
     lp_store_opts so = {.path = cfg.db,
                         .sync_full = cfg.sync == LP_SYNC_FULL,
                         .read_conns = (int)cfg.read_connections,
-                        .lease_ms = cfg.lease_seconds * 1000};
+                        .lease_ms = cfg.lease_seconds * 1000,
+                        .must_exist = (int)cfg.db_must_exist,
+                        .marker = 1,
+                        .disk_free_min = cfg.disk_free_min};
     lp_store *store = NULL;
     if (lp_store_open(&so, &store, err, sizeof err) != LP_OK) {
         fatal(err);
@@ -154,7 +161,7 @@ int main(int argc, char **argv)
            LP_LOG_STR("sync", lp_config_sync_name(cfg.sync)),
            LP_LOG_STR("threading", cfg.connection_threads > 0 ? "per_connection" : "event_loop"),
            LP_LOG_INT("threads", cfg.connection_threads > 0 ? cfg.connection_threads : cfg.threads),
-           LP_LOG_BOOL("learner", cfg.learner));
+           LP_LOG_BOOL("learner", cfg.learner), LP_LOG_INT("disk_free_min", cfg.disk_free_min));
 
     int sig = 0;
     sigwait(&sigs, &sig);
