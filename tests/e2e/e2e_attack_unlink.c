@@ -101,6 +101,13 @@ static void test_deleted_at_runtime(void)
     if (status == 503)
         printf("healthz 503 %s %lld ms after the deletion\n", reason, (long long)waited);
 
+    /* the same in /metrics */
+    http_reply m;
+    CHECK_INT(raw_get(srv.url, "/metrics", ls.token, &m), 200);
+    CHECK(m.body && strstr(m.body, "ldpref_storage_healthy 0\n") != NULL);
+    CHECK(m.body && strstr(m.body, "ldpref_storage_unhealthy{reason=\"db_unlinked\"} 1\n") != NULL);
+    http_reply_free(&m);
+
     /* other writes too: a campaign */
     json_t *camp = json_pack("{s:s}", "name", "after-delete");
     http_reply r;
