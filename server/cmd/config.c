@@ -280,6 +280,8 @@ void lp_config_usage(FILE *out, const char *prog)
         fprintf(out, "  %-28s %s\n", flag, o->help);
         if (o->type != OPT_FLAG)
             fprintf(out, "  %-28s (%s; default %s)\n", "", o->env, o->def);
+        else if (o->env != NULL)
+            fprintf(out, "  %-28s (%s=1)\n", "", o->env);
     }
     fprintf(out, "\nPrecedence: defaults < environment < flags. Sizes accept K, M, G.\n");
 }

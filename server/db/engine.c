@@ -176,11 +176,10 @@ static int open_conn(const char *path, int sync_full, int readonly, sqlite3 **ou
 /* The writer connection only. A bigger page cache keeps the indexes that
  * every label touches (labels, assignments, annotators) in memory across
  * transactions. Under load, checkpoints run in the writer at commit, every
- * WAL_CHECKPOINT_PAGES pages, and journal_size_limit truncates the WAL file
+ * 1000 WAL pages (4 MiB), and journal_size_limit truncates the WAL file
  * back to that size when it restarts; once writes stop the writer folds the
  * whole WAL in and truncates it to nothing (upkeep). Durability is
  * unchanged: the WAL is synced at every commit. */
-#define WAL_CHECKPOINT_PAGES 1000
 #define WRITER_PRAGMAS                                                                             \
     "PRAGMA cache_size=-65536; PRAGMA wal_autocheckpoint=1000; "                                   \
     "PRAGMA journal_size_limit=4194304;"
