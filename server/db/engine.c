@@ -654,6 +654,7 @@ int lp_engine_open(const lp_store_opts *opts, const lp_txn_cache *cache, lp_engi
         completion_watch(e, err, errlen) != LP_OK)
         goto fail;
     lp_dbfiles_opened(&e->files, opts->marker);
+    e->wal_dirty = 1; /* what an earlier run left in the WAL goes at the first idle upkeep */
     for (int i = 0; i < n_read; i++) {
         e->n_rconns++;
         if (open_conn(opts->path, opts->sync_full, 1, &e->rconns[i].db, err, errlen) != LP_OK)
