@@ -23,6 +23,7 @@
 #include "rr.h"
 #include "store.h"
 
+#include <pthread.h>
 #include <signal.h>
 #include <sodium.h>
 #include <stdio.h>
@@ -36,6 +37,19 @@ static uint64_t user_activity(void *ctx)
 {
     (void)ctx;
     return lp_metrics_activity();
+}
+
+/* The thread that waits for SIGTERM/SIGINT (main). A library may start
+ * threads before main blocks the signals (OpenBLAS starts its workers when
+ * it is loaded), and the kernel may hand a stop signal to one of them; this
+ * handler passes it on to the main thread, where it waits, blocked, for
+ * sigwait. Without it such a signal killed the server outright when it
+ * arrived before main reached sigwait. pthread_kill is async-signal-safe. */
+static pthread_t signal_thread;
+
+static void forward_stop_signal(int sig)
+{
+    pthread_kill(signal_thread, sig);
 }
 
 /* A reason the server cannot start or go on. */
@@ -65,12 +79,18 @@ int main(int argc, char **argv)
         return 1;
     }
     /* Signals are handled by sigwait in this thread only: block them before
-     * any other thread exists so every thread inherits the mask. */
+     * any thread of ours exists so every one inherits the mask (a library's
+     * earlier threads: forward_stop_signal). */
     sigset_t sigs;
     sigemptyset(&sigs);
     sigaddset(&sigs, SIGTERM);
     sigaddset(&sigs, SIGINT);
     pthread_sigmask(SIG_BLOCK, &sigs, NULL);
+    signal_thread = pthread_self();
+    struct sigaction forward = {.sa_handler = forward_stop_signal};
+    sigemptyset(&forward.sa_mask);
+    sigaction(SIGTERM, &forward, NULL);
+    sigaction(SIGINT, &forward, NULL);
     signal(SIGPIPE, SIG_IGN);
 
     lp_store_opts so = {.path = cfg.db,

@@ -172,6 +172,8 @@ static void test_restart(void)
     CHECK_INT(server_restart(&srv, NULL), 0); /* starting over on purpose */
     CHECK(strncmp(srv.token, "op_", 3) == 0);
     CHECK_INT(mode_of(marker), 0600);
+    char reason[64];
+    CHECK_INT(healthz(reason, sizeof reason), 200); /* (it also waits out the start) */
     CHECK_INT(server_stop(&srv), 0);
 }
 
