@@ -7,13 +7,16 @@
  * stdout carries exactly two kinds of lines that tools parse:
  *   "operator token: <token>"   (only when a new database got its first token,
  *                                or with --new-operator-token)
- *   "listening on http://HOST:PORT"
+ *   "listening on http://HOST:PORT"  (https:// with --tls-cert and --tls-key)
  * Everything else goes to stderr as log lines (common/log.h; --log-format,
  * --log-level), except an invalid command line, reported before the log is
- * configured; secrets are never logged.
+ * configured; secrets are never logged. --verify-audit prints one result
+ * line on stdout ("audit chain intact: ..." or "audit chain broken ...").
  */
 #include "api.h"
+#include "audit.h"
 #include "auth.h"
+#include "clock.h"
 #include "config.h"
 #include "error.h"
 #include "http.h"
@@ -22,6 +25,8 @@
 #include "retrain.h"
 #include "rr.h"
 #include "store.h"
+#include "tls.h"
+#include "tokens.h"
 
 #include <pthread.h>
 #include <signal.h>
@@ -58,6 +63,35 @@ static void fatal(const char *message)
     lp_log(LP_LOG_ERROR, "server_error", LP_LOG_STR("message", message));
 }
 
+/* --verify-audit: walks the audit chain of db (read-only) and prints the
+ * outcome. 0 intact, 1 broken, 2 unreadable. */
+static int verify_audit(const char *db)
+{
+    lp_audit_check c;
+    char err[512], hex[LP_AUDIT_HEX];
+    if (lp_audit_verify_file(db, &c, err, sizeof err) != LP_OK) {
+        fprintf(stderr, "ldpref-server: --verify-audit: %s\n", err);
+        return 2;
+    }
+    sodium_bin2hex(hex, sizeof hex, c.head.hash, LP_HASH_BYTES);
+    if (c.intact) {
+        printf("audit chain intact: %lld rows, head %s\n", (long long)c.rows, hex);
+        return 0;
+    }
+    if (c.bad_id > 0)
+        printf("audit chain broken at row %lld: %s\n", (long long)c.bad_id, c.problem);
+    else
+        printf("audit chain broken: %s\n", c.problem);
+    printf("rows chained before it: %lld, head %s\n", (long long)c.rows, hex);
+    return 1;
+}
+
+/* Records a token minted outside the API in the audit log. */
+static void audit_mint(lp_store *store, const char *action)
+{
+    lp_store_audit_append(store, 0, action, "{}", 201, "", lp_now_ms(), NULL);
+}
+
 int main(int argc, char **argv)
 {
     lp_config cfg;
@@ -70,12 +104,27 @@ int main(int argc, char **argv)
         lp_config_usage(stdout, "ldpref-server");
         return 0;
     }
+    if (cfg.verify_audit)
+        return verify_audit(cfg.db);
     lp_log_configure((lp_log_level)cfg.log_level, (lp_log_format)cfg.log_format);
     /* Every file the server creates (the database, its WAL and shm, the
      * marker) is for its owner only; the store also asks for 0600 itself. */
     umask(077);
+    int tls = cfg.tls_cert[0] != '\0' || cfg.tls_key[0] != '\0';
+    if (tls && (cfg.tls_cert[0] == '\0' || cfg.tls_key[0] == '\0')) {
+        fprintf(stderr, "ldpref-server: --tls-cert and --tls-key go together\n");
+        return 2;
+    }
+    /* Read before anything else starts: a bad key file stops the server here. */
+    lp_tls_pem pem = {0};
+    if (tls && !cfg.new_operator_token &&
+        lp_tls_pem_load(cfg.tls_cert, cfg.tls_key, &pem, err, sizeof err) != 0) {
+        fatal(err);
+        return 1;
+    }
     if (lp_rng_init() != LP_OK) {
         fatal("the system random number generator is unavailable");
+        lp_tls_pem_release(&pem);
         return 1;
     }
     /* Signals are handled by sigwait in this thread only: block them before
@@ -103,14 +152,29 @@ int main(int argc, char **argv)
     lp_store *store = NULL;
     if (lp_store_open(&so, &store, err, sizeof err) != LP_OK) {
         fatal(err);
+        lp_tls_pem_release(&pem);
         return 1;
     }
     char token[LP_AUTH_TOKEN_MAX];
     if (cfg.new_operator_token) {
-        int rc = lp_auth_operator_mint(store, token);
+        unsigned scopes = 0;
+        char msg[128];
+        int rc = lp_scopes_parse_list(cfg.token_scopes, &scopes, msg, sizeof msg);
+        if (rc != LP_OK) {
+            fprintf(stderr, "ldpref-server: --token-scopes: %s\n", msg);
+            lp_store_close(store);
+            return 2;
+        }
+        lp_op_token row;
+        rc = lp_auth_operator_mint(store, cfg.token_name, scopes, token, &row);
         if (rc == LP_OK) {
+            char id[LP_TOKEN_ID_MAX];
+            lp_token_id_format(row.id, id);
             printf("operator token: %s\n", token);
+            lp_log(LP_LOG_INFO, "token_minted", LP_LOG_STR("id", id), LP_LOG_STR("name", row.name),
+                   LP_LOG_STR("scopes", cfg.token_scopes));
             fflush(stdout);
+            audit_mint(store, "ldpref-server --new-operator-token");
         } else {
             lp_log(LP_LOG_ERROR, "server_error", LP_LOG_STR("message", "cannot mint a token"),
                    LP_LOG_STR("error", lp_error_name(rc)));
@@ -126,12 +190,14 @@ int main(int argc, char **argv)
                LP_LOG_STR("message", "cannot create the first operator token"),
                LP_LOG_STR("error", lp_error_name(rc)));
         lp_store_close(store);
+        lp_tls_pem_release(&pem);
         return 1;
     }
     if (created) {
         printf("operator token: %s\n", token);
         fflush(stdout);
         sodium_memzero(token, sizeof token);
+        audit_mint(store, "ldpref-server first operator token");
     }
 
     lp_api_opts ao = {.body_max = (size_t)cfg.body_max,
@@ -142,7 +208,16 @@ int main(int argc, char **argv)
                       .timestamp_window_ms = cfg.timestamp_window * 1000,
                       .console_lifetime_s = cfg.console_session_lifetime,
                       .console_idle_s = cfg.console_idle_timeout,
-                      .console_sessions_max = (size_t)cfg.console_sessions};
+                      .console_sessions_max = (size_t)cfg.console_sessions,
+                      .score_rate = cfg.score_rate,
+                      .score_burst = cfg.score_burst,
+                      .next_rate = cfg.next_rate,
+                      .next_burst = cfg.next_burst,
+                      .enroll_rate = cfg.enroll_rate,
+                      .enroll_burst = cfg.enroll_burst,
+                      .rate_address_factor = cfg.rate_address_factor,
+                      .tls = tls,
+                      .public_metrics = (int)cfg.public_metrics};
     ao.train_threads = (int)cfg.train_threads;
     lp_learner *learner = NULL;
     if (cfg.learner) {
@@ -151,6 +226,7 @@ int main(int argc, char **argv)
         if (lp_learner_new(store, &lo, &learner, err, sizeof err) != LP_OK) {
             fatal(err);
             lp_store_close(store);
+            lp_tls_pem_release(&pem);
             return 1;
         }
     }
@@ -161,7 +237,9 @@ int main(int argc, char **argv)
                        .port = (int)cfg.port,
                        .threads = (int)cfg.threads,
                        .connection_threads = (int)cfg.connection_threads,
-                       .connection_timeout = (int)cfg.connection_timeout};
+                       .connection_timeout = (int)cfg.connection_timeout,
+                       .tls_cert = pem.cert,
+                       .tls_key = pem.key};
     lp_http *http = NULL;
     int port = 0;
     if (api == NULL || lp_http_start(api, &ho, &http, &port, err, sizeof err) != 0) {
@@ -169,25 +247,28 @@ int main(int argc, char **argv)
         lp_api_free(api);
         lp_learner_free(learner);
         lp_store_close(store);
+        lp_tls_pem_release(&pem);
         return 1;
     }
     const char *host = strchr(cfg.host, ':') ? "[%s]" : "%s";
     char hostbuf[LP_CONFIG_STR_MAX + 2];
     snprintf(hostbuf, sizeof hostbuf, host, cfg.host);
-    printf("listening on http://%s:%d\n", hostbuf, port);
+    printf("listening on %s://%s:%d\n", tls ? "https" : "http", hostbuf, port);
     fflush(stdout);
     lp_log(LP_LOG_INFO, "server_start", LP_LOG_STR("version", LDPREF_VERSION),
            LP_LOG_STR("address", hostbuf), LP_LOG_INT("port", port), LP_LOG_STR("db", cfg.db),
            LP_LOG_STR("sync", lp_config_sync_name(cfg.sync)),
            LP_LOG_STR("threading", cfg.connection_threads > 0 ? "per_connection" : "event_loop"),
            LP_LOG_INT("threads", cfg.connection_threads > 0 ? cfg.connection_threads : cfg.threads),
-           LP_LOG_BOOL("learner", cfg.learner), LP_LOG_INT("disk_free_min", cfg.disk_free_min));
+           LP_LOG_BOOL("learner", cfg.learner), LP_LOG_BOOL("tls", tls),
+           LP_LOG_INT("disk_free_min", cfg.disk_free_min));
 
     int sig = 0;
     sigwait(&sigs, &sig);
     lp_log(LP_LOG_INFO, "server_stopping",
            LP_LOG_STR("signal", sig == SIGTERM ? "SIGTERM" : "SIGINT"));
     lp_http_stop(http, SHUTDOWN_GRACE_MS);
+    lp_tls_pem_release(&pem);
     lp_api_free(api);
     lp_learner_free(learner); /* cancels a running training run */
     lp_store_close(store);    /* drains the writer, checkpoints, closes */

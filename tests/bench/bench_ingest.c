@@ -257,7 +257,7 @@ static struct commit_stats commit_stats(void)
     char url[256];
     snprintf(url, sizeof url, "%s/metrics", srv.url);
     http_reply r;
-    if (http_raw("GET", url, NULL, 0, NULL, &r) != 0 || r.status != 200)
+    if (http_raw("GET", url, NULL, 0, srv.token, &r) != 0 || r.status != 200)
         die("GET /metrics failed");
     const char *p = strstr(r.body, "ldpref_commit_batch_size_sum ");
     const char *q = strstr(r.body, "ldpref_commit_batch_size_count ");
@@ -403,7 +403,7 @@ int main(int argc, char **argv)
     double verify_cpu_us[3], verify_rate[3];
     verify_rate[0] = raw_verify_rate(cores, 2.0, &verify_cpu_us[0]);
 
-    const char *args[] = {"--sync", "full", "--threads", threads, NULL};
+    const char *args[] = {"--sync", "full", "--threads", threads, SERVER_NO_RATE_LIMITS, NULL};
     if (server_start(&srv, args) != 0)
         die("could not start ldpref-server");
     int total_ann = cfg.annotators_single + cfg.annotators_batch;

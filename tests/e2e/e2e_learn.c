@@ -973,7 +973,7 @@ static void test_observability(int64_t active)
     CHECK(json_integer_value(json_object_get(json_object_get(learning, "score"), "requests")) > 0);
     json_decref(stats);
     http_reply r;
-    raw_get(srv.url, "/metrics", NULL, &r);
+    raw_get(srv.url, "/metrics", srv.token, &r);
     CHECK_INT(r.status, 200);
     char want[128];
     snprintf(want, sizeof want, "ldpref_active_model_version %lld\n", (long long)active);
@@ -988,7 +988,9 @@ static void test_observability(int64_t active)
 int main(void)
 {
     lp_rng_init();
-    const char *args[] = {"--train-threads", "1", NULL};
+    /* the scorer of test_swap_while_scoring is a stress test from one
+     * address: no score rate limit */
+    const char *args[] = {"--train-threads", "1", "--score-rate", "0", NULL};
     if (server_start(&srv, args) != 0) {
         check_record(0, __FILE__, __LINE__, "server starts");
         return check_summary();
