@@ -27,6 +27,7 @@
 #include <sodium.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/resource.h>
 
 #define SHUTDOWN_GRACE_MS 30000
 
@@ -35,6 +36,30 @@ static uint64_t user_activity(void *ctx)
 {
     (void)ctx;
     return lp_metrics_activity();
+}
+
+/* Raises the open-file limit to its hard limit and returns the connection
+ * cap that fits under it (a few descriptors stay for the database, the
+ * listening socket, the event loops and the log). */
+#define FDS_RESERVED 64
+static int connections_max(int64_t wanted)
+{
+    struct rlimit rl;
+    if (getrlimit(RLIMIT_NOFILE, &rl) != 0)
+        return (int)wanted;
+    if (rl.rlim_cur < rl.rlim_max) {
+        rl.rlim_cur = rl.rlim_max;
+        setrlimit(RLIMIT_NOFILE, &rl);
+        getrlimit(RLIMIT_NOFILE, &rl);
+    }
+    if (rl.rlim_cur != RLIM_INFINITY && (rlim_t)wanted + FDS_RESERVED > rl.rlim_cur) {
+        int fit = rl.rlim_cur > 2 * FDS_RESERVED ? (int)(rl.rlim_cur - FDS_RESERVED) : FDS_RESERVED;
+        lp_log(LP_LOG_WARN, "connections_max_lowered", LP_LOG_INT("requested", wanted),
+               LP_LOG_INT("open_file_limit", (int64_t)rl.rlim_cur),
+               LP_LOG_INT("connections_max", fit));
+        return fit;
+    }
+    return (int)wanted;
 }
 
 /* A reason the server cannot start or go on. */
@@ -133,8 +158,11 @@ int main(int argc, char **argv)
     lp_http_opts ho = {.host = cfg.host,
                        .port = (int)cfg.port,
                        .threads = (int)cfg.threads,
-                       .connection_threads = (int)cfg.connection_threads,
-                       .connection_timeout = (int)cfg.connection_timeout};
+                       .workers = (int)cfg.workers,
+                       .connection_timeout = (int)cfg.connection_timeout,
+                       .connections_max = connections_max(cfg.connections_max),
+                       .connections_per_address = (int)cfg.connections_per_address,
+                       .body_budget = (size_t)cfg.body_budget};
     lp_http *http = NULL;
     int port = 0;
     if (api == NULL || lp_http_start(api, &ho, &http, &port, err, sizeof err) != 0) {
@@ -151,9 +179,8 @@ int main(int argc, char **argv)
     fflush(stdout);
     lp_log(LP_LOG_INFO, "server_start", LP_LOG_STR("version", LDPREF_VERSION),
            LP_LOG_STR("address", hostbuf), LP_LOG_INT("port", port), LP_LOG_STR("db", cfg.db),
-           LP_LOG_STR("sync", lp_config_sync_name(cfg.sync)),
-           LP_LOG_STR("threading", cfg.connection_threads > 0 ? "per_connection" : "event_loop"),
-           LP_LOG_INT("threads", cfg.connection_threads > 0 ? cfg.connection_threads : cfg.threads),
+           LP_LOG_STR("sync", lp_config_sync_name(cfg.sync)), LP_LOG_INT("threads", cfg.threads),
+           LP_LOG_INT("workers", cfg.workers), LP_LOG_INT("connections_max", ho.connections_max),
            LP_LOG_BOOL("learner", cfg.learner));
 
     int sig = 0;

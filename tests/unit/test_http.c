@@ -4,8 +4,6 @@
  * byte for byte over plain sockets (tests/support/http_wire.h) and, for
  * annotators, through raw_annotator (libcurl).
  *
- * Both threading models run the same cases, each on its own server: a
- * thread per connection, and the event-loop pool (connection_threads = 0).
  * Covered: GET/HEAD/POST/PUT, query parameters (decoded), bearer
  * extraction, keep-alive and pipelining, a streamed export larger than one
  * stream block, the body cap of each route (413 body_too_large before the
@@ -62,9 +60,9 @@ static double now_ms(void)
     return t.tv_sec * 1e3 + t.tv_nsec / 1e6;
 }
 
-/* A server with its own api over the shared store, in the given threading
- * model (connection_threads 0: the event-loop pool). Returns 0 or -1. */
-static int server_up(server *s, const char *model, int connection_threads)
+/* A server with its own api over the shared store (model names it in
+ * messages). Returns 0 or -1. */
+static int server_up(server *s, const char *model)
 {
     memset(s, 0, sizeof *s);
     s->model = model;
@@ -79,8 +77,11 @@ static int server_up(server *s, const char *model, int connection_threads)
     lp_http_opts ho = {.host = "127.0.0.1",
                        .port = 0,
                        .threads = 2,
-                       .connection_threads = connection_threads,
-                       .connection_timeout = 30};
+                       .workers = 4,
+                       .connection_timeout = 30,
+                       .connections_max = 256,
+                       .connections_per_address = 64,
+                       .body_budget = 16 << 20};
     char err[256] = "";
     int rc = s->api ? lp_http_start(s->api, &ho, &s->h, &s->port, err, sizeof err) : -1;
     check_record(rc == 0 && s->port > 0, __FILE__, __LINE__, "%s: server starts (%s)", model, err);
@@ -675,8 +676,8 @@ static void test_stop_when_idle_is_quick(server *s)
                  st.took_ms);
 }
 
-/* Every case against one threading model; tag keeps campaign names apart. */
-static void run_model(const char *model, int connection_threads, const char *tag)
+/* Every case against one server; tag keeps campaign names apart. */
+static void run_model(const char *model, const char *tag)
 {
     char c1[64], c2[64], c3[64], c4[64], c5[64];
     snprintf(c1, sizeof c1, "%s-post", tag);
@@ -685,7 +686,7 @@ static void run_model(const char *model, int connection_threads, const char *tag
     snprintf(c4, sizeof c4, "%s-in-flight", tag);
     snprintf(c5, sizeof c5, "%s-stuck", tag);
     server s;
-    if (server_up(&s, model, connection_threads) != 0)
+    if (server_up(&s, model) != 0)
         return;
     test_get_and_head(&s);
     test_post_and_put(&s, c1);
@@ -699,10 +700,10 @@ static void run_model(const char *model, int connection_threads, const char *tag
     test_chunked_bodies(&s, c3);
     test_malformed_requests(&s);
     test_stop_finishes_request_in_flight(&s, c4);
-    if (server_up(&s, model, connection_threads) != 0)
+    if (server_up(&s, model) != 0)
         return;
     test_stop_gives_up_after_grace(&s, c5);
-    if (server_up(&s, model, connection_threads) != 0)
+    if (server_up(&s, model) != 0)
         return;
     test_stop_when_idle_is_quick(&s);
 }
@@ -715,8 +716,7 @@ int main(void)
         return check_summary();
     int created = 0;
     CHECK_ERR(lp_auth_bootstrap(fx.store, optok, &created), LP_OK);
-    run_model("thread per connection", 8, "tpc");
-    run_model("event-loop pool", 0, "pool");
+    run_model("event loop and workers", "pool");
     lp_http_stop(NULL, 0); /* accepts NULL */
     store_fixture_close(&fx);
     sodium_memzero(optok, sizeof optok);
