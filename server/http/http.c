@@ -50,10 +50,11 @@
 #define REQUEST_ID_MAX 64
 #define PATH_LOG_MAX 64 /* an unknown path is logged up to this many bytes */
 /* Score requests run on their own pool: a quarter of the workers (at
- * least one) at this nice value, and are refused (503) while this many per
- * score worker already wait. */
+ * least one) at this nice value. At most this many per score worker are
+ * admitted (their bodies read, queued or running) at once; the others wait,
+ * suspended before their body is read, in arrival order. */
 #define SCORE_NICE 10
-#define SCORE_QUEUE_PER_WORKER 4
+#define SCORE_ADMITTED_PER_WORKER 4
 #define BUSY_RETRY_S 1 /* Retry-After of 503 server_busy */
 
 struct lp_http {
@@ -61,6 +62,9 @@ struct lp_http {
     lp_api *api;
     lp_workers *workers; /* every handler but scoring */
     lp_workers *scoring; /* /v1/score, at a lower CPU priority */
+    /* admission of score requests, under lock */
+    int score_slots, score_admitted;
+    struct req_state *waiting_head, *waiting_tail;
     size_t body_budget;  /* 0: no cap */
     _Atomic size_t body_held;
     pthread_mutex_t lock;
@@ -70,7 +74,7 @@ struct lp_http {
     _Atomic uint64_t id_counter;
 };
 
-enum phase { ACCUMULATE, QUEUED, READY };
+enum phase { WAITING, ADMITTED, ACCUMULATE, QUEUED, READY };
 
 struct req_state {
     lp_http *h;
@@ -81,6 +85,8 @@ struct req_state {
     size_t reserved; /* bytes of h->body_budget this request holds */
     int refusal;     /* LP_EBODY_TOO_LARGE or LP_ESERVER_BUSY found while reading */
     int scoring;     /* the route runs on h->scoring */
+    int admitted;    /* holds one of h->score_slots */
+    struct req_state *waiting_next;
     _Atomic int phase;
     _Atomic int holds; /* a pending label request resumes when both the worker and
                           the writer are done with it */
@@ -392,13 +398,65 @@ static void fill_request(struct req_state *st, const char *method, const char *u
                            .client_addr = st->client_addr};
 }
 
-/* ---- the access handler ---- */
+/* ---- admission of score requests ---- */
 
-/* The scoring pool is full: a score request is refused before its body. */
-static int scoring_full(const struct req_state *st)
+/* Admits a score request now (1), or puts it in the waiting line (0). */
+static int score_admit(struct req_state *st)
 {
-    return st->scoring && lp_workers_full(st->h->scoring);
+    lp_http *h = st->h;
+    pthread_mutex_lock(&h->lock);
+    int now = h->score_admitted < h->score_slots;
+    if (now) {
+        h->score_admitted++;
+        st->admitted = 1;
+    } else {
+        atomic_store(&st->phase, WAITING);
+        if (h->waiting_tail != NULL)
+            h->waiting_tail->waiting_next = st;
+        else
+            h->waiting_head = st;
+        h->waiting_tail = st;
+    }
+    pthread_mutex_unlock(&h->lock);
+    return now;
 }
+
+/* A request ends: its slot goes to the first waiting request, which is
+ * resumed; a request that ends while waiting (shutdown) leaves the line. */
+static void score_release(struct req_state *st)
+{
+    lp_http *h = st->h;
+    struct req_state *next = NULL;
+    pthread_mutex_lock(&h->lock);
+    if (st->admitted) {
+        next = h->waiting_head;
+        if (next != NULL) {
+            h->waiting_head = next->waiting_next;
+            if (h->waiting_head == NULL)
+                h->waiting_tail = NULL;
+            next->admitted = 1;
+        } else {
+            h->score_admitted--;
+        }
+        st->admitted = 0;
+    } else if (atomic_load(&st->phase) == WAITING) {
+        struct req_state **p = &h->waiting_head, *prev = NULL;
+        while (*p != NULL && *p != st)
+            prev = *p, p = &(*p)->waiting_next;
+        if (*p == st) {
+            *p = st->waiting_next;
+            if (h->waiting_tail == st)
+                h->waiting_tail = prev;
+        }
+    }
+    pthread_mutex_unlock(&h->lock);
+    if (next != NULL) {
+        atomic_store(&next->phase, ADMITTED);
+        MHD_resume_connection(next->conn);
+    }
+}
+
+/* ---- the access handler ---- */
 
 static enum MHD_Result send_busy(struct req_state *st)
 {
@@ -452,11 +510,11 @@ static enum MHD_Result on_headers(lp_http *h, struct MHD_Connection *conn, const
     }
     if (declared > st->limit)
         return send_error(st, LP_EBODY_TOO_LARGE);
-    if (scoring_full(st))
-        return send_busy(st);
     st->declared = (size_t)declared;
     if (h->body_budget != 0 && declared > h->body_budget - atomic_load(&h->body_held))
         return send_busy(st); /* would not fit now */
+    if (st->scoring && !score_admit(st))
+        MHD_suspend_connection(conn); /* resumed by score_release, body unread */
     return MHD_YES;
 }
 
@@ -487,6 +545,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
     if (st == NULL)
         return on_headers(h, conn, url, method, req_cls);
     if (*upload_data_size > 0) {
+        atomic_store(&st->phase, ACCUMULATE);
         on_body(st, upload_data, *upload_data_size);
         *upload_data_size = 0;
         return MHD_YES;
@@ -505,12 +564,14 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
         body_release(st);
         return send_response(st, &resp);
     }
-    if (phase == QUEUED) /* spurious call while suspended */
+    if (phase == QUEUED || phase == WAITING) /* spurious call while suspended */
         return MHD_YES;
+    if (phase == ADMITTED) { /* resumed from the line: libmicrohttpd repeats the headers call */
+        atomic_store(&st->phase, ACCUMULATE);
+        return MHD_YES;
+    }
     if (st->refusal)
         return send_refusal(st, st->refusal);
-    if (scoring_full(st))
-        return send_busy(st);
     MHD_get_connection_values(conn, MHD_GET_ARGUMENT_KIND, collect_param, st);
     st->req.n_params = st->n_params;
     st->req.body = st->body;
@@ -568,6 +629,8 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **req_cls,
     if (st == NULL)
         return;
     log_request(st, toe);
+    if (st->scoring)
+        score_release(st);
     state_free(st);
     *req_cls = NULL;
     pthread_mutex_lock(&h->lock);
@@ -621,9 +684,8 @@ int lp_http_start(lp_api *api, const lp_http_opts *opts, lp_http **out, int *bou
     atomic_init(&h->body_held, 0);
     int score_threads = opts->workers / 4 > 1 ? opts->workers / 4 : 1;
     lp_workers_opts wo = {.threads = opts->workers};
-    lp_workers_opts so = {.threads = score_threads,
-                          .nice = SCORE_NICE,
-                          .queue_max = (size_t)score_threads * SCORE_QUEUE_PER_WORKER};
+    lp_workers_opts so = {.threads = score_threads, .nice = SCORE_NICE};
+    h->score_slots = score_threads * SCORE_ADMITTED_PER_WORKER;
     h->workers = lp_workers_new(&wo);
     h->scoring = h->workers ? lp_workers_new(&so) : NULL;
     unsigned int flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_AUTO | MHD_USE_ERROR_LOG |

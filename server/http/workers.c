@@ -14,7 +14,7 @@ struct lp_workers {
     pthread_mutex_t lock;
     pthread_cond_t wake;
     lp_job *head, *tail;
-    size_t queued, queue_max;
+
     int stopping, nice;
     int n_threads;
     pthread_t *threads;
@@ -35,7 +35,6 @@ static void *worker_main(void *arg)
         w->head = j->next;
         if (w->head == NULL)
             w->tail = NULL;
-        w->queued--;
         pthread_mutex_unlock(&w->lock);
         j->fn(j->ctx); /* may free j */
         pthread_mutex_lock(&w->lock);
@@ -56,7 +55,6 @@ lp_workers *lp_workers_new(const lp_workers_opts *opts)
     }
     pthread_mutex_init(&w->lock, NULL);
     pthread_cond_init(&w->wake, NULL);
-    w->queue_max = opts->queue_max;
     w->nice = opts->nice;
     for (int i = 0; i < opts->threads; i++) {
         if (pthread_create(&w->threads[i], NULL, worker_main, w) != 0)
@@ -79,17 +77,8 @@ void lp_workers_submit(lp_workers *w, lp_job *j)
     else
         w->head = j;
     w->tail = j;
-    w->queued++;
     pthread_cond_signal(&w->wake);
     pthread_mutex_unlock(&w->lock);
-}
-
-int lp_workers_full(lp_workers *w)
-{
-    pthread_mutex_lock(&w->lock);
-    int full = w->queue_max > 0 && w->queued >= w->queue_max;
-    pthread_mutex_unlock(&w->lock);
-    return full;
 }
 
 void lp_workers_free(lp_workers *w)

@@ -4,9 +4,8 @@
  * The HTTP layer reads requests in its event loop and hands the blocking
  * part of each (signature verification, handlers, database reads) to a
  * pool. A pool may run its threads at a lower CPU priority (a nice value,
- * per thread) so that its jobs only take CPU time that other threads leave
- * idle, and may bound its queue so that a flood is refused instead of
- * queued without end.
+ * per thread) so that its jobs mostly take CPU time that other threads
+ * leave idle.
  */
 #ifndef LP_WORKERS_H
 #define LP_WORKERS_H
@@ -28,19 +27,13 @@ typedef struct lp_job {
 typedef struct lp_workers_opts {
     int threads;      /* >= 1 */
     int nice;         /* added to each thread's nice value (0: none) */
-    size_t queue_max; /* lp_workers_full above this many waiting jobs; 0: never */
 } lp_workers_opts;
 
 /* Starts the threads. NULL when out of memory or threads cannot start. */
 lp_workers *lp_workers_new(const lp_workers_opts *opts);
 
-/* Queues job (its fn and ctx set); it always is: queue_max is only what
- * lp_workers_full compares with, so callers decide before they commit to
- * a job whether to refuse it. */
+/* Queues job (its fn and ctx set). */
 void lp_workers_submit(lp_workers *w, lp_job *job);
-
-/* 1 if queue_max jobs or more are waiting. */
-int lp_workers_full(lp_workers *w);
 
 /* Runs every queued job, stops the threads and frees. Accepts NULL. */
 void lp_workers_free(lp_workers *w);
