@@ -55,6 +55,10 @@
  * suspended before their body is read, in arrival order. */
 #define SCORE_NICE 10
 #define SCORE_ADMITTED_PER_WORKER 4
+/* A score job starts when no other request is in flight (looking every
+ * SCORE_POLL_MS), or after SCORE_WAIT_MAX_MS (workers.h). */
+#define SCORE_POLL_MS 2
+#define SCORE_WAIT_MAX_MS 200
 #define BUSY_RETRY_S 1 /* Retry-After of 503 server_busy */
 
 struct lp_http {
@@ -66,6 +70,7 @@ struct lp_http {
     int score_slots, score_admitted;
     struct req_state *waiting_head, *waiting_tail;
     size_t body_budget;  /* 0: no cap */
+    _Atomic long others_in_flight; /* requests on h->workers until answered: h->scoring yields */
     _Atomic size_t body_held;
     pthread_mutex_t lock;
     pthread_cond_t idle;
@@ -86,6 +91,7 @@ struct req_state {
     int refusal;     /* LP_EBODY_TOO_LARGE or LP_ESERVER_BUSY found while reading */
     int scoring;     /* the route runs on h->scoring */
     int admitted;    /* holds one of h->score_slots */
+    int in_flight;   /* counted in h->others_in_flight */
     struct req_state *waiting_next;
     _Atomic int phase;
     _Atomic int holds; /* a pending label request resumes when both the worker and
@@ -561,6 +567,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
             resp = st->resp;
             memset(&st->resp, 0, sizeof st->resp);
         }
+
         body_release(st);
         return send_response(st, &resp);
     }
@@ -579,6 +586,10 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
     st->job = (lp_job){.fn = run_job, .ctx = st};
     atomic_store(&st->phase, QUEUED);
     MHD_suspend_connection(conn);
+    if (!st->scoring) {
+        st->in_flight = 1;
+        atomic_fetch_add_explicit(&h->others_in_flight, 1, memory_order_relaxed);
+    }
     lp_workers_submit(st->scoring ? h->scoring : h->workers, &st->job);
     return MHD_YES;
 }
@@ -631,6 +642,8 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **req_cls,
     log_request(st, toe);
     if (st->scoring)
         score_release(st);
+    if (st->in_flight)
+        atomic_fetch_sub_explicit(&h->others_in_flight, 1, memory_order_relaxed);
     state_free(st);
     *req_cls = NULL;
     pthread_mutex_lock(&h->lock);
@@ -652,6 +665,12 @@ static void log_mhd(void *cls, const char *fmt, va_list ap)
     while (n > 0 && (msg[n - 1] == '\n' || msg[n - 1] == '\r'))
         msg[--n] = '\0';
     lp_log(LP_LOG_WARN, "http_error", LP_LOG_STR("message", msg));
+}
+
+static int others_busy(void *ctx)
+{
+    lp_http *h = ctx;
+    return atomic_load_explicit(&h->others_in_flight, memory_order_relaxed) > 0;
 }
 
 int lp_http_start(lp_api *api, const lp_http_opts *opts, lp_http **out, int *bound_port, char *err,
@@ -682,9 +701,15 @@ int lp_http_start(lp_api *api, const lp_http_opts *opts, lp_http **out, int *bou
     pthread_cond_init(&h->idle, NULL);
     h->body_budget = opts->body_budget;
     atomic_init(&h->body_held, 0);
+    atomic_init(&h->others_in_flight, 0);
     int score_threads = opts->workers / 4 > 1 ? opts->workers / 4 : 1;
     lp_workers_opts wo = {.threads = opts->workers};
-    lp_workers_opts so = {.threads = score_threads, .nice = SCORE_NICE};
+    lp_workers_opts so = {.threads = score_threads,
+                          .nice = SCORE_NICE,
+                          .busy = others_busy,
+                          .busy_ctx = h,
+                          .poll_ms = SCORE_POLL_MS,
+                          .wait_max_ms = SCORE_WAIT_MAX_MS};
     h->score_slots = score_threads * SCORE_ADMITTED_PER_WORKER;
     h->workers = lp_workers_new(&wo);
     h->scoring = h->workers ? lp_workers_new(&so) : NULL;

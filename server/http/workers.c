@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <sys/resource.h>
 #include <sys/syscall.h>
+#include <time.h>
 #include <unistd.h>
 
 struct lp_workers {
@@ -15,16 +16,28 @@ struct lp_workers {
     pthread_cond_t wake;
     lp_job *head, *tail;
 
-    int stopping, nice;
+    int stopping;
+    lp_workers_opts o;
     int n_threads;
     pthread_t *threads;
 };
 
+/* Waits while other work is in flight, wait_max_ms at most. */
+static void yield_to_others(const lp_workers *w)
+{
+    if (w->o.busy == NULL)
+        return;
+    struct timespec poll = {w->o.poll_ms / 1000, (long)(w->o.poll_ms % 1000) * 1000000L};
+    for (int waited = 0; waited < w->o.wait_max_ms && w->o.busy(w->o.busy_ctx);
+         waited += w->o.poll_ms)
+        nanosleep(&poll, NULL);
+}
+
 static void *worker_main(void *arg)
 {
     lp_workers *w = arg;
-    if (w->nice != 0) /* Linux: PRIO_PROCESS with a thread id sets that thread only */
-        setpriority(PRIO_PROCESS, (id_t)syscall(SYS_gettid), w->nice);
+    if (w->o.nice != 0) /* Linux: PRIO_PROCESS with a thread id sets that thread only */
+        setpriority(PRIO_PROCESS, (id_t)syscall(SYS_gettid), w->o.nice);
     pthread_mutex_lock(&w->lock);
     for (;;) {
         while (w->head == NULL && !w->stopping)
@@ -36,6 +49,7 @@ static void *worker_main(void *arg)
         if (w->head == NULL)
             w->tail = NULL;
         pthread_mutex_unlock(&w->lock);
+        yield_to_others(w);
         j->fn(j->ctx); /* may free j */
         pthread_mutex_lock(&w->lock);
     }
@@ -55,7 +69,9 @@ lp_workers *lp_workers_new(const lp_workers_opts *opts)
     }
     pthread_mutex_init(&w->lock, NULL);
     pthread_cond_init(&w->wake, NULL);
-    w->nice = opts->nice;
+    w->o = *opts;
+    if (w->o.poll_ms < 1)
+        w->o.poll_ms = 1;
     for (int i = 0; i < opts->threads; i++) {
         if (pthread_create(&w->threads[i], NULL, worker_main, w) != 0)
             break;

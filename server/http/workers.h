@@ -3,9 +3,12 @@
  *
  * The HTTP layer reads requests in its event loop and hands the blocking
  * part of each (signature verification, handlers, database reads) to a
- * pool. A pool may run its threads at a lower CPU priority (a nice value,
- * per thread) so that its jobs mostly take CPU time that other threads
- * leave idle.
+ * pool. A background pool yields to other work: its threads run at a
+ * lower CPU priority (a nice value, per thread), and before each job a
+ * thread waits while other work is in flight (polling every poll_ms, for
+ * wait_max_ms at most, so its jobs still run, slowly, under sustained
+ * load): a low priority alone is not enough where vCPUs share a physical
+ * core, since a busy thread on one slows the other.
  */
 #ifndef LP_WORKERS_H
 #define LP_WORKERS_H
@@ -26,7 +29,12 @@ typedef struct lp_job {
 
 typedef struct lp_workers_opts {
     int threads;      /* >= 1 */
-    int nice;         /* added to each thread's nice value (0: none) */
+    int nice; /* added to each thread's nice value (0: none) */
+    /* Background pools: nonzero while other work is in flight (NULL:
+     * never), how often to look, and the longest wait before a job. */
+    int (*busy)(void *ctx);
+    void *busy_ctx;
+    int poll_ms, wait_max_ms;
 } lp_workers_opts;
 
 /* Starts the threads. NULL when out of memory or threads cannot start. */
