@@ -4,9 +4,10 @@
  * Per-request state (struct req_state) is allocated on the first callback
  * of a request into *req_cls and freed in the completion callback, whatever
  * happened in between. Lifecycle of a request, all callbacks in the event
- * loop: HEADERS (credentials, cap and budget checked; a refusal is queued
- * at once) -> ACCUMULATE (body chunks, each growth of the buffer reserved
- * against the body budget) -> QUEUED (connection suspended, the job on a
+ * loop: headers (credentials, cap and budget checked; a refusal is queued
+ * at once; a score request past the admitted few is suspended as WAITING
+ * until one ends, then ADMITTED) -> ACCUMULATE (body chunks, each growth of
+ * the buffer reserved against the body budget) -> QUEUED (connection suspended, the job on a
  * worker) -> READY (the worker answered, or the writer committed its
  * labels; connection resumed) -> response queued.
  *
@@ -69,7 +70,7 @@ struct lp_http {
     /* admission of score requests, under lock */
     int score_slots, score_admitted;
     struct req_state *waiting_head, *waiting_tail;
-    size_t body_budget;  /* 0: no cap */
+    size_t body_budget;            /* 0: no cap */
     _Atomic long others_in_flight; /* requests on h->workers until answered: h->scoring yields */
     _Atomic size_t body_held;
     pthread_mutex_t lock;

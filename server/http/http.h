@@ -11,8 +11,10 @@
  * threads, which run the handler (verification, database reads); label
  * writes stay suspended until the store's writer has committed them, so no
  * thread waits for a commit. Scoring runs on its own small pool at a lower
- * CPU priority with a bounded queue (503 server_busy when full), so a flood
- * of score requests cannot take the CPU from label ingest.
+ * CPU priority that yields to every other request, and only a few score
+ * requests are admitted at once (the others wait, suspended, with their
+ * body unread), so a flood of score requests cannot take the CPU from label
+ * ingest.
  *
  * This is the only module that maps error codes to HTTP statuses.
  */

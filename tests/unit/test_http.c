@@ -484,6 +484,58 @@ static void test_body_cap_before_reading(const server *s)
     close(fd);
 }
 
+/* An operator route without credentials: 401 from the headers alone, the
+ * (declared, never sent) body not waited for; a wrong token the same. */
+static void test_credentials_before_body(const server *s)
+{
+    const char *heads[] = {"POST /v1/tasks?campaign=x HTTP/1.1\r\nHost: x\r\n"
+                           "Content-Length: 400000\r\n\r\n",
+                           "POST /v1/tasks?campaign=x HTTP/1.1\r\nHost: x\r\n"
+                           "Authorization: Bearer op_wrong\r\nContent-Length: 400000\r\n\r\n"};
+    for (int i = 0; i < 2; i++) {
+        int fd = wire_connect(s->port, TIMEOUT_MS);
+        CHECK(fd >= 0);
+        if (fd < 0)
+            return;
+        CHECK(wire_send_str(fd, heads[i]) == 0);
+        double t0 = now_ms();
+        wire_reply r;
+        CHECK_INT(wire_read_reply(fd, "POST", &r), 0);
+        check_error_reply(i ? "a wrong token, body unsent" : "no token, body unsent", &r,
+                          LP_EUNAUTHORIZED);
+        check_record(now_ms() - t0 < TIMEOUT_MS / 2, __FILE__, __LINE__, "%s: 401 took %.0f ms",
+                     s->model, now_ms() - t0);
+        wire_reply_free(&r);
+        close(fd);
+    }
+}
+
+/* More concurrent score requests than are admitted at once (4 per score
+ * worker): the others wait and every one is answered (this api has no
+ * learner: 503 unavailable). */
+#define SCORE_CLIENTS 12
+static void test_score_requests_wait_their_turn(const server *s)
+{
+    int fds[SCORE_CLIENTS];
+    const char *req = "POST /v1/score HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\n\r\n{}";
+    for (int i = 0; i < SCORE_CLIENTS; i++) {
+        fds[i] = wire_connect(s->port, TIMEOUT_MS);
+        CHECK(fds[i] >= 0 && wire_send_str(fds[i], req) == 0);
+    }
+    int answered = 0;
+    for (int i = 0; i < SCORE_CLIENTS; i++) {
+        wire_reply r;
+        if (fds[i] >= 0 && wire_read_reply(fds[i], "POST", &r) == 0 && r.status == 503)
+            answered++;
+        wire_reply_free(&r);
+        if (fds[i] >= 0)
+            close(fds[i]);
+    }
+    check_record(answered == SCORE_CLIENTS, __FILE__, __LINE__,
+                 "%s: %d of %d concurrent score requests answered", s->model, answered,
+                 SCORE_CLIENTS);
+}
+
 /* Chunked bodies: the cap applies to what arrives; under it the request is
  * handled normally. */
 static void test_chunked_bodies(const server *s, const char *campaign)
@@ -697,6 +749,8 @@ static void run_model(const char *model, const char *tag)
     test_query_parameters(&s, c2);
     test_body_caps_per_route(&s);
     test_body_cap_before_reading(&s);
+    test_credentials_before_body(&s);
+    test_score_requests_wait_their_turn(&s);
     test_chunked_bodies(&s, c3);
     test_malformed_requests(&s);
     test_stop_finishes_request_in_flight(&s, c4);
