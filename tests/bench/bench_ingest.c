@@ -11,8 +11,8 @@
  * timed phases, and compares each phase with the measurements beside it.
  *
  * With --flood-clients N (make bench-flood), the single-label requests are
- * split in two halves: the first is timed alone, the second while N
- * anonymous clients (from 127.0.0.10 onwards) post large /v1/score requests
+ * split in three: the first and last thirds are timed alone, the middle one
+ * while N anonymous clients (from 127.0.0.10 onwards) post large /v1/score requests
  * (--flood-body bytes of valid JSON each) as fast as the server answers,
  * ignoring Retry-After; the server gets --public-score when it has that
  * option. Prints "BENCH <name> <value> <unit>" lines; decides nothing.
@@ -487,6 +487,49 @@ static void *flood_main(void *arg)
     return NULL;
 }
 
+/* The flood phase between two more phases alone (see main); prints its
+ * figures and adds its errors to *alone. */
+static void run_flood(const struct bench_cfg *cfg, struct request *during, int n_during,
+                      struct request *after, int n_after, struct run_result *alone)
+{
+    _Atomic int stop = 0;
+    struct flood *fl = calloc((size_t)cfg->flood_clients, sizeof *fl);
+    for (int i = 0; i < cfg->flood_clients; i++) {
+        fl[i] = (struct flood){.index = i, .body_len = cfg->flood_body, .stop = &stop};
+        pthread_create(&fl[i].tid, NULL, flood_main, &fl[i]);
+    }
+    usleep(500 * 1000); /* the flood is under way */
+    double fs0 = server_cpu_s();
+    struct run_result rf = drive(during, n_during, cfg->conns);
+    double fs1 = server_cpu_s();
+    atomic_store(&stop, 1);
+    long answered = 0, busy = 0, other = 0, reconnects = 0;
+    for (int i = 0; i < cfg->flood_clients; i++) {
+        pthread_join(fl[i].tid, NULL);
+        answered += fl[i].answered;
+        busy += fl[i].busy;
+        other += fl[i].other;
+        reconnects += fl[i].reconnects;
+    }
+    free(fl);
+    wait_server_idle();
+    struct run_result ra = drive(after, n_after, cfg->conns);
+    double beside = (alone->labels_per_s + ra.labels_per_s) / 2;
+    printf("BENCH flood_ingest_alone_before %.0f labels/s\n", alone->labels_per_s);
+    printf("BENCH flood_ingest_alone_after %.0f labels/s\n", ra.labels_per_s);
+    printf("BENCH flood_ingest_alone_p99 %.3f ms\n", (alone->p99_ms + ra.p99_ms) / 2);
+    printf("BENCH flood_ingest_under_flood %.0f labels/s\n", rf.labels_per_s);
+    printf("BENCH flood_ingest_under_flood_p50 %.3f ms\n", rf.p50_ms);
+    printf("BENCH flood_ingest_under_flood_p99 %.3f ms\n", rf.p99_ms);
+    printf("BENCH flood_ingest_ratio %.3f ratio\n", rf.labels_per_s / beside);
+    printf("BENCH flood_server_cpu %.1f us/label\n", (fs1 - fs0) * 1e6 / n_during);
+    printf("BENCH flood_score_answered %ld requests\n", answered);
+    printf("BENCH flood_score_busy %ld requests\n", busy);
+    printf("BENCH flood_score_failed %ld requests\n", other);
+    printf("BENCH flood_reconnects %ld connections\n", reconnects);
+    alone->errors += rf.errors + ra.errors;
+}
+
 /* 1 if the server's --help lists flag. */
 static int server_has_option(const char *flag)
 {
@@ -600,47 +643,16 @@ int main(int argc, char **argv)
                                            cfg.batch_size);
         }
 
-    /* With a flood: the first half alone, the second under the flood. */
-    int nalone = cfg.flood_clients > 0 ? nsingle / 2 : nsingle;
+    /* With a flood: a third alone, a third under the flood, a third alone
+     * again; the flood phase is compared with the mean of the two beside it. */
+    int nalone = cfg.flood_clients > 0 ? nsingle / 3 : nsingle;
     struct commit_stats c0 = commit_stats();
     double s0 = server_cpu_s(), g0 = self_cpu_s();
     struct run_result rs = drive(single, nalone, cfg.conns);
     double s1 = server_cpu_s(), g1 = self_cpu_s();
     struct commit_stats c1 = commit_stats();
-    if (cfg.flood_clients > 0) {
-        _Atomic int stop = 0;
-        struct flood *fl = calloc((size_t)cfg.flood_clients, sizeof *fl);
-        for (int i = 0; i < cfg.flood_clients; i++) {
-            fl[i] = (struct flood){.index = i, .body_len = cfg.flood_body, .stop = &stop};
-            pthread_create(&fl[i].tid, NULL, flood_main, &fl[i]);
-        }
-        usleep(500 * 1000); /* the flood is under way */
-        double fs0 = server_cpu_s();
-        struct run_result rf = drive(single + nalone, nsingle - nalone, cfg.conns);
-        double fs1 = server_cpu_s();
-        atomic_store(&stop, 1);
-        long answered = 0, busy = 0, other = 0, reconnects = 0;
-        for (int i = 0; i < cfg.flood_clients; i++) {
-            pthread_join(fl[i].tid, NULL);
-            answered += fl[i].answered;
-            busy += fl[i].busy;
-            other += fl[i].other;
-            reconnects += fl[i].reconnects;
-        }
-        free(fl);
-        printf("BENCH flood_ingest_alone %.0f labels/s\n", rs.labels_per_s);
-        printf("BENCH flood_ingest_alone_p99 %.3f ms\n", rs.p99_ms);
-        printf("BENCH flood_ingest_under_flood %.0f labels/s\n", rf.labels_per_s);
-        printf("BENCH flood_ingest_under_flood_p50 %.3f ms\n", rf.p50_ms);
-        printf("BENCH flood_ingest_under_flood_p99 %.3f ms\n", rf.p99_ms);
-        printf("BENCH flood_ingest_ratio %.3f ratio\n", rf.labels_per_s / rs.labels_per_s);
-        printf("BENCH flood_server_cpu %.1f us/label\n", (fs1 - fs0) * 1e6 / (nsingle - nalone));
-        printf("BENCH flood_score_answered %ld requests\n", answered);
-        printf("BENCH flood_score_busy %ld requests\n", busy);
-        printf("BENCH flood_score_failed %ld requests\n", other);
-        printf("BENCH flood_reconnects %ld connections\n", reconnects);
-        rs.errors += rf.errors;
-    }
+    if (cfg.flood_clients > 0)
+        run_flood(&cfg, single + nalone, nalone, single + 2 * nalone, nsingle - 2 * nalone, &rs);
     wait_server_idle();
     verify_rate[1] = raw_verify_rate(cores, 2.0, &verify_cpu_us[1]);
     double s1v = server_cpu_s(), g1v = self_cpu_s();
