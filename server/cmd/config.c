@@ -59,6 +59,10 @@ static const opt_def OPTIONS[] = {
     {"workers", "LDPREF_WORKERS", OPT_INT, OFF(workers), "0", 0, 1024,
      "threads for blocking work (verification, handlers, database reads); a quarter of them "
      "(at least one) serve /v1/score at a lower priority; 0 = 2 x number of CPUs (at least 4)"},
+    {"connection-threads", "LDPREF_CONNECTION_THREADS", OPT_INT, OFF(connection_threads), "0", 0,
+     4096,
+     "0 = the event loop and workers; N > 0 = the previous model, a thread per connection, at "
+     "most N connections: not safe against slow clients, and scoring is not put behind ingest"},
     {"connections-max", "LDPREF_CONNECTIONS_MAX", OPT_INT, OFF(connections_max), "4096", 16,
      1000000, "open connections at most (bounded by the open-file limit, raised at start)"},
     {"connections-per-address", "LDPREF_CONNECTIONS_PER_ADDRESS", OPT_INT,

@@ -159,6 +159,7 @@ int main(int argc, char **argv)
                        .port = (int)cfg.port,
                        .threads = (int)cfg.threads,
                        .workers = (int)cfg.workers,
+                       .connection_threads = (int)cfg.connection_threads,
                        .connection_timeout = (int)cfg.connection_timeout,
                        .connections_max = connections_max(cfg.connections_max),
                        .connections_per_address = (int)cfg.connections_per_address,

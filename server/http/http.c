@@ -65,6 +65,7 @@
 struct lp_http {
     struct MHD_Daemon *d;
     lp_api *api;
+    int per_connection;  /* a thread per connection runs its own handlers (no workers) */
     lp_workers *workers; /* every handler but scoring */
     lp_workers *scoring; /* /v1/score, at a lower CPU priority */
     /* admission of score requests, under lock */
@@ -520,7 +521,7 @@ static enum MHD_Result on_headers(lp_http *h, struct MHD_Connection *conn, const
     st->declared = (size_t)declared;
     if (h->body_budget != 0 && declared > h->body_budget - atomic_load(&h->body_held))
         return send_busy(st); /* would not fit now */
-    if (st->scoring && !score_admit(st))
+    if (st->scoring && !h->per_connection && !score_admit(st))
         MHD_suspend_connection(conn); /* resumed by score_release, body unread */
     return MHD_YES;
 }
@@ -568,7 +569,6 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
             resp = st->resp;
             memset(&st->resp, 0, sizeof st->resp);
         }
-
         body_release(st);
         return send_response(st, &resp);
     }
@@ -584,6 +584,12 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
     st->req.n_params = st->n_params;
     st->req.body = st->body;
     st->req.body_len = st->len;
+    if (h->per_connection) { /* this thread is the connection's own: it waits here */
+        lp_response resp;
+        lp_api_handle(h->api, &st->req, &resp);
+        body_release(st);
+        return send_response(st, &resp);
+    }
     st->job = (lp_job){.fn = run_job, .ctx = st};
     atomic_store(&st->phase, QUEUED);
     MHD_suspend_connection(conn);
@@ -712,30 +718,43 @@ int lp_http_start(lp_api *api, const lp_http_opts *opts, lp_http **out, int *bou
                           .poll_ms = SCORE_POLL_MS,
                           .wait_max_ms = SCORE_WAIT_MAX_MS};
     h->score_slots = score_threads * SCORE_ADMITTED_PER_WORKER;
-    h->workers = lp_workers_new(&wo);
-    h->scoring = h->workers ? lp_workers_new(&so) : NULL;
-    unsigned int flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_AUTO | MHD_USE_ERROR_LOG |
-                         MHD_ALLOW_SUSPEND_RESUME;
+    h->per_connection = opts->connection_threads > 0;
+    if (!h->per_connection) {
+        h->workers = lp_workers_new(&wo);
+        h->scoring = h->workers ? lp_workers_new(&so) : NULL;
+    }
+    int started = h->per_connection || h->scoring != NULL;
+    unsigned int flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_AUTO | MHD_USE_ERROR_LOG;
     if (ai->ai_family == AF_INET6)
         flags |= MHD_USE_IPv6;
     /* libmicrohttpd splits the connection limit among its threads; a
-     * per-address limit of 0 is none. */
-    struct MHD_OptionItem limits[] = {
+     * per-address limit of 0 is none. The event loop is a pool of threads;
+     * a thread per connection must not be given the pool's size. */
+    struct MHD_OptionItem model[] = {
         {MHD_OPTION_CONNECTION_LIMIT, opts->connections_max, NULL},
         {MHD_OPTION_PER_IP_CONNECTION_LIMIT, opts->connections_per_address, NULL},
+        {MHD_OPTION_THREAD_POOL_SIZE, opts->threads, NULL},
         {MHD_OPTION_END, 0, NULL},
     };
-    if (h->scoring != NULL)
-        h->d = MHD_start_daemon(
-            flags, (uint16_t)opts->port, NULL, NULL, on_request, h, MHD_OPTION_EXTERNAL_LOGGER,
-            log_mhd, NULL, MHD_OPTION_SOCK_ADDR, ai->ai_addr, MHD_OPTION_THREAD_POOL_SIZE,
-            (unsigned int)opts->threads, MHD_OPTION_ARRAY, limits, MHD_OPTION_CONNECTION_TIMEOUT,
-            (unsigned int)opts->connection_timeout, MHD_OPTION_CONNECTION_MEMORY_LIMIT,
-            (size_t)CONNECTION_MEMORY, MHD_OPTION_NOTIFY_COMPLETED, on_completed, h,
-            MHD_OPTION_LISTEN_BACKLOG_SIZE, (unsigned int)1024, MHD_OPTION_END);
+    if (h->per_connection) {
+        flags |= MHD_USE_THREAD_PER_CONNECTION | MHD_USE_ITC;
+        if (opts->connection_threads < opts->connections_max)
+            model[0].value = opts->connection_threads;
+        model[2] = model[3];
+    } else {
+        flags |= MHD_ALLOW_SUSPEND_RESUME;
+    }
+    if (started)
+        h->d = MHD_start_daemon(flags, (uint16_t)opts->port, NULL, NULL, on_request, h,
+                                MHD_OPTION_EXTERNAL_LOGGER, log_mhd, NULL, MHD_OPTION_SOCK_ADDR,
+                                ai->ai_addr, MHD_OPTION_ARRAY, model, MHD_OPTION_CONNECTION_TIMEOUT,
+                                (unsigned int)opts->connection_timeout,
+                                MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)CONNECTION_MEMORY,
+                                MHD_OPTION_NOTIFY_COMPLETED, on_completed, h,
+                                MHD_OPTION_LISTEN_BACKLOG_SIZE, (unsigned int)1024, MHD_OPTION_END);
     freeaddrinfo(ai);
     if (h->d == NULL) {
-        if (h->scoring != NULL)
+        if (started)
             snprintf(err, errlen, "cannot listen on %s:%d", opts->host, opts->port);
         else
             snprintf(err, errlen, "cannot start the worker threads");

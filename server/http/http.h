@@ -16,6 +16,12 @@
  * body unread), so a flood of score requests cannot take the CPU from label
  * ingest.
  *
+ * connection_threads > 0 selects the previous model instead: a thread per
+ * connection, at most that many connections, each thread running its
+ * handlers and waiting for the commit. It is not safe against slow clients
+ * (that many slow connections hold every thread) and does not put scoring
+ * behind ingest; it is kept for comparison.
+ *
  * This is the only module that maps error codes to HTTP statuses.
  */
 #ifndef LP_HTTP_H
@@ -32,6 +38,7 @@ typedef struct lp_http_opts {
     int port;                    /* 0: ephemeral */
     int threads;                 /* event-loop threads, >= 1 */
     int workers;                 /* threads for blocking work, >= 1 */
+    int connection_threads;      /* > 0: a thread per connection instead (see above) */
     int connection_timeout;      /* seconds without traffic before a connection is closed */
     int connections_max;         /* open connections at most, >= 1 */
     int connections_per_address; /* open connections per client address; 0: no cap */

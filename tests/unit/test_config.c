@@ -95,8 +95,11 @@ int main(void)
     CHECK_INT(load(&c, 3, bad6, err), -1);
     const char *bad7[] = {"x", "--batch-max", "0"};
     CHECK_INT(load(&c, 3, bad7, err), -1);
-    const char *gone[] = {"x", "--connection-threads", "256"}; /* the old threading model */
-    CHECK_INT(load(&c, 3, gone, err), -1);
+    CHECK_INT(load(&c, 1, none, err), 0);
+    CHECK_INT(c.connection_threads, 0); /* the event loop by default */
+    const char *tpc[] = {"x", "--connection-threads", "256"};
+    CHECK_INT(load(&c, 3, tpc, err), 0);
+    CHECK_INT(c.connection_threads, 256);
     /* the lease: environment, then flag; at least one second */
     env_lease = "90";
     CHECK_INT(load(&c, 1, none, err), 0);
