@@ -259,7 +259,7 @@ run: deps
 reproduce: all
 	BUILD=$(BUILD) QUICK=$(QUICK) tests/study/reproduce.sh
 
-bench: bench-ingest bench-flood bench-train bench-score bench-metrics
+bench: bench-ingest bench-flood bench-train bench-score bench-metrics bench-guard
 # Each benchmark is a script tests/bench/<name>.sh printing "BENCH <name> <value> <unit>".
 bench-%: all $(BENCHES)
 	BUILD=$(BUILD) tests/bench/$*.sh

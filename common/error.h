@@ -101,7 +101,13 @@
       "the server is at its limit for requests in progress; retry after the number of seconds "    \
       "in Retry-After")                                                                            \
     X(70, STORAGE_UNHEALTHY, "storage_unhealthy", 503,                                             \
-      "the database cannot take writes safely now; nothing was stored")
+      "the database cannot take writes safely now; nothing was stored")                            \
+    X(81, CERTIFICATE_UNTRUSTED, "certificate_untrusted", 502,                                     \
+      "the server's TLS certificate is not trusted or does not name the server (give its CA "      \
+      "with --ca-file or LDPREF_CA_FILE)")                                                         \
+    X(82, TLS_FAILED, "tls_failed", 502,                                                           \
+      "the TLS handshake with the server failed (is it an https:// URL for a plain HTTP "          \
+      "server?)")
 
 /* Codes as an enum: LP_OK, LP_EINVALID_ARGUMENT, ... */
 typedef enum lp_error {

@@ -114,7 +114,11 @@ typedef enum ldpref_error {
     LDPREF_ERATE_LIMITED = 68,       /* 429: retry later */
     LDPREF_EBUSY = 69,               /* 503: the server is at a limit; retry later */
     LDPREF_ESTORAGE_UNHEALTHY = 70,  /* 503: the server's storage cannot take writes now */
-    LDPREF_ERROR_END                 /* one past the last code; grows when codes are added */
+
+    /* https: the server's certificate is not trusted; the TLS handshake failed */
+    LDPREF_ECERTIFICATE_UNTRUSTED = 81,
+    LDPREF_ETLS_FAILED = 82,
+    LDPREF_ERROR_END /* one past the last code; grows when codes are added */
 } ldpref_error;
 
 /* A one-line human message for a code. Static storage, never NULL. */

@@ -22,6 +22,10 @@
  * (that many slow connections hold every thread) and does not put scoring
  * behind ingest; it is kept for comparison.
  *
+ * With a certificate and key it speaks HTTPS only (libmicrohttpd over
+ * GnuTLS; TLS 1.2 and 1.3 with AEAD ciphers and forward secrecy,
+ * LP_TLS_PRIORITIES).
+ *
  * This is the only module that maps error codes to HTTP statuses.
  */
 #ifndef LP_HTTP_H
@@ -43,6 +47,9 @@ typedef struct lp_http_opts {
     int connections_max;         /* open connections at most, >= 1 */
     int connections_per_address; /* open connections per client address; 0: no cap */
     size_t body_budget;          /* bytes of request bodies held at once, all requests; 0: no cap */
+    /* HTTPS: the PEM certificate chain and private key (text, not paths;
+     * borrowed until lp_http_stop, see tls.h). Both NULL: plain HTTP. */
+    const char *tls_cert, *tls_key;
 } lp_http_opts;
 
 /* Binds and starts serving api (borrowed; must outlive the server). On

@@ -577,9 +577,10 @@ int main(int argc, char **argv)
     double verify_cpu_us[3], verify_rate[3];
     verify_rate[0] = raw_verify_rate(cores, 2.0, &verify_cpu_us[0]);
 
-    const char *args[] = {"--sync", "full", "--threads", threads, NULL, NULL};
+    const char *args[] = {"--sync", "full", "--threads", threads, SERVER_NO_RATE_LIMITS,
+                          NULL,     NULL};
     if (cfg.flood_clients > 0 && server_has_option("--public-score"))
-        args[4] = "--public-score";
+        args[sizeof args / sizeof args[0] - 2] = "--public-score";
     if (server_start(&srv, args) != 0)
         die("could not start ldpref-server");
     int total_ann = cfg.annotators_single + cfg.annotators_batch;

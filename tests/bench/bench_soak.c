@@ -415,8 +415,9 @@ static void load_tasks(void)
 static void server_args(const char *args[ARGS_MAX], char *words)
 {
     int n = 0;
-    args[n++] = "--train-threads";
-    args[n++] = "1";
+    static const char *const fixed[] = {"--train-threads", "1", SERVER_NO_RATE_LIMITS};
+    for (size_t i = 0; i < sizeof fixed / sizeof fixed[0]; i++)
+        args[n++] = fixed[i];
     const char *env = getenv("LDPREF_SOAK_ARGS");
     if (env != NULL) {
         snprintf(words, 1024, "%s", env);
