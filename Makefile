@@ -19,9 +19,9 @@ QUICK   ?= 0
 # The one version of the project: the library (ldpref_version(), the
 # installed libldpref.so.$(VERSION), ldpref.pc), the CLIs' --version and the
 # server's /v1/healthz. Its MAJOR.MINOR is the newest symbol-version node of
-# client/lib/libldpref.map (LDPREF_0.3): tests/unit/test_client_version.c
+# client/lib/libldpref.map (LDPREF_0.4): tests/unit/test_client_version.c
 # fails when they disagree.
-VERSION := 0.3.0
+VERSION := 0.4.0
 
 PKGS    := libmicrohttpd jansson libsodium sqlite3 libcurl openblas
 PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
@@ -259,7 +259,7 @@ run: deps
 reproduce: all
 	BUILD=$(BUILD) QUICK=$(QUICK) tests/study/reproduce.sh
 
-bench: bench-ingest bench-flood bench-train bench-score bench-metrics bench-guard
+bench: bench-ingest bench-flood bench-train bench-score bench-metrics bench-guard bench-audit
 # Each benchmark is a script tests/bench/<name>.sh printing "BENCH <name> <value> <unit>".
 bench-%: all $(BENCHES)
 	BUILD=$(BUILD) tests/bench/$*.sh

@@ -102,6 +102,9 @@
       "in Retry-After")                                                                            \
     X(70, STORAGE_UNHEALTHY, "storage_unhealthy", 503,                                             \
       "the database cannot take writes safely now; nothing was stored")                            \
+    X(71, LAST_ADMIN_TOKEN, "last_admin_token", 409,                                               \
+      "this is the last live operator token with the admin scope; create another first")           \
+    X(72, UNKNOWN_TOKEN, "unknown_token", 404, "no live operator token has this id")               \
     X(81, CERTIFICATE_UNTRUSTED, "certificate_untrusted", 502,                                     \
       "the server's TLS certificate is not trusted or does not name the server (give its CA "      \
       "with --ca-file or LDPREF_CA_FILE)")                                                         \
