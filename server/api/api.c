@@ -283,14 +283,21 @@ static const route *find_route(const char *method, const char *path, int *path_k
     return NULL;
 }
 
-/* The body size cap of route r (NULL: an unknown route's). */
+/* The body size cap of route r (NULL: an unknown route's). A single
+ * request anyone may send (a signed annotator message, a console sign-in,
+ * an unknown route) is under 2 KiB: it gets ANON_BODY_MAX, so that what is
+ * read before anything is verified stays small. */
+#define ANON_BODY_MAX (16 * 1024)
 static size_t route_cap(const lp_api *api, const route *r)
 {
+    size_t single = api->opts.body_max;
+    if ((r == NULL || r->scope == 0) && single > ANON_BODY_MAX)
+        single = ANON_BODY_MAX;
     if (r == NULL)
-        return api->opts.body_max;
+        return single;
     return r->cap == CAP_UPLOAD  ? api->opts.upload_max
            : r->cap == CAP_BATCH ? api->opts.batch_body_max
-                                 : api->opts.body_max;
+                                 : single;
 }
 
 const char *lp_api_route_name(const lp_api *api, const char *method, const char *path,

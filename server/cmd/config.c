@@ -57,15 +57,27 @@ static const opt_def OPTIONS[] = {
      "TCP port; 0 picks an ephemeral port (printed at start)"},
     {"db", "LDPREF_DB", OPT_STR, OFF(db), "var/ldpref.db", 0, 0, "SQLite database file"},
     {"threads", "LDPREF_THREADS", OPT_INT, OFF(threads), "0", 0, 256,
-     "event-loop pool size when --connection-threads is 0; 0 = number of CPUs"},
-    {"connection-threads", "LDPREF_CONNECTION_THREADS", OPT_INT, OFF(connection_threads), "256", 0,
+     "event-loop threads reading and writing connections; 0 = number of CPUs"},
+    {"workers", "LDPREF_WORKERS", OPT_INT, OFF(workers), "0", 0, 1024,
+     "threads for blocking work (verification, handlers, database reads); a quarter of them "
+     "(at least one) serve /v1/score at a lower priority; 0 = 2 x number of CPUs (at least 4)"},
+    {"connection-threads", "LDPREF_CONNECTION_THREADS", OPT_INT, OFF(connection_threads), "0", 0,
      4096,
-     "serve each connection on its own thread, at most this many connections at once; "
-     "0 = a pool of --threads event-loop threads instead (for many idle connections)"},
+     "0 = the event loop and workers; N > 0 = the previous model, a thread per connection, at "
+     "most N connections: not safe against slow clients, and scoring is not put behind ingest"},
+    {"connections-max", "LDPREF_CONNECTIONS_MAX", OPT_INT, OFF(connections_max), "4096", 16,
+     1000000, "open connections at most (bounded by the open-file limit, raised at start)"},
+    {"connections-per-address", "LDPREF_CONNECTIONS_PER_ADDRESS", OPT_INT,
+     OFF(connections_per_address), "64", 0, 1000000,
+     "open connections per client address at most; 0 = no cap"},
+    {"body-budget", "LDPREF_BODY_BUDGET", OPT_SIZE, OFF(body_budget), "134217728", 0, 64 * GIB,
+     "request bodies held in memory at once, all requests together, bytes; past it requests "
+     "get 503 server_busy with Retry-After; 0 = no cap"},
     {"body-max", "LDPREF_BODY_MAX", OPT_SIZE, OFF(body_max), "65536", 1024, 64 * MIB,
-     "request body cap for single requests, bytes"},
-    {"batch-body-max", "LDPREF_BATCH_BODY_MAX", OPT_SIZE, OFF(batch_body_max), "4194304", 1024, GIB,
-     "request body cap for /v1/labels/batch, bytes"},
+     "request body cap for operator requests other than task uploads, bytes (requests "
+     "anyone may send are capped at 16 KiB or this, whichever is smaller)"},
+    {"batch-body-max", "LDPREF_BATCH_BODY_MAX", OPT_SIZE, OFF(batch_body_max), "1048576", 1024, GIB,
+     "request body cap for /v1/labels/batch and /v1/score, bytes"},
     {"upload-max", "LDPREF_UPLOAD_MAX", OPT_SIZE, OFF(upload_max), "67108864", 1024, 4 * GIB,
      "request body cap for task uploads, bytes"},
     {"json-depth", "LDPREF_JSON_DEPTH", OPT_INT, OFF(json_depth), "32", 2, 1024,
@@ -245,10 +257,12 @@ static int set_value(lp_config *cfg, const opt_def *o, const char *text, const c
 
 static void resolve(lp_config *cfg)
 {
-    if (cfg->threads == 0) {
-        long n = sysconf(_SC_NPROCESSORS_ONLN);
-        cfg->threads = n < 1 ? 1 : n > 256 ? 256 : n;
-    }
+    long n = sysconf(_SC_NPROCESSORS_ONLN);
+    n = n < 1 ? 1 : n > 256 ? 256 : n;
+    if (cfg->threads == 0)
+        cfg->threads = n;
+    if (cfg->workers == 0)
+        cfg->workers = 2 * n < 4 ? 4 : 2 * n;
 }
 
 void lp_config_defaults(lp_config *cfg)
@@ -274,7 +288,7 @@ int lp_config_load(lp_config *cfg, int argc, char **argv, lp_config_getenv_fn ge
                    size_t errlen)
 {
     lp_config_defaults(cfg);
-    cfg->threads = 0; /* resolved again after env and flags */
+    cfg->threads = cfg->workers = 0; /* resolved again after env and flags */
     for (size_t i = 0; i < N_OPTIONS; i++) {
         const opt_def *o = &OPTIONS[i];
         if (o->env == NULL)

@@ -24,8 +24,12 @@ typedef struct lp_config {
     char host[LP_CONFIG_STR_MAX];
     int64_t port;
     char db[LP_CONFIG_STR_MAX];
-    int64_t threads;            /* resolved: never 0 after lp_config_load */
-    int64_t connection_threads; /* 0: event-loop pool of `threads` */
+    int64_t threads;            /* event-loop threads; resolved: never 0 after lp_config_load */
+    int64_t workers;            /* threads for blocking work; resolved: never 0 */
+    int64_t connection_threads; /* > 0: a thread per connection instead of the event loop */
+    int64_t connections_max;
+    int64_t connections_per_address;
+    int64_t body_budget; /* bytes; 0: no cap */
     int64_t body_max;
     int64_t batch_body_max;
     int64_t upload_max;

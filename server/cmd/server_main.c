@@ -33,6 +33,7 @@
 #include <sodium.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 
 #define SHUTDOWN_GRACE_MS 30000
@@ -55,6 +56,30 @@ static pthread_t signal_thread;
 static void forward_stop_signal(int sig)
 {
     pthread_kill(signal_thread, sig);
+}
+
+/* Raises the open-file limit to its hard limit and returns the connection
+ * cap that fits under it (a few descriptors stay for the database, the
+ * listening socket, the event loops and the log). */
+#define FDS_RESERVED 64
+static int connections_max(int64_t wanted)
+{
+    struct rlimit rl;
+    if (getrlimit(RLIMIT_NOFILE, &rl) != 0)
+        return (int)wanted;
+    if (rl.rlim_cur < rl.rlim_max) {
+        rl.rlim_cur = rl.rlim_max;
+        setrlimit(RLIMIT_NOFILE, &rl);
+        getrlimit(RLIMIT_NOFILE, &rl);
+    }
+    if (rl.rlim_cur != RLIM_INFINITY && (rlim_t)wanted + FDS_RESERVED > rl.rlim_cur) {
+        int fit = rl.rlim_cur > 2 * FDS_RESERVED ? (int)(rl.rlim_cur - FDS_RESERVED) : FDS_RESERVED;
+        lp_log(LP_LOG_WARN, "connections_max_lowered", LP_LOG_INT("requested", wanted),
+               LP_LOG_INT("open_file_limit", (int64_t)rl.rlim_cur),
+               LP_LOG_INT("connections_max", fit));
+        return fit;
+    }
+    return (int)wanted;
 }
 
 /* A reason the server cannot start or go on. */
@@ -237,8 +262,12 @@ int main(int argc, char **argv)
     lp_http_opts ho = {.host = cfg.host,
                        .port = (int)cfg.port,
                        .threads = (int)cfg.threads,
+                       .workers = (int)cfg.workers,
                        .connection_threads = (int)cfg.connection_threads,
                        .connection_timeout = (int)cfg.connection_timeout,
+                       .connections_max = connections_max(cfg.connections_max),
+                       .connections_per_address = (int)cfg.connections_per_address,
+                       .body_budget = (size_t)cfg.body_budget,
                        .tls_cert = pem.cert,
                        .tls_key = pem.key};
     lp_http *http = NULL;
@@ -261,6 +290,7 @@ int main(int argc, char **argv)
            LP_LOG_STR("sync", lp_config_sync_name(cfg.sync)),
            LP_LOG_STR("threading", cfg.connection_threads > 0 ? "per_connection" : "event_loop"),
            LP_LOG_INT("threads", cfg.connection_threads > 0 ? cfg.connection_threads : cfg.threads),
+           LP_LOG_INT("workers", cfg.workers), LP_LOG_INT("connections_max", ho.connections_max),
            LP_LOG_BOOL("learner", cfg.learner), LP_LOG_BOOL("tls", tls),
            LP_LOG_BOOL("public_score", cfg.public_score),
            LP_LOG_INT("disk_free_min", cfg.disk_free_min));

@@ -3,11 +3,13 @@
  *
  * Per-request state (struct req_state) is allocated on the first callback
  * of a request into *req_cls and freed in the completion callback, whatever
- * happened in between. Lifecycle of a request: ACCUMULATE (body chunks) ->
- * a response is queued at once (with a thread per connection, after the
- * handler has waited for the commit), or, in the event-loop pool, PENDING
- * (connection suspended until the writer commits) -> RESUMED -> response
- * queued.
+ * happened in between. Lifecycle of a request, all callbacks in the event
+ * loop: headers (credentials, cap and budget checked; a refusal is queued
+ * at once; a score request past the admitted few is suspended as WAITING
+ * until one ends, then ADMITTED) -> ACCUMULATE (body chunks, each growth of
+ * the buffer reserved against the body budget) -> QUEUED (connection suspended, the job on a
+ * worker) -> READY (the worker answered, or the writer committed its
+ * labels; connection resumed) -> response queued.
  *
  * Every request is logged once, in the completion callback (common/log.h):
  * its id, method, route, status, duration and client address, never a
@@ -22,6 +24,7 @@
 
 #include "error.h"
 #include "log.h"
+#include "workers.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
@@ -52,11 +55,30 @@
     "+CHACHA20-POLY1305:-RSA:-VERS-DTLS-ALL"
 #define REQUEST_ID_MAX 64
 #define PATH_LOG_MAX 64 /* an unknown path is logged up to this many bytes */
+/* Score requests run on their own pool: a quarter of the workers (at
+ * least one) at this nice value. At most this many per score worker are
+ * admitted (their bodies read, queued or running) at once; the others wait,
+ * suspended before their body is read, in arrival order. */
+#define SCORE_NICE 10
+#define SCORE_ADMITTED_PER_WORKER 4
+/* A score job starts when no other request is in flight (looking every
+ * SCORE_POLL_MS), or after SCORE_WAIT_MAX_MS (workers.h). */
+#define SCORE_POLL_MS 2
+#define SCORE_WAIT_MAX_MS 200
+#define BUSY_RETRY_S 1 /* Retry-After of 503 server_busy */
 
 struct lp_http {
     struct MHD_Daemon *d;
     lp_api *api;
-    int per_connection; /* a thread per connection: handlers may block */
+    int per_connection;  /* a thread per connection runs its own handlers (no workers) */
+    lp_workers *workers; /* every handler but scoring */
+    lp_workers *scoring; /* /v1/score, at a lower CPU priority */
+    /* admission of score requests, under lock */
+    int score_slots, score_admitted;
+    struct req_state *waiting_head, *waiting_tail;
+    size_t body_budget;            /* 0: no cap */
+    _Atomic long others_in_flight; /* requests on h->workers until answered: h->scoring yields */
+    _Atomic size_t body_held;
     pthread_mutex_t lock;
     pthread_cond_t idle;
     long in_flight;
@@ -64,15 +86,26 @@ struct lp_http {
     _Atomic uint64_t id_counter;
 };
 
-enum phase { ACCUMULATE, PENDING, RESUMED };
+enum phase { WAITING, ADMITTED, ACCUMULATE, QUEUED, READY };
 
 struct req_state {
     lp_http *h;
     struct MHD_Connection *conn;
     char *body;
     size_t len, cap, limit;
-    int too_large;
+    size_t declared; /* Content-Length, 0 when absent */
+    size_t reserved; /* bytes of h->body_budget this request holds */
+    int refusal;     /* LP_EBODY_TOO_LARGE or LP_ESERVER_BUSY found while reading */
+    int scoring;     /* the route runs on h->scoring */
+    int admitted;    /* holds one of h->score_slots */
+    int in_flight;   /* counted in h->others_in_flight */
+    struct req_state *waiting_next;
     _Atomic int phase;
+    _Atomic int holds; /* a pending label request resumes when both the worker and
+                          the writer are done with it */
+    lp_job job;
+    lp_request req;
+    lp_response resp; /* the worker's answer when pending == NULL */
     lp_pending *pending;
     lp_param params[PARAMS_MAX];
     size_t n_params;
@@ -184,12 +217,70 @@ static enum MHD_Result send_error(struct req_state *st, int code)
 
 /* ---- request state ---- */
 
+/* ---- the body budget ---- */
+
+/* Takes n bytes of the budget: 1, or 0 (nothing taken) when they do not fit. */
+static int budget_take(lp_http *h, size_t n)
+{
+    if (h->body_budget == 0)
+        return 1;
+    size_t held = atomic_load(&h->body_held);
+    do
+        if (n > h->body_budget - held)
+            return 0;
+    while (!atomic_compare_exchange_weak(&h->body_held, &held, held + n));
+    return 1;
+}
+
+static void budget_give(lp_http *h, size_t n)
+{
+    if (h->body_budget != 0 && n > 0)
+        atomic_fetch_sub(&h->body_held, n);
+}
+
+/* Room for n more body bytes (and a NUL): the buffer doubles (up to the
+ * declared length), and each growth is reserved against the budget.
+ * LP_OK, LP_EBUSY (budget spent) or LP_ENO_MEMORY. */
+static int body_reserve(struct req_state *st, size_t n)
+{
+    size_t need = st->len + n + 1;
+    if (need <= st->cap)
+        return LP_OK;
+    size_t cap = st->cap ? st->cap : 1024;
+    while (cap < need)
+        cap *= 2;
+    if (st->declared > 0 && cap > st->declared + 1 && need <= st->declared + 1)
+        cap = st->declared + 1;
+    if (cap > st->reserved) {
+        if (!budget_take(st->h, cap - st->reserved))
+            return LP_EBUSY;
+        st->reserved = cap;
+    }
+    char *b = realloc(st->body, cap);
+    if (b == NULL)
+        return LP_ENO_MEMORY;
+    st->body = b;
+    st->cap = cap;
+    return LP_OK;
+}
+
+/* Frees the body and gives its reservation back. */
+static void body_release(struct req_state *st)
+{
+    free(st->body);
+    st->body = NULL;
+    st->len = st->cap = 0;
+    budget_give(st->h, st->reserved);
+    st->reserved = 0;
+}
+
 static void state_free(struct req_state *st)
 {
     if (st == NULL)
         return;
     lp_api_pending_free(st->pending);
-    free(st->body);
+    lp_response_clear(&st->resp);
+    body_release(st);
     free(st);
 }
 
@@ -267,18 +358,194 @@ static int64_t mono_ns(void)
     return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
 }
 
-static void on_suspend(void *ctx)
+/* ---- handing a request to the workers ---- */
+
+/* Resumes the connection: the event loop calls on_request again, which
+ * sends the answer. */
+static void ready(struct req_state *st)
 {
-    struct req_state *st = ctx;
-    atomic_store(&st->phase, PENDING);
-    MHD_suspend_connection(st->conn);
+    atomic_store(&st->phase, READY);
+    MHD_resume_connection(st->conn);
 }
 
-static void on_resume(void *ctx) /* writer thread */
+static void on_suspend(void *ctx)
+{
+    (void)ctx; /* the connection was suspended when the job was queued */
+}
+
+static void on_resume(void *ctx) /* writer thread, or the worker on a failed submit */
 {
     struct req_state *st = ctx;
-    atomic_store(&st->phase, RESUMED);
-    MHD_resume_connection(st->conn);
+    if (atomic_fetch_sub(&st->holds, 1) == 1)
+        ready(st);
+}
+
+/* A worker runs the handler. A label write is pending on the writer: it
+ * is resumed by whichever of this thread and the writer is done last, so
+ * that st->pending is set before on_request reads it. */
+static void run_job(void *ctx)
+{
+    struct req_state *st = ctx;
+    lp_async async = {on_suspend, on_resume, st};
+    atomic_store(&st->holds, 2);
+    if (lp_api_begin(st->h->api, &st->req, &async, &st->resp, &st->pending) == LP_API_PENDING)
+        on_resume(st);
+    else
+        ready(st);
+}
+
+/* The request's headers as the api sees them (body not yet attached). */
+static void fill_request(struct req_state *st, const char *method, const char *url)
+{
+    struct MHD_Connection *conn = st->conn;
+    st->req = (lp_request){.method = method,
+                           .path = url,
+                           .params = st->params,
+                           .bearer = bearer_token(conn),
+                           .host = header(conn, MHD_HTTP_HEADER_HOST),
+                           .cookie = header(conn, MHD_HTTP_HEADER_COOKIE),
+                           .csrf = header(conn, "X-CSRF-Token"),
+                           .origin = header(conn, MHD_HTTP_HEADER_ORIGIN),
+                           .fetch_site = header(conn, "Sec-Fetch-Site"),
+                           .request_id = st->request_id,
+                           .client_addr = st->client_addr};
+}
+
+/* ---- admission of score requests ---- */
+
+/* Admits a score request now (1), or puts it in the waiting line (0). */
+static int score_admit(struct req_state *st)
+{
+    lp_http *h = st->h;
+    pthread_mutex_lock(&h->lock);
+    int now = h->score_admitted < h->score_slots;
+    if (now) {
+        h->score_admitted++;
+        st->admitted = 1;
+    } else {
+        atomic_store(&st->phase, WAITING);
+        if (h->waiting_tail != NULL)
+            h->waiting_tail->waiting_next = st;
+        else
+            h->waiting_head = st;
+        h->waiting_tail = st;
+    }
+    pthread_mutex_unlock(&h->lock);
+    return now;
+}
+
+/* A request ends: its slot goes to the first waiting request, which is
+ * resumed; a request that ends while waiting (shutdown) leaves the line. */
+static void score_release(struct req_state *st)
+{
+    lp_http *h = st->h;
+    struct req_state *next = NULL;
+    pthread_mutex_lock(&h->lock);
+    if (st->admitted) {
+        next = h->waiting_head;
+        if (next != NULL) {
+            h->waiting_head = next->waiting_next;
+            if (h->waiting_head == NULL)
+                h->waiting_tail = NULL;
+            next->admitted = 1;
+        } else {
+            h->score_admitted--;
+        }
+        st->admitted = 0;
+    } else if (atomic_load(&st->phase) == WAITING) {
+        struct req_state **p = &h->waiting_head, *prev = NULL;
+        while (*p != NULL && *p != st)
+            prev = *p, p = &(*p)->waiting_next;
+        if (*p == st) {
+            *p = st->waiting_next;
+            if (h->waiting_tail == st)
+                h->waiting_tail = prev;
+        }
+    }
+    pthread_mutex_unlock(&h->lock);
+    if (next != NULL) {
+        atomic_store(&next->phase, ADMITTED);
+        MHD_resume_connection(next->conn);
+    }
+}
+
+/* ---- the access handler ---- */
+
+static enum MHD_Result send_busy(struct req_state *st)
+{
+    char body[256];
+    int n = snprintf(body, sizeof body, "{\"error\":\"%s\",\"message\":\"%s\"}",
+                     lp_error_name(LP_EBUSY), lp_error_message(LP_EBUSY));
+    lp_response resp = {.error = LP_EBUSY, .retry_after = BUSY_RETRY_S};
+    resp.body = strdup(body);
+    resp.body_len = resp.body ? (size_t)n : 0;
+    return send_response(st, &resp);
+}
+
+static enum MHD_Result send_refusal(struct req_state *st, int code)
+{
+    return code == LP_EBUSY ? send_busy(st) : send_error(st, code);
+}
+
+/* First call, headers only: refuses what must not be read (credentials,
+ * size, budget, a full scoring queue). The body is read only if this
+ * queues no response. */
+static enum MHD_Result on_headers(lp_http *h, struct MHD_Connection *conn, const char *url,
+                                  const char *method, void **req_cls)
+{
+    struct req_state *st = calloc(1, sizeof *st);
+    if (st == NULL)
+        return MHD_NO;
+    st->h = h;
+    st->conn = conn;
+    st->started_ns = mono_ns();
+    snprintf(st->method, sizeof st->method, "%s", method);
+    const char *route = lp_api_route_name(h->api, method, url, &st->limit);
+    snprintf(st->route, sizeof st->route, "%s", route ? route : url);
+    st->scoring = route != NULL && strcmp(route, "/v1/score") == 0;
+    request_id(st);
+    client_addr(st);
+    atomic_init(&st->phase, ACCUMULATE);
+    atomic_init(&st->holds, 0);
+    *req_cls = st;
+    pthread_mutex_lock(&h->lock);
+    h->in_flight++;
+    pthread_mutex_unlock(&h->lock);
+    fill_request(st, method, url);
+    const char *cl = header(conn, MHD_HTTP_HEADER_CONTENT_LENGTH);
+    unsigned long long declared = cl ? strtoull(cl, NULL, 10) : 0;
+    int body_coming = declared > 0 || header(conn, MHD_HTTP_HEADER_TRANSFER_ENCODING) != NULL;
+    if (body_coming) { /* refuse an unauthenticated body before reading it */
+        lp_response resp;
+        if (lp_api_preauth(h->api, &st->req, &resp) != LP_OK)
+            return send_response(st, &resp);
+        lp_response_clear(&resp);
+    }
+    if (declared > st->limit)
+        return send_error(st, LP_EBODY_TOO_LARGE);
+    st->declared = (size_t)declared;
+    if (h->body_budget != 0 && declared > h->body_budget - atomic_load(&h->body_held))
+        return send_busy(st); /* would not fit now */
+    if (st->scoring && !h->per_connection && !score_admit(st))
+        MHD_suspend_connection(conn); /* resumed by score_release, body unread */
+    return MHD_YES;
+}
+
+/* A chunk of the body. Past the cap or the budget, the rest is read and
+ * dropped, and the refusal answered once the request is complete. */
+static void on_body(struct req_state *st, const char *data, size_t n)
+{
+    if (st->refusal)
+        return;
+    int rc = n > st->limit - st->len ? LP_EBODY_TOO_LARGE : body_reserve(st, n);
+    if (rc != LP_OK) {
+        st->refusal = rc == LP_ENO_MEMORY ? LP_EBUSY : rc;
+        body_release(st);
+        return;
+    }
+    memcpy(st->body + st->len, data, n);
+    st->len += n;
+    st->body[st->len] = '\0';
 }
 
 static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const char *url,
@@ -288,93 +555,55 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
     (void)version;
     lp_http *h = cls;
     struct req_state *st = *req_cls;
-    if (st == NULL) { /* first call: headers only */
-        st = calloc(1, sizeof *st);
-        if (st == NULL)
-            return MHD_NO;
-        st->h = h;
-        st->conn = conn;
-        st->started_ns = mono_ns();
-        snprintf(st->method, sizeof st->method, "%s", method);
-        const char *route = lp_api_route_name(h->api, method, url, &st->limit);
-        snprintf(st->route, sizeof st->route, "%s", route ? route : url);
-        request_id(st);
-        client_addr(st);
-        atomic_init(&st->phase, ACCUMULATE);
-        *req_cls = st;
-        pthread_mutex_lock(&h->lock);
-        h->in_flight++;
-        pthread_mutex_unlock(&h->lock);
-        const char *cl =
-            MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
-        if (cl != NULL && strtoull(cl, NULL, 10) > st->limit) {
-            st->too_large = 1; /* answer now; the body is never read */
-            return send_error(st, LP_EBODY_TOO_LARGE);
-        }
-        return MHD_YES;
-    }
+    if (st == NULL)
+        return on_headers(h, conn, url, method, req_cls);
     if (*upload_data_size > 0) {
-        size_t n = *upload_data_size;
+        atomic_store(&st->phase, ACCUMULATE);
+        on_body(st, upload_data, *upload_data_size);
         *upload_data_size = 0;
-        if (st->too_large)
-            return MHD_YES;
-        if (n > st->limit - st->len) {
-            st->too_large = 1;
-            free(st->body);
-            st->body = NULL;
-            st->len = st->cap = 0;
-            return MHD_YES;
-        }
-        if (st->len + n + 1 > st->cap) {
-            size_t cap = st->cap ? st->cap : 1024;
-            while (cap < st->len + n + 1)
-                cap *= 2;
-            char *b = realloc(st->body, cap);
-            if (b == NULL)
-                return MHD_NO;
-            st->body = b;
-            st->cap = cap;
-        }
-        memcpy(st->body + st->len, upload_data, n);
-        st->len += n;
-        st->body[st->len] = '\0';
         return MHD_YES;
     }
-    lp_response resp;
     int phase = atomic_load(&st->phase);
-    if (phase == RESUMED) {
-        lp_pending *p = st->pending;
-        st->pending = NULL;
-        lp_api_finish(h->api, p, &resp);
+    if (phase == READY) {
+        lp_response resp;
+        if (st->pending != NULL) {
+            lp_pending *p = st->pending;
+            st->pending = NULL;
+            lp_api_finish(h->api, p, &resp);
+        } else {
+            resp = st->resp;
+            memset(&st->resp, 0, sizeof st->resp);
+        }
+        body_release(st);
         return send_response(st, &resp);
     }
-    if (phase == PENDING) /* spurious call while suspended */
+    if (phase == QUEUED || phase == WAITING) /* spurious call while suspended */
         return MHD_YES;
-    if (st->too_large)
-        return send_error(st, LP_EBODY_TOO_LARGE);
+    if (phase == ADMITTED) { /* resumed from the line: libmicrohttpd repeats the headers call */
+        atomic_store(&st->phase, ACCUMULATE);
+        return MHD_YES;
+    }
+    if (st->refusal)
+        return send_refusal(st, st->refusal);
     MHD_get_connection_values(conn, MHD_GET_ARGUMENT_KIND, collect_param, st);
-    lp_request req = {.method = method,
-                      .path = url,
-                      .params = st->params,
-                      .n_params = st->n_params,
-                      .body = st->body,
-                      .body_len = st->len,
-                      .bearer = bearer_token(conn),
-                      .host = header(conn, MHD_HTTP_HEADER_HOST),
-                      .cookie = header(conn, MHD_HTTP_HEADER_COOKIE),
-                      .csrf = header(conn, "X-CSRF-Token"),
-                      .origin = header(conn, MHD_HTTP_HEADER_ORIGIN),
-                      .fetch_site = header(conn, "Sec-Fetch-Site"),
-                      .request_id = st->request_id,
-                      .client_addr = st->client_addr};
-    if (h->per_connection) { /* this thread is the connection's own: wait here */
-        lp_api_handle(h->api, &req, &resp);
+    st->req.n_params = st->n_params;
+    st->req.body = st->body;
+    st->req.body_len = st->len;
+    if (h->per_connection) { /* this thread is the connection's own: it waits here */
+        lp_response resp;
+        lp_api_handle(h->api, &st->req, &resp);
+        body_release(st);
         return send_response(st, &resp);
     }
-    lp_async async = {on_suspend, on_resume, st};
-    if (lp_api_begin(h->api, &req, &async, &resp, &st->pending) == LP_API_PENDING)
-        return MHD_YES;
-    return send_response(st, &resp);
+    st->job = (lp_job){.fn = run_job, .ctx = st};
+    atomic_store(&st->phase, QUEUED);
+    MHD_suspend_connection(conn);
+    if (!st->scoring) {
+        st->in_flight = 1;
+        atomic_fetch_add_explicit(&h->others_in_flight, 1, memory_order_relaxed);
+    }
+    lp_workers_submit(st->scoring ? h->scoring : h->workers, &st->job);
+    return MHD_YES;
 }
 
 /* Why a request ended without its response sent whole (NULL: it was). */
@@ -423,6 +652,10 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **req_cls,
     if (st == NULL)
         return;
     log_request(st, toe);
+    if (st->scoring)
+        score_release(st);
+    if (st->in_flight)
+        atomic_fetch_sub_explicit(&h->others_in_flight, 1, memory_order_relaxed);
     state_free(st);
     *req_cls = NULL;
     pthread_mutex_lock(&h->lock);
@@ -444,6 +677,12 @@ static void log_mhd(void *cls, const char *fmt, va_list ap)
     while (n > 0 && (msg[n - 1] == '\n' || msg[n - 1] == '\r'))
         msg[--n] = '\0';
     lp_log(LP_LOG_WARN, "http_error", LP_LOG_STR("message", msg));
+}
+
+static int others_busy(void *ctx)
+{
+    lp_http *h = ctx;
+    return atomic_load_explicit(&h->others_in_flight, memory_order_relaxed) > 0;
 }
 
 int lp_http_start(lp_api *api, const lp_http_opts *opts, lp_http **out, int *bound_port, char *err,
@@ -472,21 +711,43 @@ int lp_http_start(lp_api *api, const lp_http_opts *opts, lp_http **out, int *bou
     atomic_init(&h->id_counter, 0);
     pthread_mutex_init(&h->lock, NULL);
     pthread_cond_init(&h->idle, NULL);
+    h->body_budget = opts->body_budget;
+    atomic_init(&h->body_held, 0);
+    atomic_init(&h->others_in_flight, 0);
+    int score_threads = opts->workers / 4 > 1 ? opts->workers / 4 : 1;
+    lp_workers_opts wo = {.threads = opts->workers};
+    lp_workers_opts so = {.threads = score_threads,
+                          .nice = SCORE_NICE,
+                          .busy = others_busy,
+                          .busy_ctx = h,
+                          .poll_ms = SCORE_POLL_MS,
+                          .wait_max_ms = SCORE_WAIT_MAX_MS};
+    h->score_slots = score_threads * SCORE_ADMITTED_PER_WORKER;
     h->per_connection = opts->connection_threads > 0;
+    if (!h->per_connection) {
+        h->workers = lp_workers_new(&wo);
+        h->scoring = h->workers ? lp_workers_new(&so) : NULL;
+    }
+    int started = h->per_connection || h->scoring != NULL;
     unsigned int flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_AUTO | MHD_USE_ERROR_LOG;
     if (ai->ai_family == AF_INET6)
         flags |= MHD_USE_IPv6;
-    /* Either a thread per connection, up to a limit, or a pool of event-loop
-     * threads; the pool's size option must not be given in the first case. */
+    /* libmicrohttpd splits the connection limit among its threads; a
+     * per-address limit of 0 is none. The event loop is a pool of threads;
+     * a thread per connection must not be given the pool's size. */
     struct MHD_OptionItem model[] = {
-        {MHD_OPTION_CONNECTION_LIMIT, opts->connection_threads, NULL},
+        {MHD_OPTION_CONNECTION_LIMIT, opts->connections_max, NULL},
+        {MHD_OPTION_PER_IP_CONNECTION_LIMIT, opts->connections_per_address, NULL},
+        {MHD_OPTION_THREAD_POOL_SIZE, opts->threads, NULL},
         {MHD_OPTION_END, 0, NULL},
     };
     if (h->per_connection) {
         flags |= MHD_USE_THREAD_PER_CONNECTION | MHD_USE_ITC;
+        if (opts->connection_threads < opts->connections_max)
+            model[0].value = opts->connection_threads;
+        model[2] = model[3];
     } else {
         flags |= MHD_ALLOW_SUSPEND_RESUME;
-        model[0] = (struct MHD_OptionItem){MHD_OPTION_THREAD_POOL_SIZE, opts->threads, NULL};
     }
     /* HTTPS when given a certificate and key (borrowed: see http.h). */
     int tls = opts->tls_cert != NULL && opts->tls_key != NULL;
@@ -496,31 +757,32 @@ int lp_http_start(lp_api *api, const lp_http_opts *opts, lp_http **out, int *bou
         {MHD_OPTION_HTTPS_PRIORITIES, 0, (void *)LP_TLS_PRIORITIES},
         {MHD_OPTION_END, 0, NULL},
     };
-    if (tls) {
-        if (MHD_is_feature_supported(MHD_FEATURE_TLS) != MHD_YES) {
-            snprintf(err, errlen, "this libmicrohttpd was built without TLS (GnuTLS)");
-            freeaddrinfo(ai);
-            pthread_mutex_destroy(&h->lock);
-            pthread_cond_destroy(&h->idle);
-            free(h);
-            return -1;
-        }
+    int tls_ok = !tls || MHD_is_feature_supported(MHD_FEATURE_TLS) == MHD_YES;
+    if (tls)
         flags |= MHD_USE_TLS;
-    } else {
+    else
         tls_options[0] = (struct MHD_OptionItem){MHD_OPTION_END, 0, NULL};
-    }
-    h->d = MHD_start_daemon(
-        flags, (uint16_t)opts->port, NULL, NULL, on_request, h, MHD_OPTION_EXTERNAL_LOGGER, log_mhd,
-        NULL, MHD_OPTION_SOCK_ADDR, ai->ai_addr, MHD_OPTION_ARRAY, model, MHD_OPTION_ARRAY,
-        tls_options, MHD_OPTION_CONNECTION_TIMEOUT, (unsigned int)opts->connection_timeout,
-        MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)CONNECTION_MEMORY, MHD_OPTION_NOTIFY_COMPLETED,
-        on_completed, h, MHD_OPTION_LISTEN_BACKLOG_SIZE, (unsigned int)1024, MHD_OPTION_END);
+    if (started && tls_ok)
+        h->d = MHD_start_daemon(
+            flags, (uint16_t)opts->port, NULL, NULL, on_request, h, MHD_OPTION_EXTERNAL_LOGGER,
+            log_mhd, NULL, MHD_OPTION_SOCK_ADDR, ai->ai_addr, MHD_OPTION_ARRAY, model,
+            MHD_OPTION_ARRAY, tls_options, MHD_OPTION_CONNECTION_TIMEOUT,
+            (unsigned int)opts->connection_timeout, MHD_OPTION_CONNECTION_MEMORY_LIMIT,
+            (size_t)CONNECTION_MEMORY, MHD_OPTION_NOTIFY_COMPLETED, on_completed, h,
+            MHD_OPTION_LISTEN_BACKLOG_SIZE, (unsigned int)1024, MHD_OPTION_END);
     freeaddrinfo(ai);
     if (h->d == NULL) {
-        snprintf(err, errlen, "cannot listen on %s:%d%s", opts->host, opts->port,
-                 tls ? " (or the TLS certificate and key are not a matching PEM pair: see the "
-                       "http_error lines above)"
-                     : "");
+        if (!started)
+            snprintf(err, errlen, "cannot start the worker threads");
+        else if (!tls_ok)
+            snprintf(err, errlen, "this libmicrohttpd was built without TLS (GnuTLS)");
+        else
+            snprintf(err, errlen, "cannot listen on %s:%d%s", opts->host, opts->port,
+                     tls ? " (or the TLS certificate and key are not a matching PEM pair: see the "
+                           "http_error lines above)"
+                         : "");
+        lp_workers_free(h->scoring);
+        lp_workers_free(h->workers);
         pthread_mutex_destroy(&h->lock);
         pthread_cond_destroy(&h->idle);
         free(h);
@@ -555,6 +817,10 @@ void lp_http_stop(lp_http *h, int grace_ms)
     if (h->in_flight > 0)
         lp_log(LP_LOG_WARN, "shutdown_in_flight", LP_LOG_INT("requests", h->in_flight));
     pthread_mutex_unlock(&h->lock);
+    /* Queued jobs run (and resume their connections) before the daemon
+     * closes what is left. */
+    lp_workers_free(h->scoring);
+    lp_workers_free(h->workers);
     MHD_stop_daemon(h->d);
     pthread_mutex_destroy(&h->lock);
     pthread_cond_destroy(&h->idle);

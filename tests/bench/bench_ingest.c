@@ -9,8 +9,13 @@
  * requests and once with batches. In the same run it measures the machine's
  * raw Ed25519 verification rate on all cores before, between and after the
  * timed phases, and compares each phase with the measurements beside it.
- * Prints "BENCH <name> <value>
- * <unit>" lines; decides nothing.
+ *
+ * With --flood-clients N (make bench-flood), the single-label requests are
+ * split in three: the first and last thirds are timed alone, the middle one
+ * while N anonymous clients (from 127.0.0.10 onwards) post large /v1/score requests
+ * (--flood-body bytes of valid JSON each) as fast as the server answers,
+ * ignoring Retry-After; the server gets --public-score when it has that
+ * option. Prints "BENCH <name> <value> <unit>" lines; decides nothing.
  */
 #include "canon.h"
 #include "clock.h"
@@ -31,6 +36,8 @@
 #include <string.h>
 #include <sys/epoll.h>
 #include <sys/socket.h>
+#include <sys/time.h>
+#include <stdatomic.h>
 #include <unistd.h>
 
 #define TASKS_PER_ANNOTATOR 1000
@@ -43,6 +50,8 @@ struct request {
 
 struct bench_cfg {
     int annotators_single, annotators_batch, batch_size, conns;
+    int flood_clients;
+    size_t flood_body;
 };
 
 static server_proc srv;
@@ -374,10 +383,171 @@ static double raw_verify_rate(int threads, double seconds, double *cpu_us)
     return total / seconds;
 }
 
+/* ---- the score flood ---- */
+
+struct flood {
+    pthread_t tid;
+    int index;
+    size_t body_len;
+    _Atomic int *stop;
+    long answered, busy, other, reconnects;
+};
+
+static char *flood_request(size_t body_len, size_t *len)
+{
+    /* {"prompt":"...","candidates":["...", ...]}: valid JSON the handler
+     * must parse in full */
+    size_t cand = 4096, n_cands = body_len / (cand + 3);
+    char *body = malloc(body_len + 64), *p = body;
+    p += sprintf(p, "{\"prompt\":\"flood\",\"candidates\":[");
+    for (size_t i = 0; i < n_cands; i++) {
+        *p++ = i ? ',' : '"';
+        if (i)
+            *p++ = '"';
+        memset(p, 'c', cand);
+        p += cand;
+        *p++ = '"';
+    }
+    p += sprintf(p, "]}");
+    size_t blen = (size_t)(p - body);
+    char *req = malloc(blen + 256);
+    *len = (size_t)sprintf(req,
+                           "POST /v1/score HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: "
+                           "application/json\r\nContent-Length: %zu\r\n\r\n",
+                           blen);
+    memcpy(req + *len, body, blen);
+    *len += blen;
+    free(body);
+    return req;
+}
+
+/* A blocking connection from 127.0.0.(10 + index). */
+static int flood_connect(int index)
+{
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    struct sockaddr_in local = {.sin_family = AF_INET};
+    local.sin_addr.s_addr = htonl(INADDR_LOOPBACK + 10 + (uint32_t)index);
+    struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons((uint16_t)srv.port)};
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    struct timeval tv = {.tv_sec = 10};
+    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+    if (bind(fd, (struct sockaddr *)&local, sizeof local) != 0 ||
+        connect(fd, (struct sockaddr *)&a, sizeof a) != 0) {
+        close(fd);
+        return -1;
+    }
+    return fd;
+}
+
+static void *flood_main(void *arg)
+{
+    struct flood *f = arg;
+    size_t len;
+    char *req = flood_request(f->body_len, &len);
+    struct conn *c = calloc(1, sizeof *c);
+    int fd = -1;
+    while (!atomic_load(f->stop)) {
+        if (fd < 0 && (fd = flood_connect(f->index)) < 0) {
+            usleep(1000);
+            continue;
+        }
+        size_t sent = 0;
+        while (sent < len) {
+            ssize_t w = send(fd, req + sent, len - sent, MSG_NOSIGNAL);
+            if (w <= 0)
+                break;
+            sent += (size_t)w;
+        }
+        c->got = 0;
+        int status = 0;
+        while (status == 0) {
+            ssize_t r = read(fd, c->buf + c->got, sizeof c->buf - 1 - c->got);
+            if (r <= 0)
+                break;
+            c->got += (size_t)r;
+            status = response_done(c);
+        }
+        if (status == 503)
+            f->busy++;
+        else if (status != 0)
+            f->answered++;
+        else
+            f->other++;
+        /* a refusal before the body closes the connection */
+        if (status == 0 || status == 503 || strcasestr(c->buf, "connection: close")) {
+            close(fd);
+            fd = -1;
+            f->reconnects++;
+        }
+    }
+    if (fd >= 0)
+        close(fd);
+    free(c);
+    free(req);
+    return NULL;
+}
+
+/* The flood phase between two more phases alone (see main); prints its
+ * figures and adds its errors to *alone. */
+static void run_flood(const struct bench_cfg *cfg, struct request *during, int n_during,
+                      struct request *after, int n_after, struct run_result *alone)
+{
+    _Atomic int stop = 0;
+    struct flood *fl = calloc((size_t)cfg->flood_clients, sizeof *fl);
+    for (int i = 0; i < cfg->flood_clients; i++) {
+        fl[i] = (struct flood){.index = i, .body_len = cfg->flood_body, .stop = &stop};
+        pthread_create(&fl[i].tid, NULL, flood_main, &fl[i]);
+    }
+    usleep(500 * 1000); /* the flood is under way */
+    double fs0 = server_cpu_s();
+    struct run_result rf = drive(during, n_during, cfg->conns);
+    double fs1 = server_cpu_s();
+    atomic_store(&stop, 1);
+    long answered = 0, busy = 0, other = 0, reconnects = 0;
+    for (int i = 0; i < cfg->flood_clients; i++) {
+        pthread_join(fl[i].tid, NULL);
+        answered += fl[i].answered;
+        busy += fl[i].busy;
+        other += fl[i].other;
+        reconnects += fl[i].reconnects;
+    }
+    free(fl);
+    wait_server_idle();
+    struct run_result ra = drive(after, n_after, cfg->conns);
+    double beside = (alone->labels_per_s + ra.labels_per_s) / 2;
+    printf("BENCH flood_ingest_alone_before %.0f labels/s\n", alone->labels_per_s);
+    printf("BENCH flood_ingest_alone_after %.0f labels/s\n", ra.labels_per_s);
+    printf("BENCH flood_ingest_alone_p99 %.3f ms\n", (alone->p99_ms + ra.p99_ms) / 2);
+    printf("BENCH flood_ingest_under_flood %.0f labels/s\n", rf.labels_per_s);
+    printf("BENCH flood_ingest_under_flood_p50 %.3f ms\n", rf.p50_ms);
+    printf("BENCH flood_ingest_under_flood_p99 %.3f ms\n", rf.p99_ms);
+    printf("BENCH flood_ingest_ratio %.3f ratio\n", rf.labels_per_s / beside);
+    printf("BENCH flood_server_cpu %.1f us/label\n", (fs1 - fs0) * 1e6 / n_during);
+    printf("BENCH flood_score_answered %ld requests\n", answered);
+    printf("BENCH flood_score_busy %ld requests\n", busy);
+    printf("BENCH flood_score_failed %ld requests\n", other);
+    printf("BENCH flood_reconnects %ld connections\n", reconnects);
+    alone->errors += rf.errors + ra.errors;
+}
+
+/* 1 if the server's --help lists flag. */
+static int server_has_option(const char *flag)
+{
+    const char *argv[] = {"ldpref-server", "--help", NULL};
+    char *out = NULL;
+    run_tool(argv, NULL, &out);
+    int has = out != NULL && strstr(out, flag) != NULL;
+    free(out);
+    return has;
+}
+
 int main(int argc, char **argv)
 {
-    struct bench_cfg cfg = {
-        .annotators_single = 64, .annotators_batch = 96, .batch_size = 100, .conns = 32};
+    struct bench_cfg cfg = {.annotators_single = 64,
+                            .annotators_batch = 96,
+                            .batch_size = 100,
+                            .conns = 32,
+                            .flood_body = 1 << 20};
     const char *threads = "2";
     for (int i = 1; i + 1 < argc; i += 2) {
         if (strcmp(argv[i], "--single-annotators") == 0)
@@ -390,6 +560,10 @@ int main(int argc, char **argv)
             cfg.conns = atoi(argv[i + 1]);
         else if (strcmp(argv[i], "--server-threads") == 0)
             threads = argv[i + 1];
+        else if (strcmp(argv[i], "--flood-clients") == 0)
+            cfg.flood_clients = atoi(argv[i + 1]);
+        else if (strcmp(argv[i], "--flood-body") == 0)
+            cfg.flood_body = strtoul(argv[i + 1], NULL, 10);
     }
     if (lp_rng_init() != 0)
         die("libsodium");
@@ -403,7 +577,10 @@ int main(int argc, char **argv)
     double verify_cpu_us[3], verify_rate[3];
     verify_rate[0] = raw_verify_rate(cores, 2.0, &verify_cpu_us[0]);
 
-    const char *args[] = {"--sync", "full", "--threads", threads, SERVER_NO_RATE_LIMITS, NULL};
+    const char *args[] = {"--sync", "full", "--threads", threads, SERVER_NO_RATE_LIMITS,
+                          NULL,     NULL};
+    if (cfg.flood_clients > 0 && server_has_option("--public-score"))
+        args[sizeof args / sizeof args[0] - 2] = "--public-score";
     if (server_start(&srv, args) != 0)
         die("could not start ldpref-server");
     int total_ann = cfg.annotators_single + cfg.annotators_batch;
@@ -467,11 +644,16 @@ int main(int argc, char **argv)
                                            cfg.batch_size);
         }
 
+    /* With a flood: a third alone, a third under the flood, a third alone
+     * again; the flood phase is compared with the mean of the two beside it. */
+    int nalone = cfg.flood_clients > 0 ? nsingle / 3 : nsingle;
     struct commit_stats c0 = commit_stats();
     double s0 = server_cpu_s(), g0 = self_cpu_s();
-    struct run_result rs = drive(single, nsingle, cfg.conns);
+    struct run_result rs = drive(single, nalone, cfg.conns);
     double s1 = server_cpu_s(), g1 = self_cpu_s();
     struct commit_stats c1 = commit_stats();
+    if (cfg.flood_clients > 0)
+        run_flood(&cfg, single + nalone, nalone, single + 2 * nalone, nsingle - 2 * nalone, &rs);
     wait_server_idle();
     verify_rate[1] = raw_verify_rate(cores, 2.0, &verify_cpu_us[1]);
     double s1v = server_cpu_s(), g1v = self_cpu_s();
@@ -501,8 +683,8 @@ int main(int argc, char **argv)
     printf("BENCH ingest_single_p50 %.3f ms\n", rs.p50_ms);
     printf("BENCH ingest_single_p99 %.3f ms\n", rs.p99_ms);
     printf("BENCH ingest_single_vs_verify %.3f ratio\n", rs.labels_per_s / v_single);
-    printf("BENCH ingest_single_server_cpu %.1f us/label\n", (s1 - s0) * 1e6 / nsingle);
-    printf("BENCH ingest_single_loadgen_cpu %.1f us/label\n", (g1 - g0) * 1e6 / nsingle);
+    printf("BENCH ingest_single_server_cpu %.1f us/label\n", (s1 - s0) * 1e6 / nalone);
+    printf("BENCH ingest_single_loadgen_cpu %.1f us/label\n", (g1 - g0) * 1e6 / nalone);
     printf("BENCH ingest_single_commit_group %.1f labels_per_commit\n", mean_group(c0, c1));
     if (nbatch > 0) {
         printf("BENCH ingest_batch%d %.0f labels/s\n", cfg.batch_size, rb.labels_per_s);

@@ -9,8 +9,8 @@
  *     --ca-file (and LDPREF_CA_FILE), over https://: the operator creates
  *     enrollment tokens and loads 3 MB of tasks, annotators enroll, fetch tasks and
  *     submit labels, which are in the database; in both threading models
- *     (a thread per connection, and the event-loop pool whose label
- *     requests wait suspended for the commit).
+ *     (the default event loop with workers, whose label requests wait
+ *     suspended for the commit, and a thread per connection).
  *  3. Without the CA the client refuses the server by name:
  *     certificate_untrusted (library and CLI exit code), nothing stored.
  *     An https:// URL for a plain HTTP server fails with tls_failed; plain
@@ -401,22 +401,22 @@ int main(void)
     }
     test_refusals();
     const char *tls_args[] = {"--tls-cert", cert, "--tls-key", key, NULL};
-    const char *pool_args[] = {"--tls-cert",           cert, "--tls-key", key,
-                               "--connection-threads", "0",  NULL};
-    server_proc tls, pool, plain;
+    const char *tpc_args[] = {"--tls-cert",           cert, "--tls-key", key,
+                              "--connection-threads", "64", NULL};
+    server_proc tls, tpc, plain;
     CHECK_INT(server_start(&tls, tls_args), 0);
     CHECK(strncmp(tls.url, "https://", 8) == 0);
     CHECK_INT(server_start(&plain, NULL), 0);
-    test_clients(&tls, "thread");
+    test_clients(&tls, "event-loop");
     test_untrusted(&tls);
     test_wrong_protocol(&tls, &plain);
     test_console_cookie(&tls, &plain);
     print_handshake(&tls);
     server_cleanup(&tls);
     server_cleanup(&plain);
-    CHECK_INT(server_start(&pool, pool_args), 0);
-    test_clients(&pool, "pool");
-    server_cleanup(&pool);
+    CHECK_INT(server_start(&tpc, tpc_args), 0);
+    test_clients(&tpc, "per-connection");
+    server_cleanup(&tpc);
     tmpdir_remove(dir);
     return check_summary();
 }

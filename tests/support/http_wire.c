@@ -15,9 +15,20 @@
 
 int wire_connect(int port, int timeout_ms)
 {
+    return wire_connect_from(NULL, port, timeout_ms);
+}
+
+int wire_connect_from(const char *src, int port, int timeout_ms)
+{
     int fd = socket(AF_INET, SOCK_STREAM, 0);
     if (fd < 0)
         return -1;
+    struct sockaddr_in local = {.sin_family = AF_INET};
+    if (src != NULL && (inet_pton(AF_INET, src, &local.sin_addr) != 1 ||
+                        bind(fd, (struct sockaddr *)&local, sizeof local) != 0)) {
+        close(fd);
+        return -1;
+    }
     struct timeval tv = {.tv_sec = timeout_ms / 1000, .tv_usec = (timeout_ms % 1000) * 1000};
     setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
     setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);

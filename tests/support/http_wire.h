@@ -21,6 +21,10 @@ typedef struct wire_reply {
  * timeout_ms (so a test never hangs). Returns the descriptor or -1. */
 int wire_connect(int port, int timeout_ms);
 
+/* The same from the local address src (e.g. "127.0.0.2": Linux loopback
+ * answers the whole of 127/8), for tests that play many clients. */
+int wire_connect_from(const char *src, int port, int timeout_ms);
+
 /* Sends all len bytes. Returns 0, or -1 (peer gone). */
 int wire_send(int fd, const void *data, size_t len);
 /* wire_send of a NUL-terminated string. */

@@ -41,7 +41,11 @@ int main(void)
     CHECK_STR(c.db, "var/ldpref.db");
     CHECK(c.threads >= 1);
     CHECK_INT(c.body_max, 65536);
-    CHECK_INT(c.batch_body_max, 4 << 20);
+    CHECK_INT(c.batch_body_max, 1 << 20);
+    CHECK(c.workers >= 4);
+    CHECK_INT(c.connections_max, 4096);
+    CHECK_INT(c.connections_per_address, 64);
+    CHECK_INT(c.body_budget, 128 << 20);
     CHECK_INT(c.upload_max, 64 << 20);
     CHECK_INT(c.batch_max, 1000);
     CHECK_INT(c.timestamp_window, 300);
@@ -97,8 +101,14 @@ int main(void)
                            "--threads",
                            "3",
                            "--new-operator-token",
+                           "--workers=5",
+                           "--body-budget=8M",
+                           "--connections-per-address=0",
                            "--public-score"};
-    CHECK_INT(load(&c, 9, flags, err), 0);
+    CHECK_INT(load(&c, 12, flags, err), 0);
+    CHECK_INT(c.workers, 5);
+    CHECK_INT(c.body_budget, 8 << 20);
+    CHECK_INT(c.connections_per_address, 0);
     CHECK_INT(c.port, 0);
     CHECK_INT(c.sync, LP_SYNC_FULL);
     CHECK_INT(c.body_max, 128 * 1024);
@@ -124,6 +134,11 @@ int main(void)
     CHECK_INT(load(&c, 3, bad6, err), -1);
     const char *bad7[] = {"x", "--batch-max", "0"};
     CHECK_INT(load(&c, 3, bad7, err), -1);
+    CHECK_INT(load(&c, 1, none, err), 0);
+    CHECK_INT(c.connection_threads, 0); /* the event loop by default */
+    const char *tpc[] = {"x", "--connection-threads", "256"};
+    CHECK_INT(load(&c, 3, tpc, err), 0);
+    CHECK_INT(c.connection_threads, 256);
     /* the lease: environment, then flag; at least one second */
     env_lease = "90";
     CHECK_INT(load(&c, 1, none, err), 0);

@@ -4,16 +4,14 @@
  * byte for byte over plain sockets (tests/support/http_wire.h) and, for
  * annotators, through raw_annotator (libcurl).
  *
- * Both threading models run the same cases, each on its own server: a
- * thread per connection, and the event-loop pool (connection_threads = 0).
- * Covered: GET/HEAD/POST/PUT, query parameters (decoded), bearer
- * extraction, keep-alive and pipelining, a streamed export larger than one
- * stream block, the body cap of each route (413 body_too_large before the
- * body is read, for Content-Length and chunked bodies, nothing stored),
- * 404 not_found and 405 method_not_allowed, malformed requests, the JSON
- * error body with its status, and graceful stop: a request in flight is
- * finished, new connections are refused, and a request that never
- * completes is given up after the grace period.
+ * Both threading models run the same cases, each on its own server: the
+ * event loop with workers, and a thread per connection. Covered: GET/HEAD/POST/PUT, query
+ * parameters (decoded), bearer extraction, keep-alive and pipelining, a streamed export larger than
+ * one stream block, the body cap of each route (413 body_too_large before the body is read, for
+ * Content-Length and chunked bodies, nothing stored), 404 not_found and 405 method_not_allowed,
+ * malformed requests, the JSON error body with its status, and graceful stop: a request in flight
+ * is finished, new connections are refused, and a request that never completes is given up after
+ * the grace period.
  */
 #include "http.h"
 
@@ -63,7 +61,7 @@ static double now_ms(void)
 }
 
 /* A server with its own api over the shared store, in the given threading
- * model (connection_threads 0: the event-loop pool). Returns 0 or -1. */
+ * model (connection_threads 0: the event loop and workers). Returns 0 or -1. */
 static int server_up(server *s, const char *model, int connection_threads)
 {
     memset(s, 0, sizeof *s);
@@ -79,8 +77,12 @@ static int server_up(server *s, const char *model, int connection_threads)
     lp_http_opts ho = {.host = "127.0.0.1",
                        .port = 0,
                        .threads = 2,
+                       .workers = 4,
                        .connection_threads = connection_threads,
-                       .connection_timeout = 30};
+                       .connection_timeout = 30,
+                       .connections_max = 256,
+                       .connections_per_address = 64,
+                       .body_budget = 16 << 20};
     char err[256] = "";
     int rc = s->api ? lp_http_start(s->api, &ho, &s->h, &s->port, err, sizeof err) : -1;
     check_record(rc == 0 && s->port > 0, __FILE__, __LINE__, "%s: server starts (%s)", model, err);
@@ -483,6 +485,58 @@ static void test_body_cap_before_reading(const server *s)
     close(fd);
 }
 
+/* An operator route without credentials: 401 from the headers alone, the
+ * (declared, never sent) body not waited for; a wrong token the same. */
+static void test_credentials_before_body(const server *s)
+{
+    const char *heads[] = {"POST /v1/tasks?campaign=x HTTP/1.1\r\nHost: x\r\n"
+                           "Content-Length: 400000\r\n\r\n",
+                           "POST /v1/tasks?campaign=x HTTP/1.1\r\nHost: x\r\n"
+                           "Authorization: Bearer op_wrong\r\nContent-Length: 400000\r\n\r\n"};
+    for (int i = 0; i < 2; i++) {
+        int fd = wire_connect(s->port, TIMEOUT_MS);
+        CHECK(fd >= 0);
+        if (fd < 0)
+            return;
+        CHECK(wire_send_str(fd, heads[i]) == 0);
+        double t0 = now_ms();
+        wire_reply r;
+        CHECK_INT(wire_read_reply(fd, "POST", &r), 0);
+        check_error_reply(i ? "a wrong token, body unsent" : "no token, body unsent", &r,
+                          LP_EUNAUTHORIZED);
+        check_record(now_ms() - t0 < TIMEOUT_MS / 2, __FILE__, __LINE__, "%s: 401 took %.0f ms",
+                     s->model, now_ms() - t0);
+        wire_reply_free(&r);
+        close(fd);
+    }
+}
+
+/* More concurrent score requests than are admitted at once (4 per score
+ * worker): the others wait and every one is answered (this api has no
+ * learner: 503 unavailable). */
+#define SCORE_CLIENTS 12
+static void test_score_requests_wait_their_turn(const server *s)
+{
+    int fds[SCORE_CLIENTS];
+    const char *req = "POST /v1/score HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\n\r\n{}";
+    for (int i = 0; i < SCORE_CLIENTS; i++) {
+        fds[i] = wire_connect(s->port, TIMEOUT_MS);
+        CHECK(fds[i] >= 0 && wire_send_str(fds[i], req) == 0);
+    }
+    int answered = 0;
+    for (int i = 0; i < SCORE_CLIENTS; i++) {
+        wire_reply r;
+        if (fds[i] >= 0 && wire_read_reply(fds[i], "POST", &r) == 0 && r.status == 503)
+            answered++;
+        wire_reply_free(&r);
+        if (fds[i] >= 0)
+            close(fds[i]);
+    }
+    check_record(answered == SCORE_CLIENTS, __FILE__, __LINE__,
+                 "%s: %d of %d concurrent score requests answered", s->model, answered,
+                 SCORE_CLIENTS);
+}
+
 /* Chunked bodies: the cap applies to what arrives; under it the request is
  * handled normally. */
 static void test_chunked_bodies(const server *s, const char *campaign)
@@ -696,6 +750,9 @@ static void run_model(const char *model, int connection_threads, const char *tag
     test_query_parameters(&s, c2);
     test_body_caps_per_route(&s);
     test_body_cap_before_reading(&s);
+    test_credentials_before_body(&s);
+    if (connection_threads == 0) /* admission is the event loop's */
+        test_score_requests_wait_their_turn(&s);
     test_chunked_bodies(&s, c3);
     test_malformed_requests(&s);
     test_stop_finishes_request_in_flight(&s, c4);
@@ -715,8 +772,8 @@ int main(void)
         return check_summary();
     int created = 0;
     CHECK_ERR(lp_auth_bootstrap(fx.store, optok, &created), LP_OK);
+    run_model("event loop and workers", 0, "pool");
     run_model("thread per connection", 8, "tpc");
-    run_model("event-loop pool", 0, "pool");
     lp_http_stop(NULL, 0); /* accepts NULL */
     store_fixture_close(&fx);
     sodium_memzero(optok, sizeof optok);
