@@ -101,7 +101,12 @@
       "the server is at its limit for requests in progress; retry after the number of seconds "    \
       "in Retry-After")                                                                            \
     X(70, STORAGE_UNHEALTHY, "storage_unhealthy", 503,                                             \
-      "the database cannot take writes safely now; nothing was stored")
+      "the database cannot take writes safely now; nothing was stored")                            \
+    X(79, RESPONSE_TOO_LARGE, "response_too_large", 502,                                           \
+      "the server's answer is larger than what was asked for can need; nothing of it was used")    \
+    X(80, RESPONSE_TOO_COMPLEX, "response_too_complex", 502,                                       \
+      "the server's answer nests deeper or holds more JSON values than what was asked for can "    \
+      "need; nothing of it was used")
 
 /* Codes as an enum: LP_OK, LP_EINVALID_ARGUMENT, ... */
 typedef enum lp_error {

@@ -108,13 +108,16 @@ typedef enum ldpref_error {
     LDPREF_ECSRF_FAILED = 61,
     LDPREF_ECROSS_SITE = 62,
     LDPREF_EBAD_GOLD = 63,
-    LDPREF_EBAD_BUCKET = 65,         /* a view's bucket_s is not 60..2592000 whole minutes */
-    LDPREF_EBAD_PAGE = 66,           /* a listing's offset or limit is out of range */
-    LDPREF_EINSUFFICIENT_SCOPE = 67, /* the operator token lacks the endpoint's scope */
-    LDPREF_ERATE_LIMITED = 68,       /* 429: retry later */
-    LDPREF_EBUSY = 69,               /* 503: the server is at a limit; retry later */
-    LDPREF_ESTORAGE_UNHEALTHY = 70,  /* 503: the server's storage cannot take writes now */
-    LDPREF_ERROR_END                 /* one past the last code; grows when codes are added */
+    LDPREF_EBAD_BUCKET = 65,           /* a view's bucket_s is not 60..2592000 whole minutes */
+    LDPREF_EBAD_PAGE = 66,             /* a listing's offset or limit is out of range */
+    LDPREF_EINSUFFICIENT_SCOPE = 67,   /* the operator token lacks the endpoint's scope */
+    LDPREF_ERATE_LIMITED = 68,         /* 429: retry later */
+    LDPREF_EBUSY = 69,                 /* 503: the server is at a limit; retry later */
+    LDPREF_ESTORAGE_UNHEALTHY = 70,    /* 503: the server's storage cannot take writes now */
+    LDPREF_ERESPONSE_TOO_LARGE = 79,   /* the server's answer exceeds the client's cap for it */
+    LDPREF_ERESPONSE_TOO_COMPLEX = 80, /* the server's answer nests too deep or holds too many
+                                          JSON values for what was asked */
+    LDPREF_ERROR_END                   /* one past the last code; grows when codes are added */
 } ldpref_error;
 
 /* A one-line human message for a code. Static storage, never NULL. */
@@ -147,7 +150,8 @@ typedef struct ldpref_options {
     const char *ledger_path;      /* NULL: "<key_path>.ledger" */
     double max_epsilon_per_label; /* own cap on one label's epsilon; default 1.0;
                                      INFINITY allows unprivatized labels */
-    double max_epsilon_total;     /* own cap on the sum of epsilons spent; default 1000 */
+    double max_epsilon_total;     /* own cap on the sum of epsilons spent; default 100
+                                     (1000 before 0.4; docs/client.md "The total cap") */
     long timeout_ms;              /* whole-request timeout; default 30000 */
     long connect_timeout_ms;      /* default 5000 */
     const char *operator_token;   /* bearer token for ldpref_admin_*; NULL for annotators */
@@ -271,6 +275,23 @@ typedef struct ldpref_task {
  * content, never the text) so that ldpref_answer_id() can answer them later.
  */
 int ldpref_next_tasks(ldpref_client *c, int count, ldpref_task **tasks, size_t *n);
+
+/*
+ * Since 0.4: the largest task (bytes of its JSON in the server's answer) the
+ * handle accepts from ldpref_next_tasks(); default
+ * LDPREF_MAX_TASK_BYTES_DEFAULT (1 MiB: the largest task the server accepts,
+ * 320 KiB of text, with room for JSON escapes). A tasks/next answer larger
+ * than count times this (plus 4 KiB) is refused while it arrives
+ * (LDPREF_ERESPONSE_TOO_LARGE), one with more JSON values than count tasks
+ * can hold before it is parsed (LDPREF_ERESPONSE_TOO_COMPLEX): a hostile
+ * server cannot make the client hold much more than count times this.
+ * LDPREF_EINVALID_ARGUMENT outside [LDPREF_MAX_TASK_BYTES_MIN,
+ * LDPREF_MAX_TASK_BYTES_LIMIT].
+ */
+#define LDPREF_MAX_TASK_BYTES_DEFAULT (1 << 20)
+#define LDPREF_MAX_TASK_BYTES_MIN 4096
+#define LDPREF_MAX_TASK_BYTES_LIMIT (64 << 20)
+int ldpref_set_max_task_bytes(ldpref_client *c, size_t bytes);
 
 /* Frees an array from ldpref_next_tasks(). Accepts NULL. */
 void ldpref_tasks_free(ldpref_task *tasks, size_t n);
