@@ -3,6 +3,7 @@
 #   make            build everything          make test     install deps, build, run all tests
 #   make run        install deps, build, serve on 127.0.0.1:8080
 #   make bench      all benchmarks            make install PREFIX=/usr/local
+#   make soak       60 s of mixed load with the server's memory sampled (a benchmark)
 #   make SAN=1 BUILD=build/asan test          sanitizer build of the tests
 #   make fuzz       libFuzzer binaries (clang)
 #   make reproduce  the privacy/robustness study -> docs/results/ (QUICK=1: reduced
@@ -132,7 +133,7 @@ FUZZ_REPLAY := $(patsubst tests/fuzz/%.c,$(BUILD)/tests/replay_%,$(FUZZ_SRC))
 BENCHES     := $(patsubst tests/bench/%.c,$(BUILD)/bench/%,$(wildcard tests/bench/bench_*.c))
 STUDIES     := $(patsubst tests/study/%.c,$(BUILD)/study/%,$(wildcard tests/study/*.c))
 
-.PHONY: FORCE all test run install uninstall clean bench check-layers \
+.PHONY: FORCE all test run install uninstall clean bench soak check-layers \
         fuzz fuzz-bins format check-format deps tests reproduce reproduce-live
 all: check-layers $(BINS) $(SO_CLIENT) $(BUILD)/ldpref.pc
 
@@ -258,10 +259,14 @@ run: deps
 reproduce: all
 	BUILD=$(BUILD) QUICK=$(QUICK) tests/study/reproduce.sh
 
-bench: bench-ingest bench-train bench-score bench-metrics
+bench: bench-ingest bench-train bench-score bench-metrics bench-guard
 # Each benchmark is a script tests/bench/<name>.sh printing "BENCH <name> <value> <unit>".
 bench-%: all $(BENCHES)
 	BUILD=$(BUILD) tests/bench/$*.sh
+
+# A soak, not a test: labels, batches, scoring, retrains and activations at
+# once for LDPREF_SOAK_SECONDS (60), the server's RSS sampled each second.
+soak: bench-soak
 
 # The live-service variant of the privacy/robustness study: simulated
 # annotators through the real client library against real servers, checked

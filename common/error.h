@@ -106,7 +106,13 @@
       "the server's answer is larger than what was asked for can need; nothing of it was used")    \
     X(80, RESPONSE_TOO_COMPLEX, "response_too_complex", 502,                                       \
       "the server's answer nests deeper or holds more JSON values than what was asked for can "    \
-      "need; nothing of it was used")
+      "need; nothing of it was used")                                                              \
+    X(81, CERTIFICATE_UNTRUSTED, "certificate_untrusted", 502,                                     \
+      "the server's TLS certificate is not trusted or does not name the server (give its CA "      \
+      "with --ca-file or LDPREF_CA_FILE)")                                                         \
+    X(82, TLS_FAILED, "tls_failed", 502,                                                           \
+      "the TLS handshake with the server failed (is it an https:// URL for a plain HTTP "          \
+      "server?)")
 
 /* Codes as an enum: LP_OK, LP_EINVALID_ARGUMENT, ... */
 typedef enum lp_error {

@@ -497,7 +497,8 @@ static int cmd_answer_batch(const struct cmd *cmd, ldpref_client *c, char **pos,
     if (rc == LDPREF_OK)
         rc = ldpref_answer_batch(c, items, n);
     int first_item_error = LDPREF_OK;
-    if (rc == LDPREF_OK || rc == LDPREF_ENETWORK) {
+    if (rc == LDPREF_OK || rc == LDPREF_ENETWORK || rc == LDPREF_ECERTIFICATE_UNTRUSTED ||
+        rc == LDPREF_ETLS_FAILED) {
         for (size_t i = 0; i < n; i++) {
             if (items[i].error == LDPREF_OK) {
                 print_json(receipt_json(&items[i].receipt));
@@ -1572,6 +1573,8 @@ int main(int argc, char **argv)
     o.ledger_path = g_val[G_LEDGER];
     o.operator_token = g_val[G_TOKEN];
     o.ca_file = g_val[G_CA];
+    if (o.ca_file && access(o.ca_file, R_OK) != 0)
+        rc = usage_error("--ca-file (or LDPREF_CA_FILE) cannot be read: %s", o.ca_file);
     if (g_val[G_EPS_CAP] && parse_double(g_val[G_EPS_CAP], &o.max_epsilon_per_label) != 0)
         rc = usage_error("--epsilon-cap: not a number: %s", g_val[G_EPS_CAP]);
     if (g_val[G_EPS_TOTAL] && parse_double(g_val[G_EPS_TOTAL], &o.max_epsilon_total) != 0)

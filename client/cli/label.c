@@ -845,7 +845,8 @@ int label_session(ldpref_client *c, const char *campaign)
     } else if (rc != LDPREF_OK && rc != LDPREF_EUNKNOWN_CAMPAIGN) {
         fprintf(stderr, "ldpref: label: %s: %s\n", ldpref_error_name(rc),
                 ldpref_errmsg(c)[0] ? ldpref_errmsg(c) : ldpref_strerror(rc));
-        if (rc == LDPREF_ENETWORK || rc == LDPREF_EUNAVAILABLE)
+        if (rc == LDPREF_ENETWORK || rc == LDPREF_ECERTIFICATE_UNTRUSTED ||
+            rc == LDPREF_ETLS_FAILED || rc == LDPREF_EUNAVAILABLE)
             fprintf(stderr, "ldpref: label: a signed answer that was not acknowledged stays on "
                             "this device; `ldpref resend` sends it later\n");
     }

@@ -427,7 +427,7 @@ static int send_one(ldpref_client *c, lp_label_msg *msg, char **text, ldpref_rec
             memcpy(c->errmsg, saved, sizeof saved);
         }
         if (rc != LDPREF_OK) {
-            if (rc != LDPREF_ENETWORK)
+            if (!lpc_not_delivered(rc))
                 record_error(c, msg->task_id, rc);
             return rc;
         }
@@ -729,7 +729,7 @@ int ldpref_resend_pending(ldpref_client *c, size_t *sent, size_t *pending)
         free(text);
         if (rc == LDPREF_OK) {
             ok++;
-        } else if (rc == LDPREF_ENETWORK || rc == LDPREF_ESTORAGE || rc == LDPREF_EUNAVAILABLE) {
+        } else if (lpc_not_delivered(rc) || rc == LDPREF_ESTORAGE || rc == LDPREF_EUNAVAILABLE) {
             break; /* no point trying the rest now */
         } else if (first_error == LDPREF_OK) {
             first_error = rc; /* per-message rejection, recorded in the outbox */

@@ -16,6 +16,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <errno.h>
+#include <time.h>
+#include <unistd.h>
 
 #define LPC_TEXT_MAX 65536 /* prompt / response / one turn, bytes (protocol cap) */
 #define LPC_TURNS_MAX 32   /* context turns of one task (protocol cap) */
@@ -140,6 +143,11 @@ int ldpref_client_open(const ldpref_options *opts, ldpref_client **out)
     c->timeout_ms = opts->timeout_ms;
     c->connect_timeout_ms = opts->connect_timeout_ms;
     c->key_path = dup_or_null(opts->key_path, &oom);
+    if (opts->ca_file && access(opts->ca_file, R_OK) != 0) {
+        rc = lpc_fail(c, LDPREF_EINVALID_ARGUMENT, "ca_file %.200s: %s", opts->ca_file,
+                      strerror(errno));
+        goto fail;
+    }
     c->ca_file = dup_or_null(opts->ca_file, &oom);
     if (opts->ledger_path) {
         c->ledger_path = dup_or_null(opts->ledger_path, &oom);
@@ -253,7 +261,23 @@ static int call_raw(ldpref_client *c, const char *method, const char *path,
                         .resp_cap = resp_cap};
     char *text = NULL;
     size_t len = 0;
-    int rc = lpc_http_do(c->http, &req, status, &text, &len, c->errmsg, sizeof c->errmsg);
+    long retry_after = 0, waited_ms = 0;
+    req.retry_after = &retry_after;
+    int rc;
+    /* A 429 means the server did nothing: wait as it asks and send again,
+     * while the wait is short and the call's timeout allows it. */
+    for (int attempt = 0;; attempt++) {
+        rc = lpc_http_do(c->http, &req, status, &text, &len, c->errmsg, sizeof c->errmsg);
+        if (rc != LP_OK || *status != 429 || attempt >= LPC_RATE_RETRIES || retry_after < 1 ||
+            retry_after > LPC_RATE_WAIT_MAX_S || waited_ms + retry_after * 1000 > c->timeout_ms)
+            break;
+        free(text);
+        text = NULL;
+        struct timespec ts = {.tv_sec = retry_after};
+        while (nanosleep(&ts, &ts) != 0 && errno == EINTR) {
+        }
+        waited_ms += retry_after * 1000;
+    }
     if (rc != LP_OK)
         return rc;
     if (*status < 200 || *status >= 300) {
@@ -355,6 +379,11 @@ int lpc_post(ldpref_client *c, const char *path, json_t *req, size_t resp_cap, j
     int rc = lpc_call_json(c, "POST", path, req, 0, resp_cap, resp, &status);
     json_decref(req);
     return rc;
+}
+
+int lpc_not_delivered(int rc)
+{
+    return rc == LDPREF_ENETWORK || rc == LDPREF_ECERTIFICATE_UNTRUSTED || rc == LDPREF_ETLS_FAILED;
 }
 
 int lpc_need_key(ldpref_client *c)

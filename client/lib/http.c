@@ -13,6 +13,7 @@
 #include "wire.h"
 
 #include <curl/curl.h>
+#include <limits.h>
 #include <pthread.h>
 #include <sodium.h>
 #include <stdlib.h>
@@ -60,6 +61,33 @@ void lpc_http_free(lpc_http *h)
         curl_easy_cleanup(h->curl);
     free(h->ca_file);
     free(h);
+}
+
+/* The error code of a failed transfer: an untrusted certificate (or one
+ * for another name) and a failed TLS handshake get names of their own. */
+static int transport_error(CURLcode cr)
+{
+    switch (cr) {
+    case CURLE_PEER_FAILED_VERIFICATION:
+    case CURLE_SSL_ISSUER_ERROR:
+    case CURLE_SSL_PINNEDPUBKEYNOTMATCH:
+    case CURLE_SSL_INVALIDCERTSTATUS:
+        return LP_ECERTIFICATE_UNTRUSTED;
+    case CURLE_SSL_CONNECT_ERROR:
+    case CURLE_SSL_CERTPROBLEM:
+    case CURLE_SSL_CIPHER:
+    case CURLE_SSL_CACERT_BADFILE:
+    case CURLE_SSL_ENGINE_NOTFOUND:
+    case CURLE_SSL_ENGINE_SETFAILED:
+    case CURLE_SSL_ENGINE_INITFAILED:
+    case CURLE_USE_SSL_FAILED:
+    case CURLE_SSL_SHUTDOWN_FAILED:
+    case CURLE_SSL_CRL_BADFILE:
+    case CURLE_SSL_CLIENTCERT:
+        return LP_ETLS_FAILED;
+    default:
+        return LP_ENETWORK;
+    }
 }
 
 struct sink {
@@ -158,6 +186,11 @@ int lpc_http_do(lpc_http *h, const lpc_http_req *req, long *status, char **body,
 
     CURLcode cr = curl_easy_perform(c);
     curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, status);
+    if (req->retry_after) {
+        curl_off_t secs = 0;
+        curl_easy_getinfo(c, CURLINFO_RETRY_AFTER, &secs);
+        *req->retry_after = secs > 0 && secs < LONG_MAX ? (long)secs : 0;
+    }
     if (s.over || cr == CURLE_FILESIZE_EXCEEDED) {
         rc = lp_fail(LP_ERESPONSE_TOO_LARGE, msg, msglen,
                      "the server's answer exceeds %zu bytes, the most this request can need",
@@ -165,8 +198,13 @@ int lpc_http_do(lpc_http *h, const lpc_http_req *req, long *status, char **body,
     } else if (s.file_failed) {
         rc = lp_fail(LP_EIO, msg, msglen, "writing the server's answer failed");
     } else if (cr != CURLE_OK) {
-        rc = lp_fail(LP_ENETWORK, msg, msglen, "%s: %s", req->url,
-                     errbuf[0] ? errbuf : curl_easy_strerror(cr));
+        rc = transport_error(cr);
+        rc = lp_fail(rc, msg, msglen, "%s: %s%s", req->url,
+                     errbuf[0] ? errbuf : curl_easy_strerror(cr),
+                     rc == LP_ECERTIFICATE_UNTRUSTED
+                         ? " (the server's certificate is not trusted: give the CA that signed "
+                           "it with ca_file, --ca-file or LDPREF_CA_FILE)"
+                         : "");
     } else if (*status == 0) {
         rc = lp_fail(LP_ENETWORK, msg, msglen, "%s: no HTTP answer", req->url);
     }

@@ -45,6 +45,9 @@ int lpc_fail(ldpref_client *c, int code, const char *fmt, ...)
 
 /* LDPREF_OK if the handle has a key, else LDPREF_EKEY_FILE (errmsg set). */
 int lpc_need_key(ldpref_client *c);
+/* 1 when rc says the request never reached the server (no connection, or a
+ * TLS handshake that failed): a signed message stays in the outbox as is. */
+int lpc_not_delivered(int rc);
 
 /* Opens the ledger on first use. */
 int lpc_use_ledger(ldpref_client *c, lpc_ledger **out);
@@ -82,6 +85,11 @@ int lpc_call_bounded(ldpref_client *c, const char *method, const char *path, con
  * (ANNOTATOR); operator answers (SMALL, LARGE: listings, models, scores). */
 #define LPC_RESP_CAP_ANNOTATOR (64u << 10)
 #define LPC_RESP_CAP_SMALL (1u << 20)
+/* A call answered 429 rate_limited is sent again after the server's
+ * Retry-After, at most this many times and only for waits of at most this
+ * many seconds (within the call's timeout); otherwise the 429 is returned. */
+#define LPC_RATE_RETRIES 8
+#define LPC_RATE_WAIT_MAX_S 5
 #define LPC_RESP_CAP_LARGE (256u << 20)
 /* Per answered item of a batch: a receipt or an error, bytes and values. */
 #define LPC_RESP_CAP_PER_ITEM 2048u

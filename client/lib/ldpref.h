@@ -108,16 +108,21 @@ typedef enum ldpref_error {
     LDPREF_ECSRF_FAILED = 61,
     LDPREF_ECROSS_SITE = 62,
     LDPREF_EBAD_GOLD = 63,
-    LDPREF_EBAD_BUCKET = 65,           /* a view's bucket_s is not 60..2592000 whole minutes */
-    LDPREF_EBAD_PAGE = 66,             /* a listing's offset or limit is out of range */
-    LDPREF_EINSUFFICIENT_SCOPE = 67,   /* the operator token lacks the endpoint's scope */
-    LDPREF_ERATE_LIMITED = 68,         /* 429: retry later */
-    LDPREF_EBUSY = 69,                 /* 503: the server is at a limit; retry later */
-    LDPREF_ESTORAGE_UNHEALTHY = 70,    /* 503: the server's storage cannot take writes now */
-    LDPREF_ERESPONSE_TOO_LARGE = 79,   /* the server's answer exceeds the client's cap for it */
-    LDPREF_ERESPONSE_TOO_COMPLEX = 80, /* the server's answer nests too deep or holds too many
-                                          JSON values for what was asked */
-    LDPREF_ERROR_END                   /* one past the last code; grows when codes are added */
+    LDPREF_EBAD_BUCKET = 65,         /* a view's bucket_s is not 60..2592000 whole minutes */
+    LDPREF_EBAD_PAGE = 66,           /* a listing's offset or limit is out of range */
+    LDPREF_EINSUFFICIENT_SCOPE = 67, /* the operator token lacks the endpoint's scope */
+    LDPREF_ERATE_LIMITED = 68,       /* 429: retry later */
+    LDPREF_EBUSY = 69,               /* 503: the server is at a limit; retry later */
+    LDPREF_ESTORAGE_UNHEALTHY = 70,  /* 503: the server's storage cannot take writes now */
+
+    /* the server's answer exceeds the client's cap for what was asked; it
+     * nests too deep or holds too many JSON values for it */
+    LDPREF_ERESPONSE_TOO_LARGE = 79,
+    LDPREF_ERESPONSE_TOO_COMPLEX = 80,
+    /* https: the server's certificate is not trusted; the TLS handshake failed */
+    LDPREF_ECERTIFICATE_UNTRUSTED = 81,
+    LDPREF_ETLS_FAILED = 82,
+    LDPREF_ERROR_END /* one past the last code; grows when codes are added */
 } ldpref_error;
 
 /* A one-line human message for a code. Static storage, never NULL. */

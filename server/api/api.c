@@ -14,6 +14,7 @@
 #include "wire.h"
 
 #include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -255,6 +256,59 @@ size_t lp_api_body_cap(const lp_api *api, const char *method, const char *path)
     return route_cap(api, find_route(method, path, &known));
 }
 
+/* ---- rate limits ---- */
+
+int lp_api_rate_limit(lp_api *api, lp_rate_class cls, lp_rate_key kind, const void *key, size_t len,
+                      int take, lp_response *resp)
+{
+    int64_t wait_ns = 0;
+    if (lp_ratelimit_take(api->limits, cls, kind, key, len, take, lp_mono_ns(), &wait_ns))
+        return LP_OK;
+    int64_t secs = (wait_ns + 999999999) / 1000000000;
+    char msg[LP_MSG_MAX];
+    snprintf(
+        msg, sizeof msg, "too many %s requests %s; retry after %lld s", lp_rate_class_name(cls),
+        kind == LP_RATE_ADDRESS ? "from this address" : "with this credential", (long long)secs);
+    lp_metrics_rate_limited(cls);
+    lp_api_error(resp, LP_ERATE_LIMITED, msg);
+    resp->retry_after = secs > INT32_MAX ? INT32_MAX : secs < 1 ? 1 : (int)secs;
+    return LP_ERATE_LIMITED;
+}
+
+/* The rate-limit class of route r, or -1 when it has none. */
+static int route_rate_class(const route *r)
+{
+    switch (r->id) {
+    case LP_ROUTE_SCORE:
+        return LP_RATE_SCORE;
+    case LP_ROUTE_ANNOTATORS: /* POST /v1/annotators, enrollment */
+        return LP_RATE_ENROLL;
+    case LP_ROUTE_TASKS_NEXT:
+        return LP_RATE_NEXT;
+    default:
+        return -1;
+    }
+}
+
+/* The client address's bucket of class cls (see lp_api_rate_limit). */
+static int rate_limit_address(lp_api *api, int cls, const lp_request *req, int take,
+                              lp_response *resp)
+{
+    uint8_t key[LP_RATELIMIT_ADDRESS_KEY_MAX];
+    size_t len = lp_ratelimit_address_key(req->client_addr, key);
+    return lp_api_rate_limit(api, (lp_rate_class)cls, LP_RATE_ADDRESS, key, len, take, resp);
+}
+
+/* The operator credential's bucket of class cls, when there is one. */
+static int rate_limit_principal(lp_api *api, int cls, const lp_principal *who, int take,
+                                lp_response *resp)
+{
+    if (who == NULL)
+        return LP_OK;
+    return lp_api_rate_limit(api, (lp_rate_class)cls, LP_RATE_CREDENTIAL, &who->token_id,
+                             sizeof who->token_id, take, resp);
+}
+
 /* Authenticates an operator request for route r: a bearer token, or else
  * the console's session cookie, holding the route's scope. LP_OK with *who
  * filled, or the refusal's code with resp filled. */
@@ -291,7 +345,20 @@ lp_api *lp_api_new(lp_store *store, const lp_api_opts *opts)
         .idle_ms = (opts->console_idle_s > 0 ? opts->console_idle_s : 30 * 60) * 1000,
         .max_live = opts->console_sessions_max > 0 ? opts->console_sessions_max : 32};
     api->sessions = lp_sessions_new(&api->sessions_opts);
-    if (api->sessions == NULL) {
+    double f = opts->rate_address_factor >= 1 ? opts->rate_address_factor : 1;
+    lp_ratelimit_opts ro = {
+        .rates = {[LP_RATE_SCORE] = {{opts->score_rate, opts->score_burst},
+                                     {opts->score_rate * f, opts->score_burst * f}},
+                  [LP_RATE_NEXT] = {{opts->next_rate, opts->next_burst},
+                                    {opts->next_rate * f, opts->next_burst * f}},
+                  /* enrollment has no credential yet: by address alone */
+                  [LP_RATE_ENROLL] = {{0, 0}, {opts->enroll_rate, opts->enroll_burst}}},
+        .buckets = opts->rate_buckets};
+    api->limits = lp_ratelimit_new(&ro);
+    if (api->sessions == NULL || api->limits == NULL) {
+        lp_sessions_free(api->sessions);
+        lp_ratelimit_free(api->limits);
+        lp_quality_cache_free(api->quality_cache);
         free(api);
         return NULL;
     }
@@ -303,6 +370,7 @@ void lp_api_free(lp_api *api)
     if (api == NULL)
         return;
     lp_sessions_free(api->sessions);
+    lp_ratelimit_free(api->limits);
     lp_quality_cache_free(api->quality_cache);
     free(api);
 }
@@ -330,11 +398,20 @@ int lp_api_begin(lp_api *api, const lp_request *req, const lp_async *async, lp_r
     size_t cap = route_cap(api, r);
     if (req->body_len > cap)
         return lp_api_error(resp, LP_EBODY_TOO_LARGE, NULL);
+    /* Rate limits come before any work: the address's bucket first (before
+     * the credential is even looked up), then the credential's. The
+     * annotator key of tasks/next is in the signed body: lp_api_next takes
+     * its token once the signature verifies. */
+    int cls = route_rate_class(r);
+    if (cls >= 0 && rate_limit_address(api, cls, req, 1, resp) != LP_OK)
+        return LP_API_DONE;
     lp_principal who;
     if (r->scope != 0 && authorize(api, r, req, &who, resp) != LP_OK)
         return LP_API_DONE;
     lp_request authed = *req;
     authed.principal = r->scope != 0 ? &who : NULL;
+    if (cls >= 0 && rate_limit_principal(api, cls, authed.principal, 1, resp) != LP_OK)
+        return LP_API_DONE;
     if (r->fn != NULL)
         return r->fn(api, &authed, resp);
     return lp_api_labels_begin(api, &authed, async, resp, pending, r->id == LP_ROUTE_LABELS_BATCH);
@@ -346,9 +423,20 @@ int lp_api_preauth(lp_api *api, const lp_request *req, lp_response *resp)
     int known;
     const route *r = find_route(req->method, req->path, &known);
     lp_principal who;
-    if (r == NULL || r->scope == 0)
+    if (r == NULL)
         return LP_OK;
-    return authorize(api, r, req, &who, resp);
+    /* The same order as lp_api_begin, looking at the buckets without
+     * spending: lp_api_begin takes the tokens. */
+    int cls = route_rate_class(r);
+    if (cls >= 0 && rate_limit_address(api, cls, req, 0, resp) != LP_OK)
+        return resp->error;
+    if (r->scope == 0)
+        return LP_OK;
+    if (authorize(api, r, req, &who, resp) != LP_OK)
+        return resp->error;
+    if (cls >= 0 && rate_limit_principal(api, cls, &who, 0, resp) != LP_OK)
+        return resp->error;
+    return LP_OK;
 }
 
 void lp_api_finish(lp_api *api, lp_pending *pending, lp_response *resp)

@@ -34,6 +34,14 @@ typedef struct lp_api_opts {
      * and how many are held at once; 0 for the defaults (8 h, 30 min, 32). */
     int64_t console_lifetime_s, console_idle_s;
     size_t console_sessions_max;
+    /* Rate limits (docs/server.md#rate-limits), per second and burst; a rate
+     * of 0 is no limit. Score: per operator token; next: per annotator key;
+     * a client address gets rate_address_factor (>= 1) times those.
+     * Enrollment: per client address. rate_buckets: 0 for the default. */
+    double score_rate, score_burst, next_rate, next_burst, enroll_rate, enroll_burst;
+    double rate_address_factor;
+    size_t rate_buckets;
+    int tls; /* the server speaks HTTPS: the console's cookie is Secure */
 } lp_api_opts;
 
 typedef struct lp_param {

@@ -12,6 +12,7 @@
 #include "console_sessions.h"
 #include "labels.h"
 #include "metrics.h"
+#include "ratelimit.h"
 
 #include <jansson.h>
 #include <stdatomic.h>
@@ -27,6 +28,7 @@ struct lp_api {
     int64_t started_ms;
     lp_sessions *sessions; /* the console's sign-ins */
     lp_sessions_opts sessions_opts;
+    lp_ratelimit *limits; /* score, enrollment and task-fetch buckets */
 };
 
 #define LP_CT_JSON "application/json"
@@ -49,6 +51,11 @@ int lp_api_parse_body(lp_api *api, const lp_request *req, json_t **out, lp_respo
 int lp_api_signed_annotator(lp_api *api, const uint8_t key[LP_KEY_BYTES],
                             int (*verify)(const void *msg), const void *msg, int64_t timestamp_ms,
                             lp_annotator *a);
+/* Takes one token (take = 1), or only looks (take = 0), from the bucket of
+ * (cls, kind, key[0..len)): LP_OK, or LP_ERATE_LIMITED with resp filled
+ * (429 with Retry-After) and the refusal counted in the metrics. */
+int lp_api_rate_limit(lp_api *api, lp_rate_class cls, lp_rate_key kind, const void *key, size_t len,
+                      int take, lp_response *resp);
 /* The value of a query parameter, or NULL. */
 const char *lp_api_param(const lp_request *req, const char *key);
 

@@ -308,6 +308,10 @@ int lp_api_next(lp_api *api, const lp_request *req, lp_response *resp)
     lp_annotator a;
     if ((rc = lp_api_signed_annotator(api, m.key, verify_next, &m, m.timestamp_ms, &a)) != LP_OK)
         return lp_api_error(resp, rc, NULL);
+    /* the key's own bucket, once the signature proves the key is the caller's */
+    if (lp_api_rate_limit(api, LP_RATE_NEXT, LP_RATE_CREDENTIAL, m.key, sizeof m.key, 1, resp) !=
+        LP_OK)
+        return LP_API_DONE;
     lp_campaign c;
     if ((rc = lp_store_campaign_by_id(api->store, a.campaign, &c)) != LP_OK)
         return lp_api_error(resp, LP_ESTORAGE, NULL);

@@ -125,13 +125,14 @@ int lp_console_authorize(lp_api *api, const lp_request *req, lp_principal *who)
 
 /* ---- sign-in and sign-out ---- */
 
-static char *cookie_header(const char *id, int64_t max_age_s)
+/* The session cookie's Set-Cookie value: Secure when the server speaks
+ * HTTPS (a browser then never sends it over plain HTTP). Behind a TLS proxy
+ * the server speaks plain HTTP and the cookie goes without it. */
+static char *cookie_header(const lp_api *api, const char *id, int64_t max_age_s)
 {
     char *out = NULL;
-    /* Secure is missing because the server speaks plain HTTP; it must be
-     * added once the server terminates TLS. */
-    if (asprintf(&out, "%s=%s; HttpOnly; SameSite=Strict; Path=/; Max-Age=%lld", LP_CONSOLE_COOKIE,
-                 id, (long long)max_age_s) < 0)
+    if (asprintf(&out, "%s=%s; HttpOnly;%s SameSite=Strict; Path=/; Max-Age=%lld",
+                 LP_CONSOLE_COOKIE, id, api->opts.tls ? " Secure;" : "", (long long)max_age_s) < 0)
         return NULL;
     return out;
 }
@@ -140,7 +141,7 @@ static char *cookie_header(const char *id, int64_t max_age_s)
 static int session_answer(lp_api *api, lp_response *resp, const char *id, const char *csrf,
                           int64_t expires_ms)
 {
-    char *cookie = cookie_header(id, api->sessions_opts.lifetime_ms / 1000);
+    char *cookie = cookie_header(api, id, api->sessions_opts.lifetime_ms / 1000);
     if (cookie == NULL)
         return lp_api_error(resp, LP_ENO_MEMORY, NULL);
     lp_api_json(resp, 201,
@@ -210,7 +211,7 @@ int lp_console_sign_out(lp_api *api, const lp_request *req, lp_response *resp)
     if (rc == LP_OK && session_cookie(req, id))
         lp_sessions_end(api->sessions, id);
     /* Signed out either way: the browser forgets the cookie. */
-    char *cookie = cookie_header("", 0);
+    char *cookie = cookie_header(api, "", 0);
     if (cookie == NULL)
         return lp_api_error(resp, LP_ENO_MEMORY, NULL);
     lp_api_json(resp, 200, json_pack("{s:b}", "signed_in", 0));

@@ -9,6 +9,7 @@
 
 static atomic_uint_least64_t requests[LP_ROUTE_COUNT];
 static atomic_uint_least64_t rejects[LP_ERROR_COUNT];
+static atomic_uint_least64_t rate_limited[LP_RATE_CLASSES];
 static atomic_uint_least64_t labels_total;
 static atomic_uint_least64_t epsilon_micro; /* spent epsilon in units of 1e-6 */
 
@@ -51,6 +52,19 @@ uint64_t lp_metrics_rejects(int code)
 {
     return code > 0 && code < LP_ERROR_COUNT
                ? atomic_load_explicit(&rejects[code], memory_order_relaxed)
+               : 0;
+}
+
+void lp_metrics_rate_limited(lp_rate_class cls)
+{
+    if ((unsigned)cls < LP_RATE_CLASSES)
+        atomic_fetch_add_explicit(&rate_limited[cls], 1, memory_order_relaxed);
+}
+
+uint64_t lp_metrics_rate_limited_count(lp_rate_class cls)
+{
+    return (unsigned)cls < LP_RATE_CLASSES
+               ? atomic_load_explicit(&rate_limited[cls], memory_order_relaxed)
                : 0;
 }
 
@@ -198,6 +212,12 @@ void lp_metrics_render(lp_buf *b, const lp_store_writer_stats *ws, double uptime
             lp_buf_printf(b, "ldpref_rejects_total{error=\"%s\"} %llu\n", lp_error_name(c),
                           (unsigned long long)n);
     }
+    lp_buf_puts(b, "# HELP ldpref_rate_limited_total Requests refused by a rate limit, by "
+                   "class.\n# TYPE ldpref_rate_limited_total counter\n");
+    for (int c = 0; c < LP_RATE_CLASSES; c++)
+        lp_buf_printf(b, "ldpref_rate_limited_total{class=\"%s\"} %llu\n",
+                      lp_rate_class_name((lp_rate_class)c),
+                      (unsigned long long)lp_metrics_rate_limited_count((lp_rate_class)c));
     lp_buf_puts(b, "# HELP ldpref_requests_total HTTP requests by route.\n"
                    "# TYPE ldpref_requests_total counter\n");
     for (int r = 0; r < LP_ROUTE_COUNT; r++)

@@ -9,6 +9,7 @@
 #define LP_METRICS_H
 
 #include "buf.h"
+#include "ratelimit.h"
 #include "retrain.h"
 #include "stats.h"
 
@@ -50,6 +51,9 @@ void lp_metrics_request(lp_route r);
 void lp_metrics_reject(int code);
 void lp_metrics_label(double epsilon); /* a newly stored label (+inf adds no epsilon) */
 uint64_t lp_metrics_rejects(int code);
+/* A request refused by a rate limit of class cls. */
+void lp_metrics_rate_limited(lp_rate_class cls);
+uint64_t lp_metrics_rate_limited_count(lp_rate_class cls);
 
 /* Requests so far on the latency-sensitive routes (labels, next tasks,
  * score): background work compares two readings to see whether users are

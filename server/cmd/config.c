@@ -10,6 +10,7 @@
 #include "log.h"
 
 #include <errno.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -20,6 +21,7 @@ typedef enum opt_type {
     OPT_STR,
     OPT_INT,
     OPT_SIZE,
+    OPT_REAL, /* a decimal number, stored as a double */
     OPT_FLAG,
     OPT_SYNC,
     OPT_LOG_FORMAT,
@@ -86,6 +88,28 @@ static const opt_def OPTIONS[] = {
      "default threads of a training run (runs at idle priority)"},
     {"learner", "LDPREF_LEARNER", OPT_INT, OFF(learner), "1", 0, 1,
      "1: retraining, models and score endpoints on; 0: off"},
+    {"score-rate", "LDPREF_SCORE_RATE", OPT_REAL, OFF(score_rate), "20", 0, 1000000,
+     "score requests per second per operator token (an address gets --rate-address-factor "
+     "times as many); 0 = unlimited"},
+    {"score-burst", "LDPREF_SCORE_BURST", OPT_REAL, OFF(score_burst), "200", 1, 1000000,
+     "score requests a token may send at once before --score-rate applies"},
+    {"enroll-rate", "LDPREF_ENROLL_RATE", OPT_REAL, OFF(enroll_rate), "1", 0, 1000000,
+     "enrollment attempts per second per client address (an IPv6 /64); 0 = unlimited"},
+    {"enroll-burst", "LDPREF_ENROLL_BURST", OPT_REAL, OFF(enroll_burst), "30", 1, 1000000,
+     "enrollment attempts an address may send at once before --enroll-rate applies"},
+    {"next-rate", "LDPREF_NEXT_RATE", OPT_REAL, OFF(next_rate), "10", 0, 1000000,
+     "task fetches (/v1/tasks/next) per second per annotator key (an address gets "
+     "--rate-address-factor times as many); 0 = unlimited"},
+    {"next-burst", "LDPREF_NEXT_BURST", OPT_REAL, OFF(next_burst), "100", 1, 1000000,
+     "task fetches an annotator may send at once before --next-rate applies"},
+    {"rate-address-factor", "LDPREF_RATE_ADDRESS_FACTOR", OPT_REAL, OFF(rate_address_factor), "4",
+     1, 100000,
+     "a client address (an IPv6 /64) may send this many times the score and next rates and "
+     "bursts of one credential (people sharing an address behind a NAT)"},
+    {"tls-cert", "LDPREF_TLS_CERT", OPT_STR, OFF(tls_cert), "", 0, 0,
+     "PEM certificate chain: serve HTTPS (with --tls-key); unset = plain HTTP"},
+    {"tls-key", "LDPREF_TLS_KEY", OPT_STR, OFF(tls_key), "", 0, 0,
+     "PEM private key of --tls-cert; must not be readable by other users (mode 0600 or 0640)"},
     {"console-session-lifetime", "LDPREF_CONSOLE_SESSION_LIFETIME", OPT_INT,
      OFF(console_session_lifetime), "28800", 1, 86400 * 30,
      "a web console sign-in lasts at most this long, seconds"},
@@ -131,6 +155,23 @@ static int set_value(lp_config *cfg, const opt_def *o, const char *text, const c
             return -1;
         }
         memcpy(base, text, n + 1);
+        return 0;
+    }
+    if (o->type == OPT_REAL) {
+        char *end = NULL;
+        errno = 0;
+        double d = strtod(text, &end);
+        if (errno != 0 || end == text || *end != '\0' || !isfinite(d)) {
+            snprintf(err, errlen, "--%s (from %s): \"%.64s\" is not a number", o->name, source,
+                     text);
+            return -1;
+        }
+        if (d < (double)o->min || d > (double)o->max) {
+            snprintf(err, errlen, "--%s (from %s): %g is outside [%lld, %lld]", o->name, source, d,
+                     (long long)o->min, (long long)o->max);
+            return -1;
+        }
+        memcpy(base, &d, sizeof d);
         return 0;
     }
     int64_t v;
@@ -268,13 +309,15 @@ void lp_config_usage(FILE *out, const char *prog)
         if (CHOICES[o->type] != NULL)
             choice_list(CHOICES[o->type], names + 1, sizeof names - 1);
         snprintf(flag, sizeof flag, "--%s%s", o->name,
-                 o->type == OPT_FLAG  ? ""
-                 : o->type == OPT_STR ? " STR"
-                 : CHOICES[o->type]   ? names
-                                      : " N");
+                 o->type == OPT_FLAG   ? ""
+                 : o->type == OPT_STR  ? " STR"
+                 : o->type == OPT_REAL ? " X"
+                 : CHOICES[o->type]    ? names
+                                       : " N");
         fprintf(out, "  %-28s %s\n", flag, o->help);
         if (o->type != OPT_FLAG)
-            fprintf(out, "  %-28s (%s; default %s)\n", "", o->env, o->def);
+            fprintf(out, "  %-28s (%s; default %s)\n", "", o->env, *o->def ? o->def : "unset");
     }
-    fprintf(out, "\nPrecedence: defaults < environment < flags. Sizes accept K, M, G.\n");
+    fprintf(out, "\nPrecedence: defaults < environment < flags. Sizes accept K, M, G; X is a "
+                 "decimal number.\n");
 }

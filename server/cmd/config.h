@@ -40,6 +40,12 @@ typedef struct lp_config {
     int64_t learner;                  /* 1: learning endpoints on */
     int64_t log_format;               /* lp_log_format (common/log.h) */
     int64_t log_level;                /* lp_log_level */
+    double score_rate, score_burst;   /* per second, per operator token; 0: unlimited */
+    double enroll_rate, enroll_burst; /* per second, per client address */
+    double next_rate, next_burst;     /* per second, per annotator key */
+    double rate_address_factor;       /* an address's share: this many credentials */
+    char tls_cert[LP_CONFIG_STR_MAX]; /* PEM file; "" = plain HTTP */
+    char tls_key[LP_CONFIG_STR_MAX];
     int64_t console_session_lifetime; /* seconds */
     int64_t console_idle_timeout;     /* seconds */
     int64_t console_sessions;

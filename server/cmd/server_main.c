@@ -7,7 +7,7 @@
  * stdout carries exactly two kinds of lines that tools parse:
  *   "operator token: <token>"   (only when a new database got its first token,
  *                                or with --new-operator-token)
- *   "listening on http://HOST:PORT"
+ *   "listening on http://HOST:PORT"  (https:// with --tls-cert and --tls-key)
  * Everything else goes to stderr as log lines (common/log.h; --log-format,
  * --log-level), except an invalid command line, reported before the log is
  * configured; secrets are never logged.
@@ -22,6 +22,7 @@
 #include "retrain.h"
 #include "rr.h"
 #include "store.h"
+#include "tls.h"
 
 #include <signal.h>
 #include <sodium.h>
@@ -56,8 +57,21 @@ int main(int argc, char **argv)
         return 0;
     }
     lp_log_configure((lp_log_level)cfg.log_level, (lp_log_format)cfg.log_format);
+    int tls = cfg.tls_cert[0] != '\0' || cfg.tls_key[0] != '\0';
+    if (tls && (cfg.tls_cert[0] == '\0' || cfg.tls_key[0] == '\0')) {
+        fprintf(stderr, "ldpref-server: --tls-cert and --tls-key go together\n");
+        return 2;
+    }
+    /* Read before anything else starts: a bad key file stops the server here. */
+    lp_tls_pem pem = {0};
+    if (tls && !cfg.new_operator_token &&
+        lp_tls_pem_load(cfg.tls_cert, cfg.tls_key, &pem, err, sizeof err) != 0) {
+        fatal(err);
+        return 1;
+    }
     if (lp_rng_init() != LP_OK) {
         fatal("the system random number generator is unavailable");
+        lp_tls_pem_release(&pem);
         return 1;
     }
     /* Signals are handled by sigwait in this thread only: block them before
@@ -76,6 +90,7 @@ int main(int argc, char **argv)
     lp_store *store = NULL;
     if (lp_store_open(&so, &store, err, sizeof err) != LP_OK) {
         fatal(err);
+        lp_tls_pem_release(&pem);
         return 1;
     }
     char token[LP_AUTH_TOKEN_MAX];
@@ -99,6 +114,7 @@ int main(int argc, char **argv)
                LP_LOG_STR("message", "cannot create the first operator token"),
                LP_LOG_STR("error", lp_error_name(rc)));
         lp_store_close(store);
+        lp_tls_pem_release(&pem);
         return 1;
     }
     if (created) {
@@ -115,7 +131,15 @@ int main(int argc, char **argv)
                       .timestamp_window_ms = cfg.timestamp_window * 1000,
                       .console_lifetime_s = cfg.console_session_lifetime,
                       .console_idle_s = cfg.console_idle_timeout,
-                      .console_sessions_max = (size_t)cfg.console_sessions};
+                      .console_sessions_max = (size_t)cfg.console_sessions,
+                      .score_rate = cfg.score_rate,
+                      .score_burst = cfg.score_burst,
+                      .next_rate = cfg.next_rate,
+                      .next_burst = cfg.next_burst,
+                      .enroll_rate = cfg.enroll_rate,
+                      .enroll_burst = cfg.enroll_burst,
+                      .rate_address_factor = cfg.rate_address_factor,
+                      .tls = tls};
     ao.train_threads = (int)cfg.train_threads;
     lp_learner *learner = NULL;
     if (cfg.learner) {
@@ -124,6 +148,7 @@ int main(int argc, char **argv)
         if (lp_learner_new(store, &lo, &learner, err, sizeof err) != LP_OK) {
             fatal(err);
             lp_store_close(store);
+            lp_tls_pem_release(&pem);
             return 1;
         }
     }
@@ -134,7 +159,9 @@ int main(int argc, char **argv)
                        .port = (int)cfg.port,
                        .threads = (int)cfg.threads,
                        .connection_threads = (int)cfg.connection_threads,
-                       .connection_timeout = (int)cfg.connection_timeout};
+                       .connection_timeout = (int)cfg.connection_timeout,
+                       .tls_cert = pem.cert,
+                       .tls_key = pem.key};
     lp_http *http = NULL;
     int port = 0;
     if (api == NULL || lp_http_start(api, &ho, &http, &port, err, sizeof err) != 0) {
@@ -142,25 +169,27 @@ int main(int argc, char **argv)
         lp_api_free(api);
         lp_learner_free(learner);
         lp_store_close(store);
+        lp_tls_pem_release(&pem);
         return 1;
     }
     const char *host = strchr(cfg.host, ':') ? "[%s]" : "%s";
     char hostbuf[LP_CONFIG_STR_MAX + 2];
     snprintf(hostbuf, sizeof hostbuf, host, cfg.host);
-    printf("listening on http://%s:%d\n", hostbuf, port);
+    printf("listening on %s://%s:%d\n", tls ? "https" : "http", hostbuf, port);
     fflush(stdout);
     lp_log(LP_LOG_INFO, "server_start", LP_LOG_STR("version", LDPREF_VERSION),
            LP_LOG_STR("address", hostbuf), LP_LOG_INT("port", port), LP_LOG_STR("db", cfg.db),
            LP_LOG_STR("sync", lp_config_sync_name(cfg.sync)),
            LP_LOG_STR("threading", cfg.connection_threads > 0 ? "per_connection" : "event_loop"),
            LP_LOG_INT("threads", cfg.connection_threads > 0 ? cfg.connection_threads : cfg.threads),
-           LP_LOG_BOOL("learner", cfg.learner));
+           LP_LOG_BOOL("learner", cfg.learner), LP_LOG_BOOL("tls", tls));
 
     int sig = 0;
     sigwait(&sigs, &sig);
     lp_log(LP_LOG_INFO, "server_stopping",
            LP_LOG_STR("signal", sig == SIGTERM ? "SIGTERM" : "SIGINT"));
     lp_http_stop(http, SHUTDOWN_GRACE_MS);
+    lp_tls_pem_release(&pem);
     lp_api_free(api);
     lp_learner_free(learner); /* cancels a running training run */
     lp_store_close(store);    /* drains the writer, checkpoints, closes */

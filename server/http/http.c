@@ -45,6 +45,11 @@
  * zero-fills the whole area before every request of a keep-alive
  * connection, so its default of 32 KiB cost a 32 KiB memset per label. */
 #define CONNECTION_MEMORY (16 * 1024)
+/* GnuTLS priorities of HTTPS: TLS 1.2 and 1.3 only, AEAD ciphers only, and
+ * no static-RSA key exchange (every session has forward secrecy). */
+#define LP_TLS_PRIORITIES                                                                          \
+    "SECURE128:-VERS-ALL:+VERS-TLS1.3:+VERS-TLS1.2:-CIPHER-ALL:+AES-256-GCM:+AES-128-GCM:"         \
+    "+CHACHA20-POLY1305:-RSA:-VERS-DTLS-ALL"
 #define REQUEST_ID_MAX 64
 #define PATH_LOG_MAX 64 /* an unknown path is logged up to this many bytes */
 
@@ -483,15 +488,39 @@ int lp_http_start(lp_api *api, const lp_http_opts *opts, lp_http **out, int *bou
         flags |= MHD_ALLOW_SUSPEND_RESUME;
         model[0] = (struct MHD_OptionItem){MHD_OPTION_THREAD_POOL_SIZE, opts->threads, NULL};
     }
+    /* HTTPS when given a certificate and key (borrowed: see http.h). */
+    int tls = opts->tls_cert != NULL && opts->tls_key != NULL;
+    struct MHD_OptionItem tls_options[] = {
+        {MHD_OPTION_HTTPS_MEM_CERT, 0, (void *)opts->tls_cert},
+        {MHD_OPTION_HTTPS_MEM_KEY, 0, (void *)opts->tls_key},
+        {MHD_OPTION_HTTPS_PRIORITIES, 0, (void *)LP_TLS_PRIORITIES},
+        {MHD_OPTION_END, 0, NULL},
+    };
+    if (tls) {
+        if (MHD_is_feature_supported(MHD_FEATURE_TLS) != MHD_YES) {
+            snprintf(err, errlen, "this libmicrohttpd was built without TLS (GnuTLS)");
+            freeaddrinfo(ai);
+            pthread_mutex_destroy(&h->lock);
+            pthread_cond_destroy(&h->idle);
+            free(h);
+            return -1;
+        }
+        flags |= MHD_USE_TLS;
+    } else {
+        tls_options[0] = (struct MHD_OptionItem){MHD_OPTION_END, 0, NULL};
+    }
     h->d = MHD_start_daemon(
         flags, (uint16_t)opts->port, NULL, NULL, on_request, h, MHD_OPTION_EXTERNAL_LOGGER, log_mhd,
-        NULL, MHD_OPTION_SOCK_ADDR, ai->ai_addr, MHD_OPTION_ARRAY, model,
-        MHD_OPTION_CONNECTION_TIMEOUT, (unsigned int)opts->connection_timeout,
+        NULL, MHD_OPTION_SOCK_ADDR, ai->ai_addr, MHD_OPTION_ARRAY, model, MHD_OPTION_ARRAY,
+        tls_options, MHD_OPTION_CONNECTION_TIMEOUT, (unsigned int)opts->connection_timeout,
         MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)CONNECTION_MEMORY, MHD_OPTION_NOTIFY_COMPLETED,
         on_completed, h, MHD_OPTION_LISTEN_BACKLOG_SIZE, (unsigned int)1024, MHD_OPTION_END);
     freeaddrinfo(ai);
     if (h->d == NULL) {
-        snprintf(err, errlen, "cannot listen on %s:%d", opts->host, opts->port);
+        snprintf(err, errlen, "cannot listen on %s:%d%s", opts->host, opts->port,
+                 tls ? " (or the TLS certificate and key are not a matching PEM pair: see the "
+                       "http_error lines above)"
+                     : "");
         pthread_mutex_destroy(&h->lock);
         pthread_cond_destroy(&h->idle);
         free(h);

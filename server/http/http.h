@@ -15,6 +15,10 @@
  *   suspended (MHD_suspend_connection) so that no thread blocks on a commit,
  *   and resumed when it is durable. For many mostly idle connections.
  *
+ * With a certificate and key it speaks HTTPS only (libmicrohttpd over
+ * GnuTLS; TLS 1.2 and 1.3 with AEAD ciphers and forward secrecy,
+ * LP_TLS_PRIORITIES).
+ *
  * This is the only module that maps error codes to HTTP statuses.
  */
 #ifndef LP_HTTP_H
@@ -32,6 +36,9 @@ typedef struct lp_http_opts {
     int threads;            /* event-loop pool size, >= 1 (connection_threads == 0) */
     int connection_threads; /* > 0: a thread per connection, at most this many */
     int connection_timeout; /* seconds */
+    /* HTTPS: the PEM certificate chain and private key (text, not paths;
+     * borrowed until lp_http_stop, see tls.h). Both NULL: plain HTTP. */
+    const char *tls_cert, *tls_key;
 } lp_http_opts;
 
 /* Binds and starts serving api (borrowed; must outlive the server). On

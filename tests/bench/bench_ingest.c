@@ -403,7 +403,7 @@ int main(int argc, char **argv)
     double verify_cpu_us[3], verify_rate[3];
     verify_rate[0] = raw_verify_rate(cores, 2.0, &verify_cpu_us[0]);
 
-    const char *args[] = {"--sync", "full", "--threads", threads, NULL};
+    const char *args[] = {"--sync", "full", "--threads", threads, SERVER_NO_RATE_LIMITS, NULL};
     if (server_start(&srv, args) != 0)
         die("could not start ldpref-server");
     int total_ann = cfg.annotators_single + cfg.annotators_batch;

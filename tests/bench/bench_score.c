@@ -270,7 +270,7 @@ int main(void)
     srand(1);
     lp_rng_init();
     curl_global_init(CURL_GLOBAL_DEFAULT);
-    const char *args[] = {"--train-threads", "1", NULL};
+    const char *args[] = {"--train-threads", "1", SERVER_NO_RATE_LIMITS, NULL};
     if (server_start(&srv, args) != 0)
         die("server does not start");
     json_decref(call("POST", "/v1/campaigns",

@@ -988,7 +988,9 @@ static void test_observability(int64_t active)
 int main(void)
 {
     lp_rng_init();
-    const char *args[] = {"--train-threads", "1", NULL};
+    /* the scorer of test_swap_while_scoring is a stress test from one
+     * address: no score rate limit */
+    const char *args[] = {"--train-threads", "1", "--score-rate", "0", NULL};
     if (server_start(&srv, args) != 0) {
         check_record(0, __FILE__, __LINE__, "server starts");
         return check_summary();

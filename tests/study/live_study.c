@@ -481,7 +481,7 @@ static int live_setting(live_run *r)
         r->sbar += sigmoid(fabs(m)) / (double)n;
     }
 
-    const char *args[] = {"--train-threads", "1", NULL};
+    const char *args[] = {"--train-threads", "1", SERVER_NO_RATE_LIMITS, NULL};
     if (server_start(&r->srv, args) != 0) {
         snprintf(r->msg, sizeof r->msg, "the server did not start");
         return LDPREF_EUNAVAILABLE;

@@ -21,31 +21,48 @@ static size_t collect(char *data, size_t size, size_t n, void *user)
     return add;
 }
 
-/* Keeps the X-Request-Id header of the reply. */
+/* The value of header line data (len bytes) into out when its name is
+ * name (lower case, with the colon). */
+static void keep_header(const char *data, size_t len, const char *name, char *out, size_t outlen)
+{
+    size_t nlen = strlen(name);
+    if (len <= nlen || strncasecmp(data, name, nlen) != 0)
+        return;
+    size_t i = nlen, end = len;
+    while (i < end && data[i] == ' ')
+        i++;
+    while (end > i && (data[end - 1] == '\r' || data[end - 1] == '\n' || data[end - 1] == ' '))
+        end--;
+    snprintf(out, outlen, "%.*s", (int)(end - i), data + i);
+}
+
+/* Keeps the X-Request-Id, Retry-After and Set-Cookie headers of the reply. */
 static size_t header_line(char *data, size_t size, size_t n, void *user)
 {
     http_reply *r = user;
     size_t len = size * n;
-    static const char NAME[] = "x-request-id:";
-    if (len > sizeof NAME - 1 && strncasecmp(data, NAME, sizeof NAME - 1) == 0) {
-        size_t i = sizeof NAME - 1, end = len;
-        while (i < end && data[i] == ' ')
-            i++;
-        while (end > i && (data[end - 1] == '\r' || data[end - 1] == '\n' || data[end - 1] == ' '))
-            end--;
-        snprintf(r->request_id, sizeof r->request_id, "%.*s", (int)(end - i), data + i);
-    }
+    keep_header(data, len, "x-request-id:", r->request_id, sizeof r->request_id);
+    keep_header(data, len, "retry-after:", r->retry_after, sizeof r->retry_after);
+    keep_header(data, len, "set-cookie:", r->set_cookie, sizeof r->set_cookie);
     return len;
 }
 
 int http_raw(const char *method, const char *url, const char *body, size_t body_len,
              const char *bearer, http_reply *out)
 {
-    return http_raw_id(method, url, body, body_len, bearer, NULL, out);
+    http_raw_opts o = {.bearer = bearer};
+    return http_raw_ex(method, url, body, body_len, &o, out);
 }
 
 int http_raw_id(const char *method, const char *url, const char *body, size_t body_len,
                 const char *bearer, const char *request_id, http_reply *out)
+{
+    http_raw_opts o = {.bearer = bearer, .request_id = request_id};
+    return http_raw_ex(method, url, body, body_len, &o, out);
+}
+
+int http_raw_ex(const char *method, const char *url, const char *body, size_t body_len,
+                const http_raw_opts *o, http_reply *out)
 {
     memset(out, 0, sizeof *out);
     out->body = calloc(1, 1);
@@ -55,15 +72,17 @@ int http_raw_id(const char *method, const char *url, const char *body, size_t bo
     struct curl_slist *headers = curl_slist_append(NULL, "Content-Type: application/json");
     headers = curl_slist_append(headers, "Expect:");
     char auth[512];
-    if (bearer) {
-        snprintf(auth, sizeof auth, "Authorization: Bearer %s", bearer);
+    if (o->bearer) {
+        snprintf(auth, sizeof auth, "Authorization: Bearer %s", o->bearer);
         headers = curl_slist_append(headers, auth);
     }
     char rid[256];
-    if (request_id) {
-        snprintf(rid, sizeof rid, "X-Request-Id: %s", request_id);
+    if (o->request_id) {
+        snprintf(rid, sizeof rid, "X-Request-Id: %s", o->request_id);
         headers = curl_slist_append(headers, rid);
     }
+    for (size_t i = 0; i < sizeof o->headers / sizeof o->headers[0] && o->headers[i]; i++)
+        headers = curl_slist_append(headers, o->headers[i]);
     curl_easy_setopt(curl, CURLOPT_URL, url);
     curl_easy_setopt(curl, CURLOPT_CUSTOMREQUEST, method);
     curl_easy_setopt(curl, CURLOPT_HTTPHEADER, headers);
@@ -72,11 +91,16 @@ int http_raw_id(const char *method, const char *url, const char *body, size_t bo
     curl_easy_setopt(curl, CURLOPT_HEADERFUNCTION, header_line);
     curl_easy_setopt(curl, CURLOPT_HEADERDATA, out);
     curl_easy_setopt(curl, CURLOPT_TIMEOUT, 60L);
+    if (o->source)
+        curl_easy_setopt(curl, CURLOPT_INTERFACE, o->source);
+    if (o->ca_file)
+        curl_easy_setopt(curl, CURLOPT_CAINFO, o->ca_file);
     if (body) {
         curl_easy_setopt(curl, CURLOPT_POSTFIELDS, body);
         curl_easy_setopt(curl, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)body_len);
     }
     CURLcode rc = curl_easy_perform(curl);
+    out->curl_code = (int)rc;
     if (rc == CURLE_OK)
         curl_easy_getinfo(curl, CURLINFO_RESPONSE_CODE, &out->status);
     curl_slist_free_all(headers);

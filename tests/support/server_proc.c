@@ -78,12 +78,14 @@ static int spawn(server_proc *s, const char *const *extra_args)
     s->port = 0;
     FILE *f = fdopen(out_fd, "r");
     char line[512];
+    int https = 0;
     while (s->port == 0 && fgets(line, sizeof line, f) != NULL) {
         char tok[160];
         if (sscanf(line, "operator token: %159s", tok) == 1)
             snprintf(s->token, sizeof s->token, "%s", tok);
-        const char *p = strstr(line, "listening on http://");
+        const char *p = strstr(line, "listening on http");
         if (p != NULL) {
+            https = strncmp(p, "listening on https://", 21) == 0;
             const char *colon = strrchr(p, ':');
             s->port = colon ? atoi(colon + 1) : 0;
         }
@@ -99,7 +101,7 @@ static int spawn(server_proc *s, const char *const *extra_args)
         server_kill(s);
         return -1;
     }
-    snprintf(s->url, sizeof s->url, "http://127.0.0.1:%d", s->port);
+    snprintf(s->url, sizeof s->url, "%s://127.0.0.1:%d", https ? "https" : "http", s->port);
     return 0;
 }
 

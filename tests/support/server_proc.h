@@ -15,12 +15,16 @@
 typedef struct server_proc {
     pid_t pid;
     int port;
-    char url[64];
+    char url[64];    /* http://127.0.0.1:PORT, or https:// when the server speaks TLS */
     char dir[256];   /* temporary directory (database, keys, ledgers) */
     char db[300];    /* database path inside dir */
     char token[160]; /* first operator token ("" after a restart) */
     char log[300];   /* the server's stderr, inside dir */
 } server_proc;
+
+/* Server flags that turn the rate limits off, for load generators that play
+ * many users from one address (benchmarks, the live study). */
+#define SERVER_NO_RATE_LIMITS "--score-rate", "0", "--enroll-rate", "0", "--next-rate", "0"
 
 /* Path of a built binary ("ldpref", "ldpref-server", ...) into out. */
 void server_bin_path(const char *name, char *out, size_t outlen);

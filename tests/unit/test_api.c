@@ -4,8 +4,9 @@
  *
  * Covers every error of the label check order in docs/protocol.md, the
  * idempotent resend, batches with mixed items, enrollment, next tasks, task
- * upload formats (including the OASST pairs file), export orientation, and
- * that a rejected request stores nothing (row counts before and after).
+ * upload formats (including the OASST pairs file), export orientation,
+ * that a rejected request stores nothing (row counts before and after),
+ * and the rate limits of enrollment, score and tasks/next.
  */
 #include "api.h"
 #include "auth.h"
@@ -14,6 +15,7 @@
 #include "clock.h"
 #include "error.h"
 #include "files.h"
+#include "metrics.h"
 #include "store.h"
 #include "store_fixture.h"
 #include "tasks.h"
@@ -545,6 +547,99 @@ static void test_metrics_and_routing(void)
           lp_api_body_cap(api, "POST", "/v1/labels"));
 }
 
+/* One request from address addr to a (rate-limited) api: the error code
+ * of the answer (0: success), and its Retry-After in *retry (may be NULL). */
+static int from(lp_api *limited, const char *addr, const char *method, const char *path,
+                const char *body, int *retry)
+{
+    lp_request req = {.method = method,
+                      .path = path,
+                      .body = body,
+                      .body_len = body ? strlen(body) : 0,
+                      .client_addr = addr};
+    lp_response resp;
+    lp_api_handle(limited, &req, &resp);
+    if (retry)
+        *retry = resp.retry_after;
+    int code = resp.error;
+    lp_response_clear(&resp);
+    return code;
+}
+
+/* lp_api_preauth of the same request: its code, nothing spent. */
+static int preauth_from(lp_api *limited, const char *addr, const char *path, int *retry)
+{
+    lp_request req = {.method = "POST", .path = path, .client_addr = addr};
+    lp_response resp;
+    int rc = lp_api_preauth(limited, &req, &resp);
+    if (retry)
+        *retry = resp.retry_after;
+    lp_response_clear(&resp);
+    return rc;
+}
+
+/* Rate limits in lp_api_begin and lp_api_preauth: the address's bucket
+ * before the body is parsed, looking without spending in the pre-check,
+ * IPv6 by /64, the label routes never limited, refusals counted. */
+static void test_rate_limits(void)
+{
+    lp_api_opts ao = {.body_max = 65536,
+                      .batch_body_max = 4 << 20,
+                      .json_depth = 32,
+                      .batch_max = 1000,
+                      .timestamp_window_ms = 300000,
+                      .enroll_rate = 0.001,
+                      .enroll_burst = 3,
+                      .score_rate = 0.001,
+                      .score_burst = 2,
+                      .next_rate = 0.001,
+                      .next_burst = 2,
+                      .rate_address_factor = 2};
+    lp_api *limited = lp_api_new(store, &ao);
+    uint64_t refused0 = lp_metrics_rate_limited_count(LP_RATE_ENROLL);
+    for (int i = 0; i < 10; i++) /* the pre-check spends nothing */
+        CHECK_INT(preauth_from(limited, "10.0.0.1", "/v1/annotators", NULL), LP_OK);
+    for (int i = 0; i < 3; i++) /* the burst reaches the parser */
+        CHECK_ERR(from(limited, "10.0.0.1", "POST", "/v1/annotators", "{", NULL),
+                  LP_EMALFORMED_JSON);
+    int retry = 0;
+    CHECK_ERR(from(limited, "10.0.0.1", "POST", "/v1/annotators", "{", &retry), LP_ERATE_LIMITED);
+    CHECK(retry >= 999 && retry <= 1000);
+    retry = 0;
+    CHECK_ERR(preauth_from(limited, "10.0.0.1", "/v1/annotators", &retry), LP_ERATE_LIMITED);
+    CHECK(retry >= 999 && retry <= 1000);
+    CHECK_INT(lp_metrics_rate_limited_count(LP_RATE_ENROLL) - refused0, 2);
+    /* another address; labels from the throttled one */
+    CHECK_ERR(from(limited, "10.0.0.2", "POST", "/v1/annotators", "{", NULL), LP_EMALFORMED_JSON);
+    for (int i = 0; i < 20; i++)
+        CHECK_ERR(from(limited, "10.0.0.1", "POST", "/v1/labels", "{", NULL), LP_EMALFORMED_JSON);
+    /* one IPv6 /64 is one client */
+    for (int i = 0; i < 3; i++)
+        CHECK_ERR(from(limited, "2001:db8::1", "POST", "/v1/annotators", "{", NULL),
+                  LP_EMALFORMED_JSON);
+    CHECK_ERR(from(limited, "2001:db8::ff:2", "POST", "/v1/annotators", "{", NULL),
+              LP_ERATE_LIMITED);
+    CHECK_ERR(from(limited, "2001:db8:0:1::1", "POST", "/v1/annotators", "{", NULL),
+              LP_EMALFORMED_JSON);
+    /* score and tasks/next: the address gets factor x burst (2 x 2) */
+    for (int i = 0; i < 4; i++) {
+        /* no learner here: the handler answers unavailable once past the limit */
+        CHECK_ERR(from(limited, "10.0.0.3", "POST", "/v1/score", "{", NULL), LP_EUNAVAILABLE);
+        CHECK_ERR(from(limited, "10.0.0.3", "POST", "/v1/tasks/next", "{", NULL),
+                  LP_EMALFORMED_JSON);
+    }
+    CHECK_ERR(from(limited, "10.0.0.3", "POST", "/v1/score", "{", NULL), LP_ERATE_LIMITED);
+    CHECK_ERR(from(limited, "10.0.0.3", "POST", "/v1/tasks/next", "{", NULL), LP_ERATE_LIMITED);
+    /* /metrics has a line per class */
+    lp_request req = {.method = "GET", .path = "/metrics", .bearer = optok};
+    lp_response resp;
+    lp_api_handle(limited, &req, &resp);
+    CHECK(resp.body && strstr(resp.body, "ldpref_rate_limited_total{class=\"enrollment\"}"));
+    CHECK(resp.body && strstr(resp.body, "ldpref_rate_limited_total{class=\"tasks_next\"}"));
+    lp_response_clear(&resp);
+    lp_api_free(limited);
+}
+
 int main(void)
 {
     int opened = store_fixture_open(&fx, "test-api", 2);
@@ -579,6 +674,7 @@ int main(void)
     test_label_batch();
     test_export_orientation();
     test_metrics_and_routing();
+    test_rate_limits();
     lp_api_set_draining(api);
     j = call("GET", "/v1/healthz", NULL, 0, NULL, NULL, &st, NULL);
     CHECK_INT(st, 503);

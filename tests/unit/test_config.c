@@ -1,9 +1,11 @@
 /* test_config.c — the option table: defaults, env < flags precedence, bounds,
- * named choices (sync, log format and level) and the help text. */
+ * named choices (sync, log format and level), decimal rates and the help
+ * text. */
 #include "check.h"
 #include "config.h"
 #include "log.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -46,6 +48,34 @@ int main(void)
     CHECK_INT(c.lease_seconds, 3600);
     CHECK_INT(c.sync, LP_SYNC_FULL);
     CHECK_INT(c.new_operator_token, 0);
+    /* the rate limits of docs/server.md, and no TLS */
+    CHECK_NEAR(c.score_rate, 20, 0);
+    CHECK_NEAR(c.score_burst, 200, 0);
+    CHECK_NEAR(c.enroll_rate, 1, 0);
+    CHECK_NEAR(c.enroll_burst, 30, 0);
+    CHECK_NEAR(c.next_rate, 10, 0);
+    CHECK_NEAR(c.next_burst, 100, 0);
+    CHECK_NEAR(c.rate_address_factor, 4, 0);
+    CHECK_STR(c.tls_cert, "");
+    CHECK_STR(c.tls_key, "");
+    const char *rates[] = {"x",   "--enroll-rate", "0.25",  "--score-rate=0", "--next-burst",
+                           "1e3", "--tls-cert",    "c.pem", "--tls-key=k.pem"};
+    CHECK_INT(load(&c, 9, rates, err), 0);
+    CHECK_NEAR(c.enroll_rate, 0.25, 0);
+    CHECK_NEAR(c.score_rate, 0, 0);
+    CHECK_NEAR(c.next_burst, 1000, 0);
+    CHECK_STR(c.tls_cert, "c.pem");
+    CHECK_STR(c.tls_key, "k.pem");
+    const char *bad_rate[] = {"x", "--enroll-rate", "fast"};
+    CHECK_INT(load(&c, 3, bad_rate, err), -1);
+    CHECK(strstr(err, "--enroll-rate") && strstr(err, "not a number"));
+    const char *neg_rate[] = {"x", "--score-rate", "-1"};
+    CHECK_INT(load(&c, 3, neg_rate, err), -1);
+    CHECK(strstr(err, "outside"));
+    const char *nan_rate[] = {"x", "--next-rate", "nan"};
+    CHECK_INT(load(&c, 3, nan_rate, err), -1);
+    const char *zero_burst[] = {"x", "--score-burst", "0.5"};
+    CHECK_INT(load(&c, 3, zero_burst, err), -1);
 
     env_port = "9000";
     env_sync = "normal";
