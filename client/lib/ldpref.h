@@ -7,10 +7,11 @@
  * answer, signs the privatized label with the annotator's Ed25519 key and
  * submits it. A local ledger (an SQLite file, mode 0600) remembers
  *   - the randomized answer for each comparison, keyed by a keyed hash of its
- *     content, so re-asking the same comparison (under another task id, in
- *     either A/B order) always gets the same randomized answer and spends
- *     nothing new; the same task id is never answered twice
- *     (LDPREF_EALREADY_ANSWERED);
+ *     normalized content, with a local sketch of it, so re-asking the same
+ *     comparison (under another task id, in either A/B order, with other
+ *     spacing or invisible characters, or a near-duplicate of it) always
+ *     gets the same randomized answer and spends nothing new; the same task
+ *     id is never answered twice (LDPREF_EALREADY_ANSWERED);
  *   - the epsilon spent, so the annotator's own caps are never exceeded;
  *   - every signed message before it is sent (the outbox), so a resend is
  *     byte-identical and the server returns the original receipt.
