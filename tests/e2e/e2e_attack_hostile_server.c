@@ -18,6 +18,8 @@
  *   submitted label is the one memoized answer in the orientation asked, so
  *   a majority vote learns no more than one epsilon-LDP draw, and the
  *   ledger was charged one epsilon;
+ * - an export of 200 MB streams into its file (created 0600, also over an
+ *   existing 0644 file) with the CLI's peak RSS under 64 MB;
  * - while `ldpref answer ID -` waits for the server, /proc/PID/cmdline holds
  *   no choice (and it does hold it for `ldpref answer ID b`: the check can
  *   see one).
@@ -40,6 +42,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
 #include <sys/time.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -232,6 +235,27 @@ static void test_trickle_and_shapes(hostile_server *h, const char *key)
     figure("many_values cli", &r);
     CHECK_INT(r.status, LDPREF_ERESPONSE_TOO_COMPLEX);
     CHECK(r.maxrss_kb < RSS_MAX_KB);
+}
+
+/* An export is streamed, not held: 200 MB into a file, the CLI staying small. */
+static void test_export(const char *key)
+{
+    char path[256];
+    snprintf(path, sizeof path, "%s/export.jsonl", dir);
+    int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    if (fd >= 0) {
+        fchmod(fd, 0644);
+        close(fd);
+    }
+    const char *args[] = {"--token", "op_hostile", "admin", "export", "--out", path, NULL};
+    struct child r = cli(key, args, NULL);
+    figure("export cli", &r);
+    CHECK_INT(r.status, 0);
+    CHECK(r.maxrss_kb < RSS_MAX_KB);
+    struct stat st;
+    CHECK(stat(path, &st) == 0 && (size_t)st.st_size == hostile_huge_size());
+    CHECK_INT(st.st_mode & 0777, 0600);
+    unlink(path);
 }
 
 /* ---- near-duplicates -------------------------------------------------------- */
@@ -457,6 +481,7 @@ int main(void)
     if (getenv("E2E_ONLY_VARIANTS") == NULL) {
         test_huge(h, key);
         test_trickle_and_shapes(h, key);
+        test_export(key);
     }
     test_variants(h);
     if (getenv("E2E_CHOICE_IN_ARGV") == NULL)

@@ -38,7 +38,7 @@ static const char HUGE_TASK[] =
     "{\"task_id\":2,\"campaign\":\"default\",\"prompt\":\"p\",\"a\":\"x\",\"b\":\"y\","            \
     "\"epsilon\":1,\"epsilon_min\":0.01,\"epsilon_max\":10}]}"
 
-static size_t huge_size(void)
+size_t hostile_huge_size(void)
 {
     size_t body = HOSTILE_HUGE_BYTES - (sizeof HUGE_HEAD - 1) - (sizeof HUGE_TAIL - 1);
     return (sizeof HUGE_HEAD - 1) + body / (sizeof HUGE_TASK - 1) * (sizeof HUGE_TASK - 1) +
@@ -147,9 +147,9 @@ static enum MHD_Result next_tasks(hostile_server *h, struct MHD_Connection *c)
     pthread_mutex_unlock(&h->mu);
     switch (mode) {
     case HOSTILE_HUGE_LENGTH:
-        return send_stream(h, c, huge_size(), 1, 0);
+        return send_stream(h, c, hostile_huge_size(), 1, 0);
     case HOSTILE_HUGE_CHUNKED:
-        return send_stream(h, c, huge_size(), 0, 0);
+        return send_stream(h, c, hostile_huge_size(), 0, 0);
     case HOSTILE_TRICKLE:
         return send_stream(h, c, 0, 0, 1);
     case HOSTILE_DEEP: {
@@ -242,6 +242,8 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *u
         return next_tasks(h, c);
     if (strcmp(method, "POST") == 0 && strcmp(url, "/v1/labels") == 0)
         return label(h, c, u->data ? u->data : "", u->len);
+    if (strcmp(method, "GET") == 0 && strcmp(url, "/v1/export") == 0)
+        return send_stream(h, c, hostile_huge_size(), 0, 0); /* 200 MB, chunked */
     return send_error(c, MHD_HTTP_NOT_FOUND, "not_found");
 }
 

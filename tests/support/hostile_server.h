@@ -3,7 +3,8 @@
  * thread per connection) that plays a hostile ldpref server for tests of
  * the client: its POST /v1/tasks/next answers with what the mode says; POST
  * /v1/labels records each label's task id and z and answers with a receipt
- * (after a delay, if set); anything else is 404.
+ * (after a delay, if set); GET /v1/export streams 200 MB (chunked, whatever
+ * the token); anything else is 404.
  */
 #ifndef LP_HOSTILE_SERVER_H
 #define LP_HOSTILE_SERVER_H
@@ -21,6 +22,8 @@ typedef enum hostile_mode {
 } hostile_mode;
 
 #define HOSTILE_HUGE_BYTES (200u << 20)
+/* The exact length of the huge answers (whole tasks: a little under 200 MB). */
+size_t hostile_huge_size(void);
 
 /* A task the server hands out (strings borrowed until hostile_stop). */
 typedef struct hostile_task {
