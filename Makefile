@@ -259,7 +259,7 @@ run: deps
 reproduce: all
 	BUILD=$(BUILD) QUICK=$(QUICK) tests/study/reproduce.sh
 
-bench: bench-ingest bench-train bench-score bench-metrics bench-guard
+bench: bench-ingest bench-train bench-score bench-metrics bench-guard bench-audit
 # Each benchmark is a script tests/bench/<name>.sh printing "BENCH <name> <value> <unit>".
 bench-%: all $(BENCHES)
 	BUILD=$(BUILD) tests/bench/$*.sh

@@ -102,6 +102,9 @@
       "in Retry-After")                                                                            \
     X(70, STORAGE_UNHEALTHY, "storage_unhealthy", 503,                                             \
       "the database cannot take writes safely now; nothing was stored")                            \
+    X(71, LAST_ADMIN_TOKEN, "last_admin_token", 409,                                               \
+      "this is the last live operator token with the admin scope; create another first")           \
+    X(72, UNKNOWN_TOKEN, "unknown_token", 404, "no live operator token has this id")               \
     X(79, RESPONSE_TOO_LARGE, "response_too_large", 502,                                           \
       "the server's answer is larger than what was asked for can need; nothing of it was used")    \
     X(80, RESPONSE_TOO_COMPLEX, "response_too_complex", 502,                                       \

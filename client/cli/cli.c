@@ -615,13 +615,42 @@ static int cmd_revoke(const struct cmd *cmd, ldpref_client *c, char **pos, int n
     int rc = ldpref_admin_revoke(c, pos[0]);
     if (rc != LDPREF_OK)
         return fail(rc, c, "admin revoke");
-    json_t *answer = json_pack("{s:s, s:b}", "key", pos[0], "revoked", 1);
+    json_t *answer = json_pack("{s:s, s:b}", strncmp(pos[0], "ann-", 4) == 0 ? "pseudonym" : "key",
+                               pos[0], "revoked", 1);
     char *text = answer ? json_text(answer) : NULL;
     json_decref(answer);
     if (text)
         cli_print_answer("admin revoke", text, g_format);
     free(text);
     return 0;
+}
+
+static int cmd_token_create(const struct cmd *cmd, ldpref_client *c, char **pos, int npos)
+{
+    const char *name = cflag_value(cmd, "--name"), *scopes = cflag_value(cmd, "--scope");
+    if (name == NULL || scopes == NULL)
+        return usage_error("%s needs --name N and --scope S (admin,export,score or none)",
+                           cmd->name);
+    char *json = NULL;
+    int rc = ldpref_admin_token_create(c, name, scopes, &json);
+    return print_text(rc, c, json, cmd->name);
+}
+
+static int cmd_token_list(const struct cmd *cmd, ldpref_client *c, char **pos, int npos)
+{
+    char *json = NULL;
+    int rc = ldpref_admin_tokens(c, &json);
+    return print_text(rc, c, json, cmd->name);
+}
+
+/* admin token revoke ID and admin token rotate ID. */
+static int cmd_token_change(const struct cmd *cmd, ldpref_client *c, char **pos, int npos)
+{
+    char *json = NULL;
+    int rc = strcmp(cmd->name, "admin token rotate") == 0
+                 ? ldpref_admin_token_rotate(c, pos[0], &json)
+                 : ldpref_admin_token_revoke(c, pos[0], &json);
+    return print_text(rc, c, json, cmd->name);
 }
 
 static int cmd_stats(const struct cmd *cmd, ldpref_client *c, char **pos, int npos)
@@ -666,6 +695,20 @@ static int cmd_page(const struct cmd *cmd, ldpref_client *c, char **pos, int npo
     char *json = NULL;
     int rc = page(c, cflag_value(cmd, "--campaign"), offset, limit, &json);
     return print_text(rc, c, json, cmd->name);
+}
+
+/* admin audit: a page of the audit log (--after ID, --limit N). */
+static int cmd_audit(const struct cmd *cmd, ldpref_client *c, char **pos, int npos)
+{
+    long after = 0, limit = 0;
+    const char *s = cflag_value(cmd, "--after");
+    if (s && parse_long(s, 0, __LONG_MAX__, &after) != 0)
+        return usage_error("--after must be a row id >= 0, not %s", s);
+    if ((s = cflag_value(cmd, "--limit")) != NULL && parse_long(s, 1, 1000, &limit) != 0)
+        return usage_error("--limit must be an integer in 1..1000, not %s", s);
+    char *json = NULL;
+    int rc = ldpref_admin_audit(c, after, limit, &json);
+    return print_text(rc, c, json, "admin audit");
 }
 
 static int cmd_task(const struct cmd *cmd, ldpref_client *c, char **pos, int npos)
@@ -1179,6 +1222,16 @@ static const struct cflag F_SCORE[] = {
     {"--version", "V", "model version (default: the active model)"},
     {NULL, NULL, NULL}};
 
+static const struct cflag F_TOKEN_CREATE[] = {
+    {"--name", "N", "a name for people: who or what uses the token (1..64 bytes)"},
+    {"--scope", "S", "admin, export, score separated by commas, or none (reads /metrics only)"},
+    {NULL, NULL, NULL}};
+
+static const struct cflag F_AUDIT[] = {
+    {"--after", "ID", "rows after this id (default 0: from the first)"},
+    {"--limit", "N", "at most N rows, 1..1000 (default 100)"},
+    {NULL, NULL, NULL}};
+
 static const struct cflag F_UI[] = {{"--port", "N", "port on 127.0.0.1 (default: a free one)"},
                                     {"--no-browser", NULL, "print the address only"},
                                     {NULL, NULL, NULL}};
@@ -1217,8 +1270,23 @@ static const struct cmd CMDS[] = {
      "create one-time enrollment tokens (operator)", 0, 0, 2, F_TOKENS, cmd_enroll_token},
     {"admin campaign-create", "admin campaign-create NAME [options]",
      "create a campaign (operator)", 1, 1, 2, F_CAMPAIGN_CREATE, cmd_campaign_create},
-    {"admin revoke", "admin revoke KEY", "revoke an annotator key (operator)", 1, 1, 2, NULL,
+    {"admin revoke", "admin revoke KEY|PSEUDONYM",
+     "revoke an annotator by its key or its pseudonym ann-... (operator)", 1, 1, 2, NULL,
      cmd_revoke},
+    {"admin token create", "admin token create --name N --scope S",
+     "create an operator token; S: admin,export,score (any of them) or none; the token is "
+     "printed once (admin)",
+     0, 0, 2, F_TOKEN_CREATE, cmd_token_create},
+    {"admin token list", "admin token list",
+     "list operator tokens: id, name, scopes, created, revoked; never a secret (admin)", 0, 0, 2,
+     NULL, cmd_token_list},
+    {"admin token revoke", "admin token revoke ID",
+     "revoke operator token ID (tok-N) at once; the last admin token stays (admin)", 1, 1, 2, NULL,
+     cmd_token_change},
+    {"admin token rotate", "admin token rotate ID",
+     "replace token ID by a new secret with the same name and scopes, printed once; the old one "
+     "is revoked (admin)",
+     1, 1, 2, NULL, cmd_token_change},
     {"admin stats", "admin stats", "server statistics (operator)", 0, 0, 2, NULL, cmd_stats},
     {"admin campaign", "admin campaign NAME [--bucket-s S]",
      "a campaign's progress, labels over time and epsilon spent (operator)", 1, 1, 2,
@@ -1234,6 +1302,9 @@ static const struct cmd CMDS[] = {
     {"admin quality", "admin quality [--campaign C]",
      "label quality under privacy: debiased gold accuracy, agreement, flags (operator)", 0, 0, 2,
      F_CAMPAIGN, cmd_quality},
+    {"admin audit", "admin audit [--after ID] [--limit N]",
+     "the audit log of operator actions, with each row's hash (operator)", 0, 0, 2, F_AUDIT,
+     cmd_audit},
     {"admin export",
      "admin export [--out FILE] [--campaign C | --view corrupted [--version V]] [--format F]",
      "export labels as JSONL (operator)", 0, 0, 2, F_EXPORT, cmd_export},
@@ -1469,18 +1540,20 @@ int main(int argc, char **argv)
         free(words);
         return 0;
     }
-    /* Find the command: "admin X" is two words. */
+    /* Find the command: "admin X" is two words, "admin token X" three. */
     const struct cmd *cmd = NULL;
     int skip = 1;
-    char name[64];
+    char name[96];
     if (strcmp(words[0], "admin") == 0) {
-        if (nwords < 2) {
+        int group = nwords >= 2 && strcmp(words[1], "token") == 0;
+        if (nwords < 2 + group) {
             main_help(help ? stdout : stderr);
             free(words);
             return help ? 0 : LDPREF_EINVALID_ARGUMENT;
         }
-        snprintf(name, sizeof name, "admin %s", words[1]);
-        skip = 2;
+        snprintf(name, sizeof name, "admin %s%s%s", words[1], group ? " " : "",
+                 group ? words[2] : "");
+        skip = 2 + group;
     } else {
         snprintf(name, sizeof name, "%s", words[0]);
     }

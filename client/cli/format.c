@@ -59,7 +59,11 @@ static const char *const QUALITY_COLUMNS[] = {"pseudonym",
                                               "flag_reason",
                                               NULL};
 
+static const char *const AUDIT_COLUMNS[] = {"id",     "at_ms", "token_id", "action",
+                                            "status", "error", "hash",     NULL};
+
 static const cli_columns COLUMNS[] = {
+    {"admin audit", "entries", AUDIT_COLUMNS},
     {"admin runs", "runs", RUNS_COLUMNS},
     {"admin models", "models", MODELS_COLUMNS},
     {"admin quality", "annotators", QUALITY_COLUMNS},

@@ -25,6 +25,7 @@
 
 #define LPC_UPLOAD_MAX (64L << 20) /* the server's task-upload cap */
 #define LPC_NAME_MAX 128
+#define LP_PSEUDONYM_TEXT_MAX 23 /* "ann-" and 16 hex digits, with room to spare */
 
 int lpc_give_json(ldpref_client *c, json_t *resp, char **json_out)
 {
@@ -185,15 +186,20 @@ int ldpref_admin_campaign_create(ldpref_client *c, const ldpref_campaign *s, cha
     return rc != LDPREF_OK ? rc : lpc_give_json(c, resp, json_out);
 }
 
-int ldpref_admin_revoke(ldpref_client *c, const char *key_b64)
+int ldpref_admin_revoke(ldpref_client *c, const char *key_or_pseudonym)
 {
-    if (c == NULL || key_b64 == NULL)
+    if (c == NULL || key_or_pseudonym == NULL)
         return LDPREF_EINVALID_ARGUMENT;
+    const char *s = key_or_pseudonym;
+    int pseudonym = strncmp(s, "ann-", 4) == 0;
     uint8_t key[LP_KEY_BYTES];
-    if (lp_b64_decode(key_b64, key, sizeof key) != LP_OK)
+    if (pseudonym && (strlen(s) > LP_PSEUDONYM_TEXT_MAX || strpbrk(s, "\r\n") != NULL))
+        return lpc_fail(c, LDPREF_EINVALID_ARGUMENT, "a pseudonym looks like ann-0123456789abcdef");
+    if (!pseudonym && lp_b64_decode(s, key, sizeof key) != LP_OK)
         return lpc_fail(c, LDPREF_EINVALID_ARGUMENT,
-                        "the key must be 32 bytes of unpadded base64url");
-    json_t *req = json_pack("{s:s}", "key", key_b64), *resp = NULL;
+                        "give the key (32 bytes of unpadded base64url) or the pseudonym "
+                        "(ann-...)");
+    json_t *req = json_pack("{s:s}", pseudonym ? "pseudonym" : "key", s), *resp = NULL;
     if (req == NULL)
         return lpc_fail(c, LDPREF_ENO_MEMORY, "out of memory");
     long status = 0;
@@ -282,6 +288,23 @@ int ldpref_admin_task(ldpref_client *c, int64_t id, char **json_out)
 int ldpref_admin_quality(ldpref_client *c, const char *campaign, char **json_out)
 {
     return get_campaign_view(c, "/v1/quality", campaign, NULL, NULL, 0, json_out);
+}
+
+int ldpref_admin_audit(ldpref_client *c, int64_t after_id, int64_t limit, char **json_out)
+{
+    clear_out(json_out);
+    if (c == NULL)
+        return LDPREF_EINVALID_ARGUMENT;
+    if (after_id < 0 || limit < 0)
+        return lpc_fail(c, LDPREF_EINVALID_ARGUMENT, "after_id and limit are >= 0");
+    char path[96];
+    int n = snprintf(path, sizeof path, "/v1/audit?after_id=%lld", (long long)after_id);
+    if (limit > 0)
+        snprintf(path + n, sizeof path - (size_t)n, "&limit=%lld", (long long)limit);
+    json_t *resp = NULL;
+    long status = 0;
+    int rc = lpc_call_json(c, "GET", path, NULL, 1, LPC_RESP_CAP_LARGE, &resp, &status);
+    return rc != LDPREF_OK ? rc : lpc_give_json(c, resp, json_out);
 }
 
 /* The active model's version: LDPREF_ENO_ACTIVE_MODEL when none is served. */

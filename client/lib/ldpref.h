@@ -115,6 +115,8 @@ typedef enum ldpref_error {
     LDPREF_ERATE_LIMITED = 68,       /* 429: retry later */
     LDPREF_EBUSY = 69,               /* 503: the server is at a limit; retry later */
     LDPREF_ESTORAGE_UNHEALTHY = 70,  /* 503: the server's storage cannot take writes now */
+    LDPREF_ELAST_ADMIN_TOKEN = 71,   /* revoking it would leave no live admin token */
+    LDPREF_EUNKNOWN_TOKEN = 72,      /* no live operator token has this id */
 
     /* the server's answer exceeds the client's cap for what was asked; it
      * nests too deep or holds too many JSON values for it */
@@ -456,8 +458,35 @@ void ldpref_campaign_init(ldpref_campaign *spec);
 /* Creates a campaign. *json_out (may be NULL) gets the server's campaign. */
 int ldpref_admin_campaign_create(ldpref_client *c, const ldpref_campaign *spec, char **json_out);
 
-/* Revokes an annotator key (base64url). */
-int ldpref_admin_revoke(ldpref_client *c, const char *key_b64);
+/* Revokes an annotator: its key (base64url) or, since 0.4, its pseudonym
+ * ("ann-...", as the operator's views show it). LDPREF_EUNKNOWN_KEY when
+ * no annotator has it. */
+int ldpref_admin_revoke(ldpref_client *c, const char *key_or_pseudonym);
+
+/*
+ * Since 0.4: operator tokens (need a token with the admin scope;
+ * docs/operators.md "Operator tokens and scopes"). Tokens are named by
+ * their public id, "tok-<n>"; a token's secret is in the answer of the call
+ * that made it, and never again.
+ *
+ * ldpref_admin_token_create: a token named name (1..64 bytes) with scopes,
+ * names separated by commas ("admin,export,score"; "" or "none": a token
+ * that reads /metrics only). *json_out gets {"id", "token", "name",
+ * "scopes", "created_ms", "revoked_ms"}.
+ * ldpref_admin_tokens: {"tokens": [{"id", "name", "scopes", "created_ms",
+ * "revoked_ms" (null while live)}]}, live and revoked, oldest first.
+ * ldpref_admin_token_revoke: the revoked token's object.
+ * LDPREF_ELAST_ADMIN_TOKEN when it is the last live token with the admin
+ * scope; LDPREF_EUNKNOWN_TOKEN when no live token has the id.
+ * ldpref_admin_token_rotate: a new secret with the same name and scopes;
+ * the old token is revoked at once. *json_out as for create, plus
+ * "replaces": the old id. LDPREF_EUNKNOWN_TOKEN.
+ */
+int ldpref_admin_token_create(ldpref_client *c, const char *name, const char *scopes,
+                              char **json_out);
+int ldpref_admin_tokens(ldpref_client *c, char **json_out);
+int ldpref_admin_token_revoke(ldpref_client *c, const char *id, char **json_out);
+int ldpref_admin_token_rotate(ldpref_client *c, const char *id, char **json_out);
 
 /* Server statistics. *json_out gets the server's JSON. */
 int ldpref_admin_stats(ldpref_client *c, char **json_out);
@@ -492,6 +521,14 @@ int ldpref_admin_task(ldpref_client *c, int64_t id, char **json_out);
  * (GET /v1/quality; docs/operators.md "Label quality under privacy").
  * *json_out gets the server's JSON. LDPREF_EUNKNOWN_CAMPAIGN. */
 int ldpref_admin_quality(ldpref_client *c, const char *campaign, char **json_out);
+
+/* Since 0.4: a page of the audit log of operator actions (GET /v1/audit;
+ * docs/operators.md "Audit log"): the rows with id > after_id (>= 0), at
+ * most limit (1..1000; 0: the server's default, 100), in id order, each
+ * with its hash and the previous row's in hex, and the chain's head.
+ * *json_out gets {"entries", "head_id", "head_hash", "after_id", "limit"}.
+ * LDPREF_EBAD_PAGE. */
+int ldpref_admin_audit(ldpref_client *c, int64_t after_id, int64_t limit, char **json_out);
 
 /* Streams the export (JSONL) for campaign (NULL: all) into out (borrowed). */
 int ldpref_admin_export(ldpref_client *c, const char *campaign, FILE *out);

@@ -2,8 +2,9 @@
  * api.c — routing, response helpers, healthz, and the synchronous wrapper.
  * See api.h. Handlers live in api_labels.c (annotator endpoints: labels,
  * next, enrollment), api_progress.c (annotator endpoints: skip, progress),
- * api_admin.c (operator endpoints), api_views.c (the operator's read views)
- * and api_quality.c (label quality).
+ * api_admin.c (operator endpoints), api_views.c (the operator's read views),
+ * api_quality.c (label quality) and api_audit.c (the audit log: what the
+ * router records of each operator action, and GET /v1/audit).
  */
 #include "api_internal.h"
 
@@ -145,7 +146,8 @@ typedef struct route {
     const char *method, *path;
     lp_route id;
     handler_fn fn;  /* NULL for the asynchronous label routes */
-    unsigned scope; /* LP_SCOPE_* an operator credential needs; 0: none */
+    unsigned scope; /* LP_SCOPE_* an operator credential needs (LP_SCOPE_ANY_TOKEN: any
+                       live one); 0: none */
     enum cap_kind cap;
 } route;
 
@@ -169,6 +171,10 @@ static const route ROUTES[] = {
     {"GET", "/v1/annotators", LP_ROUTE_ANNOTATOR_LIST, lp_api_annotator_list, LP_SCOPE_ADMIN,
      CAP_BODY},
     {"POST", "/v1/annotators/revoke", LP_ROUTE_REVOKE, lp_api_revoke, LP_SCOPE_ADMIN, CAP_BODY},
+    {"POST", "/v1/tokens", LP_ROUTE_TOKENS, lp_api_token_create, LP_SCOPE_ADMIN, CAP_BODY},
+    {"GET", "/v1/tokens", LP_ROUTE_TOKENS, lp_api_token_list, LP_SCOPE_ADMIN, CAP_BODY},
+    {"POST", "/v1/tokens/revoke", LP_ROUTE_TOKENS, lp_api_token_revoke, LP_SCOPE_ADMIN, CAP_BODY},
+    {"POST", "/v1/tokens/rotate", LP_ROUTE_TOKENS, lp_api_token_rotate, LP_SCOPE_ADMIN, CAP_BODY},
     {"POST", "/v1/tasks", LP_ROUTE_TASKS, lp_api_tasks_load, LP_SCOPE_ADMIN, CAP_UPLOAD},
     {"GET", "/v1/tasks", LP_ROUTE_TASK_LIST, lp_api_task_list, LP_SCOPE_ADMIN, CAP_BODY},
     {"GET", "/v1/tasks/one", LP_ROUTE_TASK_LIST, lp_api_task_one, LP_SCOPE_ADMIN, CAP_BODY},
@@ -179,7 +185,7 @@ static const route ROUTES[] = {
     {"POST", "/v1/labels/batch", LP_ROUTE_LABELS_BATCH, NULL, 0, CAP_BATCH},
     {"GET", "/v1/stats", LP_ROUTE_STATS, lp_api_stats, LP_SCOPE_ADMIN, CAP_BODY},
     {"GET", "/v1/export", LP_ROUTE_EXPORT, lp_api_export, LP_SCOPE_EXPORT, CAP_BODY},
-    {"GET", "/metrics", LP_ROUTE_METRICS, lp_api_metrics, 0, CAP_BODY},
+    {"GET", "/metrics", LP_ROUTE_METRICS, lp_api_metrics, LP_SCOPE_ANY_TOKEN, CAP_BODY},
     {"POST", "/v1/retrain", LP_ROUTE_RETRAIN, lp_api_retrain_start, LP_SCOPE_ADMIN, CAP_BODY},
     {"GET", "/v1/retrain", LP_ROUTE_RETRAIN, lp_api_retrain_get, LP_SCOPE_ADMIN, CAP_BODY},
     {"POST", "/v1/retrain/cancel", LP_ROUTE_RETRAIN, lp_api_retrain_cancel, LP_SCOPE_ADMIN,
@@ -200,6 +206,7 @@ static const route ROUTES[] = {
     {"GET", "/v1/console/session", LP_ROUTE_CONSOLE, lp_console_session_get, 0, CAP_BODY},
     {"DELETE", "/v1/console/session", LP_ROUTE_CONSOLE, lp_console_sign_out, 0, CAP_BODY},
     {"GET", "/v1/quality", LP_ROUTE_QUALITY, lp_api_quality, LP_SCOPE_ADMIN, CAP_BODY},
+    {"GET", "/v1/audit", LP_ROUTE_AUDIT, lp_api_audit_list, LP_SCOPE_ADMIN, CAP_BODY},
 };
 #define N_ROUTES (sizeof ROUTES / sizeof ROUTES[0])
 
@@ -254,6 +261,23 @@ size_t lp_api_body_cap(const lp_api *api, const char *method, const char *path)
 {
     int known;
     return route_cap(api, find_route(method, path, &known));
+}
+
+int lp_api_route_at(size_t i, const char **method, const char **path, unsigned *scope)
+{
+    if (i >= N_ROUTES)
+        return 0;
+    *method = ROUTES[i].method;
+    *path = ROUTES[i].path;
+    *scope = ROUTES[i].scope;
+    return 1;
+}
+
+/* 1 when the server was started to serve route r to callers without a
+ * credential (a caller that presents one is still checked). */
+static int route_public(const lp_api *api, const route *r)
+{
+    return r->id == LP_ROUTE_METRICS && api->opts.public_metrics;
 }
 
 /* ---- rate limits ---- */
@@ -311,14 +335,21 @@ static int rate_limit_principal(lp_api *api, int cls, const lp_principal *who, i
 
 /* Authenticates an operator request for route r: a bearer token, or else
  * the console's session cookie, holding the route's scope. LP_OK with *who
- * filled, or the refusal's code with resp filled. */
+ * filled (and *anonymous set for a public route's caller without a
+ * credential), or the refusal's code with resp filled. */
 static int authorize(lp_api *api, const route *r, const lp_request *req, lp_principal *who,
-                     lp_response *resp)
+                     int *anonymous, lp_response *resp)
 {
+    *anonymous = req->bearer == NULL && req->cookie == NULL && route_public(api, r);
+    if (*anonymous) {
+        *who = (lp_principal){0};
+        return LP_OK;
+    }
     int rc = req->bearer != NULL || req->cookie == NULL
                  ? lp_auth_operator_check(api->store, req->bearer, who)
                  : lp_console_authorize(api, req, who);
-    if (rc == LP_OK && (who->scopes & r->scope) != r->scope)
+    unsigned need = r->scope & LP_SCOPE_ALL;
+    if (rc == LP_OK && (who->scopes & need) != need)
         rc = LP_EINSUFFICIENT_SCOPE;
     if (rc == LP_OK)
         return LP_OK;
@@ -355,11 +386,9 @@ lp_api *lp_api_new(lp_store *store, const lp_api_opts *opts)
                   [LP_RATE_ENROLL] = {{0, 0}, {opts->enroll_rate, opts->enroll_burst}}},
         .buckets = opts->rate_buckets};
     api->limits = lp_ratelimit_new(&ro);
-    if (api->sessions == NULL || api->limits == NULL) {
-        lp_sessions_free(api->sessions);
-        lp_ratelimit_free(api->limits);
-        lp_quality_cache_free(api->quality_cache);
-        free(api);
+    api->audit_gate = lp_audit_gate_new();
+    if (api->sessions == NULL || api->limits == NULL || api->audit_gate == NULL) {
+        lp_api_free(api);
         return NULL;
     }
     return api;
@@ -372,6 +401,7 @@ void lp_api_free(lp_api *api)
     lp_sessions_free(api->sessions);
     lp_ratelimit_free(api->limits);
     lp_quality_cache_free(api->quality_cache);
+    lp_audit_gate_free(api->audit_gate);
     free(api);
 }
 
@@ -385,16 +415,24 @@ void lp_api_set_draining(lp_api *api)
     atomic_store(&api->draining, 1);
 }
 
-int lp_api_begin(lp_api *api, const lp_request *req, const lp_async *async, lp_response *resp,
-                 lp_pending **pending)
+static int audit_kind(const route *r)
 {
-    memset(resp, 0, sizeof *resp);
-    *pending = NULL;
-    int known;
-    const route *r = find_route(req->method, req->path, &known);
-    lp_metrics_request(r ? r->id : LP_ROUTE_OTHER);
-    if (r == NULL)
-        return lp_api_error(resp, known ? LP_EMETHOD_NOT_ALLOWED : LP_ENOT_FOUND, NULL);
+    return lp_api_audit_kind(r->method, r->path, r->id, r->scope);
+}
+
+/* Who a refused operator request was: the token's holder when only the
+ * scope was missing, else nobody. */
+static const lp_principal *refused_as(int rc, const lp_principal *who)
+{
+    return rc == LP_EINSUFFICIENT_SCOPE ? who : NULL;
+}
+
+/* Runs route r for req; *actor gets the authenticated principal (who) or
+ * stays NULL. */
+static int run_route(lp_api *api, const route *r, const lp_request *req, const lp_async *async,
+                     lp_response *resp, lp_pending **pending, lp_principal *who,
+                     const lp_principal **actor)
+{
     size_t cap = route_cap(api, r);
     if (req->body_len > cap)
         return lp_api_error(resp, LP_EBODY_TOO_LARGE, NULL);
@@ -405,16 +443,44 @@ int lp_api_begin(lp_api *api, const lp_request *req, const lp_async *async, lp_r
     int cls = route_rate_class(r);
     if (cls >= 0 && rate_limit_address(api, cls, req, 1, resp) != LP_OK)
         return LP_API_DONE;
-    lp_principal who;
-    if (r->scope != 0 && authorize(api, r, req, &who, resp) != LP_OK)
-        return LP_API_DONE;
+    int anonymous = 1;
+    if (r->scope != 0) {
+        int rc = authorize(api, r, req, who, &anonymous, resp);
+        *actor = rc == LP_OK ? (anonymous ? NULL : who) : refused_as(rc, who);
+        if (rc != LP_OK)
+            return LP_API_DONE;
+    }
     lp_request authed = *req;
-    authed.principal = r->scope != 0 ? &who : NULL;
+    authed.principal = anonymous ? NULL : who;
     if (cls >= 0 && rate_limit_principal(api, cls, authed.principal, 1, resp) != LP_OK)
         return LP_API_DONE;
     if (r->fn != NULL)
         return r->fn(api, &authed, resp);
     return lp_api_labels_begin(api, &authed, async, resp, pending, r->id == LP_ROUTE_LABELS_BATCH);
+}
+
+int lp_api_begin(lp_api *api, const lp_request *req, const lp_async *async, lp_response *resp,
+                 lp_pending **pending)
+{
+    memset(resp, 0, sizeof *resp);
+    *pending = NULL;
+    int known;
+    const route *r = find_route(req->method, req->path, &known);
+    lp_metrics_request(r ? r->id : LP_ROUTE_OTHER);
+    if (r == NULL)
+        return lp_api_error(resp, known ? LP_EMETHOD_NOT_ALLOWED : LP_ENOT_FOUND, NULL);
+    lp_principal who = {0};
+    const lp_principal *actor = NULL;
+    int kind = audit_kind(r);
+    /* A sign-out's session is gone once it has answered. */
+    if (kind == LP_AUDIT_SIGN_OUT && lp_console_authorize(api, req, &who) == LP_OK)
+        actor = &who;
+    int rc = run_route(api, r, req, async, resp, pending, &who, &actor);
+    /* Recorded routes are never pending (only the label routes are). */
+    if (kind != LP_AUDIT_NONE && rc == LP_API_DONE)
+        lp_api_audit_record(api, kind, r->method, r->path, req, 1, r->cap == CAP_UPLOAD, actor,
+                            resp);
+    return rc;
 }
 
 int lp_api_preauth(lp_api *api, const lp_request *req, lp_response *resp)
@@ -432,9 +498,14 @@ int lp_api_preauth(lp_api *api, const lp_request *req, lp_response *resp)
         return resp->error;
     if (r->scope == 0)
         return LP_OK;
-    if (authorize(api, r, req, &who, resp) != LP_OK)
+    int anonymous;
+    if (authorize(api, r, req, &who, &anonymous, resp) != LP_OK) {
+        /* lp_api_begin never sees this request: it is recorded here */
+        lp_api_audit_record(api, audit_kind(r), r->method, r->path, req, 0, r->cap == CAP_UPLOAD,
+                            refused_as(resp->error, &who), resp);
         return resp->error;
-    if (cls >= 0 && rate_limit_principal(api, cls, &who, 0, resp) != LP_OK)
+    }
+    if (cls >= 0 && rate_limit_principal(api, cls, anonymous ? NULL : &who, 0, resp) != LP_OK)
         return resp->error;
     return LP_OK;
 }

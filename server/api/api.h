@@ -41,7 +41,8 @@ typedef struct lp_api_opts {
     double score_rate, score_burst, next_rate, next_burst, enroll_rate, enroll_burst;
     double rate_address_factor;
     size_t rate_buckets;
-    int tls; /* the server speaks HTTPS: the console's cookie is Secure */
+    int tls;            /* the server speaks HTTPS: the console's cookie is Secure */
+    int public_metrics; /* 1: GET /metrics needs no credential */
 } lp_api_opts;
 
 typedef struct lp_param {
@@ -134,6 +135,12 @@ void lp_api_set_draining(lp_api *api);
 const char *lp_api_route_name(const lp_api *api, const char *method, const char *path,
                               size_t *body_cap);
 
+/* Route i of the route table (0 past the end), for tests and
+ * documentation checks: its method, path (a path ending in "/\*" matches every file below)
+ * and the scope an operator credential needs (server/service/auth.h:
+ * the LP_SCOPE_ bits, LP_SCOPE_ANY_TOKEN, or 0: none). Returns 1. */
+int lp_api_route_at(size_t i, const char **method, const char **path, unsigned *scope);
+
 /* The body size cap for a route. */
 size_t lp_api_body_cap(const lp_api *api, const char *method, const char *path);
 
@@ -141,13 +148,16 @@ size_t lp_api_body_cap(const lp_api *api, const char *method, const char *path);
  * looked at), before its body is read: LP_OK to go on, or the refusal's
  * code with resp filled (401, 403). The HTTP layer calls this when the
  * headers have arrived, so an unauthenticated body is never buffered;
- * lp_api_begin checks again. */
+ * lp_api_begin checks again. A refusal of a route the audit log records
+ * is recorded here (docs/operators.md "Audit log"). */
 int lp_api_preauth(lp_api *api, const lp_request *req, lp_response *resp);
 
 /* Starts handling req. LP_API_DONE: resp is filled. LP_API_PENDING: *pending
  * is set, async->suspend has been called, and async->resume will be called
  * exactly once; then call lp_api_finish. async may be NULL only via
- * lp_api_handle. */
+ * lp_api_handle. An operator action (a state-changing operator request,
+ * an export, a console sign-in or sign-out) is appended to the audit log
+ * before this returns, whatever its outcome. */
 int lp_api_begin(lp_api *api, const lp_request *req, const lp_async *async, lp_response *resp,
                  lp_pending **pending);
 /* Completes a pending request (after resume) and frees pending. */

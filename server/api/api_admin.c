@@ -210,27 +210,46 @@ int lp_api_enroll_tokens(lp_api *api, const lp_request *req, lp_response *resp)
     return LP_API_DONE;
 }
 
+/* {"key": base64url} or {"pseudonym": "ann-..."}: the annotator as its
+ * device or as the operator's views name it. */
 int lp_api_revoke(lp_api *api, const lp_request *req, lp_response *resp)
 {
-    static const char *const fields[] = {"key", NULL};
+    static const char *const fields[] = {"key", "pseudonym", NULL};
     char msg[LP_MSG_MAX];
     json_t *root = NULL;
     if (lp_api_parse_body(api, req, &root, resp) != LP_OK)
         return LP_API_DONE;
     uint8_t key[LP_KEY_BYTES];
+    const char *pseudonym = NULL;
+    int by_key = json_object_get(root, "key") != NULL;
     int rc = json_is_object(root)
                  ? lp_json_only_fields(root, fields, msg, sizeof msg)
                  : lp_fail(LP_EWRONG_TYPE, msg, sizeof msg, "expected a JSON object");
+    if (rc == LP_OK && by_key == (json_object_get(root, "pseudonym") != NULL))
+        rc = lp_fail(LP_EBAD_REQUEST, msg, sizeof msg,
+                     "give the annotator's \"key\" or its \"pseudonym\", not both");
     if (rc == LP_OK)
-        rc = lp_json_get_bytes(root, "key", key, LP_KEY_BYTES, msg, sizeof msg);
+        rc = by_key ? lp_json_get_bytes(root, "key", key, LP_KEY_BYTES, msg, sizeof msg)
+                    : lp_json_get_string(root, "pseudonym", LP_PSEUDONYM_MAX - 1, &pseudonym, msg,
+                                         sizeof msg);
+    if (rc == LP_OK)
+        rc = by_key ? lp_store_revoke(api->store, key)
+                    : lp_store_revoke_pseudonym(api->store, pseudonym, key);
+    if (rc == LP_EUNKNOWN_KEY && !by_key)
+        snprintf(msg, sizeof msg, "no annotator has this pseudonym");
+    else if (rc == LP_EUNKNOWN_KEY || rc == LP_ESTORAGE)
+        msg[0] = '\0';
     json_decref(root);
     if (rc != LP_OK)
         return lp_api_error(resp, rc, msg);
-    if ((rc = lp_store_revoke(api->store, key)) != LP_OK)
-        return lp_api_error(resp, rc, NULL);
+    lp_annotator a;
     char b64[LP_B64_MAX];
     lp_b64_encode(key, LP_KEY_BYTES, b64);
-    return lp_api_json(resp, 200, json_pack("{s:s, s:b}", "key", b64, "revoked", 1));
+    if (lp_store_annotator_by_key(api->store, key, &a) != LP_OK)
+        a.pseudonym[0] = '\0';
+    return lp_api_json(
+        resp, 200,
+        json_pack("{s:s, s:s, s:b}", "key", b64, "pseudonym", a.pseudonym, "revoked", 1));
 }
 
 /* ---- tasks ---- */

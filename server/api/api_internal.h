@@ -18,6 +18,7 @@
 #include <stdatomic.h>
 
 typedef struct lp_quality_cache lp_quality_cache;
+typedef struct lp_audit_gate lp_audit_gate;
 
 struct lp_api {
     lp_store *store;
@@ -28,7 +29,8 @@ struct lp_api {
     int64_t started_ms;
     lp_sessions *sessions; /* the console's sign-ins */
     lp_sessions_opts sessions_opts;
-    lp_ratelimit *limits; /* score, enrollment and task-fetch buckets */
+    lp_ratelimit *limits;      /* score, enrollment and task-fetch buckets */
+    lp_audit_gate *audit_gate; /* the rate of unauthenticated refusals recorded (api_audit.c) */
 };
 
 #define LP_CT_JSON "application/json"
@@ -58,6 +60,11 @@ int lp_api_rate_limit(lp_api *api, lp_rate_class cls, lp_rate_key kind, const vo
                       int take, lp_response *resp);
 /* The value of a query parameter, or NULL. */
 const char *lp_api_param(const lp_request *req, const char *key);
+/* A query parameter that must be a decimal integer in [lo, hi] (at most 18
+ * digits, no sign); *v keeps its default when the parameter is absent.
+ * code (with msg) when it is not. */
+int lp_api_int_param(const lp_request *req, const char *key, int64_t lo, int64_t hi, int64_t *v,
+                     int code, char *msg, size_t ml);
 
 /* The context turns of task_id as a new JSON array of {"role", "content"}
  * ([] when it has none) in *out. LP_ESTORAGE, LP_ENO_MEMORY. */
@@ -88,6 +95,12 @@ int lp_api_stats(lp_api *api, const lp_request *req, lp_response *resp);
 int lp_api_export(lp_api *api, const lp_request *req, lp_response *resp);
 int lp_api_metrics(lp_api *api, const lp_request *req, lp_response *resp);
 
+/* handlers (api_tokens.c) */
+int lp_api_token_create(lp_api *api, const lp_request *req, lp_response *resp);
+int lp_api_token_list(lp_api *api, const lp_request *req, lp_response *resp);
+int lp_api_token_revoke(lp_api *api, const lp_request *req, lp_response *resp);
+int lp_api_token_rotate(lp_api *api, const lp_request *req, lp_response *resp);
+
 /* handlers (api_views.c) */
 int lp_api_campaign_view(lp_api *api, const lp_request *req, lp_response *resp);
 int lp_api_annotator_list(lp_api *api, const lp_request *req, lp_response *resp);
@@ -103,6 +116,31 @@ int lp_api_quality(lp_api *api, const lp_request *req, lp_response *resp);
 void lp_api_quality_metrics(lp_api *api, lp_buf *b);
 lp_quality_cache *lp_quality_cache_new(lp_api *api);
 void lp_quality_cache_free(lp_quality_cache *q); /* accepts NULL */
+
+/*
+ * The audit log (api_audit.c). The router records, after the handler has
+ * answered or the request was refused (401, 403, 413 included):
+ *   LP_AUDIT_ACTION    every operator route (scope != 0) whose method is not
+ *                      GET, except POST /v1/score (a read), and GET
+ *                      /v1/export (a read that releases the data);
+ *   LP_AUDIT_SIGN_IN   POST /v1/console/session;
+ *   LP_AUDIT_SIGN_OUT  DELETE /v1/console/session.
+ * who is the principal (NULL when the request did not authenticate; for a
+ * sign-in the token of its body is looked up here); unauthenticated
+ * outcomes are rate-limited (a burst of 60, then one a second; the number
+ * left out goes into the next one's params as "suppressed_refusals").
+ * body_read: the body was read (lp_api_preauth refuses before it is);
+ * upload: the body is recorded as its size and BLAKE2b hash only.
+ */
+enum { LP_AUDIT_NONE, LP_AUDIT_ACTION, LP_AUDIT_SIGN_IN, LP_AUDIT_SIGN_OUT };
+int lp_api_audit_kind(const char *method, const char *path, lp_route id, unsigned scope);
+void lp_api_audit_record(lp_api *api, int kind, const char *method, const char *path,
+                         const lp_request *req, int body_read, int upload, const lp_principal *who,
+                         const lp_response *resp);
+lp_audit_gate *lp_audit_gate_new(void);    /* NULL when out of memory */
+void lp_audit_gate_free(lp_audit_gate *g); /* accepts NULL */
+/* GET /v1/audit?after_id=&limit= */
+int lp_api_audit_list(lp_api *api, const lp_request *req, lp_response *resp);
 
 /* handlers (api_learn.c) */
 int lp_api_retrain_start(lp_api *api, const lp_request *req, lp_response *resp);

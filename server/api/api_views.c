@@ -19,10 +19,8 @@
 #define BUCKET_S_DEFAULT 3600
 #define TASK_PAGE_DEFAULT 100
 
-/* A query parameter that must be a decimal integer in [lo, hi] (at most 18
- * digits, no sign); *v keeps its default when the parameter is absent.
- * code (with msg) when it is not. */
-static int int_param(const lp_request *req, const char *key, int64_t lo, int64_t hi, int64_t *v,
+/* See api_internal.h. */
+int lp_api_int_param(const lp_request *req, const char *key, int64_t lo, int64_t hi, int64_t *v,
                      int code, char *msg, size_t ml)
 {
     const char *s = lp_api_param(req, key);
@@ -100,8 +98,8 @@ int lp_api_campaign_view(lp_api *api, const lp_request *req, lp_response *resp)
 {
     char msg[LP_MSG_MAX] = "";
     int64_t bucket_s = BUCKET_S_DEFAULT;
-    int rc = int_param(req, "bucket_s", LP_BUCKET_S_MIN, LP_BUCKET_S_MAX, &bucket_s, LP_EBAD_BUCKET,
-                       msg, sizeof msg);
+    int rc = lp_api_int_param(req, "bucket_s", LP_BUCKET_S_MIN, LP_BUCKET_S_MAX, &bucket_s,
+                              LP_EBAD_BUCKET, msg, sizeof msg);
     if (rc == LP_OK && bucket_s % 60 != 0)
         rc = lp_fail(LP_EBAD_BUCKET, msg, sizeof msg, "bucket_s must be a multiple of 60");
     const char *name = lp_api_param(req, "campaign");
@@ -187,10 +185,10 @@ static int list_page(lp_api *api, const lp_request *req, lp_response *resp, int6
     char msg[LP_MSG_MAX] = "";
     int64_t offset = 0, limit = def, total = 0;
     lp_campaign c;
-    int rc = int_param(req, "offset", 0, INT64_C(999999999999999999), &offset, LP_EBAD_PAGE, msg,
-                       sizeof msg);
+    int rc = lp_api_int_param(req, "offset", 0, INT64_C(999999999999999999), &offset, LP_EBAD_PAGE,
+                              msg, sizeof msg);
     if (rc == LP_OK)
-        rc = int_param(req, "limit", 1, LP_PAGE_MAX, &limit, LP_EBAD_PAGE, msg, sizeof msg);
+        rc = lp_api_int_param(req, "limit", 1, LP_PAGE_MAX, &limit, LP_EBAD_PAGE, msg, sizeof msg);
     if (rc == LP_OK)
         rc = campaign_param(api, req, &c, msg, sizeof msg);
     json_t *arr = rc == LP_OK ? json_array() : NULL;
@@ -222,8 +220,8 @@ int lp_api_task_one(lp_api *api, const lp_request *req, lp_response *resp)
 {
     char msg[LP_MSG_MAX] = "";
     int64_t id = 0;
-    int rc =
-        int_param(req, "id", 1, INT64_C(999999999999999999), &id, LP_EBAD_REQUEST, msg, sizeof msg);
+    int rc = lp_api_int_param(req, "id", 1, INT64_C(999999999999999999), &id, LP_EBAD_REQUEST, msg,
+                              sizeof msg);
     if (rc == LP_OK && id == 0)
         rc = lp_fail(LP_EBAD_REQUEST, msg, sizeof msg, "the task's id is required: ?id=N");
     if (rc != LP_OK)

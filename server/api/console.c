@@ -108,19 +108,31 @@ static int state_changing(const lp_request *req)
     return strcmp(req->method, "GET") != 0 && strcmp(req->method, "HEAD") != 0;
 }
 
+/* Checks session id at now and that the token it was signed in with is
+ * still live (a revoked token ends its sessions): LP_OK with *who (may be
+ * NULL) and *expires_ms (may be NULL) set, or LP_EUNAUTHORIZED. */
+static int live_session(lp_api *api, const char *id, lp_principal *who, int64_t *expires_ms)
+{
+    lp_principal signed_in;
+    int rc = lp_sessions_check(api->sessions, id, lp_now_ms(), NULL, expires_ms, &signed_in);
+    if (rc == LP_OK &&
+        (rc = lp_auth_operator_live(api->store, signed_in.token_id, who)) == LP_EUNAUTHORIZED)
+        lp_sessions_end(api->sessions, id);
+    return rc;
+}
+
 int lp_console_authorize(lp_api *api, const lp_request *req, lp_principal *who)
 {
     char id[LP_SESSION_ID_MAX];
     if (who != NULL)
-        *who = (lp_principal){.token_id = 0, .scopes = LP_SCOPE_ALL};
+        *who = (lp_principal){0};
     if (!same_origin(req))
         return LP_ECROSS_SITE;
-    if (!session_cookie(req, id) ||
-        lp_sessions_check(api->sessions, id, lp_now_ms(), NULL, NULL) != LP_OK)
-        return LP_EUNAUTHORIZED;
-    int ok = !state_changing(req) || lp_sessions_csrf_ok(api->sessions, id, req->csrf);
+    int rc = session_cookie(req, id) ? live_session(api, id, who, NULL) : LP_EUNAUTHORIZED;
+    if (rc == LP_OK && state_changing(req) && !lp_sessions_csrf_ok(api->sessions, id, req->csrf))
+        rc = LP_ECSRF_FAILED;
     sodium_memzero(id, sizeof id);
-    return ok ? LP_OK : LP_ECSRF_FAILED;
+    return rc;
 }
 
 /* ---- sign-in and sign-out ---- */
@@ -164,8 +176,9 @@ int lp_console_sign_in(lp_api *api, const lp_request *req, lp_response *resp)
         return LP_API_DONE;
     const char *token = json_string_value(json_object_get(body, "token"));
     /* One answer for every failure: a missing, malformed or wrong token. */
+    lp_principal who;
     int rc = json_object_size(body) == 1 && token != NULL
-                 ? lp_auth_operator_check(api->store, token, NULL)
+                 ? lp_auth_operator_check(api->store, token, &who)
                  : LP_EUNAUTHORIZED;
     json_decref(body);
     if (rc != LP_OK)
@@ -173,7 +186,7 @@ int lp_console_sign_in(lp_api *api, const lp_request *req, lp_response *resp)
                             rc == LP_EUNAUTHORIZED ? "sign-in failed" : NULL);
     char id[LP_SESSION_ID_MAX], csrf[LP_SESSION_CSRF_MAX];
     int64_t expires_ms = 0;
-    rc = lp_sessions_create(api->sessions, lp_now_ms(), id, csrf, &expires_ms);
+    rc = lp_sessions_create(api->sessions, lp_now_ms(), &who, id, csrf, &expires_ms);
     if (rc != LP_OK)
         return lp_api_error(resp, rc, NULL);
     session_answer(api, resp, id, csrf, expires_ms);
@@ -188,9 +201,7 @@ int lp_console_session_get(lp_api *api, const lp_request *req, lp_response *resp
     int64_t expires_ms = 0;
     if (!same_origin(req))
         return lp_api_error(resp, LP_ECROSS_SITE, NULL);
-    int rc = session_cookie(req, id)
-                 ? lp_sessions_check(api->sessions, id, lp_now_ms(), NULL, &expires_ms)
-                 : LP_EUNAUTHORIZED;
+    int rc = session_cookie(req, id) ? live_session(api, id, NULL, &expires_ms) : LP_EUNAUTHORIZED;
     sodium_memzero(id, sizeof id);
     if (rc != LP_OK)
         return lp_api_error(resp, LP_EUNAUTHORIZED, "not signed in");

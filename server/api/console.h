@@ -32,7 +32,8 @@ int lp_console_sign_out(lp_api *api, const lp_request *req, lp_response *resp);
  * session cookie, a same-origin request, and for any method but GET and
  * HEAD the session's CSRF token. LP_OK or the refusal's code
  * (LP_EUNAUTHORIZED, LP_ECROSS_SITE, LP_ECSRF_FAILED). On LP_OK who (may
- * be NULL) is the session's principal. */
+ * be NULL) is the principal the session signed in with; a session whose
+ * token has been revoked since is ended (LP_EUNAUTHORIZED). */
 int lp_console_authorize(lp_api *api, const lp_request *req, lp_principal *who);
 
 #endif

@@ -123,8 +123,19 @@ static const opt_def OPTIONS[] = {
     {"log-level", "LDPREF_LOG_LEVEL", OPT_LOG_LEVEL, OFF(log_level), "info", 0, 3,
      "least severe level logged: debug, info (one line per request and per event), warn "
      "or error"},
+    {"public-metrics", "LDPREF_PUBLIC_METRICS", OPT_FLAG, OFF(public_metrics), "0", 0, 1,
+     "serve GET /metrics without a token (default: any live operator token, whatever its "
+     "scopes)"},
     {"new-operator-token", NULL, OPT_FLAG, OFF(new_operator_token), "0", 0, 1,
      "mint one more operator token, print it, and exit"},
+    {"token-name", NULL, OPT_STR, OFF(token_name), "operator", 0, 0,
+     "name of the token --new-operator-token mints (1..64 bytes)"},
+    {"token-scopes", NULL, OPT_STR, OFF(token_scopes), "admin,export,score", 0, 0,
+     "scopes of the token --new-operator-token mints: a comma list of admin, export, score, "
+     "or none (reads /metrics only)"},
+    {"verify-audit", NULL, OPT_FLAG, OFF(verify_audit), "0", 0, 1,
+     "verify the audit log's hash chain in --db, print the result and exit: 0 intact, "
+     "1 broken (the first broken row is named), 2 unreadable"},
     {"help", NULL, OPT_FLAG, OFF(help), "0", 0, 1, "print this help and exit"},
 };
 #define N_OPTIONS (sizeof OPTIONS / sizeof OPTIONS[0])

@@ -49,8 +49,12 @@ typedef struct lp_config {
     int64_t console_session_lifetime; /* seconds */
     int64_t console_idle_timeout;     /* seconds */
     int64_t console_sessions;
-    int64_t new_operator_token; /* flag */
-    int64_t help;               /* flag */
+    int64_t public_metrics;               /* flag: GET /metrics without a token */
+    int64_t new_operator_token;           /* flag */
+    char token_name[LP_CONFIG_STR_MAX];   /* of the token --new-operator-token mints */
+    char token_scopes[LP_CONFIG_STR_MAX]; /* its scopes: "admin,export,score", "none" */
+    int64_t verify_audit;                 /* flag */
+    int64_t help;                         /* flag */
 } lp_config;
 
 /* Looks up an environment variable; returns NULL when unset. */

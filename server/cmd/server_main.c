@@ -10,10 +10,13 @@
  *   "listening on http://HOST:PORT"  (https:// with --tls-cert and --tls-key)
  * Everything else goes to stderr as log lines (common/log.h; --log-format,
  * --log-level), except an invalid command line, reported before the log is
- * configured; secrets are never logged.
+ * configured; secrets are never logged. --verify-audit prints one result
+ * line on stdout ("audit chain intact: ..." or "audit chain broken ...").
  */
 #include "api.h"
+#include "audit.h"
 #include "auth.h"
+#include "clock.h"
 #include "config.h"
 #include "error.h"
 #include "http.h"
@@ -23,6 +26,7 @@
 #include "rr.h"
 #include "store.h"
 #include "tls.h"
+#include "tokens.h"
 
 #include <signal.h>
 #include <sodium.h>
@@ -44,6 +48,35 @@ static void fatal(const char *message)
     lp_log(LP_LOG_ERROR, "server_error", LP_LOG_STR("message", message));
 }
 
+/* --verify-audit: walks the audit chain of db (read-only) and prints the
+ * outcome. 0 intact, 1 broken, 2 unreadable. */
+static int verify_audit(const char *db)
+{
+    lp_audit_check c;
+    char err[512], hex[LP_AUDIT_HEX];
+    if (lp_audit_verify_file(db, &c, err, sizeof err) != LP_OK) {
+        fprintf(stderr, "ldpref-server: --verify-audit: %s\n", err);
+        return 2;
+    }
+    sodium_bin2hex(hex, sizeof hex, c.head.hash, LP_HASH_BYTES);
+    if (c.intact) {
+        printf("audit chain intact: %lld rows, head %s\n", (long long)c.rows, hex);
+        return 0;
+    }
+    if (c.bad_id > 0)
+        printf("audit chain broken at row %lld: %s\n", (long long)c.bad_id, c.problem);
+    else
+        printf("audit chain broken: %s\n", c.problem);
+    printf("rows chained before it: %lld, head %s\n", (long long)c.rows, hex);
+    return 1;
+}
+
+/* Records a token minted outside the API in the audit log. */
+static void audit_mint(lp_store *store, const char *action)
+{
+    lp_store_audit_append(store, 0, action, "{}", 201, "", lp_now_ms(), NULL);
+}
+
 int main(int argc, char **argv)
 {
     lp_config cfg;
@@ -56,6 +89,8 @@ int main(int argc, char **argv)
         lp_config_usage(stdout, "ldpref-server");
         return 0;
     }
+    if (cfg.verify_audit)
+        return verify_audit(cfg.db);
     lp_log_configure((lp_log_level)cfg.log_level, (lp_log_format)cfg.log_format);
     int tls = cfg.tls_cert[0] != '\0' || cfg.tls_key[0] != '\0';
     if (tls && (cfg.tls_cert[0] == '\0' || cfg.tls_key[0] == '\0')) {
@@ -95,10 +130,24 @@ int main(int argc, char **argv)
     }
     char token[LP_AUTH_TOKEN_MAX];
     if (cfg.new_operator_token) {
-        int rc = lp_auth_operator_mint(store, token);
+        unsigned scopes = 0;
+        char msg[128];
+        int rc = lp_scopes_parse_list(cfg.token_scopes, &scopes, msg, sizeof msg);
+        if (rc != LP_OK) {
+            fprintf(stderr, "ldpref-server: --token-scopes: %s\n", msg);
+            lp_store_close(store);
+            return 2;
+        }
+        lp_op_token row;
+        rc = lp_auth_operator_mint(store, cfg.token_name, scopes, token, &row);
         if (rc == LP_OK) {
+            char id[LP_TOKEN_ID_MAX];
+            lp_token_id_format(row.id, id);
             printf("operator token: %s\n", token);
+            lp_log(LP_LOG_INFO, "token_minted", LP_LOG_STR("id", id), LP_LOG_STR("name", row.name),
+                   LP_LOG_STR("scopes", cfg.token_scopes));
             fflush(stdout);
+            audit_mint(store, "ldpref-server --new-operator-token");
         } else {
             lp_log(LP_LOG_ERROR, "server_error", LP_LOG_STR("message", "cannot mint a token"),
                    LP_LOG_STR("error", lp_error_name(rc)));
@@ -121,6 +170,7 @@ int main(int argc, char **argv)
         printf("operator token: %s\n", token);
         fflush(stdout);
         sodium_memzero(token, sizeof token);
+        audit_mint(store, "ldpref-server first operator token");
     }
 
     lp_api_opts ao = {.body_max = (size_t)cfg.body_max,
@@ -139,7 +189,8 @@ int main(int argc, char **argv)
                       .enroll_rate = cfg.enroll_rate,
                       .enroll_burst = cfg.enroll_burst,
                       .rate_address_factor = cfg.rate_address_factor,
-                      .tls = tls};
+                      .tls = tls,
+                      .public_metrics = (int)cfg.public_metrics};
     ao.train_threads = (int)cfg.train_threads;
     lp_learner *learner = NULL;
     if (cfg.learner) {

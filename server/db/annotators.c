@@ -126,79 +126,9 @@ static void kc_revoke(struct lp_keys *k, const uint8_t key[LP_KEY_BYTES])
 /* ------------------------------------------------------------------ */
 /* tokens                                                              */
 
-static const char SQL_OPTOKEN_INSERT[] =
-    "INSERT INTO operator_tokens (hash, created_ms) VALUES (?1, ?2)";
-static const char SQL_OPTOKENS[] = "SELECT hash FROM operator_tokens";
 static const char SQL_ETOKEN_INSERT[] =
     "INSERT INTO enrollment_tokens (hash, campaign, created_ms) "
     "VALUES (?1, ?2, ?3)";
-
-struct optoken_job {
-    lp_engine *engine;
-    const uint8_t *hash;
-};
-
-static int optoken_add_fn(sqlite3 *db, void *ctx)
-{
-    struct optoken_job *j = ctx;
-    sqlite3_stmt *st = lp_engine_stmt(j->engine, db, SQL_OPTOKEN_INSERT);
-    if (st == NULL)
-        return LP_ESTORAGE;
-    sqlite3_bind_blob(st, 1, j->hash, LP_HASH_BYTES, SQLITE_STATIC);
-    sqlite3_bind_int64(st, 2, lp_now_ms());
-    if (sqlite3_step(st) != SQLITE_DONE)
-        return lp_engine_fail(db, "operator token insert");
-    sqlite3_reset(st);
-    return LP_OK;
-}
-
-int lp_store_operator_token_add(lp_store *s, const uint8_t hash[LP_HASH_BYTES])
-{
-    struct optoken_job j = {s->engine, hash};
-    return lp_engine_write(s->engine, optoken_add_fn, &j, 1, 0);
-}
-
-struct optokens_query {
-    lp_engine *engine;
-    uint8_t *hashes;
-    size_t n;
-};
-
-static int optokens_fn(sqlite3 *db, void *ctx)
-{
-    struct optokens_query *q = ctx;
-    sqlite3_stmt *st = lp_engine_stmt(q->engine, db, SQL_OPTOKENS);
-    if (st == NULL)
-        return LP_ESTORAGE;
-    int rc = LP_OK, step;
-    size_t cap = 0;
-    while ((step = sqlite3_step(st)) == SQLITE_ROW) {
-        if (sqlite3_column_bytes(st, 0) != LP_HASH_BYTES)
-            continue;
-        if ((rc = lp_array_reserve((void **)&q->hashes, &cap, q->n, LP_HASH_BYTES, 4)) != LP_OK)
-            break;
-        memcpy(q->hashes + q->n * LP_HASH_BYTES, sqlite3_column_blob(st, 0), LP_HASH_BYTES);
-        q->n++;
-    }
-    if (rc == LP_OK && step != SQLITE_DONE)
-        rc = LP_ESTORAGE;
-    sqlite3_reset(st);
-    return rc;
-}
-
-int lp_store_operator_tokens(lp_store *s, uint8_t **out, size_t *n)
-{
-    struct optokens_query q = {.engine = s->engine};
-    int rc = lp_engine_read(s->engine, optokens_fn, &q);
-    if (rc != LP_OK) {
-        free(q.hashes);
-        q.hashes = NULL;
-        q.n = 0;
-    }
-    *out = q.hashes;
-    *n = q.n;
-    return rc;
-}
 
 struct etokens_job {
     lp_engine *engine;
@@ -246,6 +176,7 @@ static const char SQL_ANNOT_INSERT[] =
 static const char SQL_ETOKEN_USE[] = "UPDATE enrollment_tokens SET used_by = ?2 "
                                      "WHERE hash = ?1 AND used_by IS NULL";
 static const char SQL_REVOKE[] = "UPDATE annotators SET revoked = 1 WHERE public_key = ?1";
+static const char SQL_KEY_BY_PSEUDONYM[] = "SELECT public_key FROM annotators WHERE pseudonym = ?1";
 
 struct by_key_query {
     lp_engine *engine;
@@ -365,14 +296,28 @@ int lp_store_enroll(lp_store *s, const uint8_t key[LP_KEY_BYTES],
 
 struct revoke_job {
     lp_engine *engine;
-    const uint8_t *key;
+    const char *pseudonym; /* revoke by pseudonym (key is then filled), or else */
+    uint8_t key[LP_KEY_BYTES];
 };
 
 static int revoke_fn(sqlite3 *db, void *ctx)
 {
     struct revoke_job *j = ctx;
-    sqlite3_stmt *st = lp_engine_stmt(j->engine, db, SQL_REVOKE);
-    if (st == NULL)
+    sqlite3_stmt *st;
+    if (j->pseudonym != NULL) {
+        if ((st = lp_engine_stmt(j->engine, db, SQL_KEY_BY_PSEUDONYM)) == NULL)
+            return LP_ESTORAGE;
+        sqlite3_bind_text(st, 1, j->pseudonym, -1, SQLITE_STATIC);
+        int step = sqlite3_step(st);
+        int ok = step == SQLITE_ROW && sqlite3_column_bytes(st, 0) == LP_KEY_BYTES;
+        if (ok)
+            memcpy(j->key, sqlite3_column_blob(st, 0), LP_KEY_BYTES);
+        sqlite3_reset(st);
+        if (!ok)
+            return step == SQLITE_ROW || step == SQLITE_DONE ? LP_EUNKNOWN_KEY
+                                                             : lp_engine_fail(db, "pseudonym");
+    }
+    if ((st = lp_engine_stmt(j->engine, db, SQL_REVOKE)) == NULL)
         return LP_ESTORAGE;
     sqlite3_bind_blob(st, 1, j->key, LP_KEY_BYTES, SQLITE_STATIC);
     if (sqlite3_step(st) != SQLITE_DONE)
@@ -381,11 +326,26 @@ static int revoke_fn(sqlite3 *db, void *ctx)
     return sqlite3_changes(db) == 1 ? LP_OK : LP_EUNKNOWN_KEY;
 }
 
+static int revoke_run(lp_store *s, struct revoke_job *j)
+{
+    int rc = lp_engine_write(s->engine, revoke_fn, j, 1, 0);
+    if (rc == LP_OK)
+        kc_revoke(s->keys, j->key);
+    return rc;
+}
+
 int lp_store_revoke(lp_store *s, const uint8_t key[LP_KEY_BYTES])
 {
-    struct revoke_job j = {s->engine, key};
-    int rc = lp_engine_write(s->engine, revoke_fn, &j, 1, 0);
+    struct revoke_job j = {.engine = s->engine};
+    memcpy(j.key, key, LP_KEY_BYTES);
+    return revoke_run(s, &j);
+}
+
+int lp_store_revoke_pseudonym(lp_store *s, const char *pseudonym, uint8_t key[LP_KEY_BYTES])
+{
+    struct revoke_job j = {.engine = s->engine, .pseudonym = pseudonym};
+    int rc = revoke_run(s, &j);
     if (rc == LP_OK)
-        kc_revoke(s->keys, key);
+        memcpy(key, j.key, LP_KEY_BYTES);
     return rc;
 }

@@ -1,8 +1,8 @@
 /*
  * annotators.h — the annotators repository: enrolled keys and their
- * pseudonyms, enrollment with single-use tokens, revocation, and the
- * operator tokens. Tokens are stored as hashes only; the store never sees a
- * token.
+ * pseudonyms, enrollment with single-use tokens and revocation. Enrollment
+ * tokens are stored as hashes only; the store never sees a token. Operator
+ * tokens are in tokens.h.
  */
 #ifndef LP_ANNOTATORS_H
 #define LP_ANNOTATORS_H
@@ -15,9 +15,6 @@
 
 /* ---- tokens ---- */
 
-int lp_store_operator_token_add(lp_store *s, const uint8_t hash[LP_HASH_BYTES]);
-/* All operator token hashes; *out caller-owned (free()), n*LP_HASH_BYTES bytes. */
-int lp_store_operator_tokens(lp_store *s, uint8_t **out, size_t *n);
 /* Adds n enrollment token hashes (n*LP_HASH_BYTES bytes) for a campaign, all
  * or none. LP_EUNKNOWN_CAMPAIGN. */
 int lp_store_enroll_tokens_add(lp_store *s, int64_t campaign, const uint8_t *hashes, size_t n);
@@ -43,5 +40,8 @@ int lp_store_enroll(lp_store *s, const uint8_t key[LP_KEY_BYTES],
                     const uint8_t token_hash[LP_HASH_BYTES], lp_annotator *out);
 /* Marks the key revoked. LP_EUNKNOWN_KEY if not enrolled. */
 int lp_store_revoke(lp_store *s, const uint8_t key[LP_KEY_BYTES]);
+/* Marks the key of the annotator with this pseudonym ("ann-...") revoked;
+ * key gets it. LP_EUNKNOWN_KEY if no annotator has the pseudonym. */
+int lp_store_revoke_pseudonym(lp_store *s, const char *pseudonym, uint8_t key[LP_KEY_BYTES]);
 
 #endif

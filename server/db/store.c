@@ -18,7 +18,7 @@ int lp_store_open(const lp_store_opts *opts, lp_store **out, char *err, size_t e
     }
     lp_store *s = calloc(1, sizeof *s);
     lp_txn_cache cache = {0};
-    if (s == NULL || (s->keys = lp_keys_new()) == NULL ||
+    if (s == NULL || (s->keys = lp_keys_new()) == NULL || (s->tokens = lp_tokens_new()) == NULL ||
         (s->labels = lp_label_writer_new(&cache)) == NULL) {
         snprintf(err, errlen, "out of memory");
         lp_store_close(s);
@@ -42,6 +42,7 @@ void lp_store_close(lp_store *s)
     lp_engine_close(s->engine); /* first: the writer uses the label state */
     lp_label_writer_free(s->labels);
     lp_keys_free(s->keys);
+    lp_tokens_free(s->tokens);
     free(s);
 }
 

@@ -10,7 +10,8 @@
  * engine underneath:
  *
  *   campaigns.h     campaigns
- *   annotators.h    annotators, keys, enrollment, revocation, tokens
+ *   annotators.h    annotators, keys, enrollment, revocation, enrollment tokens
+ *   tokens.h        operator tokens: scopes, revocation, rotation
  *   tasks.h         tasks and assignments
  *   labels.h        label ingest (the stateful checks and the insert)
  *   label_cursor.h  labels in id order (export, training snapshots)
@@ -18,6 +19,7 @@
  *   views.h         the operator's views of campaigns, annotators and tasks
  *   quality_read.h  labels with their epsilon, annotator and gold answer (label quality)
  *   registry.h      the learning records
+ *   audit.h         the audit log of operator actions (hash-chained)
  *
  * Thread safety: every function may be called from any thread, except
  * lp_store_close (once, when no other call is running).

@@ -1,11 +1,13 @@
 /* auth.c — token minting, hashing and constant-time checks. See auth.h. */
 #include "auth.h"
 
-#include "annotators.h"
+#include "clock.h"
+#include "tokens.h"
 #include "error.h"
 #include "wire.h"
 
 #include <sodium.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -48,26 +50,41 @@ int lp_auth_operator_check(lp_store *s, const char *bearer, lp_principal *who)
         return LP_EUNAUTHORIZED;
     uint8_t want[LP_HASH_BYTES];
     lp_auth_token_hash(bearer, len, want);
-    uint8_t *hashes = NULL;
-    size_t n = 0;
-    int rc = lp_store_operator_tokens(s, &hashes, &n);
-    if (rc != LP_OK)
-        return rc;
-    int match = 0;
-    for (size_t i = 0; i < n; i++) /* no early exit: every hash is compared */
-        match |= sodium_memcmp(hashes + i * LP_HASH_BYTES, want, LP_HASH_BYTES) == 0;
-    free(hashes);
-    if (match && who != NULL)
-        *who = (lp_principal){.token_id = 0, .scopes = LP_SCOPE_ALL};
-    return match ? LP_OK : LP_EUNAUTHORIZED;
+    int64_t id = 0;
+    unsigned scopes = 0;
+    int rc = lp_store_op_token_match(s, want, &id, &scopes);
+    if (rc == LP_OK && who != NULL)
+        *who = (lp_principal){.token_id = id, .scopes = scopes};
+    return rc;
 }
 
-int lp_auth_operator_mint(lp_store *s, char out[LP_AUTH_TOKEN_MAX])
+int lp_auth_operator_live(lp_store *s, int64_t id, lp_principal *who)
+{
+    unsigned scopes = 0;
+    int rc = lp_store_op_token_live(s, id, &scopes);
+    if (who != NULL)
+        *who = rc == LP_OK ? (lp_principal){.token_id = id, .scopes = scopes} : (lp_principal){0};
+    return rc;
+}
+
+int lp_auth_operator_mint(lp_store *s, const char *name, unsigned scopes,
+                          char out[LP_AUTH_TOKEN_MAX], lp_op_token *row)
 {
     uint8_t hash[LP_HASH_BYTES];
     int rc = lp_auth_token_new("op_", out, hash);
     if (rc == LP_OK)
-        rc = lp_store_operator_token_add(s, hash);
+        rc = lp_store_op_token_add(s, hash, name, scopes, lp_now_ms(), row);
+    if (rc != LP_OK)
+        sodium_memzero(out, LP_AUTH_TOKEN_MAX);
+    return rc;
+}
+
+int lp_auth_operator_rotate(lp_store *s, int64_t id, char out[LP_AUTH_TOKEN_MAX], lp_op_token *row)
+{
+    uint8_t hash[LP_HASH_BYTES];
+    int rc = lp_auth_token_new("op_", out, hash);
+    if (rc == LP_OK)
+        rc = lp_store_op_token_rotate(s, id, hash, lp_now_ms(), row);
     if (rc != LP_OK)
         sodium_memzero(out, LP_AUTH_TOKEN_MAX);
     return rc;
@@ -75,14 +92,77 @@ int lp_auth_operator_mint(lp_store *s, char out[LP_AUTH_TOKEN_MAX])
 
 int lp_auth_bootstrap(lp_store *s, char out[LP_AUTH_TOKEN_MAX], int *created)
 {
-    uint8_t *hashes = NULL;
-    size_t n = 0;
+    int64_t n = 0;
     *created = 0;
-    int rc = lp_store_operator_tokens(s, &hashes, &n);
-    free(hashes);
+    int rc = lp_store_op_tokens_count(s, &n);
     if (rc != LP_OK || n > 0)
         return rc;
-    rc = lp_auth_operator_mint(s, out);
+    rc = lp_auth_operator_mint(s, "operator", LP_SCOPE_ALL, out, NULL);
     *created = rc == LP_OK;
     return rc;
+}
+
+/* ---- scope names and token ids ---- */
+
+static const struct {
+    unsigned bit;
+    const char *name;
+} SCOPES[] = {{LP_SCOPE_ADMIN, "admin"}, {LP_SCOPE_EXPORT, "export"}, {LP_SCOPE_SCORE, "score"}};
+#define N_SCOPES (sizeof SCOPES / sizeof SCOPES[0])
+
+const char *lp_scope_name(unsigned bit)
+{
+    for (size_t i = 0; i < N_SCOPES; i++)
+        if (SCOPES[i].bit == bit)
+            return SCOPES[i].name;
+    return NULL;
+}
+
+unsigned lp_scope_bit(const char *name)
+{
+    for (size_t i = 0; name != NULL && i < N_SCOPES; i++)
+        if (strcmp(SCOPES[i].name, name) == 0)
+            return SCOPES[i].bit;
+    return 0;
+}
+
+int lp_scopes_parse_list(const char *text, unsigned *out, char *msg, size_t msglen)
+{
+    *out = 0;
+    if (strcmp(text, "none") == 0)
+        return LP_OK;
+    for (const char *p = text;;) {
+        size_t len = strcspn(p, ",");
+        char name[16];
+        unsigned bit = 0;
+        if (len < sizeof name) {
+            memcpy(name, p, len);
+            name[len] = '\0';
+            bit = lp_scope_bit(name);
+        }
+        if (bit == 0)
+            return lp_fail(LP_EBAD_REQUEST, msg, msglen,
+                           "unknown scope \"%.*s\" (admin, export, score; or none)", (int)len, p);
+        *out |= bit;
+        if (p[len] == '\0')
+            return LP_OK;
+        p += len + 1;
+    }
+}
+
+void lp_token_id_format(int64_t id, char out[LP_TOKEN_ID_MAX])
+{
+    snprintf(out, LP_TOKEN_ID_MAX, LP_TOKEN_ID_PREFIX "%lld", (long long)id);
+}
+
+int64_t lp_token_id_parse(const char *text)
+{
+    size_t plen = strlen(LP_TOKEN_ID_PREFIX);
+    if (text == NULL || strncmp(text, LP_TOKEN_ID_PREFIX, plen) != 0)
+        return 0;
+    const char *d = text + plen;
+    size_t n = strspn(d, "0123456789");
+    if (n == 0 || n > 18 || d[n] != '\0' || d[0] == '0')
+        return 0;
+    return strtoll(d, NULL, 10);
 }

@@ -17,6 +17,7 @@ typedef struct slot {
     int used;
     uint8_t hash[HASH_BYTES];
     int64_t created_ms, last_ms;
+    lp_principal who;
 } slot;
 
 struct lp_sessions {
@@ -95,8 +96,9 @@ static void csrf_of(const lp_sessions *s, const char *id, char csrf[LP_SESSION_C
     memcpy(csrf, b64, SESSION_ID_LEN + 1);
 }
 
-int lp_sessions_create(lp_sessions *s, int64_t now_ms, char id[LP_SESSION_ID_MAX],
-                       char csrf[LP_SESSION_CSRF_MAX], int64_t *expires_ms)
+int lp_sessions_create(lp_sessions *s, int64_t now_ms, const lp_principal *who,
+                       char id[LP_SESSION_ID_MAX], char csrf[LP_SESSION_CSRF_MAX],
+                       int64_t *expires_ms)
 {
     uint8_t rnd[ID_BYTES];
     char b64[LP_B64_MAX];
@@ -122,6 +124,7 @@ int lp_sessions_create(lp_sessions *s, int64_t now_ms, char id[LP_SESSION_ID_MAX
     e->used = 1;
     crypto_generichash(e->hash, HASH_BYTES, (const unsigned char *)id, SESSION_ID_LEN, NULL, 0);
     e->created_ms = e->last_ms = now_ms;
+    e->who = who != NULL ? *who : (lp_principal){0};
     pthread_mutex_unlock(&s->lock);
     csrf_of(s, id, csrf);
     *expires_ms = now_ms + s->opts.lifetime_ms;
@@ -129,7 +132,7 @@ int lp_sessions_create(lp_sessions *s, int64_t now_ms, char id[LP_SESSION_ID_MAX
 }
 
 int lp_sessions_check(lp_sessions *s, const char *id, int64_t now_ms,
-                      char csrf[LP_SESSION_CSRF_MAX], int64_t *expires_ms)
+                      char csrf[LP_SESSION_CSRF_MAX], int64_t *expires_ms, lp_principal *who)
 {
     uint8_t hash[HASH_BYTES];
     if (!id_hash(id, hash))
@@ -140,6 +143,8 @@ int lp_sessions_check(lp_sessions *s, const char *id, int64_t now_ms,
         e->last_ms = now_ms;
         if (expires_ms)
             *expires_ms = e->created_ms + s->opts.lifetime_ms;
+        if (who)
+            *who = e->who;
     }
     pthread_mutex_unlock(&s->lock);
     if (e == NULL)

@@ -14,11 +14,16 @@
  * sign-in answer only and sends it back in X-CSRF-Token on every
  * state-changing request.
  *
+ * A session remembers the principal (operator token id and scopes) it was
+ * signed in with; the caller checks that the token is still live.
+ *
  * All functions are thread-safe. Times are Unix milliseconds passed in by
  * the caller, so expiry is testable without waiting.
  */
 #ifndef LP_CONSOLE_SESSIONS_H
 #define LP_CONSOLE_SESSIONS_H
+
+#include "auth.h"
 
 #include <stddef.h>
 #include <stdint.h>
@@ -38,17 +43,20 @@ typedef struct lp_sessions_opts {
 lp_sessions *lp_sessions_new(const lp_sessions_opts *opts);
 void lp_sessions_free(lp_sessions *s);
 
-/* A new session at now_ms: its id into id and its CSRF token into csrf,
- * *expires_ms its absolute expiry. LP_OK or LP_ERNG. */
-int lp_sessions_create(lp_sessions *s, int64_t now_ms, char id[LP_SESSION_ID_MAX],
-                       char csrf[LP_SESSION_CSRF_MAX], int64_t *expires_ms);
+/* A new session at now_ms for who (may be NULL: no token, no scope): its
+ * id into id and its CSRF token into csrf, *expires_ms its absolute
+ * expiry. LP_OK or LP_ERNG. */
+int lp_sessions_create(lp_sessions *s, int64_t now_ms, const lp_principal *who,
+                       char id[LP_SESSION_ID_MAX], char csrf[LP_SESSION_CSRF_MAX],
+                       int64_t *expires_ms);
 
 /* Checks the session id (may be NULL) at now_ms and, when it is live,
- * refreshes its idle timer. csrf (may be NULL) receives its CSRF token and
- * expires_ms (may be NULL) its absolute expiry. LP_OK, or LP_EUNAUTHORIZED
- * for an unknown, expired or ended session. */
+ * refreshes its idle timer. csrf (may be NULL) receives its CSRF token,
+ * expires_ms (may be NULL) its absolute expiry and who (may be NULL) the
+ * principal it was signed in with. LP_OK, or LP_EUNAUTHORIZED for an
+ * unknown, expired or ended session. */
 int lp_sessions_check(lp_sessions *s, const char *id, int64_t now_ms,
-                      char csrf[LP_SESSION_CSRF_MAX], int64_t *expires_ms);
+                      char csrf[LP_SESSION_CSRF_MAX], int64_t *expires_ms, lp_principal *who);
 
 /* 1 when given (may be NULL) is the session's CSRF token, compared in
  * constant time; 0 otherwise. */

@@ -257,7 +257,7 @@ static struct commit_stats commit_stats(void)
     char url[256];
     snprintf(url, sizeof url, "%s/metrics", srv.url);
     http_reply r;
-    if (http_raw("GET", url, NULL, 0, NULL, &r) != 0 || r.status != 200)
+    if (http_raw("GET", url, NULL, 0, srv.token, &r) != 0 || r.status != 200)
         die("GET /metrics failed");
     const char *p = strstr(r.body, "ldpref_commit_batch_size_sum ");
     const char *q = strstr(r.body, "ldpref_commit_batch_size_count ");

@@ -81,7 +81,9 @@ static void fill(const char *token_hash_hex)
         die("open database");
     exec(db, "PRAGMA synchronous=OFF; PRAGMA foreign_keys=ON; PRAGMA cache_size=-262144; BEGIN");
     char sql[256];
-    snprintf(sql, sizeof sql, "INSERT INTO operator_tokens (hash, created_ms) VALUES (x'%s', 0)",
+    snprintf(sql, sizeof sql,
+             "INSERT INTO operator_tokens (hash, name, scopes, created_ms) VALUES "
+             "(x'%s', 'bench', 7, 0)",
              token_hash_hex);
     exec(db, sql);
     sqlite3_stmt *camp = prepare(db, "INSERT INTO campaigns (name, epsilon_min, epsilon_max, "
@@ -251,8 +253,8 @@ int main(void)
         die("could not restart ldpref-server");
 
     /* warm the server's read pool and page cache, then time */
-    time_gets("metrics_warmup", "/metrics", NULL, 5);
-    time_gets("metrics_scrape", "/metrics", NULL, SCRAPES);
+    time_gets("metrics_warmup", "/metrics", token, 5);
+    time_gets("metrics_scrape", "/metrics", token, SCRAPES);
     time_gets("stats_request", "/v1/stats", token, SCRAPES);
     time_gets("campaign_view", "/v1/campaigns/view?campaign=c0", token, 50);
     time_gets("annotators_page", "/v1/annotators?campaign=c0&offset=900&limit=100", token, 50);

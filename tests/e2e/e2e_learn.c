@@ -973,7 +973,7 @@ static void test_observability(int64_t active)
     CHECK(json_integer_value(json_object_get(json_object_get(learning, "score"), "requests")) > 0);
     json_decref(stats);
     http_reply r;
-    raw_get(srv.url, "/metrics", NULL, &r);
+    raw_get(srv.url, "/metrics", srv.token, &r);
     CHECK_INT(r.status, 200);
     char want[128];
     snprintf(want, sizeof want, "ldpref_active_model_version %lld\n", (long long)active);

@@ -341,7 +341,7 @@ static void test_cli_and_metrics(const char *name)
     for (int tries = 0; tries < 200 && !found; tries++) {
         if (tries > 0)
             usleep(50 * 1000);
-        CHECK_INT(http_raw("GET", url, NULL, 0, NULL, &r), 0);
+        CHECK_INT(http_raw("GET", url, NULL, 0, srv.token, &r), 0);
         CHECK_INT(r.status, 200);
         found = r.body && strstr(r.body, gold) != NULL && strstr(r.body, agreement) != NULL;
         http_reply_free(&r);

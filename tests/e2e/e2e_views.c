@@ -401,7 +401,7 @@ static void check_metrics_and_stats(ldpref_client *op, const json_t *view)
     char url[128];
     snprintf(url, sizeof url, "%s/metrics", srv.url);
     http_reply r;
-    CHECK(http_raw("GET", url, NULL, 0, NULL, &r) == 0 && r.status == 200);
+    CHECK(http_raw("GET", url, NULL, 0, srv.token, &r) == 0 && r.status == 200);
     const json_t *p = json_object_get(view, "progress"), *e = json_object_get(view, "epsilon");
     CHECK_NEAR(gauge(r.body, "ldpref_campaign_tasks"), (double)jint(p, "tasks"), 0);
     CHECK_NEAR(gauge(r.body, "ldpref_campaign_tasks_complete"), (double)jint(p, "tasks_complete"),

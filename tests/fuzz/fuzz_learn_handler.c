@@ -171,7 +171,8 @@ static int setup(void)
     size_t loaded, skipped;
     int64_t first, last;
     if (lp_store_tasks_load(store, 1, tasks, 4, &loaded, &skipped, &first, &last) != LP_OK ||
-        lp_auth_operator_mint(store, token) != LP_OK || add_models() != 0)
+        lp_auth_operator_mint(store, "fuzz", LP_SCOPE_ALL, token, NULL) != LP_OK ||
+        add_models() != 0)
         return -1;
     lp_learner_opts lo = {.threads = 1, .scheduler = 0};
     if (lp_learner_new(store, &lo, &learner, err, sizeof err) != LP_OK) {

@@ -533,7 +533,10 @@ static void test_metrics_and_routing(void)
 {
     int st;
     lp_response resp;
-    json_t *j = call("GET", "/metrics", NULL, 0, NULL, NULL, &st, &resp);
+    json_t *j = call("GET", "/metrics", NULL, 0, NULL, NULL, &st, NULL);
+    CHECK_STR(err_name(j), "unauthorized"); /* any operator token, not none */
+    json_decref(j);
+    j = call("GET", "/metrics", NULL, 0, optok, NULL, &st, &resp);
     CHECK(resp.body && strstr(resp.body, "ldpref_labels_total") != NULL);
     CHECK(resp.body && strstr(resp.body, "ldpref_rejects_total{error=\"bad_signature\"}"));
     lp_response_clear(&resp);

@@ -5,10 +5,11 @@
  *
  *   engine  connections, writer, read pool (engine.h)
  *   keys    annotators.c: the key -> annotator cache of committed rows
+ *   tokens  tokens.c: the live operator tokens as committed
  *   labels  labels.c: the writer's per-transaction annotator copy; it is
  *           the engine's transaction cache
  *
- * store.c builds and frees the three; the repositories only use them.
+ * store.c builds and frees the four; the repositories only use them.
  */
 #ifndef LP_DB_H
 #define LP_DB_H
@@ -16,11 +17,13 @@
 #include "engine.h"
 
 struct lp_keys;
+struct lp_tokens;
 struct lp_label_writer;
 
 struct lp_store {
     lp_engine *engine;
     struct lp_keys *keys;
+    struct lp_tokens *tokens;
     struct lp_label_writer *labels;
     int64_t lease_ms; /* tasks.c: the lease of an assignment (> 0) */
 };
@@ -28,6 +31,10 @@ struct lp_store {
 /* annotators.c. NULL when out of memory; free accepts NULL. */
 struct lp_keys *lp_keys_new(void);
 void lp_keys_free(struct lp_keys *k);
+
+/* tokens.c. NULL when out of memory; free accepts NULL. */
+struct lp_tokens *lp_tokens_new(void);
+void lp_tokens_free(struct lp_tokens *t);
 
 /* labels.c. The writer's state for label jobs; *cache gets the hooks to
  * hand to lp_engine_open, and lp_label_writer_attach the engine once open.
