@@ -290,38 +290,13 @@ static int call_raw(ldpref_client *c, const char *method, const char *path,
     return LDPREF_OK;
 }
 
-/*
- * The JSON values text (len bytes) can make, at most: every value but the
- * first follows a ',' or a ':' outside strings, every container opens with a
- * bracket. A linear scan, no allocation: run before the parser so that the
- * parser's memory (a few dozen bytes per value) is bounded by what was asked.
- */
-static size_t json_values_bound(const char *text, size_t len)
-{
-    size_t n = 1;
-    int in_string = 0;
-    for (size_t i = 0; i < len; i++) {
-        char ch = text[i];
-        if (in_string) {
-            if (ch == '\\')
-                i++;
-            else if (ch == '"')
-                in_string = 0;
-        } else if (ch == '"') {
-            in_string = 1;
-        } else if (ch == ',' || ch == ':' || ch == '[' || ch == '{') {
-            n++;
-        }
-    }
-    return n;
-}
-
 /* Parses an answer that passed the byte cap, if its nesting and its number
  * of values are within what the request can need. */
 static int parse_bounded(ldpref_client *c, const char *path, const char *text, size_t len,
                          size_t values_cap, json_t **resp)
 {
-    size_t values = json_values_bound(text, len);
+    size_t values = 0;
+    lp_json_shape(text, len, NULL, &values); /* before the parser's first allocation */
     if (values > values_cap)
         return lpc_fail(c, LDPREF_ERESPONSE_TOO_COMPLEX,
                         "the server's answer to %s holds up to %zu JSON values, more than the %zu "
