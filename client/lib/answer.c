@@ -729,7 +729,8 @@ int ldpref_resend_pending(ldpref_client *c, size_t *sent, size_t *pending)
         free(text);
         if (rc == LDPREF_OK) {
             ok++;
-        } else if (lpc_not_delivered(rc) || rc == LDPREF_ESTORAGE || rc == LDPREF_EUNAVAILABLE) {
+        } else if (lpc_not_delivered(rc) || rc == LDPREF_ESTORAGE || rc == LDPREF_EUNAVAILABLE ||
+                   rc == LDPREF_ESTORAGE_UNHEALTHY) {
             break; /* no point trying the rest now */
         } else if (first_error == LDPREF_OK) {
             first_error = rc; /* per-message rejection, recorded in the outbox */

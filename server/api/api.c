@@ -151,12 +151,57 @@ typedef struct route {
     enum cap_kind cap;
 } route;
 
+/* The storage's state for /v1/healthz (store.h). */
+static json_t *storage_json(const lp_store_health *h)
+{
+    json_t *reasons = json_array();
+    if (h->unlinked)
+        json_array_append_new(reasons, json_string("db_unlinked"));
+    if (h->commit_failed)
+        json_array_append_new(reasons, json_string("commit_failed"));
+    if (h->disk_low)
+        json_array_append_new(reasons, json_string("disk_low"));
+    json_t *o =
+        json_pack("{s:s, s:o, s:I, s:I, s:I, s:I, s:I}", "state", h->reason, "reasons", reasons,
+                  "free_bytes", (json_int_t)h->free_bytes, "free_min", (json_int_t)h->free_min,
+                  "wal_bytes", (json_int_t)h->wal_bytes, "checked_at", (json_int_t)h->checked_ms,
+                  "truncated_at", (json_int_t)h->truncated_ms);
+    if (o != NULL && h->failed_ms > 0)
+        json_object_set_new(o, "commit_failed_at", json_integer(h->failed_ms));
+    if (o != NULL && h->commit_failed)
+        json_object_set_new(o, "failure", json_string(h->failure));
+    return o;
+}
+
+/* 200 with the version and the storage's state; 503 unavailable while
+ * draining; 503 storage_unhealthy with the reason while the storage refuses
+ * writes (store.h). */
 static int healthz(lp_api *api, const lp_request *req, lp_response *resp)
 {
     if (atomic_load(&api->draining))
         return lp_api_error(resp, LP_EUNAVAILABLE, NULL);
+    lp_store_health h;
+    lp_store_health_get(api->store, &h);
+    json_t *storage = storage_json(&h);
+    if (h.unlinked || h.commit_failed || h.disk_low) {
+        char msg[LP_MSG_MAX];
+        snprintf(msg, sizeof msg, "%s: %s", h.reason, lp_error_message(LP_ESTORAGE_UNHEALTHY));
+        lp_api_error(resp, LP_ESTORAGE_UNHEALTHY, msg);
+        json_t *o = json_pack("{s:s, s:s, s:s, s:s, s:o*}", "error",
+                              lp_error_name(LP_ESTORAGE_UNHEALTHY), "message", msg, "reason",
+                              h.reason, "version", LDPREF_VERSION, "storage", storage);
+        char *text = o ? json_dumps(o, JSON_COMPACT) : NULL;
+        json_decref(o);
+        if (text != NULL) {
+            free(resp->body);
+            resp->body = text;
+            resp->body_len = strlen(text);
+        }
+        return LP_API_DONE;
+    }
     return lp_api_json(resp, 200,
-                       json_pack("{s:s, s:s}", "status", "ok", "version", LDPREF_VERSION));
+                       json_pack("{s:s, s:s, s:o*}", "status", "ok", "version", LDPREF_VERSION,
+                                 "storage", storage));
 }
 
 static const route ROUTES[] = {

@@ -348,6 +348,9 @@ int lp_api_metrics(lp_api *api, const lp_request *req, lp_response *resp)
     lp_store_writer_stats_get(api->store, &ws);
     lp_buf b = {0};
     lp_metrics_render(&b, &ws, (double)(lp_now_ms() - api->started_ms) / 1000.0);
+    lp_store_health health;
+    lp_store_health_get(api->store, &health);
+    lp_metrics_render_storage(&b, &health);
     lp_stats st;
     int have_stats = lp_store_stats(api->store, &st) == LP_OK;
     lp_learner_stats ls;

@@ -241,3 +241,27 @@ void lp_metrics_render(lp_buf *b, const lp_store_writer_stats *ws, double uptime
                    "# TYPE ldpref_uptime_seconds gauge\n");
     lp_buf_printf(b, "ldpref_uptime_seconds %.3f\n", uptime_s);
 }
+
+void lp_metrics_render_storage(lp_buf *b, const lp_store_health *h)
+{
+    int healthy = !h->unlinked && !h->commit_failed && !h->disk_low;
+    lp_buf_puts(b, "# HELP ldpref_storage_healthy 1 while the database takes writes; 0 while "
+                   "they are refused (storage_unhealthy).\n"
+                   "# TYPE ldpref_storage_healthy gauge\n");
+    lp_buf_printf(b, "ldpref_storage_healthy %d\n", healthy);
+    lp_buf_puts(b, "# HELP ldpref_storage_unhealthy Whether each reason to refuse writes holds.\n"
+                   "# TYPE ldpref_storage_unhealthy gauge\n");
+    lp_buf_printf(b,
+                  "ldpref_storage_unhealthy{reason=\"db_unlinked\"} %d\n"
+                  "ldpref_storage_unhealthy{reason=\"commit_failed\"} %d\n"
+                  "ldpref_storage_unhealthy{reason=\"disk_low\"} %d\n",
+                  h->unlinked, h->commit_failed, h->disk_low);
+    lp_buf_puts(b, "# HELP ldpref_storage_free_bytes Free bytes on the database's filesystem at "
+                   "the last check (-1 unknown).\n"
+                   "# TYPE ldpref_storage_free_bytes gauge\n");
+    lp_buf_printf(b, "ldpref_storage_free_bytes %lld\n", (long long)h->free_bytes);
+    lp_buf_puts(b, "# HELP ldpref_storage_wal_bytes Size of the WAL file at the last check (-1 "
+                   "unknown).\n"
+                   "# TYPE ldpref_storage_wal_bytes gauge\n");
+    lp_buf_printf(b, "ldpref_storage_wal_bytes %lld\n", (long long)h->wal_bytes);
+}

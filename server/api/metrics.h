@@ -76,5 +76,8 @@ double lp_score_latency_quantile(const lp_score_latency *l, double q);
 void lp_metrics_render_learning(lp_buf *b, const lp_stats *st, const lp_learner_stats *ls);
 /* Appends the Prometheus text exposition. */
 void lp_metrics_render(lp_buf *b, const lp_store_writer_stats *ws, double uptime_s);
+/* Appends the storage's health (store.h): healthy or not, each reason, the
+ * free bytes and the WAL's size. */
+void lp_metrics_render_storage(lp_buf *b, const lp_store_health *h);
 
 #endif

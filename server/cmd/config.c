@@ -82,6 +82,11 @@ static const opt_def OPTIONS[] = {
      "process crash; an OS crash may lose the last commits)"},
     {"connection-timeout", "LDPREF_CONNECTION_TIMEOUT", OPT_INT, OFF(connection_timeout), "30", 1,
      3600, "idle connection timeout, seconds"},
+    {"db-must-exist", "LDPREF_DB_MUST_EXIST", OPT_FLAG, OFF(db_must_exist), "0", 0, 1,
+     "refuse to start when the database file is missing instead of creating it"},
+    {"disk-free-min", "LDPREF_DISK_FREE_MIN", OPT_SIZE, OFF(disk_free_min), "128M", 0, 1024 * GIB,
+     "refuse writes (503 storage_unhealthy) while the database's filesystem has less free "
+     "space than this, bytes; 0 = no check"},
     {"read-connections", "LDPREF_READ_CONNECTIONS", OPT_INT, OFF(read_connections), "4", 1, 64,
      "SQLite read connections in the pool"},
     {"train-threads", "LDPREF_TRAIN_THREADS", OPT_INT, OFF(train_threads), "1", 1, 64,
@@ -328,6 +333,8 @@ void lp_config_usage(FILE *out, const char *prog)
         fprintf(out, "  %-28s %s\n", flag, o->help);
         if (o->type != OPT_FLAG)
             fprintf(out, "  %-28s (%s; default %s)\n", "", o->env, *o->def ? o->def : "unset");
+        else if (o->env != NULL)
+            fprintf(out, "  %-28s (%s=1)\n", "", o->env);
     }
     fprintf(out, "\nPrecedence: defaults < environment < flags. Sizes accept K, M, G; X is a "
                  "decimal number.\n");

@@ -36,6 +36,8 @@ typedef struct lp_config {
     int64_t sync;               /* lp_sync_level */
     int64_t connection_timeout; /* seconds */
     int64_t read_connections;
+    int64_t db_must_exist; /* flag */
+    int64_t disk_free_min; /* bytes; 0: no check */
     int64_t train_threads;
     int64_t learner;                  /* 1: learning endpoints on */
     int64_t log_format;               /* lp_log_format (common/log.h) */

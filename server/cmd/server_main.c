@@ -28,10 +28,12 @@
 #include "tls.h"
 #include "tokens.h"
 
+#include <pthread.h>
 #include <signal.h>
 #include <sodium.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #define SHUTDOWN_GRACE_MS 30000
 
@@ -40,6 +42,19 @@ static uint64_t user_activity(void *ctx)
 {
     (void)ctx;
     return lp_metrics_activity();
+}
+
+/* The thread that waits for SIGTERM/SIGINT (main). A library may start
+ * threads before main blocks the signals (OpenBLAS starts its workers when
+ * it is loaded), and the kernel may hand a stop signal to one of them; this
+ * handler passes it on to the main thread, where it waits, blocked, for
+ * sigwait. Without it such a signal killed the server outright when it
+ * arrived before main reached sigwait. pthread_kill is async-signal-safe. */
+static pthread_t signal_thread;
+
+static void forward_stop_signal(int sig)
+{
+    pthread_kill(signal_thread, sig);
 }
 
 /* A reason the server cannot start or go on. */
@@ -92,6 +107,9 @@ int main(int argc, char **argv)
     if (cfg.verify_audit)
         return verify_audit(cfg.db);
     lp_log_configure((lp_log_level)cfg.log_level, (lp_log_format)cfg.log_format);
+    /* Every file the server creates (the database, its WAL and shm, the
+     * marker) is for its owner only; the store also asks for 0600 itself. */
+    umask(077);
     int tls = cfg.tls_cert[0] != '\0' || cfg.tls_key[0] != '\0';
     if (tls && (cfg.tls_cert[0] == '\0' || cfg.tls_key[0] == '\0')) {
         fprintf(stderr, "ldpref-server: --tls-cert and --tls-key go together\n");
@@ -110,18 +128,27 @@ int main(int argc, char **argv)
         return 1;
     }
     /* Signals are handled by sigwait in this thread only: block them before
-     * any other thread exists so every thread inherits the mask. */
+     * any thread of ours exists so every one inherits the mask (a library's
+     * earlier threads: forward_stop_signal). */
     sigset_t sigs;
     sigemptyset(&sigs);
     sigaddset(&sigs, SIGTERM);
     sigaddset(&sigs, SIGINT);
     pthread_sigmask(SIG_BLOCK, &sigs, NULL);
+    signal_thread = pthread_self();
+    struct sigaction forward = {.sa_handler = forward_stop_signal};
+    sigemptyset(&forward.sa_mask);
+    sigaction(SIGTERM, &forward, NULL);
+    sigaction(SIGINT, &forward, NULL);
     signal(SIGPIPE, SIG_IGN);
 
     lp_store_opts so = {.path = cfg.db,
                         .sync_full = cfg.sync == LP_SYNC_FULL,
                         .read_conns = (int)cfg.read_connections,
-                        .lease_ms = cfg.lease_seconds * 1000};
+                        .lease_ms = cfg.lease_seconds * 1000,
+                        .must_exist = (int)cfg.db_must_exist,
+                        .marker = 1,
+                        .disk_free_min = cfg.disk_free_min};
     lp_store *store = NULL;
     if (lp_store_open(&so, &store, err, sizeof err) != LP_OK) {
         fatal(err);
@@ -233,7 +260,8 @@ int main(int argc, char **argv)
            LP_LOG_STR("sync", lp_config_sync_name(cfg.sync)),
            LP_LOG_STR("threading", cfg.connection_threads > 0 ? "per_connection" : "event_loop"),
            LP_LOG_INT("threads", cfg.connection_threads > 0 ? cfg.connection_threads : cfg.threads),
-           LP_LOG_BOOL("learner", cfg.learner), LP_LOG_BOOL("tls", tls));
+           LP_LOG_BOOL("learner", cfg.learner), LP_LOG_BOOL("tls", tls),
+           LP_LOG_INT("disk_free_min", cfg.disk_free_min));
 
     int sig = 0;
     sigwait(&sigs, &sig);

@@ -5,11 +5,15 @@
  * Invariants: only the writer thread touches e->wdb (and its statements)
  * after open; a job is owned by whoever enqueued it and the writer never
  * touches a job after completing it; every write happens inside the
- * writer's transaction.
+ * writer's transaction; no transaction commits while the storage is
+ * unhealthy or its files are no longer linked (store.h).
  */
 #include "engine.h"
 
+#include "clock.h"
+#include "dbfiles.h"
 #include "error.h"
+#include "health.h"
 #include "log.h"
 #include "schema_sql.h"
 #include "walbuf.h"
@@ -20,6 +24,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 /* ------------------------------------------------------------------ */
 /* statement cache: one per connection, keyed by the SQL text's address */
@@ -106,6 +111,13 @@ struct lp_engine {
     lp_store_writer_stats wstats;
     char path[4096];
 
+    lp_dbfiles files;
+    lp_health health;
+    /* the writer's upkeep (writer thread only; monotonic ns) */
+    int64_t next_upkeep_ns, last_commit_ns;
+    int wal_dirty;      /* commits since the WAL was last truncated */
+    char probe_sql[64]; /* a write that changes nothing (see probe) */
+
     /* campaigns the current transaction completed (writer thread only),
      * logged once it commits */
     struct completed {
@@ -138,6 +150,8 @@ int lp_engine_fail(sqlite3 *db, const char *what)
     return LP_ESTORAGE;
 }
 
+#define BUSY_TIMEOUT_MS 10000
+
 /* Opens a connection with the shared pragmas. *out is set even on failure
  * (close it). The writer with sync_full uses the walbuf VFS (walbuf.h: one
  * write per commit to the WAL; it needs synchronous=FULL and one writer). */
@@ -151,7 +165,7 @@ static int open_conn(const char *path, int sync_full, int readonly, sqlite3 **ou
                  *out ? sqlite3_errmsg(*out) : "out of memory");
         return LP_ESTORAGE;
     }
-    sqlite3_busy_timeout(*out, 10000);
+    sqlite3_busy_timeout(*out, BUSY_TIMEOUT_MS);
     char sql[256];
     snprintf(sql, sizeof sql,
              "PRAGMA journal_mode=WAL; PRAGMA synchronous=%s; PRAGMA foreign_keys=ON; %s",
@@ -161,14 +175,14 @@ static int open_conn(const char *path, int sync_full, int readonly, sqlite3 **ou
 
 /* The writer connection only. A bigger page cache keeps the indexes that
  * every label touches (labels, assignments, annotators) in memory across
- * transactions. Checkpoints run in the writer, at commit, and fsync both
- * files: every 16384 WAL pages (64 MiB) instead of SQLite's 1000 they are
- * rarer and fold many rewrites of the same hot index pages into one write.
- * journal_size_limit truncates the WAL file back after a checkpoint.
- * Durability is unchanged: the WAL is synced at every commit. */
+ * transactions. Under load, checkpoints run in the writer at commit, every
+ * 1000 WAL pages (4 MiB), and journal_size_limit truncates the WAL file
+ * back to that size when it restarts; once writes stop the writer folds the
+ * whole WAL in and truncates it to nothing (upkeep). Durability is
+ * unchanged: the WAL is synced at every commit. */
 #define WRITER_PRAGMAS                                                                             \
-    "PRAGMA cache_size=-65536; PRAGMA wal_autocheckpoint=16384; "                                  \
-    "PRAGMA journal_size_limit=67108864;"
+    "PRAGMA cache_size=-65536; PRAGMA wal_autocheckpoint=1000; "                                   \
+    "PRAGMA journal_size_limit=4194304;"
 
 static int migrate(sqlite3 *db, char *err, size_t errlen)
 {
@@ -406,48 +420,141 @@ static void count_commit(lp_engine *e, size_t items)
     pthread_mutex_unlock(&e->stats_lock);
 }
 
+/* ---- upkeep: health checks, the idle checkpoint, the probe ---- */
+
+#define UPKEEP_INTERVAL_NS (1000 * (int64_t)1000000) /* checks at most once a second */
+#define CHECKPOINT_IDLE_NS (1000 * (int64_t)1000000) /* writes stopped this long: truncate */
+
+/* Folds the whole WAL into the database and truncates it to nothing. It
+ * never waits for readers (busy timeout 0): frames a long read still needs
+ * stay, and the next upkeep tries again. */
+static void checkpoint_truncate(lp_engine *e)
+{
+    sqlite3_busy_timeout(e->wdb, 0);
+    int rc = sqlite3_wal_checkpoint_v2(e->wdb, NULL, SQLITE_CHECKPOINT_TRUNCATE, NULL, NULL);
+    sqlite3_busy_timeout(e->wdb, BUSY_TIMEOUT_MS);
+    if (rc == SQLITE_OK) {
+        e->wal_dirty = 0;
+        lp_health_truncated(&e->health);
+    } else if (rc != SQLITE_BUSY) {
+        lp_log(LP_LOG_DEBUG, "storage_error", LP_LOG_STR("what", "checkpoint"),
+               LP_LOG_STR("message", sqlite3_errmsg(e->wdb)));
+    }
+}
+
+/* After a failed commit: one small transaction that rewrites the schema's
+ * user_version with its own value, so writes resume only once a commit
+ * works again. */
+static void probe(lp_engine *e)
+{
+    int ok = sqlite3_exec(e->wdb, "BEGIN IMMEDIATE", NULL, NULL, NULL) == SQLITE_OK &&
+             sqlite3_exec(e->wdb, e->probe_sql, NULL, NULL, NULL) == SQLITE_OK &&
+             sqlite3_exec(e->wdb, "COMMIT", NULL, NULL, NULL) == SQLITE_OK;
+    char why[128];
+    snprintf(why, sizeof why, "%s", sqlite3_errmsg(e->wdb));
+    if (!sqlite3_get_autocommit(e->wdb))
+        sqlite3_exec(e->wdb, "ROLLBACK", NULL, NULL, NULL);
+    if (ok)
+        e->wal_dirty = 1;
+    lp_health_committed(&e->health, ok, why);
+}
+
+/* Once per UPKEEP_INTERVAL_NS, between transactions: checks the files and
+ * the free space; when idle (no jobs waiting), truncates the WAL once
+ * writes have stopped for CHECKPOINT_IDLE_NS, and probes after a failed
+ * commit. */
+static void upkeep(lp_engine *e, int idle)
+{
+    int64_t now = lp_mono_ns();
+    if (now < e->next_upkeep_ns)
+        return;
+    e->next_upkeep_ns = now + UPKEEP_INTERVAL_NS;
+    if (idle && e->wal_dirty && now - e->last_commit_ns >= CHECKPOINT_IDLE_NS)
+        checkpoint_truncate(e);
+    lp_health_checked(&e->health, lp_dbfiles_linked(&e->files, 1), lp_dbfiles_free_bytes(&e->files),
+                      lp_dbfiles_wal_bytes(&e->files));
+    if (idle && lp_health_wants_probe(&e->health))
+        probe(e);
+}
+
+/* Waits for jobs (qlock held) until the next upkeep is due. */
+static void wait_for_jobs(lp_engine *e)
+{
+    while (e->qhead == NULL && !e->stopping) {
+        int64_t due = e->next_upkeep_ns;
+        if (lp_mono_ns() >= due)
+            return;
+        struct timespec ts = {.tv_sec = (time_t)(due / 1000000000), .tv_nsec = due % 1000000000};
+        pthread_cond_timedwait(&e->qcond, &e->qlock, &ts);
+    }
+}
+
+/* Runs a group of jobs in one transaction and completes them. Nothing is
+ * committed while the storage is unhealthy, nor once the database's files
+ * are no longer linked (checked right before the commit): the jobs then
+ * get LP_ESTORAGE_UNHEALTHY; a failed transaction gives LP_ESTORAGE. */
+static void run_group(lp_engine *e, lp_job *batch)
+{
+    size_t items = 0;
+    int refusal = lp_health_refusal(&e->health);
+    int ok = refusal == LP_OK && w_exec(e, SQL_BEGIN) == LP_OK;
+    for (lp_job *j = batch; j != NULL; j = j->next) {
+        items += j->items;
+        if (ok && run_job(e, j) != LP_OK)
+            ok = 0;
+    }
+    if (ok && txn_flush(e) != LP_OK)
+        ok = 0;
+    if (ok && !lp_dbfiles_linked(&e->files, 0)) {
+        lp_health_checked(&e->health, 0, lp_dbfiles_free_bytes(&e->files),
+                          lp_dbfiles_wal_bytes(&e->files));
+        refusal = LP_ESTORAGE_UNHEALTHY;
+        ok = 0;
+    }
+    if (ok && w_exec(e, SQL_COMMIT) != LP_OK)
+        ok = 0;
+    if (refusal == LP_OK) {
+        lp_health_committed(&e->health, ok, ok ? NULL : sqlite3_errmsg(e->wdb));
+        count_commit(e, items);
+    }
+    if (!ok) {
+        if (!sqlite3_get_autocommit(e->wdb))
+            w_exec(e, SQL_ROLLBACK);
+        txn_clear(e); /* it held uncommitted rows */
+    } else {
+        e->wal_dirty = 1;
+        e->last_commit_ns = lp_mono_ns();
+    }
+    completions_flush(e, ok);
+    for (lp_job *j = batch, *next; j != NULL; j = next) {
+        next = j->next; /* j may be gone once done */
+        if (!ok)
+            j->rc = refusal != LP_OK ? refusal : LP_ESTORAGE;
+        j->done(j);
+    }
+}
+
 /* Group commit: while one transaction commits (its fsync takes 1.5-5 ms on
  * the benchmark VM), new jobs queue; the next transaction takes all of them.
  * There is no timed wait for more: measured with a thread per connection, a
  * wait of up to 1 ms per cycle only lengthened every request (single-label
- * ingest 9.8-10.3K labels/s with it, 11.4-14.4K without) and saved no CPU. */
+ * ingest 9.8-10.3K labels/s with it, 11.4-14.4K without) and saved no CPU.
+ * The writer wakes once a second without jobs for its upkeep. */
 static void *writer_main(void *arg)
 {
     lp_engine *e = arg;
     for (;;) {
         pthread_mutex_lock(&e->qlock);
-        while (e->qhead == NULL && !e->stopping)
-            pthread_cond_wait(&e->qcond, &e->qlock);
+        wait_for_jobs(e);
         lp_job *batch = e->qhead;
+        int stopping = e->stopping;
         e->qhead = e->qtail = NULL;
         pthread_mutex_unlock(&e->qlock);
-        if (batch == NULL)
-            break; /* stopping, and nothing left */
-
-        size_t items = 0;
-        int ok = w_exec(e, SQL_BEGIN) == LP_OK;
-        for (lp_job *j = batch; j != NULL; j = j->next) {
-            items += j->items;
-            if (ok && run_job(e, j) != LP_OK)
-                ok = 0;
-        }
-        if (ok && txn_flush(e) != LP_OK)
-            ok = 0;
-        if (ok && w_exec(e, SQL_COMMIT) != LP_OK)
-            ok = 0;
-        if (!ok) {
-            if (!sqlite3_get_autocommit(e->wdb))
-                w_exec(e, SQL_ROLLBACK);
-            txn_clear(e); /* it held uncommitted rows */
-        }
-        completions_flush(e, ok);
-        count_commit(e, items);
-        for (lp_job *j = batch, *next; j != NULL; j = next) {
-            next = j->next; /* j may be gone once done */
-            if (!ok)
-                j->rc = LP_ESTORAGE;
-            j->done(j);
-        }
+        if (batch == NULL && stopping)
+            break; /* nothing left */
+        upkeep(e, batch == NULL);
+        if (batch != NULL)
+            run_group(e, batch);
     }
     return NULL;
 }
@@ -519,10 +626,17 @@ int lp_engine_open(const lp_store_opts *opts, const lp_txn_cache *cache, lp_engi
         return LP_ENO_MEMORY;
     }
     snprintf(e->path, sizeof e->path, "%s", opts->path);
+    snprintf(e->probe_sql, sizeof e->probe_sql, "PRAGMA user_version = %d", LP_MIGRATION_COUNT);
+    e->files.db_fd = e->files.wal_fd = -1;
+    lp_health_init(&e->health, opts->disk_free_min);
     if (cache != NULL)
         e->txn = *cache;
     pthread_mutex_init(&e->qlock, NULL);
-    pthread_cond_init(&e->qcond, NULL);
+    pthread_condattr_t ca; /* the writer's timed waits use the monotonic clock */
+    pthread_condattr_init(&ca);
+    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+    pthread_cond_init(&e->qcond, &ca);
+    pthread_condattr_destroy(&ca);
     pthread_mutex_init(&e->rlock, NULL);
     pthread_cond_init(&e->rcond, NULL);
     pthread_mutex_init(&e->stats_lock, NULL);
@@ -532,11 +646,15 @@ int lp_engine_open(const lp_store_opts *opts, const lp_txn_cache *cache, lp_engi
         snprintf(err, errlen, "out of memory");
         goto fail;
     }
-    if (open_conn(opts->path, opts->sync_full, 0, &e->wdb, err, errlen) != LP_OK ||
+    if (lp_dbfiles_open(&e->files, opts->path, opts->must_exist, opts->marker, err, errlen) !=
+            LP_OK ||
+        open_conn(opts->path, opts->sync_full, 0, &e->wdb, err, errlen) != LP_OK ||
         migrate(e->wdb, err, errlen) != LP_OK ||
         exec_sql(e->wdb, WRITER_PRAGMAS, err, errlen) != LP_OK ||
         completion_watch(e, err, errlen) != LP_OK)
         goto fail;
+    lp_dbfiles_opened(&e->files, opts->marker);
+    e->wal_dirty = 1; /* what an earlier run left in the WAL goes at the first idle upkeep */
     for (int i = 0; i < n_read; i++) {
         e->n_rconns++;
         if (open_conn(opts->path, opts->sync_full, 1, &e->rconns[i].db, err, errlen) != LP_OK)
@@ -573,10 +691,21 @@ void lp_engine_close(lp_engine *e)
     }
     sc_clear(&e->wcache);
     if (e->wdb) {
-        /* fold the WAL back into the database on a clean shutdown */
-        sqlite3_exec(e->wdb, "PRAGMA wal_checkpoint(TRUNCATE)", NULL, NULL, NULL);
+        lp_store_health h;
+        lp_health_get(&e->health, &h);
+        if (h.unlinked || !lp_dbfiles_linked(&e->files, 0)) {
+            /* the files now at the paths are not this database's: SQLite
+             * must not delete a WAL or shm file by name on close */
+            int persist = 1;
+            sqlite3_file_control(e->wdb, "main", SQLITE_FCNTL_PERSIST_WAL, &persist);
+        } else {
+            /* fold the WAL back into the database on a clean shutdown */
+            sqlite3_exec(e->wdb, "PRAGMA wal_checkpoint(TRUNCATE)", NULL, NULL, NULL);
+        }
         sqlite3_close(e->wdb);
     }
+    lp_dbfiles_close(&e->files); /* after SQLite closed: see dbfiles.h */
+    lp_health_destroy(&e->health);
     free(e->rconns);
     pthread_mutex_destroy(&e->qlock);
     pthread_cond_destroy(&e->qcond);
@@ -584,6 +713,11 @@ void lp_engine_close(lp_engine *e)
     pthread_cond_destroy(&e->rcond);
     pthread_mutex_destroy(&e->stats_lock);
     free(e);
+}
+
+void lp_engine_health(lp_engine *e, lp_store_health *out)
+{
+    lp_health_get(&e->health, out);
 }
 
 void lp_engine_stats(lp_engine *e, lp_store_writer_stats *out)

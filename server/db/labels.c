@@ -357,15 +357,15 @@ static int labels_fn(sqlite3 *db, void *ctx)
     return LP_OK; /* the results are per item */
 }
 
-/* After a failed commit nothing of the group is stored: every result that
- * claimed success becomes a storage error. */
+/* After a failed or refused commit nothing of the group is stored: every
+ * result that claimed success becomes the job's error. */
 static void fail_items(lp_label_item *items, size_t n, int job_rc)
 {
-    if (job_rc != LP_ESTORAGE)
+    if (job_rc != LP_ESTORAGE && job_rc != LP_ESTORAGE_UNHEALTHY)
         return;
     for (size_t i = 0; i < n; i++)
         if (items[i].rc == LP_OK)
-            items[i].rc = LP_ESTORAGE;
+            items[i].rc = job_rc;
 }
 
 int lp_store_labels_submit(lp_store *s, lp_label_item *items, size_t n)

@@ -50,3 +50,8 @@ void lp_store_writer_stats_get(lp_store *s, lp_store_writer_stats *out)
 {
     lp_engine_stats(s->engine, out);
 }
+
+void lp_store_health_get(lp_store *s, lp_store_health *out)
+{
+    lp_engine_health(s->engine, out);
+}

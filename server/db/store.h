@@ -38,10 +38,17 @@
 typedef struct lp_store lp_store;
 
 typedef struct lp_store_opts {
-    const char *path; /* database file; created if missing */
+    const char *path; /* database file; created (mode 0600) if missing */
     int sync_full;    /* 1: synchronous=FULL, 0: NORMAL (both in WAL mode) */
     int read_conns;   /* size of the read pool, >= 1 */
     int64_t lease_ms; /* how long an assignment holds its task; 0: LP_LEASE_DEFAULT_MS */
+    int must_exist;   /* 1: refuse to open a missing or empty database file */
+    /* 1: keep a marker beside the database and refuse to create the
+     * database again while it exists (server/db/internal/dbfiles.h) */
+    int marker;
+    /* writes are refused while the database's filesystem has fewer free
+     * bytes than this; 0: no free-space check */
+    int64_t disk_free_min;
 } lp_store_opts;
 
 #define LP_LEASE_DEFAULT_MS (3600 * (int64_t)1000)
@@ -63,5 +70,32 @@ typedef struct lp_store_writer_stats {
     uint64_t hist[LP_STORE_HIST];
 } lp_store_writer_stats;
 void lp_store_writer_stats_get(lp_store *s, lp_store_writer_stats *out);
+
+/*
+ * Storage health. The writer checks the database's files and free space at
+ * most once a second (and that the files are still linked before every
+ * commit) and refuses every write with LP_ESTORAGE_UNHEALTHY while any of
+ * these holds:
+ *
+ *   db_unlinked    the database or its WAL is no longer the file at its
+ *                  path (deleted, renamed or replaced): lasts until restart
+ *   commit_failed  a transaction failed to commit; cleared by a successful
+ *                  probe write, tried once a second
+ *   disk_low       fewer than disk_free_min bytes free; clears by itself
+ *
+ * Idle, the writer folds the WAL into the database and truncates it.
+ */
+typedef struct lp_store_health {
+    int unlinked, commit_failed, disk_low; /* 1 when that reason holds */
+    const char *reason;   /* the first that holds, in the order above, or "ok" (static) */
+    int64_t free_bytes;   /* at the last check; -1 unknown */
+    int64_t free_min;     /* disk_free_min */
+    int64_t wal_bytes;    /* the WAL file's size at the last check; -1 unknown */
+    int64_t checked_ms;   /* Unix ms of the last check, 0 before the first */
+    int64_t failed_ms;    /* Unix ms of the last failed commit, 0 if none */
+    int64_t truncated_ms; /* Unix ms of the last truncating checkpoint, 0 if none */
+    char failure[128];    /* the last failed commit's SQLite message, "" if none */
+} lp_store_health;
+void lp_store_health_get(lp_store *s, lp_store_health *out);
 
 #endif

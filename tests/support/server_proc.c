@@ -98,21 +98,31 @@ static int spawn(server_proc *s, const char *const *extra_args)
     }
     fclose(f);
     if (s->port == 0) {
-        server_kill(s);
+        int status = 0;
+        kill(s->pid, SIGKILL); /* it has most likely exited already */
+        while (waitpid(s->pid, &status, 0) < 0 && errno == EINTR) {
+        }
+        s->pid = 0;
+        s->exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
         return -1;
     }
     snprintf(s->url, sizeof s->url, "%s://127.0.0.1:%d", https ? "https" : "http", s->port);
     return 0;
 }
 
-int server_start(server_proc *s, const char *const *extra_args)
+int server_prepare(server_proc *s)
 {
     memset(s, 0, sizeof *s);
     if (tmpdir_create(s->dir, sizeof s->dir, "e2e") != 0)
         return -1;
     snprintf(s->db, sizeof s->db, "%s/ldpref.db", s->dir);
     snprintf(s->log, sizeof s->log, "%s/server.log", s->dir);
-    return spawn(s, extra_args);
+    return 0;
+}
+
+int server_start(server_proc *s, const char *const *extra_args)
+{
+    return server_prepare(s) == 0 ? spawn(s, extra_args) : -1;
 }
 
 int server_restart(server_proc *s, const char *const *extra_args)

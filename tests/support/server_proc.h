@@ -20,6 +20,7 @@ typedef struct server_proc {
     char db[300];    /* database path inside dir */
     char token[160]; /* first operator token ("" after a restart) */
     char log[300];   /* the server's stderr, inside dir */
+    int exit_code;   /* of a start that failed: the server's exit status, -1 if it was killed */
 } server_proc;
 
 /* Server flags that turn the rate limits off, for load generators that play
@@ -32,6 +33,9 @@ void server_bin_path(const char *name, char *out, size_t outlen);
 /* Creates a temp dir and starts a server on it. Extra flags may be NULL-
  * terminated argv-style (or NULL). Returns 0 or -1. */
 int server_start(server_proc *s, const char *const *extra_args);
+/* Creates the temp dir and fills in the paths without starting anything:
+ * a test may move s->db (inside dir) before server_restart. Returns 0 or -1. */
+int server_prepare(server_proc *s);
 /* Starts again on the same directory/database (after server_stop/kill). */
 int server_restart(server_proc *s, const char *const *extra_args);
 /* SIGTERM and wait; returns the exit status (or -1). */

@@ -663,6 +663,10 @@ int main(void)
     int st;
     json_t *j = call("GET", "/v1/healthz", NULL, 0, NULL, NULL, &st, NULL);
     CHECK_INT(st, 200);
+    json_t *storage = json_object_get(j, "storage");
+    CHECK_STR(json_string_value(json_object_get(storage, "state")), "ok");
+    CHECK(json_integer_value(json_object_get(storage, "free_bytes")) > 0);
+    CHECK_INT(json_array_size(json_object_get(storage, "reasons")), 0);
     json_decref(j);
     json_decref(post("/v1/campaigns", "{\"name\":\"c2\"}", optok, &st));
     CHECK_INT(st, 201);

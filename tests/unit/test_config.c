@@ -48,6 +48,12 @@ int main(void)
     CHECK_INT(c.lease_seconds, 3600);
     CHECK_INT(c.sync, LP_SYNC_FULL);
     CHECK_INT(c.new_operator_token, 0);
+    CHECK_INT(c.db_must_exist, 0);
+    CHECK_INT(c.disk_free_min, 128 << 20);
+    const char *storage[] = {"x", "--db-must-exist", "--disk-free-min", "0"};
+    CHECK_INT(load(&c, 4, storage, err), 0);
+    CHECK_INT(c.db_must_exist, 1);
+    CHECK_INT(c.disk_free_min, 0);
     /* the rate limits of docs/server.md, and no TLS */
     CHECK_NEAR(c.score_rate, 20, 0);
     CHECK_NEAR(c.score_burst, 200, 0);
@@ -163,6 +169,7 @@ int main(void)
     CHECK(strstr(usage, "--log-level debug|info|warn|error") != NULL);
     CHECK(strstr(usage, "--sync normal|full") != NULL);
     CHECK(strstr(usage, "(LDPREF_LOG_LEVEL; default info)") != NULL);
+    CHECK(strstr(usage, "(LDPREF_DB_MUST_EXIST=1)") != NULL);
     free(usage);
     const char *help[] = {"x", "--help"};
     CHECK_INT(load(&c, 2, help, err), 0);

@@ -2,9 +2,10 @@
  * test_engine.c — the storage engine's job API on a real file: synchronous
  * jobs from many threads each get their own result; a group of queued jobs
  * commits together; a failing job rolls back only itself; asynchronous
- * completion runs once per job; a failed commit fails the whole group; the
- * transaction cache is flushed before every commit; reads see commits; the
- * statement cache; everything is there after a reopen.
+ * completion runs once per job; a failed commit fails the whole group and
+ * refuses writes until a probe commit works; the transaction cache is
+ * flushed before every commit; reads see commits; the statement cache;
+ * everything is there after a reopen.
  */
 #include "check.h"
 #include "engine.h"
@@ -248,13 +249,26 @@ static void test_failed_commit(void)
     atomic_store(&flush_fails, 1);
     int64_t k = 20001;
     CHECK_INT(lp_engine_write(e, insert_fn, &k, 1, 0), LP_ESTORAGE);
+    lp_store_health h;
+    lp_engine_health(e, &h);
+    CHECK(h.commit_failed && h.failed_ms > 0);
+    CHECK_STR(h.reason, "commit_failed");
+    /* until a probe commit works, writes are refused without running */
     int64_t kb = 20002;
-    CHECK_INT(lp_engine_write(e, insert_fn, &kb, 1, LP_JOB_BARE), LP_ESTORAGE);
+    CHECK_INT(lp_engine_write(e, insert_fn, &kb, 1, LP_JOB_BARE), LP_ESTORAGE_UNHEALTHY);
     atomic_store(&flush_fails, 0);
     CHECK_INT(value_of(20001), -LP_ENOT_FOUND);
     CHECK_INT(value_of(20002), -LP_ENOT_FOUND);
     CHECK(atomic_load(&clears) > clears_before); /* the cache was dropped */
 
+    /* the writer probes once a second: healthy again within a few */
+    for (int waited = 0; waited < 5000; waited += 50) {
+        lp_engine_health(e, &h);
+        if (!h.commit_failed)
+            break;
+        usleep(50 * 1000);
+    }
+    CHECK_STR(h.reason, "ok");
     /* and the engine goes on */
     CHECK_INT(lp_engine_write(e, insert_fn, &k, 1, 0), LP_OK);
     CHECK_INT(value_of(20001), 200010);

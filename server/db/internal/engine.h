@@ -7,6 +7,13 @@
  * the walbuf VFS (walbuf.h). Opening creates the file and applies the
  * migrations (schema_sql.h).
  *
+ * Opening refuses a database that must exist (or whose marker says it
+ * existed) when its file is missing (dbfiles.h). The writer watches the
+ * storage's health (store.h, health.h): it commits nothing while the
+ * storage is unhealthy, and between transactions, at most once a second,
+ * checks the files and the free space, truncates the WAL once writes have
+ * stopped, and probes after a failed commit.
+ *
  * Writes are jobs: (fn, ctx, items). The writer drains every queued job into
  * one transaction (group commit: the jobs that queued while the previous
  * transaction was committing share the next fsync), runs fn(db, ctx) for
@@ -69,7 +76,8 @@ typedef struct lp_job {
     /* asynchronous jobs: called once, from the writer thread, after the
      * commit (rc set); the job may be freed inside */
     void (*done)(struct lp_job *j);
-    int rc;              /* out: fn's result, LP_ESTORAGE if the commit failed */
+    int rc;              /* out: fn's result, LP_ESTORAGE if the commit failed,
+                          * LP_ESTORAGE_UNHEALTHY if it was refused */
     struct lp_job *next; /* the engine's */
 } lp_job;
 
@@ -106,5 +114,8 @@ int lp_engine_fail(sqlite3 *db, const char *what);
 
 /* Writer statistics since open. */
 void lp_engine_stats(lp_engine *e, lp_store_writer_stats *out);
+
+/* The storage's health as the writer last saw it (store.h). */
+void lp_engine_health(lp_engine *e, lp_store_health *out);
 
 #endif
