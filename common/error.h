@@ -110,6 +110,11 @@
       "token with the score scope")                                                                \
     X(76, MODEL_NOT_ACTIVE, "model_not_active", 403,                                               \
       "this version is not the served model; scoring with it needs a token with the admin scope")  \
+    X(79, RESPONSE_TOO_LARGE, "response_too_large", 502,                                           \
+      "the server's answer is larger than what was asked for can need; nothing of it was used")    \
+    X(80, RESPONSE_TOO_COMPLEX, "response_too_complex", 502,                                       \
+      "the server's answer nests deeper or holds more JSON values than what was asked for can "    \
+      "need; nothing of it was used")                                                              \
     X(81, CERTIFICATE_UNTRUSTED, "certificate_untrusted", 502,                                     \
       "the server's TLS certificate is not trusted or does not name the server (give its CA "      \
       "with --ca-file or LDPREF_CA_FILE)")                                                         \
