@@ -25,9 +25,10 @@ VERSION := 0.4.0
 
 PKGS    := libmicrohttpd jansson libsodium sqlite3 libcurl openblas
 PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
-PKG_LIBS   := $(shell pkg-config --libs $(PKGS) 2>/dev/null) -llbfgs -lm -lpthread
+PKG_LIBS   := $(shell pkg-config --libs $(PKGS) 2>/dev/null) -llbfgs -lunistring -lm -lpthread
 CLIENT_PKGS := libcurl libsodium jansson sqlite3 libmicrohttpd
-CLIENT_LIBS := $(shell pkg-config --libs $(CLIENT_PKGS) 2>/dev/null) -lm -lpthread
+# libunistring (no pkg-config file on Debian): the memo's text normalization.
+CLIENT_LIBS := $(shell pkg-config --libs $(CLIENT_PKGS) 2>/dev/null) -lunistring -lm -lpthread
 # The ldpref CLI alone draws on the terminal (ldpref label): ncursesw.
 CLI_CFLAGS  := $(shell pkg-config --cflags ncursesw 2>/dev/null)
 CLI_LIBS    := $(shell pkg-config --libs ncursesw 2>/dev/null)

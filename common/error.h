@@ -105,6 +105,11 @@
     X(71, LAST_ADMIN_TOKEN, "last_admin_token", 409,                                               \
       "this is the last live operator token with the admin scope; create another first")           \
     X(72, UNKNOWN_TOKEN, "unknown_token", 404, "no live operator token has this id")               \
+    X(79, RESPONSE_TOO_LARGE, "response_too_large", 502,                                           \
+      "the server's answer is larger than what was asked for can need; nothing of it was used")    \
+    X(80, RESPONSE_TOO_COMPLEX, "response_too_complex", 502,                                       \
+      "the server's answer nests deeper or holds more JSON values than what was asked for can "    \
+      "need; nothing of it was used")                                                              \
     X(81, CERTIFICATE_UNTRUSTED, "certificate_untrusted", 502,                                     \
       "the server's TLS certificate is not trusted or does not name the server (give its CA "      \
       "with --ca-file or LDPREF_CA_FILE)")                                                         \

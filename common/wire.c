@@ -24,9 +24,10 @@ int lp_fail(int code, char *msg, size_t msglen, const char *fmt, ...)
     return code;
 }
 
-int lp_json_depth(const char *buf, size_t len)
+void lp_json_shape(const char *buf, size_t len, int *max_depth, size_t *values)
 {
     int depth = 0, max = 0, in_string = 0;
+    size_t n = 1;
     for (size_t i = 0; i < len; i++) {
         char c = buf[i];
         if (in_string) {
@@ -37,12 +38,25 @@ int lp_json_depth(const char *buf, size_t len)
         } else if (c == '"') {
             in_string = 1;
         } else if (c == '[' || c == '{') {
+            n++;
             if (++depth > max)
                 max = depth;
         } else if (c == ']' || c == '}') {
             depth--;
+        } else if (c == ',' || c == ':') {
+            n++;
         }
     }
+    if (max_depth)
+        *max_depth = max;
+    if (values)
+        *values = n;
+}
+
+int lp_json_depth(const char *buf, size_t len)
+{
+    int max = 0;
+    lp_json_shape(buf, len, &max, NULL);
     return max;
 }
 

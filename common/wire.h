@@ -35,6 +35,13 @@ int lp_json_parse(const char *buf, size_t len, int max_depth, json_t **out, char
  * balance in a way a parser would accept is not checked here. */
 int lp_json_depth(const char *buf, size_t len);
 
+/* The same scan, also bounding the JSON values the text can make: every
+ * value but the first follows a ',' or a ':' outside strings, and every
+ * container opens with a bracket, so there are at most 1 + their count.
+ * Linear, without allocating: run before a parser to bound its memory.
+ * Either pointer may be NULL. */
+void lp_json_shape(const char *buf, size_t len, int *max_depth, size_t *values);
+
 /* LP_EUNKNOWN_FIELD if obj has a key not in the NULL-terminated list. */
 int lp_json_only_fields(const json_t *obj, const char *const *allowed, char *msg, size_t msglen);
 

@@ -9,10 +9,11 @@ set -euo pipefail
 
 # chromium: the headless browser of the web page test (e2e_ui); xxd: embeds
 # the page's files in libldpref at build time; openssl: the certificates of
-# the HTTPS test (e2e_tls).
+# the HTTPS test (e2e_tls); libunistring-dev: the memo's Unicode
+# normalization (NFKC, white space, case folding) in libldpref.
 PKGS=(build-essential pkg-config
       libmicrohttpd-dev libjansson-dev libsodium-dev libsqlite3-dev sqlite3
-      libcurl4-openssl-dev libopenblas-dev liblbfgs-dev
+      libcurl4-openssl-dev libopenblas-dev liblbfgs-dev libunistring-dev
       libncurses-dev tmux
       clang libclang-rt-dev clang-format gnuplot-nox
       xxd chromium openssl)

@@ -22,7 +22,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/stat.h>
+#include <termios.h>
 #include <unistd.h>
 
 /* ---- global options ---------------------------------------------------- */
@@ -37,6 +39,7 @@ enum {
     G_TIMEOUT,
     G_CA,
     G_FORMAT,
+    G_MAX_TASK,
     G_COUNT
 };
 
@@ -49,7 +52,7 @@ static const struct gopt {
     [G_EPS_CAP] = {"--epsilon-cap", "LDPREF_EPSILON_CAP", "X",
                    "own cap on one label's epsilon (default 1; 'inf' allows unprivatized)"},
     [G_EPS_TOTAL] = {"--epsilon-total-cap", "LDPREF_EPSILON_TOTAL_CAP", "X",
-                     "own cap on the total epsilon spent on this device (default 1000)"},
+                     "own cap on the total epsilon spent on this device (default 100)"},
     [G_TOKEN] = {"--token", "LDPREF_OPERATOR_TOKEN", "TOKEN",
                  "operator bearer token (prefer the environment: flags show in ps)"},
     [G_TIMEOUT] = {"--timeout", "LDPREF_TIMEOUT", "SECONDS", "request timeout (default 30)"},
@@ -57,6 +60,9 @@ static const struct gopt {
     [G_FORMAT] = {"--format", "LDPREF_FORMAT", "F",
                   "admin/score output: table, json, jsonl (default: table or indented JSON on "
                   "a terminal, compact JSON otherwise; the variable applies on a terminal only)"},
+    [G_MAX_TASK] = {"--max-task-bytes", "LDPREF_MAX_TASK_BYTES", "N",
+                    "largest task accepted from the server, bytes (default 1048576); a "
+                    "larger answer is refused as it arrives"},
 };
 
 /* A command's own flags: name, takes a value, help. */
@@ -350,16 +356,46 @@ static json_t *receipt_json(const ldpref_receipt *r)
                            r->simulated);
 }
 
-/* a, b or t (can't tell), either case: LDPREF_CHOICE_*; -1 otherwise. */
+/* a, b or t / tie (can't tell), either case: LDPREF_CHOICE_*; -1 otherwise. */
 static int parse_choice(const char *s)
 {
-    if (strcmp(s, "a") == 0 || strcmp(s, "A") == 0)
+    if (strcasecmp(s, "a") == 0)
         return LDPREF_CHOICE_A;
-    if (strcmp(s, "b") == 0 || strcmp(s, "B") == 0)
+    if (strcasecmp(s, "b") == 0)
         return LDPREF_CHOICE_B;
-    if (strcmp(s, "t") == 0 || strcmp(s, "T") == 0)
+    if (strcasecmp(s, "t") == 0 || strcasecmp(s, "tie") == 0)
         return LDPREF_CHOICE_CANT_TELL;
     return -1;
+}
+
+/* The choice from the first line of stdin (white space around it ignored),
+ * so that it is never in argv, where any local user reads it
+ * (/proc/PID/cmdline). On a terminal the line is not echoed. The line is
+ * wiped after use. -1 if there is none or it is not a choice. */
+static int read_choice_stdin(void)
+{
+    struct termios saved;
+    int tty = isatty(STDIN_FILENO) && tcgetattr(STDIN_FILENO, &saved) == 0;
+    if (tty) {
+        struct termios quiet = saved;
+        quiet.c_lflag &= ~(tcflag_t)ECHO;
+        tcsetattr(STDIN_FILENO, TCSAFLUSH, &quiet);
+        fputs("Your TRUE choice (a, b or t; not shown): ", stderr);
+    }
+    char line[64];
+    int choice = -1;
+    if (fgets(line, sizeof line, stdin) != NULL) {
+        char *p = line + strspn(line, " \t");
+        size_t n = strcspn(p, " \t\r\n");
+        p[n] = '\0';
+        choice = parse_choice(p);
+    }
+    explicit_bzero(line, sizeof line);
+    if (tty) {
+        tcsetattr(STDIN_FILENO, TCSAFLUSH, &saved);
+        fputc('\n', stderr);
+    }
+    return choice;
 }
 
 #define CLI_ALREADY_ANSWERED                                                                       \
@@ -371,9 +407,14 @@ static int cmd_answer(const struct cmd *cmd, ldpref_client *c, char **pos, int n
     long id;
     if (parse_long(pos[0], 1, __LONG_MAX__, &id) != 0)
         return usage_error("TASK_ID must be a positive integer, not %s", pos[0]);
-    int choice = parse_choice(pos[1]);
+    int from_stdin = strcmp(pos[1], "-") == 0;
+    int choice = from_stdin ? read_choice_stdin() : parse_choice(pos[1]);
+    if (choice < 0 && from_stdin)
+        return usage_error("%s", "stdin must hold a line with the choice a, b or t (can't tell)");
     if (choice < 0)
-        return usage_error("the choice must be a, b or t (can't tell), not %s", pos[1]);
+        return usage_error("the choice must be a, b or t (can't tell), or - to read it from "
+                           "stdin, not %s",
+                           pos[1]);
     ldpref_receipt r;
     memset(&r, 0, sizeof r);
     int rc = ldpref_answer_id(c, id, choice, &r);
@@ -1203,9 +1244,9 @@ static const struct cmd CMDS[] = {
      NULL, cmd_enroll},
     {"next", "next [--count N]", "fetch tasks; prints one JSON task per line", 0, 0, 1, F_COUNT,
      cmd_next},
-    {"answer", "answer TASK_ID a|b|t",
-     "answer a fetched task with your TRUE choice (t: can't tell); only a randomized answer "
-     "is sent",
+    {"answer", "answer TASK_ID -|a|b|t",
+     "answer a fetched task with your TRUE choice read from stdin (-: a line a, b or t) or "
+     "given (t: can't tell); only a randomized answer is sent",
      2, 2, 1, F_SIM, cmd_answer},
     {"answer-batch", "answer-batch FILE.jsonl",
      "answer many: lines {\"task_id\": N, \"choice\": \"a\"|\"b\"|\"t\"}; prints one result "
@@ -1331,13 +1372,19 @@ static void cmd_help(const struct cmd *cmd)
         }
     }
     if (strcmp(cmd->name, "answer") == 0 || strcmp(cmd->name, "answer-batch") == 0)
-        printf("\nThe task must have been fetched with `ldpref next` using the same ledger.\n"
-               "t (can't tell) is sent as a fair coin and spends epsilon like any answer.\n"
-               "The output's z is the RANDOMIZED answer that was sent (1 = b), drawn on this\n"
-               "device: it may differ from your choice, which never leaves the device.\n"
-               "The same comparison under another task id (either order) reuses the first\n"
-               "randomized answer and spends no new epsilon. Answering a task id again exits\n"
-               "60 already_answered: a randomized answer can never be changed or repeated.\n");
+        printf(
+            "\nThe task must have been fetched with `ldpref next` using the same ledger.\n"
+            "t (can't tell) is sent as a fair coin and spends epsilon like any answer.\n"
+            "The output's z is the RANDOMIZED answer that was sent (1 = b), drawn on this\n"
+            "device: it may differ from your choice, which never leaves the device.\n"
+            "The same comparison under another task id (either order, or a near-duplicate:\n"
+            "other spacing, punctuation, invisible characters, small edits) reuses the\n"
+            "first randomized answer and spends no new epsilon. Answering a task id again\n"
+            "exits 60 already_answered: a randomized answer can never be changed or repeated.\n");
+    if (strcmp(cmd->name, "answer") == 0)
+        printf("\nScripts should pass the choice on stdin (`echo b | ldpref answer 12 -`): a\n"
+               "choice given as an argument is visible to every local user in\n"
+               "/proc/PID/cmdline while the request runs, and stays in shell history.\n");
     if (cmd->flags == F_UI)
         printf("\nPrints exactly one line, \"ldpref ui: http://127.0.0.1:PORT/?token=TOKEN\", and\n"
                "opens it with $BROWSER or xdg-open through a private file that redirects to it\n"
@@ -1633,9 +1680,18 @@ int main(int argc, char **argv)
                 cmd->name);
         return LDPREF_EUNAUTHORIZED;
     }
+    long max_task = 0;
+    if (g_val[G_MAX_TASK] && parse_long(g_val[G_MAX_TASK], LDPREF_MAX_TASK_BYTES_MIN,
+                                        LDPREF_MAX_TASK_BYTES_LIMIT, &max_task) != 0) {
+        free(words);
+        return usage_error("--max-task-bytes: an integer in [4096, 67108864], not %s",
+                           g_val[G_MAX_TASK]);
+    }
     ldpref_client *c = NULL;
     if (cmd->needs != 0) {
         rc = ldpref_client_open(&o, &c);
+        if (rc == LDPREF_OK && max_task > 0)
+            rc = ldpref_set_max_task_bytes(c, (size_t)max_task);
         if (rc != LDPREF_OK) {
             free(words);
             if (rc == LDPREF_EKEY_FILE)

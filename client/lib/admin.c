@@ -425,9 +425,16 @@ int ldpref_admin_export_format_path(ldpref_client *c, const char *campaign, cons
     int rc = check_export(c, campaign, view, version, format);
     if (rc != LDPREF_OK)
         return rc;
-    int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+    /* 0600 also when the file existed with a wider mode (the export holds
+     * every label of the campaign); never through a symlink. */
+    int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
     if (fd < 0)
         return lpc_fail(c, LDPREF_EIO, "%s: %s", path, strerror(errno));
+    if (fchmod(fd, 0600) != 0) {
+        rc = lpc_fail(c, LDPREF_EIO, "%s: %s", path, strerror(errno));
+        close(fd);
+        return rc;
+    }
     FILE *f = fdopen(fd, "wb");
     if (f == NULL) {
         close(fd);

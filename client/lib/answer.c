@@ -14,9 +14,12 @@
  *      message is resent byte for byte (same nonce, timestamp, signature)
  *      when it has no receipt yet, and the answer is
  *      LDPREF_EALREADY_ANSWERED with the stored receipt;
- *   2. memo: the comparison's memo key (keyed BLAKE2b of its content in
- *      canonical order) finds a stored randomized answer: reuse it and its
- *      epsilon, spend nothing;
+ *   2. memo: the comparison's memo key (keyed BLAKE2b of its normalized
+ *      content in canonical order, memo.h), the key of its text as received
+ *      (ledgers of earlier versions), or its sketch (a near-duplicate of a
+ *      memoized comparison, in either A/B order) finds a stored randomized
+ *      answer: reuse it and its epsilon in the matching orientation, spend
+ *      nothing;
  *   3. otherwise choose epsilon = min(own per-label cap, server proposal,
  *      campaign max), refuse below the campaign min, refuse if the local
  *      total would exceed the own cap; if CTL simulation is on (simulated
@@ -44,52 +47,64 @@
 _Static_assert(LPC_CTL_TIE == LDPREF_CHOICE_CANT_TELL, "ctl.h: a tie is LDPREF_CHOICE_CANT_TELL");
 
 #define LPC_BATCH_MAX 1000
-#define LPC_MEMO_TAG "ldpref/memo/v1"              /* a comparison without context */
-#define LPC_MEMO_TAG_CONVERSATION "ldpref/memo/v2" /* one with earlier turns */
 
-static void hash_update_lp(crypto_generichash_state *st, const void *data, size_t len)
+int lpc_task_meta_fill(const uint8_t secret[LPC_DEVICE_SECRET_BYTES], const ldpref_task *t,
+                       lpc_task_meta *m)
 {
-    uint8_t be[8];
-    for (int i = 0; i < 8; i++)
-        be[i] = (uint8_t)((uint64_t)len >> (56 - 8 * i));
-    crypto_generichash_update(st, be, sizeof be);
-    crypto_generichash_update(st, data, len);
+    memset(m, 0, sizeof *m);
+    if (lpc_memo_key(secret, t, m->memo_key, &m->swapped) != LP_OK ||
+        lpc_sketch_build(secret, t, m->swapped, &m->sketch) != LP_OK)
+        return LP_ENO_MEMORY;
+    m->has_sketch = 1;
+    lpc_memo_key_exact(secret, t, m->exact_key, &m->exact_swapped);
+    m->has_exact = memcmp(m->exact_key, m->memo_key, LPC_MEMO_KEY_BYTES) != 0;
+    m->epsilon_proposed = t->epsilon_proposed;
+    m->epsilon_min = t->epsilon_min;
+    m->epsilon_max = t->epsilon_max;
+    return LP_OK;
 }
 
-void lpc_memo_key(const uint8_t secret[LPC_DEVICE_SECRET_BYTES], const ldpref_task *t,
-                  uint8_t key[LPC_MEMO_KEY_BYTES], int *swapped)
+/*
+ * The memo entry that answers the comparison of m, in this order: its own
+ * key; the key of its text exactly as received (entries written before
+ * normalization), which then also gets the sketch; the nearest entry whose
+ * sketch makes it a near-duplicate. On LP_OK, key gets the entry's key, *z
+ * and *eps its answer, *flip the orientation of the presented a/b relative
+ * to the entry's canonical order (the label sent is *z ^ *flip). LP_ENOT_FOUND
+ * when there is none, LP_ESTORAGE / LP_ENO_MEMORY on failure.
+ */
+static int memo_find(lpc_ledger *l, const lpc_task_meta *m, uint8_t key[LPC_MEMO_KEY_BYTES], int *z,
+                     double *eps, char **simulation, int *flip)
 {
-    const char *a = t->a, *b = t->b;
-    uint8_t ha[32], hb[32];
-    size_t la = strlen(a), lb = strlen(b);
-    crypto_generichash(ha, sizeof ha, (const uint8_t *)a, la, NULL, 0);
-    crypto_generichash(hb, sizeof hb, (const uint8_t *)b, lb, NULL, 0);
-    /* Canonical order: the response with the smaller hash first. Equal
-     * hashes mean equal texts, where the order does not matter. */
-    int sw = memcmp(ha, hb, sizeof ha) > 0;
-    const char *first = sw ? b : a, *second = sw ? a : b;
-    crypto_generichash_state st;
-    crypto_generichash_init(&st, secret, LPC_DEVICE_SECRET_BYTES, LPC_MEMO_KEY_BYTES);
-    if (t->n_context == 0) { /* the key of the comparisons before conversations */
-        hash_update_lp(&st, LPC_MEMO_TAG, strlen(LPC_MEMO_TAG));
-    } else { /* the turn count, then each turn's role and content */
-        hash_update_lp(&st, LPC_MEMO_TAG_CONVERSATION, strlen(LPC_MEMO_TAG_CONVERSATION));
-        uint8_t be[8];
-        for (int i = 0; i < 8; i++)
-            be[i] = (uint8_t)((uint64_t)t->n_context >> (56 - 8 * i));
-        crypto_generichash_update(&st, be, sizeof be);
-        for (size_t k = 0; k < t->n_context; k++) {
-            hash_update_lp(&st, t->context[k].role, strlen(t->context[k].role));
-            hash_update_lp(&st, t->context[k].content, strlen(t->context[k].content));
+    int rc = lpc_ledger_memo_get(l, m->memo_key, z, eps, simulation);
+    if (rc == LP_OK) {
+        memcpy(key, m->memo_key, LPC_MEMO_KEY_BYTES);
+        *flip = m->swapped;
+        if (m->has_sketch) /* an entry written before sketches gets one */
+            rc = lpc_ledger_memo_set_sketch(l, key, &m->sketch);
+        return rc;
+    }
+    if (rc == LP_ENOT_FOUND && m->has_exact) {
+        rc = lpc_ledger_memo_get(l, m->exact_key, z, eps, simulation);
+        if (rc == LP_OK) {
+            memcpy(key, m->exact_key, LPC_MEMO_KEY_BYTES);
+            *flip = m->exact_swapped;
+            if (m->has_sketch) {
+                lpc_sketch oriented = m->sketch;
+                if (m->exact_swapped != m->swapped)
+                    lpc_sketch_swap(&oriented);
+                rc = lpc_ledger_memo_set_sketch(l, key, &oriented);
+            }
+            return rc;
         }
     }
-    const char *prompt = t->prompt;
-    hash_update_lp(&st, prompt, strlen(prompt));
-    hash_update_lp(&st, first, strlen(first));
-    hash_update_lp(&st, second, strlen(second));
-    crypto_generichash_final(&st, key, LPC_MEMO_KEY_BYTES);
-    sodium_memzero(&st, sizeof st);
-    *swapped = sw;
+    if (rc != LP_ENOT_FOUND || !m->has_sketch)
+        return rc;
+    int rel = 0;
+    rc = lpc_ledger_memo_nearest(l, &m->sketch, LPC_SKETCH_THRESHOLD, key, &rel, NULL);
+    if (rc == LP_OK && (rc = lpc_ledger_memo_get(l, key, z, eps, simulation)) == LP_OK)
+        *flip = m->swapped ^ rel;
+    return rc;
 }
 
 /* The epsilon for a new label: never above the own cap, the proposal or
@@ -195,9 +210,10 @@ static int prepare(ldpref_client *c, int64_t task_id, const lpc_task_meta *meta,
     if (rc != LP_ENOT_FOUND)
         goto storage;
 
-    int z_canon;
+    int z_canon, flip = meta->swapped;
     double eps;
-    rc = lpc_ledger_memo_get(l, meta->memo_key, &z_canon, &eps, &simulation);
+    uint8_t entry[LPC_MEMO_KEY_BYTES];
+    rc = memo_find(l, meta, entry, &z_canon, &eps, &simulation, &flip);
     if (rc == LP_ENOT_FOUND) {
         double spent;
         if ((rc = choose_epsilon(c, meta, &eps)) != LDPREF_OK)
@@ -228,13 +244,16 @@ static int prepare(ldpref_client *c, int64_t task_id, const lpc_task_meta *meta,
             rc = lpc_fail(c, LDPREF_ERNG, "randomized response failed");
             goto refuse;
         }
+        flip = meta->swapped;
         if (lpc_ledger_memo_put(l, meta->memo_key, z_canon, eps, simulation) != LP_OK ||
+            (meta->has_sketch &&
+             lpc_ledger_memo_set_sketch(l, meta->memo_key, &meta->sketch) != LP_OK) ||
             lpc_ledger_spend(l, meta->memo_key, eps, c->server, task_id) != LP_OK)
             goto storage;
     } else if (rc != LP_OK) {
         goto storage;
     }
-    if ((rc = sign_label(c, task_id, z_canon ^ meta->swapped, eps, msg, text)) != LDPREF_OK)
+    if ((rc = sign_label(c, task_id, z_canon ^ flip, eps, msg, text)) != LDPREF_OK)
         goto refuse;
     if (lpc_ledger_outbox_put(l, c->server, task_id, *text, simulation) != LP_OK ||
         lpc_ledger_commit(l) != LP_OK)
@@ -268,10 +287,8 @@ static int meta_from_task(ldpref_client *c, const ldpref_task *t, lpc_task_meta 
         if (t->context[k].role == NULL || t->context[k].content == NULL)
             return lpc_fail(c, LDPREF_EINVALID_ARGUMENT, "context turn %zu needs role and content",
                             k);
-    lpc_memo_key(lpc_ledger_secret(c->ledger), t, m->memo_key, &m->swapped);
-    m->epsilon_proposed = t->epsilon_proposed;
-    m->epsilon_min = t->epsilon_min;
-    m->epsilon_max = t->epsilon_max;
+    if (lpc_task_meta_fill(lpc_ledger_secret(c->ledger), t, m) != LP_OK)
+        return lpc_fail(c, LDPREF_ENO_MEMORY, "out of memory");
     return LDPREF_OK;
 }
 
@@ -400,8 +417,8 @@ static int send_one(ldpref_client *c, lp_label_msg *msg, char **text, ldpref_rec
     for (int attempt = 0;; attempt++) {
         json_t *resp = NULL;
         long status = 0;
-        int rc =
-            lpc_call_text(c, "POST", "/v1/labels", *text, 0, LPC_RESP_CAP_SMALL, &resp, &status);
+        int rc = lpc_call_text(c, "POST", "/v1/labels", *text, 0, LPC_RESP_CAP_ANNOTATOR, &resp,
+                               &status);
         if (rc == LDPREF_ESTALE_TIMESTAMP && attempt == 0) {
             char saved[LPC_ERRMSG_MAX];
             memcpy(saved, c->errmsg, sizeof saved);
@@ -524,8 +541,9 @@ static int send_chunk(ldpref_client *c, ldpref_batch_item *items, struct pending
     memcpy(body + off, "]}", 3);
     json_t *resp = NULL;
     long status = 0;
-    int rc =
-        lpc_call_text(c, "POST", "/v1/labels/batch", body, 0, LPC_RESP_CAP_LARGE, &resp, &status);
+    int rc = lpc_call_bounded(c, "POST", "/v1/labels/batch", body, 0,
+                              n * LPC_RESP_CAP_PER_ITEM + LPC_ENVELOPE_BYTES,
+                              n * LPC_VALUES_PER_ITEM + LPC_ENVELOPE_VALUES, &resp, &status);
     free(body);
     if (rc != LDPREF_OK)
         return rc;

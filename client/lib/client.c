@@ -20,8 +20,6 @@
 #include <time.h>
 #include <unistd.h>
 
-/* 1000 tasks x (3 x 64 KiB + 128 KiB of context), with room for escapes */
-#define LPC_RESP_CAP_TASKS (384u << 20)
 #define LPC_TEXT_MAX 65536 /* prompt / response / one turn, bytes (protocol cap) */
 #define LPC_TURNS_MAX 32   /* context turns of one task (protocol cap) */
 #define LPC_CAMPAIGN_MAX 128
@@ -31,9 +29,21 @@ void ldpref_options_init(ldpref_options *o)
     memset(o, 0, sizeof *o);
     o->server_url = "http://127.0.0.1:8080";
     o->max_epsilon_per_label = 1.0;
-    o->max_epsilon_total = 1000.0;
+    o->max_epsilon_total = 100.0; /* docs/client.md "The total cap" */
     o->timeout_ms = 30000;
     o->connect_timeout_ms = 5000;
+}
+
+int ldpref_set_max_task_bytes(ldpref_client *c, size_t bytes)
+{
+    if (c == NULL)
+        return LDPREF_EINVALID_ARGUMENT;
+    if (bytes < LDPREF_MAX_TASK_BYTES_MIN || bytes > LDPREF_MAX_TASK_BYTES_LIMIT)
+        return lpc_fail(c, LDPREF_EINVALID_ARGUMENT,
+                        "the largest task must be %d..%d bytes, not %zu", LDPREF_MAX_TASK_BYTES_MIN,
+                        LDPREF_MAX_TASK_BYTES_LIMIT, bytes);
+    c->max_task_bytes = bytes;
+    return LDPREF_OK;
 }
 
 int lpc_fail(ldpref_client *c, int code, const char *fmt, ...)
@@ -127,6 +137,7 @@ int ldpref_client_open(const ldpref_options *opts, ldpref_client **out)
         rc = LDPREF_EINVALID_ARGUMENT;
         goto fail;
     }
+    c->max_task_bytes = LDPREF_MAX_TASK_BYTES_DEFAULT;
     c->cap_label = opts->max_epsilon_per_label;
     c->cap_total = opts->max_epsilon_total;
     c->timeout_ms = opts->timeout_ms;
@@ -279,8 +290,30 @@ static int call_raw(ldpref_client *c, const char *method, const char *path,
     return LDPREF_OK;
 }
 
-int lpc_call_text(ldpref_client *c, const char *method, const char *path, const char *body,
-                  int bearer, size_t resp_cap, json_t **resp, long *status)
+/* Parses an answer that passed the byte cap, if its nesting and its number
+ * of values are within what the request can need. */
+static int parse_bounded(ldpref_client *c, const char *path, const char *text, size_t len,
+                         size_t values_cap, json_t **resp)
+{
+    size_t values = 0;
+    lp_json_shape(text, len, NULL, &values); /* before the parser's first allocation */
+    if (values > values_cap)
+        return lpc_fail(c, LDPREF_ERESPONSE_TOO_COMPLEX,
+                        "the server's answer to %s holds up to %zu JSON values, more than the %zu "
+                        "this request can need",
+                        path, values, values_cap);
+    char msg[LP_MSG_MAX];
+    int rc = lp_json_parse(text, len, LP_JSON_DEPTH_MAX, resp, msg, sizeof msg);
+    if (rc == LP_ETOO_DEEP)
+        return lpc_fail(c, LDPREF_ERESPONSE_TOO_COMPLEX, "the server's answer to %s: %s", path,
+                        msg);
+    if (rc != LP_OK)
+        return lpc_fail(c, LDPREF_EPROTOCOL, "server's answer to %s is not JSON: %s", path, msg);
+    return LDPREF_OK;
+}
+
+int lpc_call_bounded(ldpref_client *c, const char *method, const char *path, const char *body,
+                     int bearer, size_t resp_cap, size_t values_cap, json_t **resp, long *status)
 {
     char *text = NULL;
     size_t len = 0;
@@ -289,12 +322,15 @@ int lpc_call_text(ldpref_client *c, const char *method, const char *path, const 
                       body ? strlen(body) : 0, bearer, resp_cap, &text, &len, status);
     if (rc != LDPREF_OK)
         return rc;
-    char msg[LP_MSG_MAX];
-    rc = lp_json_parse(text, len, LP_JSON_DEPTH_MAX, resp, msg, sizeof msg);
+    rc = parse_bounded(c, path, text, len, values_cap, resp);
     free(text);
-    if (rc != LP_OK)
-        return lpc_fail(c, LDPREF_EPROTOCOL, "server's answer to %s is not JSON: %s", path, msg);
-    return LDPREF_OK;
+    return rc;
+}
+
+int lpc_call_text(ldpref_client *c, const char *method, const char *path, const char *body,
+                  int bearer, size_t resp_cap, json_t **resp, long *status)
+{
+    return lpc_call_bounded(c, method, path, body, bearer, resp_cap, resp_cap, resp, status);
 }
 
 int lpc_call_json(ldpref_client *c, const char *method, const char *path, const json_t *req,
@@ -354,7 +390,7 @@ int ldpref_enroll(ldpref_client *c, const char *token, ldpref_enrollment *out)
     lp_sign_enroll(&m, c->sk);
     json_t *req = lp_wire_enroll_encode(&m), *resp = NULL;
     sodium_memzero(&m, sizeof m);
-    rc = lpc_post(c, "/v1/annotators", req, LPC_RESP_CAP_SMALL, &resp);
+    rc = lpc_post(c, "/v1/annotators", req, LPC_RESP_CAP_ANNOTATOR, &resp);
     if (rc != LDPREF_OK)
         return rc;
     ldpref_enrollment e;
@@ -467,14 +503,15 @@ static int cache_tasks(ldpref_client *c, const ldpref_task *tasks, size_t n)
         return rc;
     if (lpc_ledger_begin(l) != LP_OK)
         return lpc_fail(c, LDPREF_ESTORAGE, "ledger busy or failing");
+    lpc_task_meta *m = malloc(sizeof *m);
+    if (m == NULL)
+        rc = LP_ENO_MEMORY;
     for (size_t i = 0; i < n && rc == LP_OK; i++) {
-        lpc_task_meta m;
-        lpc_memo_key(lpc_ledger_secret(l), &tasks[i], m.memo_key, &m.swapped);
-        m.epsilon_proposed = tasks[i].epsilon_proposed;
-        m.epsilon_min = tasks[i].epsilon_min;
-        m.epsilon_max = tasks[i].epsilon_max;
-        rc = lpc_ledger_task_put(l, c->server, tasks[i].task_id, &m);
+        rc = lpc_task_meta_fill(lpc_ledger_secret(l), &tasks[i], m);
+        if (rc == LP_OK)
+            rc = lpc_ledger_task_put(l, c->server, tasks[i].task_id, m);
     }
+    free(m);
     if (rc == LP_OK && lpc_ledger_commit(l) == LP_OK)
         return LDPREF_OK;
     lpc_ledger_rollback(l);
@@ -500,8 +537,19 @@ int ldpref_next_tasks(ldpref_client *c, int count, ldpref_task **tasks, size_t *
     m.count = (uint32_t)count;
     m.timestamp_ms = lp_now_ms();
     lp_sign_next(&m, c->sk);
-    json_t *resp = NULL;
-    rc = lpc_post(c, "/v1/tasks/next", lp_wire_next_encode(&m), LPC_RESP_CAP_TASKS, &resp);
+    /* The answer can need count tasks of at most max_task_bytes each, and
+     * no more values than count tasks with their fields and turns hold. */
+    json_t *resp = NULL, *req = lp_wire_next_encode(&m);
+    char *body = req ? json_dumps(req, JSON_COMPACT) : NULL;
+    json_decref(req);
+    if (body == NULL)
+        return lpc_fail(c, LDPREF_ENO_MEMORY, "encoding the request");
+    long status = 0;
+    rc =
+        lpc_call_bounded(c, "POST", "/v1/tasks/next", body, 0,
+                         (size_t)count * c->max_task_bytes + LPC_ENVELOPE_BYTES,
+                         (size_t)count * LPC_TASK_VALUES_MAX + LPC_ENVELOPE_VALUES, &resp, &status);
+    free(body);
     if (rc != LDPREF_OK)
         return rc;
     json_t *arr = json_object_get(resp, "tasks");

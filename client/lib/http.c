@@ -114,6 +114,8 @@ static size_t on_data(char *data, size_t size, size_t nmemb, void *user)
             return n;
         }
     }
+    /* Checked before anything is kept: the body never grows past the cap,
+     * and the transfer stops at the first byte beyond it. */
     if (n > s->limit - s->body.len) {
         s->over = 1;
         return 0;
@@ -149,6 +151,10 @@ int lpc_http_do(lpc_http *h, const lpc_http_req *req, long *status, char **body,
     curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, on_data);
     curl_easy_setopt(c, CURLOPT_WRITEDATA, &s);
     curl_easy_setopt(c, CURLOPT_USERAGENT, "libldpref/" LDPREF_VERSION);
+    /* An answer whose Content-Length announces more than the cap is refused
+     * before its body is read (a streamed 2xx goes to the sink uncapped). */
+    if (req->sink == NULL)
+        curl_easy_setopt(c, CURLOPT_MAXFILESIZE_LARGE, (curl_off_t)req->resp_cap);
     headers = curl_slist_append(headers, "Accept: application/json");
     /* No "Expect: 100-continue" round trip for uploads. */
     headers = curl_slist_append(headers, "Expect:");
@@ -185,8 +191,9 @@ int lpc_http_do(lpc_http *h, const lpc_http_req *req, long *status, char **body,
         curl_easy_getinfo(c, CURLINFO_RETRY_AFTER, &secs);
         *req->retry_after = secs > 0 && secs < LONG_MAX ? (long)secs : 0;
     }
-    if (s.over) {
-        rc = lp_fail(LP_EPROTOCOL, msg, msglen, "the server's answer exceeds %zu bytes",
+    if (s.over || cr == CURLE_FILESIZE_EXCEEDED) {
+        rc = lp_fail(LP_ERESPONSE_TOO_LARGE, msg, msglen,
+                     "the server's answer exceeds %zu bytes, the most this request can need",
                      req->resp_cap);
     } else if (s.file_failed) {
         rc = lp_fail(LP_EIO, msg, msglen, "writing the server's answer failed");

@@ -26,7 +26,7 @@ typedef struct lpc_http_req {
     long body_file_len;
     const char *bearer; /* operator token or NULL (the header is wiped after use) */
     FILE *sink;         /* when set, a 2xx body is written here instead of returned */
-    size_t resp_cap;    /* largest body accepted in memory */
+    size_t resp_cap;    /* largest body accepted in memory (also an error body) */
     long *retry_after;  /* when set: the answer's Retry-After in seconds (0: none) */
 } lpc_http_req;
 
@@ -36,8 +36,9 @@ typedef struct lpc_http_req {
  * req->sink. Returns LP_OK whenever an HTTP answer arrived (whatever its
  * status), LP_ENETWORK when none did (LP_ECERTIFICATE_UNTRUSTED when the
  * server's certificate is not trusted, LP_ETLS_FAILED when the TLS
- * handshake failed), LP_EPROTOCOL when the answer exceeded
- * resp_cap, LP_EIO when the sink failed. Details in msg.
+ * handshake failed), LP_ERESPONSE_TOO_LARGE when the answer exceeded
+ * resp_cap (announced by Content-Length, or while receiving: no more than
+ * resp_cap bytes are ever held), LP_EIO when the sink failed. Details in msg.
  */
 int lpc_http_do(lpc_http *h, const lpc_http_req *req, long *status, char **body, size_t *len,
                 char *msg, size_t msglen);

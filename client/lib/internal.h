@@ -29,6 +29,7 @@ struct ldpref_client {
     char operator_token[LP_TOKEN_MAX + 1]; /* secret; wiped on close; "" if none */
     double cap_label, cap_total;
     long timeout_ms, connect_timeout_ms;
+    size_t max_task_bytes; /* largest task of a tasks/next answer (ldpref_set_max_task_bytes) */
     int have_key;
     uint8_t pk[LP_KEY_BYTES];
     uint8_t sk[LP_SECRET_BYTES]; /* secret; wiped on close */
@@ -72,7 +73,17 @@ int lpc_post(ldpref_client *c, const char *path, json_t *req, size_t resp_cap, j
 int lpc_call_text(ldpref_client *c, const char *method, const char *path, const char *body,
                   int bearer, size_t resp_cap, json_t **resp, long *status);
 
-/* Response caps (bytes). */
+/* As lpc_call_text() with the answer's JSON values capped too (counted
+ * before parsing): more than values_cap, or nesting deeper than
+ * LP_JSON_DEPTH_MAX, is LDPREF_ERESPONSE_TOO_COMPLEX; more than resp_cap
+ * bytes LDPREF_ERESPONSE_TOO_LARGE. lpc_call_text() caps values at
+ * resp_cap (bytes alone bound them). */
+int lpc_call_bounded(ldpref_client *c, const char *method, const char *path, const char *body,
+                     int bearer, size_t resp_cap, size_t values_cap, json_t **resp, long *status);
+
+/* Response caps (bytes): a receipt, an error, a skip or a progress answer
+ * (ANNOTATOR); operator answers (SMALL, LARGE: listings, models, scores). */
+#define LPC_RESP_CAP_ANNOTATOR (64u << 10)
 #define LPC_RESP_CAP_SMALL (1u << 20)
 /* A call answered 429 rate_limited is sent again after the server's
  * Retry-After, at most this many times and only for waits of at most this
@@ -80,6 +91,15 @@ int lpc_call_text(ldpref_client *c, const char *method, const char *path, const 
 #define LPC_RATE_RETRIES 8
 #define LPC_RATE_WAIT_MAX_S 5
 #define LPC_RESP_CAP_LARGE (256u << 20)
+/* Per answered item of a batch: a receipt or an error, bytes and values. */
+#define LPC_RESP_CAP_PER_ITEM 2048u
+#define LPC_VALUES_PER_ITEM 32u
+/* A tasks/next answer: per task at most max_task_bytes and
+ * LPC_TASK_VALUES_MAX values (its nine fields and 32 turns of context take
+ * about 150), plus the envelope. */
+#define LPC_TASK_VALUES_MAX 256u
+#define LPC_ENVELOPE_BYTES 4096u
+#define LPC_ENVELOPE_VALUES 64u
 
 /* Hands a JSON answer (reference taken) to the caller as compact text in
  * *json_out (NULL: dropped). */
@@ -102,22 +122,10 @@ int lpc_key_load(const char *path, uint8_t sk[LP_SECRET_BYTES], uint8_t pk[LP_KE
  * Test hooks (not exported from the shared library).
  */
 
-/*
- * The memo key and orientation of the comparison t presents (its context,
- * prompt, a and b; task id and epsilons play no part): key = keyed BLAKE2b
- * under the device secret over, each length-prefixed (8-byte big-endian
- * length, then the bytes):
- *   without context  "ldpref/memo/v1", prompt, first, second
- *   with context     "ldpref/memo/v2", then the turn count (8 bytes,
- *                    big-endian), each turn's role and content, then
- *                    prompt, first, second
- * where first, second are the two responses in canonical order (sorted by
- * their BLAKE2b hash). *swapped is 1 when the canonical order is (b, a).
- * The key without context is the one of ledgers written before
- * conversations (docs/client.md "Memo key").
- */
-void lpc_memo_key(const uint8_t secret[LPC_DEVICE_SECRET_BYTES], const ldpref_task *t,
-                  uint8_t key[LPC_MEMO_KEY_BYTES], int *swapped);
+/* The memo key, exact key, sketch and epsilons of t (memo.h). LP_OK or
+ * LP_ENO_MEMORY. */
+int lpc_task_meta_fill(const uint8_t secret[LPC_DEVICE_SECRET_BYTES], const ldpref_task *t,
+                       lpc_task_meta *m);
 
 /*
  * Does everything ldpref_answer() does before the network: outbox lookup,

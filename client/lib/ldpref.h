@@ -7,10 +7,11 @@
  * answer, signs the privatized label with the annotator's Ed25519 key and
  * submits it. A local ledger (an SQLite file, mode 0600) remembers
  *   - the randomized answer for each comparison, keyed by a keyed hash of its
- *     content, so re-asking the same comparison (under another task id, in
- *     either A/B order) always gets the same randomized answer and spends
- *     nothing new; the same task id is never answered twice
- *     (LDPREF_EALREADY_ANSWERED);
+ *     normalized content, with a local sketch of it, so re-asking the same
+ *     comparison (under another task id, in either A/B order, with other
+ *     spacing or invisible characters, or a near-duplicate of it) always
+ *     gets the same randomized answer and spends nothing new; the same task
+ *     id is never answered twice (LDPREF_EALREADY_ANSWERED);
  *   - the epsilon spent, so the annotator's own caps are never exceeded;
  *   - every signed message before it is sent (the outbox), so a resend is
  *     byte-identical and the server returns the original receipt.
@@ -117,6 +118,10 @@ typedef enum ldpref_error {
     LDPREF_ELAST_ADMIN_TOKEN = 71,   /* revoking it would leave no live admin token */
     LDPREF_EUNKNOWN_TOKEN = 72,      /* no live operator token has this id */
 
+    /* the server's answer exceeds the client's cap for what was asked; it
+     * nests too deep or holds too many JSON values for it */
+    LDPREF_ERESPONSE_TOO_LARGE = 79,
+    LDPREF_ERESPONSE_TOO_COMPLEX = 80,
     /* https: the server's certificate is not trusted; the TLS handshake failed */
     LDPREF_ECERTIFICATE_UNTRUSTED = 81,
     LDPREF_ETLS_FAILED = 82,
@@ -153,7 +158,8 @@ typedef struct ldpref_options {
     const char *ledger_path;      /* NULL: "<key_path>.ledger" */
     double max_epsilon_per_label; /* own cap on one label's epsilon; default 1.0;
                                      INFINITY allows unprivatized labels */
-    double max_epsilon_total;     /* own cap on the sum of epsilons spent; default 1000 */
+    double max_epsilon_total;     /* own cap on the sum of epsilons spent; default 100
+                                     (1000 before 0.4; docs/client.md "The total cap") */
     long timeout_ms;              /* whole-request timeout; default 30000 */
     long connect_timeout_ms;      /* default 5000 */
     const char *operator_token;   /* bearer token for ldpref_admin_*; NULL for annotators */
@@ -277,6 +283,23 @@ typedef struct ldpref_task {
  * content, never the text) so that ldpref_answer_id() can answer them later.
  */
 int ldpref_next_tasks(ldpref_client *c, int count, ldpref_task **tasks, size_t *n);
+
+/*
+ * Since 0.4: the largest task (bytes of its JSON in the server's answer) the
+ * handle accepts from ldpref_next_tasks(); default
+ * LDPREF_MAX_TASK_BYTES_DEFAULT (1 MiB: the largest task the server accepts,
+ * 320 KiB of text, with room for JSON escapes). A tasks/next answer larger
+ * than count times this (plus 4 KiB) is refused while it arrives
+ * (LDPREF_ERESPONSE_TOO_LARGE), one with more JSON values than count tasks
+ * can hold before it is parsed (LDPREF_ERESPONSE_TOO_COMPLEX): a hostile
+ * server cannot make the client hold much more than count times this.
+ * LDPREF_EINVALID_ARGUMENT outside [LDPREF_MAX_TASK_BYTES_MIN,
+ * LDPREF_MAX_TASK_BYTES_LIMIT].
+ */
+#define LDPREF_MAX_TASK_BYTES_DEFAULT (1 << 20)
+#define LDPREF_MAX_TASK_BYTES_MIN 4096
+#define LDPREF_MAX_TASK_BYTES_LIMIT (64 << 20)
+int ldpref_set_max_task_bytes(ldpref_client *c, size_t bytes);
 
 /* Frees an array from ldpref_next_tasks(). Accepts NULL. */
 void ldpref_tasks_free(ldpref_task *tasks, size_t n);

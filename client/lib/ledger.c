@@ -23,6 +23,9 @@
 #include <time.h>
 #include <unistd.h>
 
+#define LPC_STR_(x) #x
+#define LPC_STR(x) LPC_STR_(x)
+
 struct lpc_ledger {
     sqlite3 *db;
     uint8_t secret[LPC_DEVICE_SECRET_BYTES];
@@ -52,6 +55,21 @@ static const char SCHEMA_V2[] = "ALTER TABLE memo ADD COLUMN simulation TEXT;"
 static const char SCHEMA_V3[] =
     "CREATE TABLE skipped(server TEXT NOT NULL, task_id INTEGER NOT NULL,"
     "  created INTEGER NOT NULL, PRIMARY KEY (server, task_id));";
+
+/* v4: near-duplicate detection. A memo entry keeps its comparison's sketch
+ * (NULL for entries of earlier versions until they are asked again); a
+ * fetched task keeps its sketch and, when normalization changed its text,
+ * the key of the text as received (exact_key, exact_swapped). */
+static const char SCHEMA_V4[] =
+    "ALTER TABLE memo ADD COLUMN sketch BLOB;"
+    "ALTER TABLE task ADD COLUMN exact_key BLOB;"
+    "ALTER TABLE task ADD COLUMN exact_swapped INTEGER;"
+    "ALTER TABLE task ADD COLUMN sketch BLOB;"
+    /* The smallest sketch values of each response of each entry (memo.h
+     * LPC_SKETCH_PROBES), as signed 64-bit integers: where near-duplicates
+     * are looked for. */
+    "CREATE TABLE memo_probe(value INTEGER NOT NULL, memo_key BLOB NOT NULL);"
+    "CREATE INDEX memo_probe_value ON memo_probe(value);";
 
 static int64_t now_s(void)
 {
@@ -86,7 +104,7 @@ static int exec(lpc_ledger *l, const char *sql)
     return sqlite3_exec(l->db, sql, NULL, NULL, NULL) == SQLITE_OK ? LP_OK : LP_ESTORAGE;
 }
 
-_Static_assert(LPC_LEDGER_VERSION == 3, "migrate() writes user_version 3");
+_Static_assert(LPC_LEDGER_VERSION == 4, "migrate() writes user_version 4");
 
 static int migrate(lpc_ledger *l, char *msg, size_t msglen)
 {
@@ -104,13 +122,14 @@ static int migrate(lpc_ledger *l, char *msg, size_t msglen)
                        LPC_LEDGER_VERSION);
     if (version == LPC_LEDGER_VERSION)
         return LP_OK;
-    /* One step per version, all in one transaction: 0 (a new file) -> 1 -> 2 -> 3. */
+    /* One step per version, all in one transaction: 0 (a new file) -> 1 -> ... -> 4. */
     if (exec(l, "BEGIN IMMEDIATE") != LP_OK)
         return db_fail(l->db, msg, msglen, "starting the migration");
     if ((version < 1 && exec(l, SCHEMA_V1) != LP_OK) ||
         (version < 2 && exec(l, SCHEMA_V2) != LP_OK) ||
         (version < 3 && exec(l, SCHEMA_V3) != LP_OK) ||
-        exec(l, "PRAGMA user_version = 3") != LP_OK) {
+        (version < 4 && exec(l, SCHEMA_V4) != LP_OK) ||
+        exec(l, "PRAGMA user_version = 4") != LP_OK) {
         int rc = db_fail(l->db, msg, msglen, "migrating the schema");
         exec(l, "ROLLBACK");
         return rc;
@@ -287,6 +306,140 @@ int lpc_ledger_memo_put(lpc_ledger *l, const uint8_t key[LPC_MEMO_KEY_BYTES], in
     return run(st);
 }
 
+int lpc_ledger_memo_set_sketch(lpc_ledger *l, const uint8_t key[LPC_MEMO_KEY_BYTES],
+                               const lpc_sketch *sketch)
+{
+    uint8_t blob[LPC_SKETCH_BYTES];
+    lpc_sketch_encode(sketch, blob);
+    sqlite3_stmt *st = prep(l, "UPDATE memo SET sketch = ? WHERE memo_key = ? AND sketch IS NULL");
+    if (st == NULL)
+        return LP_ESTORAGE;
+    sqlite3_bind_blob(st, 1, blob, sizeof blob, SQLITE_TRANSIENT);
+    sqlite3_bind_blob(st, 2, key, LPC_MEMO_KEY_BYTES, SQLITE_STATIC);
+    int rc = run(st);
+    if (rc != LP_OK || sqlite3_changes(l->db) != 1)
+        return rc; /* the entry kept the sketch it had */
+    for (int part = 1; part <= 2 && rc == LP_OK; part++)
+        for (uint32_t k = 0; k < sketch->n[part] && k < LPC_SKETCH_PROBES && rc == LP_OK; k++) {
+            if ((st = prep(l, "INSERT INTO memo_probe(value, memo_key) VALUES (?, ?)")) == NULL)
+                return LP_ESTORAGE;
+            sqlite3_bind_int64(st, 1, (sqlite3_int64)sketch->v[part][k]);
+            sqlite3_bind_blob(st, 2, key, LPC_MEMO_KEY_BYTES, SQLITE_STATIC);
+            rc = run(st);
+        }
+    return rc;
+}
+
+/* Entries compared in full per lookup, and the count at which a probe
+ * value's rarity stops being measured. */
+#define LPC_PROBE_CANDIDATES_MAX 64
+#define LPC_PROBE_COUNT_CAP 1000
+
+struct probe {
+    int64_t value;
+    int count; /* entries holding it, up to LPC_PROBE_COUNT_CAP */
+};
+
+static int probe_rarer(const void *a, const void *b)
+{
+    const struct probe *x = a, *y = b;
+    return (x->count > y->count) - (x->count < y->count);
+}
+
+/*
+ * Keys of the entries that may share more than half of asked's p probes.
+ * Such an entry misses fewer than p/2 of them, so it holds at least one of
+ * any ceil(p/2): the rarest ceil(p/2) are looked up, so a phrase that many
+ * entries share costs nothing. Most shared first, at most
+ * LPC_PROBE_CANDIDATES_MAX: *n of them in keys.
+ */
+static int probe_candidates(lpc_ledger *l, const lpc_sketch *asked,
+                            uint8_t (*keys)[LPC_MEMO_KEY_BYTES], size_t *n)
+{
+    *n = 0;
+    struct probe probes[2 * LPC_SKETCH_PROBES];
+    int p = 0;
+    for (int part = 1; part <= 2; part++)
+        for (uint32_t k = 0; k < asked->n[part] && k < LPC_SKETCH_PROBES; k++)
+            probes[p++].value = (int64_t)asked->v[part][k];
+    for (int i = 0; i < p; i++) {
+        sqlite3_stmt *st = prep(l, "SELECT count(*) FROM (SELECT 1 FROM memo_probe"
+                                   " WHERE value = ? LIMIT " LPC_STR(LPC_PROBE_COUNT_CAP) ")");
+        if (st == NULL)
+            return LP_ESTORAGE;
+        sqlite3_bind_int64(st, 1, probes[i].value);
+        int step = sqlite3_step(st);
+        probes[i].count = step == SQLITE_ROW ? sqlite3_column_int(st, 0) : 0;
+        sqlite3_finalize(st);
+        if (step != SQLITE_ROW)
+            return LP_ESTORAGE;
+    }
+    qsort(probes, (size_t)p, sizeof *probes, probe_rarer);
+    int h = (p + 1) / 2;
+    while (h > 0 && probes[h - 1].count == 0)
+        h--; /* values no entry holds find nothing */
+    if (h == 0)
+        return LP_OK;
+    char sql[256 + 2 * 2 * LPC_SKETCH_PROBES];
+    int len = snprintf(sql, sizeof sql, "SELECT memo_key FROM memo_probe WHERE value IN (");
+    for (int i = 0; i < h; i++)
+        len += snprintf(sql + len, sizeof sql - (size_t)len, "%s?", i ? "," : "");
+    snprintf(sql + len, sizeof sql - (size_t)len,
+             ") GROUP BY memo_key ORDER BY count(*) DESC, min(rowid) LIMIT %d",
+             LPC_PROBE_CANDIDATES_MAX);
+    sqlite3_stmt *st = prep(l, sql);
+    if (st == NULL)
+        return LP_ESTORAGE;
+    for (int i = 0; i < h; i++)
+        sqlite3_bind_int64(st, i + 1, probes[i].value);
+    int step;
+    while ((step = sqlite3_step(st)) == SQLITE_ROW && *n < LPC_PROBE_CANDIDATES_MAX)
+        if (sqlite3_column_bytes(st, 0) == LPC_MEMO_KEY_BYTES)
+            memcpy(keys[(*n)++], sqlite3_column_blob(st, 0), LPC_MEMO_KEY_BYTES);
+    sqlite3_finalize(st);
+    return step == SQLITE_ROW || step == SQLITE_DONE ? LP_OK : LP_ESTORAGE;
+}
+
+int lpc_ledger_memo_nearest(lpc_ledger *l, const lpc_sketch *asked, double threshold,
+                            uint8_t key_out[LPC_MEMO_KEY_BYTES], int *flip, double *similarity)
+{
+    uint8_t keys[LPC_PROBE_CANDIDATES_MAX][LPC_MEMO_KEY_BYTES];
+    lpc_sketch *stored = malloc(sizeof *stored);
+    size_t n = 0;
+    int rc = stored ? probe_candidates(l, asked, keys, &n) : LP_ENO_MEMORY;
+    double best = -1;
+    int64_t best_row = INT64_MAX;
+    for (size_t i = 0; i < n && rc == LP_OK; i++) {
+        sqlite3_stmt *st = prep(l, "SELECT rowid, sketch FROM memo WHERE memo_key = ?");
+        if (st == NULL) {
+            rc = LP_ESTORAGE;
+            break;
+        }
+        sqlite3_bind_blob(st, 1, keys[i], LPC_MEMO_KEY_BYTES, SQLITE_STATIC);
+        int f = 0;
+        if (sqlite3_step(st) == SQLITE_ROW &&
+            lpc_sketch_decode(sqlite3_column_blob(st, 1), (size_t)sqlite3_column_bytes(st, 1),
+                              stored) == LP_OK) {
+            double sim = lpc_sketch_match(stored, asked, &f);
+            int64_t row = sqlite3_column_int64(st, 0);
+            /* The closest; among equally close ones the oldest. */
+            if (sim >= threshold && (sim > best || (sim == best && row < best_row))) {
+                best = sim;
+                best_row = row;
+                memcpy(key_out, keys[i], LPC_MEMO_KEY_BYTES);
+                *flip = f;
+            }
+        }
+        sqlite3_finalize(st);
+    }
+    free(stored);
+    if (rc != LP_OK)
+        return rc;
+    if (similarity)
+        *similarity = best;
+    return best >= 0 ? LP_OK : LP_ENOT_FOUND;
+}
+
 int lpc_ledger_spend(lpc_ledger *l, const uint8_t key[LPC_MEMO_KEY_BYTES], double epsilon,
                      const char *server, int64_t task_id)
 {
@@ -439,9 +592,19 @@ int lpc_ledger_task_put(lpc_ledger *l, const char *server, int64_t task_id, cons
 {
     sqlite3_stmt *st =
         prep(l, "INSERT OR REPLACE INTO task(server, task_id, memo_key, swapped, epsilon_proposed,"
-                " epsilon_min, epsilon_max, fetched) VALUES (?, ?, ?, ?, ?, ?, ?, ?)");
+                " epsilon_min, epsilon_max, fetched, exact_key, exact_swapped, sketch)"
+                " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)");
     if (st == NULL)
         return LP_ESTORAGE;
+    if (m->has_exact) {
+        sqlite3_bind_blob(st, 9, m->exact_key, LPC_MEMO_KEY_BYTES, SQLITE_STATIC);
+        sqlite3_bind_int(st, 10, m->exact_swapped);
+    }
+    uint8_t blob[LPC_SKETCH_BYTES];
+    if (m->has_sketch) {
+        lpc_sketch_encode(&m->sketch, blob);
+        sqlite3_bind_blob(st, 11, blob, sizeof blob, SQLITE_STATIC);
+    }
     sqlite3_bind_text(st, 1, server, -1, SQLITE_STATIC);
     sqlite3_bind_int64(st, 2, task_id);
     sqlite3_bind_blob(st, 3, m->memo_key, LPC_MEMO_KEY_BYTES, SQLITE_STATIC);
@@ -480,7 +643,8 @@ int lpc_ledger_skipped(lpc_ledger *l, const char *server, int64_t task_id)
 int lpc_ledger_task_get(lpc_ledger *l, const char *server, int64_t task_id, lpc_task_meta *out)
 {
     sqlite3_stmt *st = prep(l, "SELECT memo_key, swapped, epsilon_proposed, epsilon_min,"
-                               " epsilon_max FROM task WHERE server = ? AND task_id = ?");
+                               " epsilon_max, exact_key, exact_swapped, sketch FROM task"
+                               " WHERE server = ? AND task_id = ?");
     if (st == NULL)
         return LP_ESTORAGE;
     sqlite3_bind_text(st, 1, server, -1, SQLITE_STATIC);
@@ -492,6 +656,13 @@ int lpc_ledger_task_get(lpc_ledger *l, const char *server, int64_t task_id, lpc_
         out->epsilon_proposed = sqlite3_column_double(st, 2);
         out->epsilon_min = sqlite3_column_double(st, 3);
         out->epsilon_max = sqlite3_column_double(st, 4);
+        out->has_exact = sqlite3_column_bytes(st, 5) == LPC_MEMO_KEY_BYTES;
+        if (out->has_exact)
+            memcpy(out->exact_key, sqlite3_column_blob(st, 5), LPC_MEMO_KEY_BYTES);
+        out->exact_swapped = sqlite3_column_int(st, 6) != 0;
+        out->has_sketch =
+            lpc_sketch_decode(sqlite3_column_blob(st, 7), (size_t)sqlite3_column_bytes(st, 7),
+                              &out->sketch) == LP_OK;
         rc = LP_OK;
     } else {
         rc = step == SQLITE_DONE ? LP_ENOT_FOUND : LP_ESTORAGE;

@@ -18,12 +18,13 @@
 #ifndef LPC_LEDGER_H
 #define LPC_LEDGER_H
 
+#include "memo.h"
+
 #include <stddef.h>
 #include <stdint.h>
 
-#define LPC_DEVICE_SECRET_BYTES 32
-#define LPC_MEMO_KEY_BYTES 32
-#define LPC_LEDGER_VERSION 3 /* 2: simulation columns; 3: skipped tasks */
+/* 2: simulation columns; 3: skipped tasks; 4: sketches, the tasks' exact keys */
+#define LPC_LEDGER_VERSION 4
 
 typedef struct lpc_ledger lpc_ledger;
 
@@ -50,6 +51,17 @@ int lpc_ledger_memo_get(lpc_ledger *l, const uint8_t key[LPC_MEMO_KEY_BYTES], in
 int lpc_ledger_memo_put(lpc_ledger *l, const uint8_t key[LPC_MEMO_KEY_BYTES], int z_canonical,
                         double epsilon, const char *simulation);
 
+/* Stores the sketch (in the entry's canonical order) of memo entry key:
+ * always for a new entry, and for an entry of an earlier version that has
+ * none (an existing sketch is kept). */
+int lpc_ledger_memo_set_sketch(lpc_ledger *l, const uint8_t key[LPC_MEMO_KEY_BYTES],
+                               const lpc_sketch *sketch);
+/* The memo entry whose sketch matches asked best (lpc_sketch_match), if its
+ * similarity is at least threshold: LP_OK with its key in key_out and the
+ * pairing in *flip; LP_ENOT_FOUND when none is that close. */
+int lpc_ledger_memo_nearest(lpc_ledger *l, const lpc_sketch *asked, double threshold,
+                            uint8_t key_out[LPC_MEMO_KEY_BYTES], int *flip, double *similarity);
+
 /* Appends a spend row. */
 int lpc_ledger_spend(lpc_ledger *l, const uint8_t key[LPC_MEMO_KEY_BYTES], double epsilon,
                      const char *server, int64_t task_id);
@@ -75,11 +87,19 @@ int lpc_ledger_outbox_set_error(lpc_ledger *l, const char *server, int64_t task_
  * new array of *n entries (free()). */
 int lpc_ledger_outbox_pending(lpc_ledger *l, const char *server, int64_t **ids, size_t *n);
 
-/* Cached task metadata. */
+/* Cached task metadata: the memo key and orientation of the normalized
+ * comparison; the key of the text exactly as received, when it differs
+ * (memo entries of earlier versions are found under it); the sketch. Rows
+ * of earlier versions have neither (their memo key is the exact one). */
 typedef struct lpc_task_meta {
     uint8_t memo_key[LPC_MEMO_KEY_BYTES];
     int swapped;
     double epsilon_proposed, epsilon_min, epsilon_max;
+    int has_exact;
+    uint8_t exact_key[LPC_MEMO_KEY_BYTES];
+    int exact_swapped;
+    int has_sketch;
+    lpc_sketch sketch; /* in the memo key's canonical order */
 } lpc_task_meta;
 int lpc_ledger_task_put(lpc_ledger *l, const char *server, int64_t task_id,
                         const lpc_task_meta *meta);

@@ -45,7 +45,7 @@ int ldpref_skip(ldpref_client *c, int64_t task_id)
     m.timestamp_ms = lp_now_ms();
     lp_sign_skip(&m, c->sk);
     json_t *resp = NULL;
-    rc = lpc_post(c, "/v1/tasks/skip", lp_wire_skip_encode(&m), LPC_RESP_CAP_SMALL, &resp);
+    rc = lpc_post(c, "/v1/tasks/skip", lp_wire_skip_encode(&m), LPC_RESP_CAP_ANNOTATOR, &resp);
     if (rc != LDPREF_OK)
         return rc;
     int64_t got = 0;
@@ -76,7 +76,7 @@ int ldpref_progress_get(ldpref_client *c, ldpref_progress *out)
     m.timestamp_ms = lp_now_ms();
     lp_sign_progress(&m, c->sk);
     json_t *resp = NULL;
-    rc = lpc_post(c, "/v1/progress", lp_wire_progress_encode(&m), LPC_RESP_CAP_SMALL, &resp);
+    rc = lpc_post(c, "/v1/progress", lp_wire_progress_encode(&m), LPC_RESP_CAP_ANNOTATOR, &resp);
     if (rc != LDPREF_OK)
         return rc;
     ldpref_progress p;

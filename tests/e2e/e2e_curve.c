@@ -175,7 +175,8 @@ static void set_up_campaign(void)
         fclose(f);
     free(out);
     CHECK_INT(answered, TASKS);
-    const char *batch[] = {"answer-batch", path, NULL};
+    /* 120 labels at epsilon 1: above the default total cap of 100. */
+    const char *batch[] = {"answer-batch", path, "--epsilon-total-cap", "1000", NULL};
     CHECK_INT(cli(&out, env_key, batch), 0);
     free(out);
     CHECK_INT(server_db_count(&srv, "labels"), TASKS);

@@ -209,7 +209,7 @@ static void test_wide_terminal(void)
     CHECK(strstr(s, "The end of ALPHA-1.") != NULL); /* wide: everything fits */
     CHECK(strstr(s, "The end of BRAVO-1.") != NULL);
     CHECK(strstr(s, "0 of 10 in this campaign; 0 answered this session") != NULL);
-    CHECK(strstr(s, "ε spent 0, left 1000") != NULL);
+    CHECK(strstr(s, "ε spent 0, left 100") != NULL);
     /* The escape sequences in the text are shown, not obeyed. */
     CHECK(strstr(s, "ESCAPE\xEF\xBF\xBD[2J\xEF\xBF\xBD]0;owned\xEF\xBF\xBD") != NULL);
     CHECK(strchr(s, '\x1b') == NULL);
@@ -232,7 +232,7 @@ static void test_wide_terminal(void)
     s = expect_screen(&t, answered);
     CHECK(strstr(s, "randomized on this device before sending") != NULL);
     CHECK(strstr(s, "1 answered this session") != NULL);
-    CHECK(strstr(s, "ε spent 0.5, left 999.5") != NULL);
+    CHECK(strstr(s, "ε spent 0.5, left 99.5") != NULL);
     CHECK(task_on_screen(s) != first);
     save(s, "label-200x50-answered.txt");
     free(s);
@@ -248,7 +248,7 @@ static void test_wide_terminal(void)
     term_key(&t, "t");
     s = expect_screen(&t, "3 of 10 in this campaign; 3 answered this session");
     CHECK(strstr(s, "randomized on this device before sending") != NULL);
-    CHECK(strstr(s, "ε spent 1.5, left 998.5") != NULL);
+    CHECK(strstr(s, "ε spent 1.5, left 98.5") != NULL);
     long long skipped = task_on_screen(s);
     free(s);
     CHECK_INT(labels_count(), before + 3);
@@ -260,7 +260,7 @@ static void test_wide_terminal(void)
     snprintf(skipped_note, sizeof skipped_note, "Task %lld skipped", skipped);
     s = expect_screen(&t, skipped_note);
     CHECK(strstr(s, "3 answered this session") != NULL);
-    CHECK(strstr(s, "ε spent 1.5, left 998.5") != NULL);
+    CHECK(strstr(s, "ε spent 1.5, left 98.5") != NULL);
     CHECK(task_on_screen(s) != skipped);
     save(s, "label-200x50-skipped.txt");
     free(s);
@@ -269,7 +269,7 @@ static void test_wide_terminal(void)
 
     term_key(&t, "q");
     CHECK_INT(term_exit_status(&t, WAIT_MS), 0);
-    free(expect_screen(&t, "Session ended: 3 answered, 1 skipped; ε spent 1.5, left 998.5."));
+    free(expect_screen(&t, "Session ended: 3 answered, 1 skipped; ε spent 1.5, left 98.5."));
     term_stop(&t);
 }
 

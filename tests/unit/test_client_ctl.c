@@ -453,7 +453,8 @@ static void test_wire_unchanged(void)
     ldpref_client_close(plain);
 }
 
-/* A schema-1 ledger (no simulation columns, no skipped table) is migrated on open. */
+/* A schema-1 ledger (no simulation columns, no skipped table, no sketches) is migrated on
+ * open. */
 static void test_migration(void)
 {
     ldpref_client *c = open_client("migrate", 0.0, NULL, 0, 1.0, NULL);
@@ -471,7 +472,10 @@ static void test_migration(void)
     CHECK(sqlite3_open(path, &db) == SQLITE_OK);
     CHECK(sqlite3_exec(db,
                        "ALTER TABLE memo DROP COLUMN simulation; ALTER TABLE outbox DROP COLUMN "
-                       "simulation; DROP TABLE skipped; PRAGMA user_version = 1;",
+                       "simulation; DROP TABLE skipped; ALTER TABLE memo DROP COLUMN sketch; "
+                       "ALTER TABLE task DROP COLUMN exact_key; ALTER TABLE task DROP COLUMN "
+                       "exact_swapped; ALTER TABLE task DROP COLUMN sketch; DROP TABLE memo_probe; "
+                       "PRAGMA user_version = 1;",
                        NULL, NULL, NULL) == SQLITE_OK);
     sqlite3_close(db);
     c = open_client("migrate", 0.2, "flip", 1, 1.0, NULL);
@@ -494,7 +498,7 @@ static void test_migration(void)
         sqlite3_step(st) == SQLITE_ROW)
         version = sqlite3_column_int(st, 0);
     sqlite3_finalize(st);
-    CHECK_INT(version, 3);
+    CHECK_INT(version, 4);
     sqlite3_close(db);
 }
 

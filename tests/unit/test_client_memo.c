@@ -12,7 +12,17 @@
  *   still found for the same comparison without context;
  * - re-asking a comparison with the same context reuses its randomized
  *   answer and spends nothing; with a different context it is a different
- *   comparison (a new memo entry and a new spend).
+ *   comparison (a new memo entry and a new spend);
+ * - normalization: Unicode white space collapsed and trimmed, line endings
+ *   unified, invisible characters dropped, NFKC; the memo key of variants
+ *   that differ only there is one key;
+ * - sketches: exact similarity for small sets, estimates within the
+ *   binomial spread for large ones, the A/B pairing, and through the
+ *   ledger: near-duplicates (a changed punctuation mark, a changed word,
+ *   swapped A/B) reuse the memoized answer in the orientation asked and
+ *   spend nothing, a different comparison does not; an entry written
+ *   before normalization is found for its exact text, gets a sketch, and
+ *   is then found for its variants too.
  */
 #include "ldpref.h"
 
@@ -252,6 +262,235 @@ static void test_reasked_conversations(void)
     ldpref_client_close(c);
 }
 
+static void normalized(const char *in, const char *want)
+{
+    char *out = NULL;
+    CHECK_ERR(lpc_text_normalize(in, &out), LP_OK);
+    check_record(out && strcmp(out, want) == 0, __FILE__, __LINE__,
+                 "normalize(\"%s\") == \"%s\" (got \"%s\")", in, want, out ? out : "(null)");
+    free(out);
+}
+
+static void test_normalize(void)
+{
+    normalized("", "");
+    normalized("   ", "");
+    normalized("plain text", "plain text");
+    normalized("  lead and trail \t\n", "lead and trail");
+    normalized("a  \t b", "a b");
+    normalized("line\r\nend", "line end");
+    normalized("line\rend", "line end");
+    normalized("line\nend", "line end");
+    normalized("para\u2029graph\u2028line", "para graph line");
+    /* NBSP, the U+2000 block, narrow NBSP, medium math space, ideographic
+     * space, Ogham space mark, next line */
+    const char *spaces[] = {"\u00a0", "\u2000", "\u2001", "\u2002", "\u2003",  "\u2004",
+                            "\u2005", "\u2006", "\u2007", "\u2008", "\u2009",  "\u200a",
+                            "\u202f", "\u205f", "\u3000", "\u1680", "\xc2\x85"};
+    for (size_t i = 0; i < sizeof spaces / sizeof spaces[0]; i++) {
+        char in[32];
+        snprintf(in, sizeof in, "a%sb%s", spaces[i], spaces[i]);
+        normalized(in, "a b");
+    }
+    /* invisible: zero-width space, non-joiner, joiner, word joiner, BOM,
+     * soft hyphen, variation selector, Mongolian vowel separator */
+    const char *invisible[] = {"\u200b", "\u200c", "\u200d", "\u2060",
+                               "\ufeff", "\u00ad", "\ufe0f", "\u180e"};
+    for (size_t i = 0; i < sizeof invisible / sizeof invisible[0]; i++) {
+        char in[32];
+        snprintf(in, sizeof in, "%sab%sc%s", invisible[i], invisible[i], invisible[i]);
+        normalized(in, "abc");
+    }
+    normalized("a \u200b b", "a b");              /* an invisible character between spaces */
+    normalized("\uff21\uff22", "AB");             /* fullwidth letters (NFKC) */
+    normalized("\ufb01ne", "fine");               /* a ligature */
+    normalized("e\u0301", "\u00e9");              /* composed */
+    normalized("\xff\xfe  raw", "\xff\xfe  raw"); /* not UTF-8: kept as is */
+    /* Keys: variants that differ in space and invisible characters share one. */
+    uint8_t secret[LPC_DEVICE_SECRET_BYTES] = {1, 2, 3};
+    ldpref_task t1 = task(1, NULL, 0, "What is 2+2?", "Four.", "Five.");
+    ldpref_task t2 = task(2, NULL, 0, " What\u00a0is  2+2?\r\n", "Fo\u200bur.\u3000", "Five.");
+    char h1[65], h2[65];
+    int s1 = -1, s2 = -1;
+    key_hex(secret, &t1, h1, &s1);
+    key_hex(secret, &t2, h2, &s2);
+    CHECK_STR(h1, h2);
+    CHECK_INT(s1, s2);
+    /* The exact key tells them apart (it is the key of earlier ledgers). */
+    uint8_t k1[LPC_MEMO_KEY_BYTES], k2[LPC_MEMO_KEY_BYTES];
+    lpc_memo_key_exact(secret, &t1, k1, &s1);
+    lpc_memo_key_exact(secret, &t2, k2, &s2);
+    CHECK(memcmp(k1, k2, sizeof k1) != 0);
+    /* ... and equals the key for text normalization leaves alone. */
+    uint8_t k3[LPC_MEMO_KEY_BYTES];
+    CHECK_ERR(lpc_memo_key(secret, &t1, k3, &s2), LP_OK);
+    CHECK(memcmp(k1, k3, sizeof k1) == 0);
+}
+
+static lpc_sketch sketch_of(const char *prompt, const char *a, const char *b)
+{
+    uint8_t secret[LPC_DEVICE_SECRET_BYTES] = {9};
+    ldpref_task t = task(1, NULL, 0, prompt, a, b);
+    lpc_sketch s;
+    CHECK_ERR(lpc_sketch_build(secret, &t, 0, &s), LP_OK);
+    return s;
+}
+
+/* n words "w0 w1 ...", every step-th replaced by "x<i>" when step > 0. */
+static char *words(int n, int step)
+{
+    char *t = malloc((size_t)n * 12 + 1);
+    size_t len = 0;
+    for (int i = 0; i < n; i++)
+        len += (size_t)sprintf(t + len, "%s%s%d", i ? " " : "",
+                               step > 0 && i % step == step / 2 ? "x" : "w", i);
+    return t;
+}
+
+static void test_sketch(void)
+{
+    lpc_sketch a = sketch_of("Which is better?", "The cat sat on the mat.", "A dog barked.");
+    lpc_sketch b = sketch_of("Which is better ?!", "the CAT sat, on the mat", "A dog  barked!");
+    int flip = -1;
+    CHECK(lpc_sketch_match(&a, &b, &flip) == 1.0); /* case and punctuation are not words */
+    CHECK_INT(flip, 0);
+    /* Exact for small sets: 5 bigrams each, 4 shared -> 4/6. */
+    lpc_sketch c = sketch_of("Which is better?", "The cat sat on the rug.", "A dog barked.");
+    CHECK_NEAR(lpc_sketch_similarity(&a, 1, &c, 1), 4.0 / 6.0, 1e-12);
+    CHECK(lpc_sketch_match(&a, &c, &flip) < LPC_SKETCH_THRESHOLD);
+    /* A and B swapped: matched the other way round. */
+    lpc_sketch d = sketch_of("Which is better?", "A dog barked.", "The cat sat on the mat.");
+    CHECK(lpc_sketch_match(&a, &d, &flip) == 1.0);
+    CHECK_INT(flip, 1);
+    /* One-word texts: the word itself; different words share nothing. */
+    lpc_sketch four = sketch_of("2+2?", "4", "5"), five = sketch_of("2+2?", "5", "4");
+    CHECK(lpc_sketch_similarity(&four, 1, &five, 1) == 0.0);
+    CHECK(lpc_sketch_match(&four, &five, &flip) == 1.0 && flip == 1);
+    /* A symbol is a word: 2+2 and 2-2 differ, "2 + 2" is 2+2. */
+    lpc_sketch plus = sketch_of("p", "2+2", "z"), minus = sketch_of("p", "2-2", "z"),
+               spaced = sketch_of("p", "2 + 2", "z");
+    CHECK(lpc_sketch_similarity(&plus, 1, &minus, 1) < 0.5);
+    CHECK(lpc_sketch_similarity(&plus, 1, &spaced, 1) == 1.0);
+    /* Empty texts are equal to each other only. */
+    lpc_sketch e1 = sketch_of("p", "...", "x"), e2 = sketch_of("p", "", "x");
+    CHECK(lpc_sketch_similarity(&e1, 1, &e2, 1) == 1.0);
+    CHECK(lpc_sketch_similarity(&e1, 1, &a, 1) == 0.0);
+    /* Large sets: 2000 words, every 10th replaced: 1999 bigrams, 400 of them
+     * changed, J = 1599 / 2399. The bottom-128 estimate has standard
+     * deviation about sqrt(J (1 - J) / 128) = 0.042; 6 of them. */
+    char *w = words(2000, 0), *x = words(2000, 10);
+    lpc_sketch big = sketch_of("p", w, "z"), edited = sketch_of("p", x, "z");
+    double j = 1599.0 / 2399.0;
+    CHECK_NEAR(lpc_sketch_similarity(&big, 1, &edited, 1), j, 6 * sqrt(j * (1 - j) / 128));
+    CHECK(big.n[1] == LPC_SKETCH_K);
+    /* Encoding round trip; a damaged blob is refused. */
+    uint8_t blob[LPC_SKETCH_BYTES];
+    lpc_sketch back;
+    memset(&back, 0, sizeof back); /* the struct's padding, which decode leaves alone */
+    lpc_sketch_encode(&big, blob);
+    CHECK_ERR(lpc_sketch_decode(blob, sizeof blob, &back), LP_OK);
+    CHECK(memcmp(&back, &big, sizeof back) == 0);
+    CHECK(lpc_sketch_decode(blob, sizeof blob - 1, &back) != LP_OK);
+    blob[0] = 0xff;
+    CHECK(lpc_sketch_decode(blob, sizeof blob, &back) != LP_OK);
+    /* Keyed by the device secret. */
+    uint8_t other[LPC_DEVICE_SECRET_BYTES] = {10};
+    ldpref_task t =
+        task(1, NULL, 0, "Which is better?", "The cat sat on the mat.", "A dog barked.");
+    lpc_sketch o;
+    CHECK_ERR(lpc_sketch_build(other, &t, 0, &o), LP_OK);
+    CHECK(lpc_sketch_similarity(&o, 1, &a, 1) == 0.0);
+    free(w);
+    free(x);
+}
+
+/* Near-duplicates through the ledger. */
+static void test_near_duplicates(void)
+{
+    ldpref_client *c = client("near");
+    if (c == NULL)
+        return;
+    const char *p = "Which summary of the meeting is more accurate?";
+    const char *a =
+        "The team agreed to ship the release on Friday after the last review, and support "
+        "will watch the error reports over the weekend.";
+    const char *b = "Nobody agreed on anything and the release date is still open.";
+    ldpref_task base = task(1, NULL, 0, p, a, b);
+    lp_label_msg m0, m;
+    int existed = -1;
+    CHECK_ERR(lpc_answer_prepare(c, &base, 1, &m0, &existed, NULL), LP_OK);
+    struct {
+        const char *a, *b;
+        int swapped;
+    } same[] = {
+        {"The team agreed to ship the release on Friday after the last review, and support "
+         "will watch the error reports over the weekend!",
+         b, 0},
+        /* one word of 22 changed: 19 of 23 bigrams shared, J = 0.83 */
+        {"The team agreed to ship the release on Friday after the final review, and support "
+         "will watch the error reports over the weekend.",
+         b, 0},
+        {b,
+         "The team agreed, to ship the release on Friday after the last review; and support "
+         "will watch the error reports over the weekend.",
+         1},
+        {"  The team agreed to ship the release on Friday after the last review, and support\r\n"
+         "will watch the error reports over the weekend.  ",
+         b, 0},
+    };
+    for (size_t i = 0; i < sizeof same / sizeof same[0]; i++) {
+        ldpref_task t = task(2 + (int64_t)i, NULL, 0, p, same[i].a, same[i].b);
+        CHECK_ERR(lpc_answer_prepare(c, &t, 0, &m, &existed, NULL), LP_OK);
+        CHECK_INT(m.z ^ same[i].swapped, m0.z);
+        CHECK(m.epsilon == m0.epsilon);
+    }
+    int64_t memo = -1, spend = -1;
+    counts(c, &memo, &spend);
+    CHECK_INT(memo, 1);
+    CHECK_INT(spend, 1);
+    /* The same prompt with another response is another comparison. */
+    ldpref_task other =
+        task(20, NULL, 0, p, a, "The meeting was cancelled, so there is no summary.");
+    CHECK_ERR(lpc_answer_prepare(c, &other, 0, &m, &existed, NULL), LP_OK);
+    counts(c, &memo, &spend);
+    CHECK_INT(memo, 2);
+    CHECK_INT(spend, 2);
+    ldpref_client_close(c);
+}
+
+/* An entry written before normalization (under the exact key of a text with
+ * a non-breaking space) is found for that text, gets its sketch then, and
+ * answers its variants from then on. */
+static void test_entry_before_normalization(void)
+{
+    ldpref_client *c = client("prenorm");
+    if (c == NULL)
+        return;
+    ldpref_task t = task(1, NULL, 0, "Which\u00a0is warmer?", "A wool coat in winter.",
+                         "A cotton shirt in the rain.");
+    uint8_t key[LPC_MEMO_KEY_BYTES];
+    int swapped = -1;
+    lpc_memo_key_exact(lpc_ledger_secret(c->ledger), &t, key, &swapped);
+    CHECK_ERR(lpc_ledger_begin(c->ledger), LP_OK);
+    CHECK_ERR(lpc_ledger_memo_put(c->ledger, key, 0, 0.5, NULL), LP_OK);
+    CHECK_ERR(lpc_ledger_commit(c->ledger), LP_OK);
+    lp_label_msg m;
+    int existed = -1;
+    CHECK_ERR(lpc_answer_prepare(c, &t, 1, &m, &existed, NULL), LP_OK);
+    CHECK(m.epsilon == 0.5);
+    CHECK_INT(m.z, 0 ^ swapped);
+    ldpref_task v = task(2, NULL, 0, "Which is warmer?", "A cotton shirt in the rain!",
+                         "A wool coat in winter.");
+    CHECK_ERR(lpc_answer_prepare(c, &v, 0, &m, &existed, NULL), LP_OK);
+    CHECK(m.epsilon == 0.5);
+    CHECK_INT(m.z, 1 ^ swapped); /* the same answer, A and B swapped */
+    int64_t memo = -1, spend = -1;
+    counts(c, &memo, &spend);
+    CHECK_INT(memo, 1);
+    CHECK_INT(spend, 0);
+    ldpref_client_close(c);
+}
+
 int main(void)
 {
     if (sodium_init() < 0)
@@ -264,6 +503,10 @@ int main(void)
     test_key_covers_the_conversation();
     test_old_ledger_entry_still_found();
     test_reasked_conversations();
+    test_normalize();
+    test_sketch();
+    test_near_duplicates();
+    test_entry_before_normalization();
     CHECK(tmpdir_remove(dir) == 0);
     return check_summary();
 }

@@ -206,6 +206,14 @@ static void test_depth(void)
     CHECK_INT(lp_json_depth("{\"a\":[1,{\"b\":2}]}", 17), 3);
     CHECK_INT(lp_json_depth("\"[[[[\"", 6), 0); /* brackets inside strings */
     CHECK_INT(lp_json_depth("\"\\\"[[\"", 6), 0);
+    /* The values bound: 1 + each , : [ { outside strings. */
+    size_t values = 0;
+    int depth = -1;
+    lp_json_shape("{\"a\":[1,{\"b\":2}],\"c\":\"x,y:[\"}", 29, &depth, &values);
+    CHECK_INT(depth, 3);
+    CHECK_INT(values, 9); /* the object, "a", the list, 1, the object, "b", 2, "c", "x,y:[" */
+    lp_json_shape("0", 1, NULL, &values);
+    CHECK_INT(values, 1);
 }
 
 /* The fast path must agree with the full parser: a body it accepts decodes
