@@ -15,7 +15,10 @@
  * while N anonymous clients (from 127.0.0.10 onwards) post large /v1/score requests
  * (--flood-body bytes of valid JSON each) as fast as the server answers,
  * ignoring Retry-After; the server gets --public-score when it has that
- * option. Prints "BENCH <name> <value> <unit>" lines; decides nothing.
+ * option. With --connection-threads N (N > 0) the server runs a thread per
+ * connection instead of its event loop and workers, so that both models can
+ * be measured in one session, alternating. Prints "BENCH <name> <value>
+ * <unit>" lines; decides nothing.
  */
 #include "canon.h"
 #include "clock.h"
@@ -549,6 +552,7 @@ int main(int argc, char **argv)
                             .conns = 32,
                             .flood_body = 1 << 20};
     const char *threads = "2";
+    const char *connection_threads = "0"; /* > 0: a thread per connection */
     for (int i = 1; i + 1 < argc; i += 2) {
         if (strcmp(argv[i], "--single-annotators") == 0)
             cfg.annotators_single = atoi(argv[i + 1]);
@@ -560,6 +564,8 @@ int main(int argc, char **argv)
             cfg.conns = atoi(argv[i + 1]);
         else if (strcmp(argv[i], "--server-threads") == 0)
             threads = argv[i + 1];
+        else if (strcmp(argv[i], "--connection-threads") == 0)
+            connection_threads = argv[i + 1];
         else if (strcmp(argv[i], "--flood-clients") == 0)
             cfg.flood_clients = atoi(argv[i + 1]);
         else if (strcmp(argv[i], "--flood-body") == 0)
@@ -578,9 +584,14 @@ int main(int argc, char **argv)
     verify_rate[0] = raw_verify_rate(cores, 2.0, &verify_cpu_us[0]);
 
     const char *args[] = {"--sync", "full", "--threads", threads, SERVER_NO_RATE_LIMITS,
-                          NULL,     NULL};
+                          NULL,     NULL,   NULL,        NULL};
+    size_t n_args = sizeof args / sizeof args[0] - 4; /* the first NULL */
+    if (atoi(connection_threads) > 0) { /* passed only when set: older servers lack it */
+        args[n_args++] = "--connection-threads";
+        args[n_args++] = connection_threads;
+    }
     if (cfg.flood_clients > 0 && server_has_option("--public-score"))
-        args[sizeof args / sizeof args[0] - 2] = "--public-score";
+        args[n_args] = "--public-score";
     if (server_start(&srv, args) != 0)
         die("could not start ldpref-server");
     int total_ann = cfg.annotators_single + cfg.annotators_batch;
