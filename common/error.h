@@ -105,6 +105,11 @@
     X(71, LAST_ADMIN_TOKEN, "last_admin_token", 409,                                               \
       "this is the last live operator token with the admin scope; create another first")           \
     X(72, UNKNOWN_TOKEN, "unknown_token", 404, "no live operator token has this id")               \
+    X(75, MODEL_NOT_PUBLIC, "model_not_public", 403,                                               \
+      "this model was trained on labels that were not all privatized; scoring with it needs a "    \
+      "token with the score scope")                                                                \
+    X(76, MODEL_NOT_ACTIVE, "model_not_active", 403,                                               \
+      "this version is not the served model; scoring with it needs a token with the admin scope")  \
     X(79, RESPONSE_TOO_LARGE, "response_too_large", 502,                                           \
       "the server's answer is larger than what was asked for can need; nothing of it was used")    \
     X(80, RESPONSE_TOO_COMPLEX, "response_too_complex", 502,                                       \

@@ -1422,7 +1422,11 @@ static void cmd_help(const struct cmd *cmd)
             "Exits 0 when you quit or nothing is left (campaign complete, quota reached,\n"
             "no task available).\n");
     if (cmd->flags == F_SCORE)
-        printf("\nNeeds no operator token. Prints the server's answer: model_version, loss,\n"
+        printf("\nSends the operator token (LDPREF_OPERATOR_TOKEN or --token; one with the score\n"
+               "scope is enough; --version of a model that is not served needs the admin\n"
+               "scope). Without one the request is anonymous, which only a server started\n"
+               "with --public-score answers, and only with a model trained on privatized labels.\n"
+               "Prints the server's answer: model_version, loss,\n"
                "link, beta and per candidate reward, probability and log_ratio (for --task,\n"
                "\"tasks\": [{\"task_id\", \"candidates\"}]).\n");
     print_globals(stdout);

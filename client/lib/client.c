@@ -250,15 +250,16 @@ static int call_raw(ldpref_client *c, const char *method, const char *path,
 {
     char url[LPC_SERVER_MAX + 512];
     snprintf(url, sizeof url, "%s%s", c->server, path);
-    if (bearer && c->operator_token[0] == '\0')
+    if (bearer == LPC_TOKEN && c->operator_token[0] == '\0')
         return lpc_fail(c, LDPREF_EUNAUTHORIZED, "this call needs an operator token");
-    lpc_http_req req = {.method = method,
-                        .url = url,
-                        .content_type = content_type,
-                        .body = body,
-                        .body_len = body_len,
-                        .bearer = bearer ? c->operator_token : NULL,
-                        .resp_cap = resp_cap};
+    lpc_http_req req = {
+        .method = method,
+        .url = url,
+        .content_type = content_type,
+        .body = body,
+        .body_len = body_len,
+        .bearer = bearer != LPC_NO_TOKEN && c->operator_token[0] != '\0' ? c->operator_token : NULL,
+        .resp_cap = resp_cap};
     char *text = NULL;
     size_t len = 0;
     long retry_after = 0, waited_ms = 0;

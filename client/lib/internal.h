@@ -52,9 +52,17 @@ int lpc_not_delivered(int rc);
 /* Opens the ledger on first use. */
 int lpc_use_ledger(ldpref_client *c, lpc_ledger **out);
 
+/* How a call uses options.operator_token (the bearer argument below). */
+enum {
+    LPC_NO_TOKEN = 0,    /* never sent (annotator and public calls) */
+    LPC_TOKEN = 1,       /* sent; LDPREF_EUNAUTHORIZED before sending when unset */
+    LPC_TOKEN_IF_SET = 2 /* sent when set, else the call goes out anonymously (score) */
+};
+
 /*
  * One JSON request/response exchange with the server. req (borrowed, may be
- * NULL) is sent as the body; bearer adds the operator token. On a 2xx answer
+ * NULL) is sent as the body; bearer (LPC_*TOKEN*) says whether the operator
+ * token goes with it. On a 2xx answer
  * *resp gets a new reference (json_decref) and *status the HTTP status. A
  * server error {"error","message"} becomes its code with errmsg
  * "server: <name>: <message>"; transport failures LDPREF_ENETWORK;

@@ -117,6 +117,8 @@ typedef enum ldpref_error {
     LDPREF_ESTORAGE_UNHEALTHY = 70,  /* 503: the server's storage cannot take writes now */
     LDPREF_ELAST_ADMIN_TOKEN = 71,   /* revoking it would leave no live admin token */
     LDPREF_EUNKNOWN_TOKEN = 72,      /* no live operator token has this id */
+    LDPREF_EMODEL_NOT_PUBLIC = 75, /* 403: the model saw unprivatized labels: needs a score token */
+    LDPREF_EMODEL_NOT_ACTIVE = 76, /* 403: a model that is not served: needs an admin token */
 
     /* the server's answer exceeds the client's cap for what was asked; it
      * nests too deep or holds too many JSON values for it */
@@ -162,7 +164,9 @@ typedef struct ldpref_options {
                                      (1000 before 0.4; docs/client.md "The total cap") */
     long timeout_ms;              /* whole-request timeout; default 30000 */
     long connect_timeout_ms;      /* default 5000 */
-    const char *operator_token;   /* bearer token for ldpref_admin_*; NULL for annotators */
+    const char *operator_token;   /* bearer token for ldpref_admin_* and ldpref_score* (a
+                                     token with just the score scope is enough to score);
+                                     NULL for annotators and anonymous scoring */
     const char *ca_file;          /* optional CA bundle for https (CURLOPT_CAINFO) */
 
     /* CTL corruption SIMULATION (corruption, then LDP; docs/client.md
@@ -571,7 +575,8 @@ int ldpref_admin_export_format_path(ldpref_client *c, const char *campaign, cons
 
 /* ---------------------------------------------------------------------------
  * Learning (docs/protocol.md "Learning endpoints"). All but ldpref_score*
- * need options.operator_token (LDPREF_EUNAUTHORIZED without). Every *json_out
+ * need options.operator_token (LDPREF_EUNAUTHORIZED without); ldpref_score*
+ * send it when set (see ldpref_score). Every *json_out
  * is set to NULL first, and on success (may be NULL when not wanted) gets
  * the server's JSON as NUL-terminated text, freed with ldpref_free().
  * Server errors come back as their codes (LDPREF_EUNKNOWN_LOSS,
@@ -656,7 +661,13 @@ int ldpref_admin_corruption_get(ldpref_client *c, const char *campaign, char **j
 
 /* POST /v1/score with request_json (a JSON object, borrowed): either
  * {"prompt", "candidates": [{"text", "features"?, "ref_logprob"?}], "version"?}
- * or {"task_ids": [...], "version"?}. No operator token needed. */
+ * or {"task_ids": [...], "version"?}. Sends options.operator_token when set:
+ * the server needs a token with the score scope (a version other than the
+ * served one needs the admin scope: LDPREF_EMODEL_NOT_ACTIVE). Without a
+ * token the request goes out anonymously: LDPREF_EUNAUTHORIZED, unless the
+ * server runs with --public-score, which serves an anonymous caller the
+ * active model only when every label it was trained on was privatized
+ * (else LDPREF_EMODEL_NOT_PUBLIC; docs/trust-model.md). */
 int ldpref_score(ldpref_client *c, const char *request_json, char **json_out);
 
 /*
@@ -665,6 +676,7 @@ int ldpref_score(ldpref_client *c, const char *request_json, char **json_out);
  * NULL) get k numbers, in the order of texts (rewards are NAN for a
  * general-preference model, which has none: docs/protocol.md); *version_out
  * (may be NULL) the version that answered. Texts are borrowed; each at most 65536 bytes.
+ * Sends the operator token as ldpref_score() does.
  */
 int ldpref_score_texts(ldpref_client *c, const char *prompt, const char *const *texts, size_t k,
                        int64_t version, double *rewards_out, double *probs_out,

@@ -2,7 +2,10 @@
  * learn.c — the learning calls of libldpref (docs/protocol.md "Learning
  * endpoints"): training runs (start, get, list, cancel, wait), models (list,
  * get, activate), the retraining schedule, server-side corruption settings,
- * and scoring. Operator calls carry the bearer token; scoring does not.
+ * and scoring. Operator calls carry the bearer token; scoring carries it
+ * when the options have one (a token with the score scope is enough) and
+ * goes out anonymously otherwise, which only a server started with
+ * --public-score answers (docs/trust-model.md).
  *
  * Requests given as JSON text are checked here before anything is sent
  * (size cap, JSON, nesting depth, an object); the fields themselves are the
@@ -317,7 +320,7 @@ int ldpref_score(ldpref_client *c, const char *request_json, char **json_out)
     clear_out(json_out);
     if (c == NULL || request_json == NULL)
         return lpc_fail(c, LDPREF_EINVALID_ARGUMENT, "a score request object is required");
-    return send_text(c, "POST", "/v1/score", request_json, "the score request", 0,
+    return send_text(c, "POST", "/v1/score", request_json, "the score request", LPC_TOKEN_IF_SET,
                      LPC_RESP_CAP_LARGE, json_out);
 }
 
@@ -385,7 +388,10 @@ int ldpref_score_texts(ldpref_client *c, const char *prompt, const char *const *
     int rc = score_request(c, prompt, texts, k, version, &req);
     if (rc != LDPREF_OK)
         return rc;
-    rc = lpc_post(c, "/v1/score", req, LPC_RESP_CAP_LARGE, &resp);
+    long status = 0;
+    rc = lpc_call_json(c, "POST", "/v1/score", req, LPC_TOKEN_IF_SET, LPC_RESP_CAP_LARGE, &resp,
+                       &status);
+    json_decref(req);
     if (rc != LDPREF_OK)
         return rc;
     int64_t v = 0;

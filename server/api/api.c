@@ -11,6 +11,7 @@
 #include "auth.h"
 #include "console.h"
 #include "error.h"
+#include "retrain.h"
 #include "tasks.h"
 #include "wire.h"
 
@@ -242,7 +243,7 @@ static const route ROUTES[] = {
     {"GET", "/v1/models", LP_ROUTE_MODELS, lp_api_models_get, LP_SCOPE_ADMIN, CAP_BODY},
     {"POST", "/v1/models/activate", LP_ROUTE_MODELS, lp_api_models_activate, LP_SCOPE_ADMIN,
      CAP_BODY},
-    {"POST", "/v1/score", LP_ROUTE_SCORE, lp_api_score, 0, CAP_BATCH},
+    {"POST", "/v1/score", LP_ROUTE_SCORE, lp_api_score, LP_SCOPE_SCORE, CAP_BATCH},
     {"GET", "/v1/corruption", LP_ROUTE_CORRUPTION, lp_api_corruption_get, LP_SCOPE_ADMIN, CAP_BODY},
     {"PUT", "/v1/corruption", LP_ROUTE_CORRUPTION, lp_api_corruption_put, LP_SCOPE_ADMIN, CAP_BODY},
     {"GET", "/", LP_ROUTE_CONSOLE, lp_console_page, 0, CAP_BODY},
@@ -329,7 +330,8 @@ int lp_api_route_at(size_t i, const char **method, const char **path, unsigned *
  * credential (a caller that presents one is still checked). */
 static int route_public(const lp_api *api, const route *r)
 {
-    return r->id == LP_ROUTE_METRICS && api->opts.public_metrics;
+    return (r->id == LP_ROUTE_METRICS && api->opts.public_metrics) ||
+           (r->id == LP_ROUTE_SCORE && api->opts.public_score);
 }
 
 /* ---- rate limits ---- */
@@ -385,17 +387,39 @@ static int rate_limit_principal(lp_api *api, int cls, const lp_principal *who, i
                              sizeof who->token_id, take, resp);
 }
 
+/* What an anonymous score request may get (--public-score): LP_OK when the
+ * served model was trained on privatized labels only (the handler checks
+ * again, with the model it uses), else why not. Without a learner the
+ * handler answers. */
+static int public_model(lp_api *api)
+{
+    if (api->learner == NULL)
+        return LP_OK;
+    lp_served *sv = lp_learner_served(api->learner);
+    int rc = sv == NULL                                               ? LP_ENO_ACTIVE_MODEL
+             : lp_label_privacy_all_privatized(lp_served_privacy(sv)) ? LP_OK
+                                                                      : LP_EMODEL_NOT_PUBLIC;
+    lp_served_unref(sv);
+    return rc;
+}
+
 /* Authenticates an operator request for route r: a bearer token, or else
  * the console's session cookie, holding the route's scope. LP_OK with *who
  * filled (and *anonymous set for a public route's caller without a
- * credential), or the refusal's code with resp filled. */
+ * credential), or the refusal's code with resp filled. An anonymous score
+ * request (--public-score) is refused from its headers alone while the
+ * served model is not public; otherwise the handler decides what it may
+ * see (score_model in api_learn.c). */
 static int authorize(lp_api *api, const route *r, const lp_request *req, lp_principal *who,
                      int *anonymous, lp_response *resp)
 {
     *anonymous = req->bearer == NULL && req->cookie == NULL && route_public(api, r);
     if (*anonymous) {
         *who = (lp_principal){0};
-        return LP_OK;
+        int rc = r->id == LP_ROUTE_SCORE ? public_model(api) : LP_OK;
+        if (rc != LP_OK)
+            lp_api_error(resp, rc, NULL);
+        return rc;
     }
     int rc = req->bearer != NULL || req->cookie == NULL
                  ? lp_auth_operator_check(api->store, req->bearer, who)

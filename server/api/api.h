@@ -34,6 +34,10 @@ typedef struct lp_api_opts {
      * and how many are held at once; 0 for the defaults (8 h, 30 min, 32). */
     int64_t console_lifetime_s, console_idle_s;
     size_t console_sessions_max;
+    /* 1: /v1/score also answers requests that carry no credential at all
+     * (req->principal NULL), with the active model only and only when every
+     * label it was trained on was privatized (docs/trust-model.md). */
+    int public_score;
     /* Rate limits (docs/server.md#rate-limits), per second and burst; a rate
      * of 0 is no limit. Score: per operator token; next: per annotator key;
      * a client address gets rate_address_factor (>= 1) times those.

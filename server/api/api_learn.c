@@ -2,11 +2,12 @@
  * api_learn.c — the learning endpoints: retrain runs, schedule, models,
  * activation, score, corruption settings, and the corrupted export view
  * (docs/protocol.md, "Learning endpoints"). The router (api.c) has checked
- * the operator token where one is required; every handler answers
+ * the operator token where one is required (score: see score_model); every handler answers
  * `unavailable` when the server runs without a learner.
  */
 #include "api_internal.h"
 
+#include "auth.h"
 #include "campaigns.h"
 #include "clock.h"
 #include "error.h"
@@ -300,6 +301,22 @@ static json_t *summary_field(const json_t *summary, const char *key)
     return v ? json_incref(v) : json_null();
 }
 
+/* The privacy of a model's training labels: null when unknown (a model
+ * trained before the record existed: never served anonymously); epsilons
+ * null where there is none (bounds) or infinite (per annotator), as a
+ * label's unprivatized epsilon is null. */
+static json_t *privacy_json(const lp_label_privacy *p)
+{
+    if (!p->known)
+        return json_null();
+    return json_pack("{s:I, s:I, s:I, s:b, s:o, s:o, s:o}", "labels", (json_int_t)p->labels,
+                     "annotators", (json_int_t)p->annotators, "unprivatized_labels",
+                     (json_int_t)p->unprivatized, "privatized", lp_label_privacy_all_privatized(p),
+                     "epsilon_min", real_or_null(p->epsilon_min), "epsilon_max",
+                     real_or_null(p->epsilon_max), "epsilon_per_annotator",
+                     real_or_null(p->epsilon_per_annotator));
+}
+
 /* A model object: its provenance (campaign, cut-off, feature plan,
  * corruption) from the view; link, beta, hyper and metrics from the model
  * artifact. */
@@ -321,8 +338,10 @@ static json_t *model_json(const lp_model_view *m, int64_t active, int with_model
                   "hyper", summary_field(summary, "hyper"), "corruption", corruption, "metrics",
                   summary_field(summary, "metrics"), "duration_ms", (json_int_t)m->duration_ms,
                   "active", m->version == active);
-    if (o != NULL)
+    if (o != NULL) {
         json_object_set_new(o, "validation", summary_field(summary, "validation"));
+        json_object_set_new(o, "privacy", privacy_json(&m->privacy));
+    }
     json_decref(summary);
     if (o != NULL && with_model)
         json_object_set_new(o, "model", artifact_json(m->model));
@@ -633,6 +652,32 @@ static int score_prompt(lp_served *sv, const json_t *root, json_t *out, char *ms
     return rc;
 }
 
+/* The model a score request may use (docs/trust-model.md): the served one
+ * (version 0 or its own version) for every caller the router let through,
+ * except that an anonymous caller (who NULL: --public-score) gets it only
+ * when every label it was trained on was privatized; any other version
+ * needs the admin scope, and without it the answer does not tell whether
+ * the version exists. */
+static int score_model(lp_api *api, const lp_principal *who, int64_t version, lp_served **out)
+{
+    *out = NULL;
+    lp_served *active = lp_learner_served(api->learner);
+    if (version > 0 && (active == NULL || lp_served_version(active) != version)) {
+        lp_served_unref(active);
+        if (who == NULL || (who->scopes & LP_SCOPE_ADMIN) == 0)
+            return LP_EMODEL_NOT_ACTIVE;
+        return lp_learner_model(api->learner, version, out);
+    }
+    if (active == NULL)
+        return LP_ENO_ACTIVE_MODEL;
+    if (who == NULL && !lp_label_privacy_all_privatized(lp_served_privacy(active))) {
+        lp_served_unref(active);
+        return LP_EMODEL_NOT_PUBLIC;
+    }
+    *out = active;
+    return LP_OK;
+}
+
 int lp_api_score(lp_api *api, const lp_request *req, lp_response *resp)
 {
     if (api->learner == NULL)
@@ -655,14 +700,8 @@ int lp_api_score(lp_api *api, const lp_request *req, lp_response *resp)
         json_object_get(root, "candidates") != NULL)
         rc = lp_fail(LP_EBAD_REQUEST, msg, sizeof msg, "give candidates or task_ids, not both");
     lp_served *sv = NULL;
-    if (rc == LP_OK) {
-        if (version > 0)
-            rc = lp_learner_model(api->learner, version, &sv);
-        else if ((sv = lp_learner_served(api->learner)) == NULL)
-            rc = LP_ENO_ACTIVE_MODEL;
-        if (rc != LP_OK)
-            msg[0] = '\0';
-    }
+    if (rc == LP_OK && (rc = score_model(api, req->principal, version, &sv)) != LP_OK)
+        msg[0] = '\0';
     json_t *out = NULL;
     if (rc == LP_OK) {
         const lp_model *m = lp_served_model(sv);

@@ -140,6 +140,9 @@ static const opt_def OPTIONS[] = {
     {"log-level", "LDPREF_LOG_LEVEL", OPT_LOG_LEVEL, OFF(log_level), "info", 0, 3,
      "least severe level logged: debug, info (one line per request and per event), warn "
      "or error"},
+    {"public-score", "LDPREF_PUBLIC_SCORE", OPT_FLAG, OFF(public_score), "0", 0, 1,
+     "POST /v1/score also serves callers without a token: the active model only, and only when "
+     "every label it was trained on was privatized (docs/trust-model.md)"},
     {"public-metrics", "LDPREF_PUBLIC_METRICS", OPT_FLAG, OFF(public_metrics), "0", 0, 1,
      "serve GET /metrics without a token (default: any live operator token, whatever its "
      "scopes)"},

@@ -55,6 +55,7 @@ typedef struct lp_config {
     int64_t console_session_lifetime; /* seconds */
     int64_t console_idle_timeout;     /* seconds */
     int64_t console_sessions;
+    int64_t public_score;                 /* flag: anonymous scoring of privatized models */
     int64_t public_metrics;               /* flag: GET /metrics without a token */
     int64_t new_operator_token;           /* flag */
     char token_name[LP_CONFIG_STR_MAX];   /* of the token --new-operator-token mints */

@@ -242,7 +242,8 @@ int main(int argc, char **argv)
                       .enroll_burst = cfg.enroll_burst,
                       .rate_address_factor = cfg.rate_address_factor,
                       .tls = tls,
-                      .public_metrics = (int)cfg.public_metrics};
+                      .public_metrics = (int)cfg.public_metrics,
+                      .public_score = cfg.public_score != 0};
     ao.train_threads = (int)cfg.train_threads;
     lp_learner *learner = NULL;
     if (cfg.learner) {
@@ -291,6 +292,7 @@ int main(int argc, char **argv)
            LP_LOG_INT("threads", cfg.connection_threads > 0 ? cfg.connection_threads : cfg.threads),
            LP_LOG_INT("workers", cfg.workers), LP_LOG_INT("connections_max", ho.connections_max),
            LP_LOG_BOOL("learner", cfg.learner), LP_LOG_BOOL("tls", tls),
+           LP_LOG_BOOL("public_score", cfg.public_score),
            LP_LOG_INT("disk_free_min", cfg.disk_free_min));
 
     int sig = 0;

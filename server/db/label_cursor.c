@@ -24,6 +24,13 @@ static const char SQL_NEWEST[] = "SELECT COALESCE(MAX(l.id), 0) FROM labels l "
                                  "JOIN tasks t ON t.id = l.task WHERE ?2 = 0 OR t.campaign = ?2";
 static const char SQL_SUMMARY[] = "SELECT COUNT(*), COALESCE(SUM(t.features0 IS NULL), 0), "
                                   "MIN(length(t.features0)), MAX(length(t.features0)) " RANGE;
+/* Per annotator: its labels, its unprivatized ones (epsilon NULL), the
+ * smallest and largest privatized epsilon and their sum; then over
+ * annotators. */
+static const char SQL_PRIVACY[] =
+    "SELECT COUNT(*), COALESCE(SUM(n), 0), COALESCE(SUM(inf), 0), MIN(emin), MAX(emax), "
+    "MAX(total) FROM (SELECT COUNT(*) AS n, SUM(l.epsilon IS NULL) AS inf, MIN(l.epsilon) AS emin, "
+    "MAX(l.epsilon) AS emax, SUM(l.epsilon) AS total " RANGE " GROUP BY l.annotator)";
 static const char SQL_ROWS[] =
     "SELECT l.id, l.task, t.campaign, l.timestamp_ms, l.received_ms, c.name, a.pseudonym, "
     "t.prompt, t.response0, t.response1, l.z_task, l.epsilon, t.features0, t.features1, "
@@ -94,6 +101,37 @@ int lp_label_cursor_summary(lp_label_cursor *c, lp_label_summary *out)
         rc = LP_OK;
     } else if (st != NULL) {
         lp_engine_fail(c->db, "label cursor: summary");
+    }
+    sqlite3_finalize(st);
+    return rc;
+}
+
+int lp_label_privacy_all_privatized(const lp_label_privacy *p)
+{
+    return p->known && p->labels > 0 && p->unprivatized == 0;
+}
+
+static double column_or_nan(sqlite3_stmt *st, int col)
+{
+    return sqlite3_column_type(st, col) == SQLITE_NULL ? NAN : sqlite3_column_double(st, col);
+}
+
+int lp_label_cursor_privacy(lp_label_cursor *c, lp_label_privacy *out)
+{
+    memset(out, 0, sizeof *out);
+    sqlite3_stmt *st = range_stmt(c, SQL_PRIVACY);
+    int rc = LP_ESTORAGE;
+    if (st != NULL && sqlite3_step(st) == SQLITE_ROW) {
+        out->known = 1;
+        out->annotators = sqlite3_column_int64(st, 0);
+        out->labels = sqlite3_column_int64(st, 1);
+        out->unprivatized = sqlite3_column_int64(st, 2);
+        out->epsilon_min = column_or_nan(st, 3);
+        out->epsilon_max = column_or_nan(st, 4);
+        out->epsilon_per_annotator = out->unprivatized > 0 ? INFINITY : column_or_nan(st, 5);
+        rc = LP_OK;
+    } else if (st != NULL) {
+        lp_engine_fail(c->db, "label cursor: privacy");
     }
     sqlite3_finalize(st);
     return rc;

@@ -35,6 +35,22 @@ typedef struct lp_label_summary {
     int64_t feature_bytes_min, feature_bytes_max; /* of features0 over the others */
 } lp_label_summary;
 
+/* The privacy of a set of labels: what a model trained on them carries
+ * (schema/012_model_privacy.sql, docs/trust-model.md). */
+typedef struct lp_label_privacy {
+    int known; /* 0: not recorded (a model trained before the record existed) */
+    int64_t labels, annotators;
+    int64_t unprivatized;            /* labels sent with epsilon = infinity */
+    double epsilon_min, epsilon_max; /* over the privatized labels; NAN when none */
+    /* the largest sum of one annotator's label epsilons (basic composition);
+     * INFINITY when any label was not privatized */
+    double epsilon_per_annotator;
+} lp_label_privacy;
+
+/* 1 when the record is known and every label was privatized: only then is a
+ * model trained on the labels post-processing of epsilon-LDP reports. */
+int lp_label_privacy_all_privatized(const lp_label_privacy *p);
+
 typedef struct lp_label_cursor lp_label_cursor;
 
 /* Opens a cursor over the labels of a campaign (0: every campaign) with
@@ -46,6 +62,9 @@ int64_t lp_label_cursor_cutoff(const lp_label_cursor *c);
 /* The summary of the cursor's whole range (in its read transaction; does
  * not move the cursor). LP_ESTORAGE. */
 int lp_label_cursor_summary(lp_label_cursor *c, lp_label_summary *out);
+/* The privacy of the cursor's whole range (in its read transaction, so of
+ * exactly the labels it yields; does not move the cursor). LP_ESTORAGE. */
+int lp_label_cursor_privacy(lp_label_cursor *c, lp_label_privacy *out);
 /* 1 with *row filled, 0 at the end, -LP_ESTORAGE on error (logged). */
 int lp_label_cursor_next(lp_label_cursor *c, lp_label_row *row);
 /* Accepts NULL. */

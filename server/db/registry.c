@@ -606,6 +606,28 @@ static int model_corruption_insert(sqlite3 *db, const lp_model_record *m)
     return rc == SQLITE_DONE ? LP_OK : LP_ESTORAGE;
 }
 
+/* The model's row of model_privacy (none when the record is unknown). */
+static int model_privacy_insert(sqlite3 *db, const lp_model_record *m)
+{
+    const lp_label_privacy *p = &m->privacy;
+    if (!p->known)
+        return LP_OK;
+    sqlite3_stmt *st;
+    if (prep(db,
+             "INSERT INTO model_privacy (model, labels, annotators, unprivatized, epsilon_min, "
+             "epsilon_max, epsilon_per_annotator) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+             &st) != LP_OK)
+        return LP_ESTORAGE;
+    sqlite3_bind_int64(st, 1, m->version);
+    sqlite3_bind_int64(st, 2, p->labels);
+    sqlite3_bind_int64(st, 3, p->annotators);
+    sqlite3_bind_int64(st, 4, p->unprivatized);
+    bind_real_or_null(st, 5, p->epsilon_min);
+    bind_real_or_null(st, 6, p->epsilon_max);
+    bind_real_or_null(st, 7, p->epsilon_per_annotator); /* NULL: infinite */
+    return exec_done(db, st);
+}
+
 static int model_add_fn(sqlite3 *db, void *ctx)
 {
     struct model_add *a = ctx;
@@ -641,7 +663,8 @@ static int model_add_fn(sqlite3 *db, void *ctx)
     if (rc != LP_OK)
         return rc;
     m->version = sqlite3_last_insert_rowid(db);
-    if ((rc = model_corruption_insert(db, m)) != LP_OK)
+    if ((rc = model_corruption_insert(db, m)) != LP_OK ||
+        (rc = model_privacy_insert(db, m)) != LP_OK)
         return rc;
     return a->activate ? activation_insert(db, m->version) : LP_OK;
 }
@@ -658,10 +681,37 @@ int lp_registry_model_add(lp_store *s, lp_model_record *m, int activate)
 #define MODEL_COLS                                                                                 \
     "SELECT m.version, m.run, m.loss, m.campaign, m.cutoff, m.labels, m.duration_ms, "             \
     "m.created_ms, m.summary, c.name, m.features, m.dim, m.text_dim, m.text_bigrams, "             \
-    "m.text_cross_prompt, m.text_cross_max, m.text_length, " SETTINGS_COLS ", "
+    "m.text_cross_prompt, m.text_cross_max, m.text_length, p.model IS NOT NULL, p.labels, "        \
+    "p.annotators, p.unprivatized, p.epsilon_min, p.epsilon_max, "                                 \
+    "p.epsilon_per_annotator, " SETTINGS_COLS ", "
 #define MODEL_FROM                                                                                 \
     " FROM models m LEFT JOIN campaigns c ON c.id = m.campaign "                                   \
-    "LEFT JOIN training_runs r ON r.id = m.run LEFT JOIN train_settings ts ON ts.id = r.settings "
+    "LEFT JOIN training_runs r ON r.id = m.run LEFT JOIN train_settings ts ON ts.id = r.settings " \
+    "LEFT JOIN model_privacy p ON p.model = m.version "
+#define MODEL_PRIVACY_COL 17 /* the first privacy column of MODEL_COLS */
+#define MODEL_SETTINGS_COL (MODEL_PRIVACY_COL + 7)
+
+/* The privacy columns of MODEL_COLS; unknown when the model has no row. A
+ * NULL epsilon_per_annotator is infinite, NULL bounds are "none". */
+static void read_model_privacy(sqlite3_stmt *st, lp_label_privacy *p)
+{
+    int col = MODEL_PRIVACY_COL;
+    memset(p, 0, sizeof *p);
+    p->epsilon_min = p->epsilon_max = p->epsilon_per_annotator = NAN;
+    if (!sqlite3_column_int(st, col))
+        return;
+    p->known = 1;
+    p->labels = sqlite3_column_int64(st, col + 1);
+    p->annotators = sqlite3_column_int64(st, col + 2);
+    p->unprivatized = sqlite3_column_int64(st, col + 3);
+    if (sqlite3_column_type(st, col + 4) != SQLITE_NULL)
+        p->epsilon_min = sqlite3_column_double(st, col + 4);
+    if (sqlite3_column_type(st, col + 5) != SQLITE_NULL)
+        p->epsilon_max = sqlite3_column_double(st, col + 5);
+    p->epsilon_per_annotator = sqlite3_column_type(st, col + 6) == SQLITE_NULL
+                                   ? INFINITY
+                                   : sqlite3_column_double(st, col + 6);
+}
 
 static void read_model(sqlite3_stmt *st, lp_model_record *m, int with_model)
 {
@@ -683,9 +733,10 @@ static void read_model(sqlite3_stmt *st, lp_model_record *m, int with_model)
     m->text_cross_prompt = sqlite3_column_int(st, 14);
     m->text_cross_max = sqlite3_column_int(st, 15);
     m->text_length = sqlite3_column_int(st, 16);
-    read_settings(st, 17, &m->settings);
+    read_model_privacy(st, &m->privacy);
+    read_settings(st, MODEL_SETTINGS_COL, &m->settings);
     if (with_model)
-        m->model = lp_engine_column_dup(st, 17 + SETTINGS_NCOLS);
+        m->model = lp_engine_column_dup(st, MODEL_SETTINGS_COL + SETTINGS_NCOLS);
 }
 
 /* Reads the model's corruption rows, in campaign order. */

@@ -1,6 +1,7 @@
 /*
  * registry.h — the learning records in SQLite (schema/002_learn.sql,
- * schema/003_typed_provenance.sql, schema/007_training_curve.sql): training
+ * schema/003_typed_provenance.sql, schema/007_training_curve.sql,
+ * schema/012_model_privacy.sql): training
  * runs with their settings and curves,
  * models with the corruption settings and feature plan they were trained
  * with, activations, corruption settings, the retrain schedule. Writes are
@@ -17,6 +18,7 @@
 #define LP_REGISTRY_H
 
 #include "adversary.h"
+#include "label_cursor.h"
 #include "store.h"
 
 #include <stddef.h>
@@ -152,14 +154,17 @@ typedef struct lp_model_record {
     lp_corruption *corruption;
     size_t n_corruption;
     int64_t anti_model;
+    /* the privacy of the labels it was trained on (known 0: trained before
+     * the record existed) */
+    lp_label_privacy privacy;
     char *summary; /* the model file without theta (JSON text), owned */
     char *model;   /* model file JSON text, owned; NULL when listed */
 } lp_model_record;
 
 void lp_model_record_clear(lp_model_record *m);
-/* Appends a model with its corruption rows (everything borrowed) and, when
- * activate is set, its activation, in one transaction; fills version and
- * created_ms. */
+/* Appends a model with its corruption rows, its privacy record (when
+ * known) (everything borrowed) and, when activate is set, its activation,
+ * in one transaction; fills version and created_ms. */
 int lp_registry_model_add(lp_store *s, lp_model_record *m, int activate);
 /* With the model text. LP_EUNKNOWN_MODEL. */
 int lp_registry_model_get(lp_store *s, int64_t version, lp_model_record *out);

@@ -652,7 +652,34 @@ static const char MIGRATION_011[] =
     "    SELECT RAISE(ABORT, 'audit rows are append-only');\n"
     "END;\n";
 
+static const char MIGRATION_012[] =
+    "-- 012_model_privacy.sql — the privacy of the labels every model was trained\n"
+    "-- on (PRAGMA user_version = 12).\n"
+    "--\n"
+    "-- One row per model, written in the same transaction as the model and\n"
+    "-- computed from the labels its training snapshot read (in the snapshot's\n"
+    "-- own read transaction): how many labels and distinct annotators, how many\n"
+    "-- labels were not privatized (epsilon NULL: infinite), the smallest and\n"
+    "-- largest epsilon among the privatized labels (NULL when there are none),\n"
+    "-- and the per-annotator total: the largest sum of one annotator's label\n"
+    "-- epsilons (NULL: infinite, when any label was not privatized). A model\n"
+    "-- whose training view consulted another model (corruption strategy \"anti\")\n"
+    "-- carries that model's labels too. A model without a row was trained before\n"
+    "-- this migration: its privacy is unknown, and it is treated as not\n"
+    "-- privatized (never served to an anonymous caller).\n"
+    "\n"
+    "CREATE TABLE model_privacy (\n"
+    "    model                 INTEGER PRIMARY KEY REFERENCES models (version),\n"
+    "    labels                INTEGER NOT NULL CHECK (labels >= 0),\n"
+    "    annotators            INTEGER NOT NULL CHECK (annotators >= 0),\n"
+    "    unprivatized          INTEGER NOT NULL CHECK (unprivatized BETWEEN 0 AND labels),\n"
+    "    epsilon_min           REAL CHECK (epsilon_min IS NULL OR epsilon_min > 0),\n"
+    "    epsilon_max           REAL CHECK (epsilon_max IS NULL OR epsilon_max >= epsilon_min),\n"
+    "    epsilon_per_annotator REAL CHECK (epsilon_per_annotator IS NULL OR epsilon_per_annotator "
+    "> 0)\n"
+    ") WITHOUT ROWID;\n";
+
 const char *const LP_MIGRATIONS[] = {MIGRATION_001, MIGRATION_002, MIGRATION_003, MIGRATION_004,
                                      MIGRATION_005, MIGRATION_006, MIGRATION_007, MIGRATION_008,
-                                     MIGRATION_009, MIGRATION_010, MIGRATION_011};
+                                     MIGRATION_009, MIGRATION_010, MIGRATION_011, MIGRATION_012};
 const int LP_MIGRATION_COUNT = (int)(sizeof LP_MIGRATIONS / sizeof LP_MIGRATIONS[0]);

@@ -35,7 +35,7 @@ void lp_auth_token_hash(const char *token, size_t len, uint8_t hash[LP_HASH_BYTE
 enum {
     LP_SCOPE_ADMIN = 1 << 0,  /* campaigns, tasks, annotators, training, models, views, tokens */
     LP_SCOPE_EXPORT = 1 << 1, /* GET /v1/export */
-    LP_SCOPE_SCORE = 1 << 2,  /* POST /v1/score on any model */
+    LP_SCOPE_SCORE = 1 << 2,  /* POST /v1/score on the served model (others: admin too) */
     LP_SCOPE_ALL = LP_SCOPE_ADMIN | LP_SCOPE_EXPORT | LP_SCOPE_SCORE,
     /* Not a scope a token holds: a route that needs any live operator
      * token, whatever its scopes (GET /metrics). */

@@ -145,6 +145,7 @@ static int model_view_from_record(lp_model_record *m, lp_model_view *v)
     v->corruption = m->corruption;
     v->n_corruption = m->n_corruption;
     v->anti_model = m->anti_model;
+    v->privacy = m->privacy;
     v->summary = m->summary;
     v->model = m->model;
     m->corruption = NULL;
@@ -370,6 +371,27 @@ static int fit_model(lp_learner *l, const lp_train_request *req, const lp_snapsh
     return LP_OK;
 }
 
+/* The privacy of a model trained on labels of privacy own through a view
+ * that also consulted another model (corruption strategy "anti"), whose
+ * record is other: counted over both sets of labels. Where the two share
+ * annotators, annotators and the per-annotator total are upper bounds
+ * (basic composition counts a label used twice twice). Unknown if other is. */
+static lp_label_privacy privacy_compose(lp_label_privacy own, const lp_label_privacy *other)
+{
+    if (!other->known) {
+        own.known = 0;
+        return own;
+    }
+    own.labels += other->labels;
+    own.annotators += other->annotators;
+    own.unprivatized += other->unprivatized;
+    own.epsilon_min = fmin(own.epsilon_min, other->epsilon_min); /* fmin skips a NAN */
+    own.epsilon_max = fmax(own.epsilon_max, other->epsilon_max);
+    own.epsilon_per_annotator =
+        own.unprivatized > 0 ? INFINITY : own.epsilon_per_annotator + other->epsilon_per_annotator;
+    return own;
+}
+
 /* Runs the active run to its end. Returns the run's error (0: succeeded). */
 static int execute(lp_learner *l, char *msg, size_t msglen)
 {
@@ -407,6 +429,8 @@ static int execute(lp_learner *l, char *msg, size_t msglen)
     lp_snapshot sn;
     rc = lp_snapshot_build(l->s, &vs, &sn, msg, msglen);
     int64_t anti_version = anti ? lp_served_version(anti) : 0;
+    if (rc == LP_OK && anti != NULL)
+        sn.privacy = privacy_compose(sn.privacy, lp_served_privacy(anti));
     lp_served_unref(anti);
     if (rc != LP_OK) {
         free(cs);
@@ -462,6 +486,7 @@ static int execute(lp_learner *l, char *msg, size_t msglen)
                            .corruption = cs,
                            .n_corruption = ncs,
                            .anti_model = anti_version,
+                           .privacy = sn.privacy,
                            .summary = summary_text,
                            .model = model_text};
     snprintf(rec.loss, sizeof rec.loss, "%s", lp_loss_name(req.loss.kind));
@@ -473,13 +498,13 @@ static int execute(lp_learner *l, char *msg, size_t msglen)
         rc = lp_fail(LP_ENO_MEMORY, msg, msglen, "out of memory");
     /* Parse before storing, so an activated model is always servable. */
     if (rc == LP_OK)
-        rc = lp_served_new(0, model_text, &sv, msg, msglen);
+        rc = lp_served_new(0, model_text, &rec.privacy, &sv, msg, msglen);
     if (rc == LP_OK && (rc = lp_registry_model_add(l->s, &rec, req.activate)) != LP_OK)
         lp_fail(rc, msg, msglen, "cannot store the model");
     if (rc == LP_OK) {
         lp_served_unref(sv);
         sv = NULL;
-        rc = lp_served_new(rec.version, model_text, &sv, msg, msglen);
+        rc = lp_served_new(rec.version, model_text, &rec.privacy, &sv, msg, msglen);
     }
     if (rc == LP_OK && req.activate) {
         lp_serving_swap(&l->serving, sv);
@@ -806,7 +831,7 @@ int lp_learner_model(lp_learner *l, int64_t version, lp_served **out)
     if (rc != LP_OK)
         return rc;
     char msg[256];
-    rc = lp_served_new(version, rec.model, out, msg, sizeof msg);
+    rc = lp_served_new(version, rec.model, &rec.privacy, out, msg, sizeof msg);
     if (rc != LP_OK) {
         lp_log(LP_LOG_ERROR, "model_unloadable", LP_LOG_INT("version", version),
                LP_LOG_STR("message", msg));

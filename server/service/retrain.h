@@ -72,9 +72,10 @@ typedef struct lp_model_view {
     lp_corruption *corruption;
     size_t n_corruption;
     int64_t anti_model;
-    char *summary; /* the model artifact without theta: link, beta, features,
-                      hyper, data, metrics (model.h; JSON text, owned) */
-    char *model;   /* the model file (JSON text, owned); NULL in lists */
+    lp_label_privacy privacy; /* of the labels it was trained on (known 0: unknown) */
+    char *summary;            /* the model artifact without theta: link, beta, features,
+                                 hyper, data, metrics (model.h; JSON text, owned) */
+    char *model;              /* the model file (JSON text, owned); NULL in lists */
 } lp_model_view;
 
 /* Frees what the view owns (NULL ok). */

@@ -16,14 +16,15 @@
 struct lp_served {
     atomic_int refs;
     int64_t version;
+    lp_label_privacy privacy;
     lp_model *model;
     pthread_mutex_t fz_lock; /* guards the featurizer pool */
     lp_featurizer *fz_pool[FZ_POOL];
     int fz_free;
 };
 
-int lp_served_new(int64_t version, const char *model_json, lp_served **out, char *msg,
-                  size_t msglen)
+int lp_served_new(int64_t version, const char *model_json, const lp_label_privacy *privacy,
+                  lp_served **out, char *msg, size_t msglen)
 {
     *out = NULL;
     json_error_t jerr;
@@ -45,6 +46,8 @@ int lp_served_new(int64_t version, const char *model_json, lp_served **out, char
     }
     atomic_init(&sv->refs, 1);
     sv->version = version;
+    if (privacy != NULL)
+        sv->privacy = *privacy; /* else known = 0 */
     sv->model = m;
     pthread_mutex_init(&sv->fz_lock, NULL);
     *out = sv;
@@ -70,6 +73,11 @@ void lp_served_unref(lp_served *sv)
 int64_t lp_served_version(const lp_served *sv)
 {
     return sv->version;
+}
+
+const lp_label_privacy *lp_served_privacy(const lp_served *sv)
+{
+    return &sv->privacy;
 }
 
 const lp_model *lp_served_model(const lp_served *sv)

@@ -17,6 +17,7 @@
 #define LP_SERVED_H
 
 #include "featurize.h"
+#include "label_cursor.h"
 #include "model.h"
 
 #include <pthread.h>
@@ -25,15 +26,18 @@
 
 typedef struct lp_served lp_served;
 
-/* Parses a model file (JSON text) for version. Returns LP_OK with *out
+/* Parses a model file (JSON text) for version, with the privacy of the
+ * labels it was trained on (copied; NULL: unknown). Returns LP_OK with *out
  * (one reference), or an error with msg. */
-int lp_served_new(int64_t version, const char *model_json, lp_served **out, char *msg,
-                  size_t msglen);
+int lp_served_new(int64_t version, const char *model_json, const lp_label_privacy *privacy,
+                  lp_served **out, char *msg, size_t msglen);
 void lp_served_ref(lp_served *sv);
 /* Drops a reference (NULL ok); the last one frees the model. */
 void lp_served_unref(lp_served *sv);
 
 int64_t lp_served_version(const lp_served *sv);
+/* The privacy record the model was created with (known 0: unknown). */
+const lp_label_privacy *lp_served_privacy(const lp_served *sv);
 const lp_model *lp_served_model(const lp_served *sv);
 
 /* Features of one response under the model's specification, as a sparse

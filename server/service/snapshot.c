@@ -100,6 +100,11 @@ int64_t lp_view_cutoff(const lp_view *v)
     return v->cutoff;
 }
 
+int lp_view_privacy(lp_view *v, lp_label_privacy *out)
+{
+    return lp_label_cursor_privacy(v->cur, out);
+}
+
 void lp_view_close(lp_view *v)
 {
     if (v == NULL)
@@ -285,6 +290,10 @@ int lp_snapshot_build(lp_store *s, const lp_view_spec *spec, lp_snapshot *out, c
     if (rc != LP_OK)
         return rc;
     out->cutoff = lp_view_cutoff(v);
+    if ((rc = lp_view_privacy(v, &out->privacy)) != LP_OK) {
+        lp_view_close(v);
+        return lp_fail(rc, msg, msglen, "cannot read the labels' privacy");
+    }
     /* Dense data in float64 up to 2^24 values (exact), float32 above (half
      * the memory traffic; accumulation stays double). */
     lp_storage storage = LP_STORE_CSR;
@@ -333,6 +342,10 @@ int lp_snapshot_build(lp_store *s, const lp_view_spec *spec, lp_snapshot *out, c
     if (out->ds->n == 0) {
         lp_snapshot_clear(out);
         return lp_fail(LP_ENO_LABELS, msg, msglen, "no labels up to the cut-off");
+    }
+    if (out->privacy.labels != (int64_t)out->ds->n) { /* one read transaction: never */
+        lp_snapshot_clear(out);
+        return lp_fail(LP_EINTERNAL, msg, msglen, "the privacy record counts other labels");
     }
     return LP_OK;
 }

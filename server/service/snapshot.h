@@ -23,6 +23,7 @@
 #include "corrupt.h"
 #include "dataset.h"
 #include "general.h"
+#include "label_cursor.h"
 #include "served.h"
 #include "store.h"
 
@@ -84,6 +85,8 @@ int lp_view_open(lp_store *s, const lp_view_spec *spec, lp_view **out, lp_featur
 int lp_view_next(lp_view *v, lp_view_row *row, char *msg, size_t msglen);
 /* The cut-off the view reads up to (resolved at open). */
 int64_t lp_view_cutoff(const lp_view *v);
+/* The privacy of the labels the view reads (label_cursor.h). LP_ESTORAGE. */
+int lp_view_privacy(lp_view *v, lp_label_privacy *out);
 void lp_view_close(lp_view *v);
 
 /* A training snapshot built from a view. */
@@ -92,8 +95,9 @@ typedef struct lp_snapshot {
     int64_t cutoff;
     lp_feature_mode mode; /* DENSE or TEXT */
     size_t d;
-    size_t corrupted;    /* labels whose view differs from the received label */
-    lp_gp_data *general; /* owned; the same labels by prompt when spec->general */
+    size_t corrupted;         /* labels whose view differs from the received label */
+    lp_gp_data *general;      /* owned; the same labels by prompt when spec->general */
+    lp_label_privacy privacy; /* of exactly the labels in ds */
 } lp_snapshot;
 
 /* Reads the whole view into a dataset. LP_ENO_LABELS if it is empty;

@@ -95,6 +95,11 @@ static void *client_main(void *arg)
     char url[512];
     snprintf(url, sizeof url, "%s%s", srv.url, j->path);
     struct curl_slist *hdr = curl_slist_append(NULL, "Content-Type: application/json");
+    char auth[sizeof srv.token + 32];
+    if (strcmp(j->path, "/v1/score") == 0) { /* the score scope; labels need none */
+        snprintf(auth, sizeof auth, "Authorization: Bearer %s", srv.token);
+        hdr = curl_slist_append(hdr, auth);
+    }
     curl_easy_setopt(h, CURLOPT_URL, url);
     curl_easy_setopt(h, CURLOPT_HTTPHEADER, hdr);
     curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, sink);

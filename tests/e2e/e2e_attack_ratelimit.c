@@ -14,9 +14,10 @@
  *     second annotator on the same address and a third elsewhere keep
  *     getting tasks; a flood spread over many keys from one address stops
  *     at the address's share (rate-address-factor times a key's).
- *  3. /v1/score: an anonymous flood from one address stops at the address's
- *     share while another address is served; per operator token, the
- *     token's own burst applies (when the build authenticates /v1/score).
+ *  3. /v1/score: a flood from one address (callers with score tokens of
+ *     their own: an anonymous one is refused 401 from its headers) stops at
+ *     the address's share while another address is served; per operator
+ *     token, the token's own burst applies.
  *  4. The defaults are in force: a server started without enrollment rate
  *     flags throttles a guesser after --enroll-burst (30) guesses, within
  *     what --enroll-rate (1/s) refills while the test runs, and Retry-After
@@ -314,10 +315,27 @@ static void test_score_flood(void)
 {
     double limited0 = metric(&srv, "ldpref_rate_limited_total{class=\"score\"}");
     http_reply r;
-    /* anonymous, from one address: its share, then 429 */
+    /* /v1/score needs a token with the score scope: an anonymous caller is
+     * refused 401 from its headers, before any bucket or body matters. The
+     * address's share is reached by callers with FACTOR + 1 tokens of their
+     * own, each kept under its own burst, from one address: its share, then
+     * 429. */
+    score_from(&srv, "127.0.0.6", NULL, &r);
+    CHECK_INT(r.status, 401);
+    http_reply_free(&r);
+    char tokens[FACTOR + 1][128];
+    for (int k = 0; k <= FACTOR; k++) {
+        long st = 0;
+        json_t *t = operator_call(&srv, "POST", "/v1/tokens",
+                                  "{\"name\": \"flood\", \"scopes\": [\"score\"]}", &st);
+        CHECK_INT(st, 201);
+        snprintf(tokens[k], sizeof tokens[k], "%s",
+                 json_string_value(json_object_get(t, "token")) ?: "");
+        json_decref(t);
+    }
     int passed = 0, refused = 0;
     for (int i = 0; i < FACTOR * BURST + 15; i++) {
-        score_from(&srv, "127.0.0.6", NULL, &r);
+        score_from(&srv, "127.0.0.6", tokens[i % (FACTOR + 1)], &r);
         if (limited(&r, "from this address"))
             refused++;
         else
@@ -326,7 +344,7 @@ static void test_score_flood(void)
     }
     CHECK_INT(passed, FACTOR * BURST);
     CHECK_INT(refused, 15);
-    CHECK(score_from(&srv, "127.0.0.7", NULL, &r) != 429);
+    CHECK(score_from(&srv, "127.0.0.7", tokens[0], &r) != 429);
     http_reply_free(&r);
     double seen = metric(&srv, "ldpref_rate_limited_total{class=\"score\"}");
     CHECK_NEAR(seen - limited0, 15, 0);

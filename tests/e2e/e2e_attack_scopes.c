@@ -73,7 +73,7 @@ static const struct want {
     {"PUT", "/v1/retrain/schedule", ADMIN},
     {"GET", "/v1/models", ADMIN},
     {"POST", "/v1/models/activate", ADMIN},
-    {"POST", "/v1/score", NONE},
+    {"POST", "/v1/score", SCORE},
     {"GET", "/v1/corruption", ADMIN},
     {"PUT", "/v1/corruption", ADMIN},
     {"GET", "/", NONE},

@@ -554,6 +554,21 @@ static char *cell(cdp *b, const char *table, const char *key, int column)
     return eval_text(b, expr);
 }
 
+/* The text of the <dd> after the <dt> whose text is term in the <dl> #list
+ * is want. */
+static void check_fact(cdp *b, const char *list, const char *term, const char *want)
+{
+    char expr[600];
+    snprintf(expr, sizeof expr,
+             "(() => { for (const dt of document.querySelectorAll('#%s dt')) "
+             "if (dt.textContent === '%s') return dt.nextElementSibling.textContent; "
+             "return ''; })()",
+             list, term);
+    char *got = eval_text(b, expr);
+    CHECK_STR(got, want);
+    free(got);
+}
+
 static void check_cell(cdp *b, const char *table, const char *key, int column, const char *want)
 {
     char *got = cell(b, table, key, column);
@@ -627,11 +642,37 @@ static void test_models_and_training(cdp *b, ldpref_client *op)
 {
     CHECK(go(b, "models"));
     CHECK(eval_true(b, "document.querySelectorAll('#model-table tbody tr').length === 1"));
-    check_cell(b, "model-table", "1", 10, "served");
+    check_cell(b, "model-table", "1", 11, "served");
     char *loss = cell(b, "model-table", "1", 2);
     CHECK_STR(loss, "square-chipo");
     free(loss);
     CHECK(eval_true(b, "/Model version 1/.test(document.getElementById('view').textContent)"));
+    /* The privacy of its labels: every one privatized at epsilon 1, so the
+     * most one annotator spent in it is its label count (basic composition). */
+    check_cell(b, "model-table", "1", 10, "ε ≤ 1 per label");
+    char want[64];
+    int most = 0, labels = 0;
+    for (size_t i = 0; i < NANNOTATORS; i++) {
+        most = LABELS_BY[i] > most ? LABELS_BY[i] : most;
+        labels += LABELS_BY[i];
+    }
+    snprintf(want, sizeof want, "%d", most);
+    check_fact(b, "model-detail", "ε per annotator (most)", want);
+    snprintf(want, sizeof want, "%zu", NANNOTATORS);
+    check_fact(b, "model-detail", "Annotators", want);
+    check_fact(b, "model-detail", "Label ε (privatized)", "1 – 1");
+    CHECK(eval_true(b, "/every label privatized/.test(document.getElementById('model-detail')"
+                       ".textContent)"));
+    char *json = NULL;
+    CHECK_INT(ldpref_admin_model_get(op, 1, &json), LDPREF_OK);
+    json_t *m1 = json_loads(json ? json : "", 0, NULL), *pv = json_object_get(m1, "privacy");
+    CHECK_INT(json_integer_value(json_object_get(pv, "labels")), labels);
+    CHECK(json_is_true(json_object_get(pv, "privatized")));
+    CHECK_INT(json_integer_value(json_object_get(pv, "unprivatized_labels")), 0);
+    CHECK(json_real_value(json_object_get(pv, "epsilon_per_annotator")) == (double)most);
+    json_decref(m1);
+    ldpref_free(json);
+    json = NULL;
 
     /* A retrain from the form (dpo, seed 7), followed until it succeeds. */
     CHECK(go(b, "training"));
@@ -654,7 +695,6 @@ static void test_models_and_training(cdp *b, ldpref_client *op)
                        ".textContent)"));
     CHECK_INT(server_db_count(&srv, "models"), 2);
     screenshot(b, "training", NULL);
-    char *json = NULL;
     CHECK_INT(ldpref_admin_run_get(op, 2, &json), LDPREF_OK);
     json_t *run = json_loads(json ? json : "", 0, NULL);
     CHECK_STR(json_string_value(json_object_get(json_object_get(run, "request"), "loss")), "dpo");
@@ -664,7 +704,7 @@ static void test_models_and_training(cdp *b, ldpref_client *op)
 
     /* Activate the older model: the confirmation first, then the swap. */
     CHECK(go(b, "models"));
-    check_cell(b, "model-table", "2", 10, "served");
+    check_cell(b, "model-table", "2", 11, "served");
     /* Escape takes the question back, the focus returns to the button. */
     CHECK(eval_true(b, "document.querySelector('#model-table button[data-version=\"1\"]').click() "
                        "=== undefined"));
@@ -685,7 +725,7 @@ static void test_models_and_training(cdp *b, ldpref_client *op)
                         ".textContent)",
                         10000));
     CHECK(wait_page(b, "models"));
-    check_cell(b, "model-table", "1", 10, "served");
+    check_cell(b, "model-table", "1", 11, "served");
     CHECK_INT(ldpref_admin_models(op, &json), LDPREF_OK);
     json_t *models = json_loads(json ? json : "", 0, NULL);
     CHECK_INT(json_integer_value(json_object_get(models, "active_version")), 1);

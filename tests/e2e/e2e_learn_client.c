@@ -290,8 +290,10 @@ static void test_cli_rollback(ldpref_client *op, int64_t v1)
     free(out);
 }
 
-/* CLI score, public: no operator token in the environment. */
-static void test_cli_score_public(int64_t v1)
+/* CLI score: the operator token of the environment goes with the request;
+ * without one the request is anonymous, which a server without
+ * --public-score refuses (docs/trust-model.md). */
+static void test_cli_score(int64_t v1)
 {
     char *out = NULL;
     const char *score[] = {"ldpref",      "score",
@@ -299,15 +301,14 @@ static void test_cli_score_public(int64_t v1)
                            "--candidate", "Wear sunglasses.",
                            "--candidate", "No.",
                            NULL};
-    const char *env_public[] = {env_server, "LDPREF_OPERATOR_TOKEN=", NULL};
-    CHECK_INT(run_tool(score, env_public, &out), 0);
+    CHECK_INT(cli(&out, score), 0);
     json_t *s = parse(out);
     CHECK_INT(int_field(s, "model_version"), v1);
     CHECK_INT(json_array_size(json_object_get(s, "candidates")), 2);
     json_decref(s);
     free(out);
     const char *score_tasks[] = {"ldpref", "score", "--task", "1", "--task", "2", NULL};
-    CHECK_INT(run_tool(score_tasks, env_public, &out), 0);
+    CHECK_INT(cli(&out, score_tasks), 0);
     s = parse(out);
     CHECK_INT(json_array_size(json_object_get(s, "tasks")), 2);
     CHECK_INT(json_array_size(
@@ -316,7 +317,10 @@ static void test_cli_score_public(int64_t v1)
     json_decref(s);
     free(out);
     const char *score_bad[] = {"ldpref", "score", "--task", "1", "--version", "999999", NULL};
-    CHECK_INT(run_tool(score_bad, env_public, NULL), LDPREF_EUNKNOWN_MODEL);
+    CHECK_INT(cli(NULL, score_bad), LDPREF_EUNKNOWN_MODEL);
+    const char *env_anonymous[] = {env_server, "LDPREF_OPERATOR_TOKEN=", NULL};
+    CHECK_INT(run_tool(score, env_anonymous, NULL), LDPREF_EUNAUTHORIZED);
+    CHECK_INT(run_tool(score_bad, env_anonymous, NULL), LDPREF_EUNAUTHORIZED);
 }
 
 static void test_models_and_score(ldpref_client *op, int64_t *v_square)
@@ -326,7 +330,7 @@ static void test_models_and_score(ldpref_client *op, int64_t *v_square)
     *v_square = v1;
     test_activate_and_score(op, v1, v2);
     test_cli_rollback(op, v1);
-    test_cli_score_public(v1);
+    test_cli_score(v1);
 }
 
 /* Counts lines and lines with "corrupted": true of an export file. */

@@ -10,7 +10,7 @@
  *   1            POST /v1/retrain/cancel       body
  *   2            PUT  /v1/retrain/schedule     body
  *   3            POST /v1/models/activate      body
- *   4            POST /v1/score                body (no token: the route is public)
+ *   4            POST /v1/score                body
  *   5            PUT  /v1/corruption           body
  *   6            GET  /v1/models?version=      value (none: the list)
  *   7            GET  /v1/retrain?run=         value
@@ -214,16 +214,15 @@ static void wait_idle(void)
 typedef struct fuzz_route {
     const char *method, *path;
     const char *param; /* NULL: the bytes are the body */
-    int public_route;
 } fuzz_route;
 
 static const fuzz_route ROUTES[] = {
-    {"POST", "/v1/retrain", NULL, 0},         {"POST", "/v1/retrain/cancel", NULL, 0},
-    {"PUT", "/v1/retrain/schedule", NULL, 0}, {"POST", "/v1/models/activate", NULL, 0},
-    {"POST", "/v1/score", NULL, 1},           {"PUT", "/v1/corruption", NULL, 0},
-    {"GET", "/v1/models", "version", 0},      {"GET", "/v1/retrain", "run", 0},
-    {"GET", "/v1/retrain", "limit", 0},       {"GET", "/v1/corruption", "campaign", 0},
-    {"GET", "/v1/export", "version", 0},
+    {"POST", "/v1/retrain", NULL},         {"POST", "/v1/retrain/cancel", NULL},
+    {"PUT", "/v1/retrain/schedule", NULL}, {"POST", "/v1/models/activate", NULL},
+    {"POST", "/v1/score", NULL},           {"PUT", "/v1/corruption", NULL},
+    {"GET", "/v1/models", "version"},      {"GET", "/v1/retrain", "run"},
+    {"GET", "/v1/retrain", "limit"},       {"GET", "/v1/corruption", "campaign"},
+    {"GET", "/v1/export", "version"},
 };
 #define N_ROUTES (sizeof ROUTES / sizeof ROUTES[0])
 
@@ -242,8 +241,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     size_t n = size - 1;
     char *value = NULL;
     lp_param params[2];
-    lp_request req = {
-        .method = r->method, .path = r->path, .bearer = r->public_route ? NULL : token};
+    lp_request req = {.method = r->method, .path = r->path, .bearer = token};
     if (r->param != NULL && n == 0 && strcmp(r->path, "/v1/export") != 0) {
         /* no value: the parameter is absent (the list forms) */
     } else if (r->param != NULL) {

@@ -626,8 +626,8 @@ static void test_rate_limits(void)
               LP_EMALFORMED_JSON);
     /* score and tasks/next: the address gets factor x burst (2 x 2) */
     for (int i = 0; i < 4; i++) {
-        /* no learner here: the handler answers unavailable once past the limit */
-        CHECK_ERR(from(limited, "10.0.0.3", "POST", "/v1/score", "{", NULL), LP_EUNAVAILABLE);
+        /* no token: refused (the score scope) once past the address's limit */
+        CHECK_ERR(from(limited, "10.0.0.3", "POST", "/v1/score", "{", NULL), LP_EUNAUTHORIZED);
         CHECK_ERR(from(limited, "10.0.0.3", "POST", "/v1/tasks/next", "{", NULL),
                   LP_EMALFORMED_JSON);
     }

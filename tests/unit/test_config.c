@@ -52,6 +52,7 @@ int main(void)
     CHECK_INT(c.lease_seconds, 3600);
     CHECK_INT(c.sync, LP_SYNC_FULL);
     CHECK_INT(c.new_operator_token, 0);
+    CHECK_INT(c.public_score, 0); /* /v1/score needs a token by default */
     CHECK_INT(c.db_must_exist, 0);
     CHECK_INT(c.disk_free_min, 128 << 20);
     const char *storage[] = {"x", "--db-must-exist", "--disk-free-min", "0"};
@@ -102,8 +103,9 @@ int main(void)
                            "--new-operator-token",
                            "--workers=5",
                            "--body-budget=8M",
-                           "--connections-per-address=0"};
-    CHECK_INT(load(&c, 11, flags, err), 0);
+                           "--connections-per-address=0",
+                           "--public-score"};
+    CHECK_INT(load(&c, 12, flags, err), 0);
     CHECK_INT(c.workers, 5);
     CHECK_INT(c.body_budget, 8 << 20);
     CHECK_INT(c.connections_per_address, 0);
@@ -112,6 +114,7 @@ int main(void)
     CHECK_INT(c.body_max, 128 * 1024);
     CHECK_INT(c.threads, 3);
     CHECK_INT(c.new_operator_token, 1);
+    CHECK_INT(c.public_score, 1);
 
     env_port = "70000";
     CHECK_INT(load(&c, 1, none, err), -1);

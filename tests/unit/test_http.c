@@ -518,7 +518,11 @@ static void test_credentials_before_body(const server *s)
 static void test_score_requests_wait_their_turn(const server *s)
 {
     int fds[SCORE_CLIENTS];
-    const char *req = "POST /v1/score HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\n\r\n{}";
+    char req[LP_AUTH_TOKEN_MAX + 128]; /* with a token: /v1/score needs the score scope */
+    snprintf(req, sizeof req,
+             "POST /v1/score HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer %s\r\n"
+             "Content-Length: 2\r\n\r\n{}",
+             optok);
     for (int i = 0; i < SCORE_CLIENTS; i++) {
         fds[i] = wire_connect(s->port, TIMEOUT_MS);
         CHECK(fds[i] >= 0 && wire_send_str(fds[i], req) == 0);

@@ -1,8 +1,9 @@
 /*
  * test_label_cursor.c — the one cursor over labels, on a real file: an
  * empty database, id order, the cut-off (explicit, and resolved at open
- * while ingest goes on), the campaign filter, the joined columns and the
- * feature blobs; the export handler and a training view read the same rows.
+ * while ingest goes on), the campaign filter, the joined columns, the
+ * feature blobs and the privacy of a range; the export handler and a training view read the same
+ * rows.
  */
 #include "annotators.h"
 #include "api.h"
@@ -130,6 +131,27 @@ static size_t read_all(int64_t campaign, int64_t cutoff, int64_t *ids, size_t ca
     return n;
 }
 
+/* The privacy of the cursor's range is what the test stored. */
+static void check_privacy(int64_t campaign, int64_t cutoff, int64_t labels, int64_t annotators,
+                          int64_t unprivatized, double eps_min, double eps_max,
+                          double per_annotator)
+{
+    lp_label_cursor *c;
+    lp_label_privacy p;
+    CHECK_INT(lp_label_cursor_open(s, campaign, cutoff, &c), LP_OK);
+    CHECK_INT(c ? lp_label_cursor_privacy(c, &p) : LP_ESTORAGE, LP_OK);
+    lp_label_cursor_close(c);
+    CHECK_INT(p.known, 1);
+    CHECK_INT(p.labels, labels);
+    CHECK_INT(p.annotators, annotators);
+    CHECK_INT(p.unprivatized, unprivatized);
+    CHECK(p.epsilon_min == eps_min || (isnan(p.epsilon_min) && isnan(eps_min)));
+    CHECK(p.epsilon_max == eps_max || (isnan(p.epsilon_max) && isnan(eps_max)));
+    CHECK(p.epsilon_per_annotator == per_annotator ||
+          (isnan(p.epsilon_per_annotator) && isnan(per_annotator)));
+    CHECK_INT(lp_label_privacy_all_privatized(&p), labels > 0 && unprivatized == 0);
+}
+
 static int increasing(const int64_t *ids, size_t n)
 {
     for (size_t i = 1; i < n; i++)
@@ -215,6 +237,7 @@ int main(void)
     CHECK_INT(lp_label_cursor_next(c, &row), 0);
     lp_label_cursor_close(c);
     lp_label_cursor_close(NULL);
+    check_privacy(0, 0, 0, 0, 0, NAN, NAN, NAN); /* nothing: not privatized either */
 
     /* campaign "dense" (tasks with features and a reference preference) and
      * campaign "text" (neither); labels of both, interleaved */
@@ -283,6 +306,14 @@ int main(void)
     CHECK_INT(got[n - 1], third);
     n = read_all(text.id, third, got, 64, NULL);
     CHECK_INT(n, 1);
+
+    /* the privacy of a range: a at 0.5 and b at 1.5 on 4 tasks each of
+     * "dense", t at 1, 1, infinity, 1 on "text"; up to the cut-off: a's
+     * first two, t's first, b's first */
+    check_privacy(dense.id, 0, 8, 2, 0, 0.5, 1.5, 6.0);
+    check_privacy(text.id, 0, 4, 1, 1, 1.0, 1.0, INFINITY);
+    check_privacy(0, 0, 12, 3, 1, 0.5, 1.5, INFINITY);
+    check_privacy(0, third, 4, 3, 0, 0.5, 1.5, 1.5);
 
     /* the summary of a range */
     CHECK_INT(lp_label_cursor_open(s, 0, 0, &c), LP_OK);

@@ -226,6 +226,9 @@ static void test_migrated(lp_store *s)
     check_render(&m.settings, REQUEST_TEXT);
     CHECK_INT(m.n_corruption, 2);
     CHECK_INT(m.anti_model, 1);
+    /* trained before the privacy record (schema 012): unknown, not privatized */
+    CHECK_INT(m.privacy.known, 0);
+    CHECK_INT(lp_label_privacy_all_privatized(&m.privacy), 0);
     if (m.n_corruption == 2) {
         CHECK_INT(m.corruption[0].id, 2);
         CHECK_INT(m.corruption[0].strategy, LP_ADV_ANTI);

@@ -3,8 +3,12 @@
  * from its stored record answers with theta^T f for dense and text
  * features, bad input gets named errors, and the serving slot's swaps are
  * safe under concurrent readers (each reader sees one whole model, and a
- * model outlives the slot while someone holds it).
+ * model outlives the slot while someone holds it); who may score with which
+ * model, by its privacy record, through the API (handler and the headers-
+ * only pre-authentication).
  */
+#include "api.h"
+#include "auth.h"
 #include "check.h"
 #include "error.h"
 #include "model.h"
@@ -56,7 +60,7 @@ static void test_dense(void)
 {
     char *text = dense_model(1.0, "square-chipo", "chimix"), msg[256];
     lp_served *sv = NULL;
-    CHECK_INT(lp_served_new(4, text, &sv, msg, sizeof msg), LP_OK);
+    CHECK_INT(lp_served_new(4, text, NULL, &sv, msg, sizeof msg), LP_OK);
     free(text);
     if (sv == NULL)
         return;
@@ -85,11 +89,13 @@ static void test_dense(void)
     lp_served_unref(sv);
     lp_served_unref(NULL);
 
-    CHECK_ERR(lp_served_new(1, "{not json", &sv, msg, sizeof msg), LP_EMALFORMED_JSON);
+    CHECK_ERR(lp_served_new(1, "{not json", NULL, &sv, msg, sizeof msg), LP_EMALFORMED_JSON);
     CHECK(sv == NULL);
-    CHECK_ERR(lp_served_new(1, "{\"loss\": \"dpo\"}", &sv, msg, sizeof msg), LP_EMISSING_FIELD);
+    CHECK_ERR(lp_served_new(1, "{\"loss\": \"dpo\"}", NULL, &sv, msg, sizeof msg),
+              LP_EMISSING_FIELD);
     CHECK(strstr(msg, "model 1") != NULL);
-    CHECK_ERR(lp_served_new(1, "{\"theta\": [1, \"x\"]}", &sv, msg, sizeof msg), LP_EWRONG_TYPE);
+    CHECK_ERR(lp_served_new(1, "{\"theta\": [1, \"x\"]}", NULL, &sv, msg, sizeof msg),
+              LP_EWRONG_TYPE);
 }
 
 static void test_text(void)
@@ -100,7 +106,7 @@ static void test_text(void)
     spec.cross_prompt = 1;
     char *text = text_model(&spec), msg[256];
     lp_served *sv = NULL;
-    CHECK_INT(lp_served_new(9, text, &sv, msg, sizeof msg), LP_OK);
+    CHECK_INT(lp_served_new(9, text, NULL, &sv, msg, sizeof msg), LP_OK);
     free(text);
     if (sv == NULL)
         return;
@@ -129,6 +135,20 @@ static void test_text(void)
     lp_served_unref(sv);
 }
 
+/* A stored run for models to name. */
+static lp_run stored_run(lp_store *s)
+{
+    lp_run run = {0};
+    snprintf(run.trigger, sizeof run.trigger, "manual");
+    snprintf(run.settings.loss, sizeof run.settings.loss, "dpo");
+    snprintf(run.settings.optimizer, sizeof run.settings.optimizer, "lbfgs");
+    snprintf(run.settings.features, sizeof run.settings.features, "dense");
+    run.settings.text_dim = 4096;
+    run.settings.threads = 1;
+    CHECK_INT(lp_registry_run_create(s, &run), LP_OK);
+    return run;
+}
+
 /* A model stored in the registry is served through the learner by version. */
 static void test_from_record(void)
 {
@@ -138,19 +158,23 @@ static void test_from_record(void)
     if (s == NULL)
         return;
     char err[256];
-    lp_run run = {0};
-    snprintf(run.trigger, sizeof run.trigger, "manual");
-    snprintf(run.settings.loss, sizeof run.settings.loss, "dpo");
-    snprintf(run.settings.optimizer, sizeof run.settings.optimizer, "lbfgs");
-    snprintf(run.settings.features, sizeof run.settings.features, "dense");
-    run.settings.text_dim = 4096;
-    run.settings.threads = 1;
-    CHECK_INT(lp_registry_run_create(s, &run), LP_OK);
+    lp_run run = stored_run(s);
     char *text = dense_model(2.0, "dpo", "kl");
     lp_model_record rec = {.run = run.id, .dim = 3, .summary = "{}", .model = text};
     snprintf(rec.loss, sizeof rec.loss, "dpo");
     snprintf(rec.features, sizeof rec.features, "dense");
     CHECK_INT(lp_registry_model_add(s, &rec, 0), LP_OK);
+    /* a second model with its privacy record: 5 labels of 2 annotators, one
+     * unprivatized */
+    lp_model_record rec2 = rec;
+    rec2.privacy = (lp_label_privacy){.known = 1,
+                                      .labels = 5,
+                                      .annotators = 2,
+                                      .unprivatized = 1,
+                                      .epsilon_min = 0.5,
+                                      .epsilon_max = 2.0,
+                                      .epsilon_per_annotator = INFINITY};
+    CHECK_INT(lp_registry_model_add(s, &rec2, 0), LP_OK);
     free(text);
 
     lp_learner_opts lo = {.threads = 1};
@@ -168,14 +192,152 @@ static void test_from_record(void)
             CHECK_INT(lp_served_features(sv, NULL, NULL, x, 3, &f), LP_OK);
             CHECK_NEAR(lp_served_reward(sv, &f), 2.0 * (1.0 - 2.0 + 0.5), 1e-15);
             lp_sparse_free(&f);
+            /* stored without a record: unknown, so not privatized */
+            CHECK_INT(lp_served_privacy(sv)->known, 0);
+            CHECK_INT(lp_label_privacy_all_privatized(lp_served_privacy(sv)), 0);
         }
         lp_served_unref(sv);
-        CHECK_ERR(lp_learner_model(l, rec.version + 1, &sv), LP_EUNKNOWN_MODEL);
+        CHECK_INT(lp_learner_model(l, rec2.version, &sv), LP_OK);
+        if (sv != NULL) {
+            const lp_label_privacy *p = lp_served_privacy(sv);
+            CHECK_INT(p->known, 1);
+            CHECK_INT(p->labels, 5);
+            CHECK_INT(p->annotators, 2);
+            CHECK_INT(p->unprivatized, 1);
+            CHECK_NEAR(p->epsilon_min, 0.5, 0);
+            CHECK_NEAR(p->epsilon_max, 2.0, 0);
+            CHECK(isinf(p->epsilon_per_annotator)); /* stored as NULL, read back as infinity */
+            CHECK_INT(lp_label_privacy_all_privatized(p), 0);
+        }
+        lp_served_unref(sv);
+        sv = NULL;
+        CHECK_ERR(lp_learner_model(l, rec2.version + 1, &sv), LP_EUNKNOWN_MODEL);
         CHECK_INT(lp_learner_activate(l, rec.version), LP_OK);
         sv = lp_learner_served(l);
         CHECK(sv != NULL && lp_served_version(sv) == rec.version);
         lp_served_unref(sv);
     }
+    lp_learner_free(l);
+    store_fixture_close(&fx);
+}
+
+/* ---- who may score with which model (docs/trust-model.md) ---- */
+
+/* A stored dense model with the given privacy record (known 0: none). */
+static int64_t store_model(lp_store *s, int64_t run, const lp_label_privacy *privacy)
+{
+    char *text = dense_model(1.0, "dpo", "kl");
+    lp_model_record rec = {.run = run, .dim = 3, .summary = "{}", .model = text};
+    snprintf(rec.loss, sizeof rec.loss, "dpo");
+    snprintf(rec.features, sizeof rec.features, "dense");
+    rec.privacy = *privacy;
+    CHECK_INT(lp_registry_model_add(s, &rec, 0), LP_OK);
+    free(text);
+    return rec.version;
+}
+
+/* POST /v1/score {"candidates": [...], "version"?} through lp_api_handle;
+ * the status (or the error's status) and the error code (0: none). The
+ * pre-authentication from the headers alone must agree with it whenever it
+ * refuses. */
+static int score_status(lp_api *api, const char *bearer, int64_t version, int *error)
+{
+    char body[160], v[40] = "";
+    if (version > 0)
+        snprintf(v, sizeof v, ",\"version\":%lld", (long long)version);
+    snprintf(body, sizeof body, "{\"candidates\":[{\"features\":[1,1,1]}]%s}", v);
+    lp_request req = {.method = "POST",
+                      .path = "/v1/score",
+                      .body = body,
+                      .body_len = strlen(body),
+                      .bearer = bearer};
+    lp_response pre, resp;
+    int pre_rc = lp_api_preauth(api, &req, &pre);
+    lp_api_handle(api, &req, &resp);
+    *error = resp.error;
+    int status = resp.error ? lp_error_http_status(resp.error) : resp.status;
+    if (pre_rc != LP_OK)
+        CHECK_INT(pre_rc, resp.error); /* refused from the headers: the same answer */
+    lp_response_clear(&pre);
+    lp_response_clear(&resp);
+    return status;
+}
+
+static void test_score_access(void)
+{
+    store_fixture fx;
+    CHECK_INT(store_fixture_open(&fx, "test-score-access", 1), LP_OK);
+    lp_store *s = fx.store;
+    if (s == NULL)
+        return;
+    char token[LP_AUTH_TOKEN_MAX], score_only[LP_AUTH_TOKEN_MAX], admin_only[LP_AUTH_TOKEN_MAX],
+        err[256];
+    CHECK_INT(lp_auth_operator_mint(s, "all", LP_SCOPE_ALL, token, NULL), LP_OK);
+    CHECK_INT(lp_auth_operator_mint(s, "researcher", LP_SCOPE_SCORE, score_only, NULL), LP_OK);
+    CHECK_INT(lp_auth_operator_mint(s, "operator", LP_SCOPE_ADMIN, admin_only, NULL), LP_OK);
+    lp_run run = stored_run(s);
+    const lp_label_privacy privatized = {.known = 1,
+                                         .labels = 10,
+                                         .annotators = 2,
+                                         .epsilon_min = 1,
+                                         .epsilon_max = 1,
+                                         .epsilon_per_annotator = 5};
+    lp_label_privacy raw = privatized, unknown = {0};
+    raw.unprivatized = 1;
+    raw.epsilon_per_annotator = INFINITY;
+    int64_t v_priv = store_model(s, run.id, &privatized), v_raw = store_model(s, run.id, &raw),
+            v_unknown = store_model(s, run.id, &unknown);
+
+    lp_learner_opts lo = {.threads = 1};
+    lp_learner *l = NULL;
+    CHECK_INT(lp_learner_new(s, &lo, &l, err, sizeof err), LP_OK);
+    lp_api_opts closed = {.body_max = 65536, .batch_body_max = 65536}, open = closed;
+    open.public_score = 1;
+    lp_api *api_closed = lp_api_new(s, &closed), *api_open = lp_api_new(s, &open);
+    if (l == NULL || api_closed == NULL || api_open == NULL) {
+        CHECK(0);
+    } else {
+        lp_api_set_learner(api_closed, l);
+        lp_api_set_learner(api_open, l);
+        int e;
+        /* nothing served: anonymous callers are told so from the headers */
+        CHECK_INT(score_status(api_open, NULL, 0, &e), 409);
+        CHECK_INT(e, LP_ENO_ACTIVE_MODEL);
+        const int64_t actives[] = {v_priv, v_raw, v_unknown};
+        for (size_t k = 0; k < 3; k++) {
+            CHECK_INT(lp_learner_activate(l, actives[k]), LP_OK);
+            int public = actives[k] == v_priv;
+            /* without --public-score: a token, always */
+            CHECK_INT(score_status(api_closed, NULL, 0, &e), 401);
+            CHECK_INT(score_status(api_closed, "op_wrong", 0, &e), 401);
+            CHECK_INT(score_status(api_closed, token, 0, &e), 200);
+            /* with it: the active model if privatized, nothing else */
+            CHECK_INT(score_status(api_open, NULL, 0, &e), public ? 200 : 403);
+            CHECK_INT(e, public ? 0 : LP_EMODEL_NOT_PUBLIC);
+            CHECK_INT(score_status(api_open, NULL, actives[k], &e), public ? 200 : 403);
+            for (size_t j = 0; j < 3; j++) {
+                if (j == k)
+                    continue;
+                CHECK_INT(score_status(api_open, NULL, actives[j], &e), 403);
+                CHECK_INT(e, public ? LP_EMODEL_NOT_ACTIVE : LP_EMODEL_NOT_PUBLIC);
+                CHECK_INT(score_status(api_open, token, actives[j], &e), 200); /* admin scope */
+                CHECK_INT(score_status(api_open, score_only, actives[j], &e), 403);
+                CHECK_INT(e, LP_EMODEL_NOT_ACTIVE);
+            }
+            /* the researcher's score scope: the served model, whatever its labels */
+            CHECK_INT(score_status(api_closed, score_only, 0, &e), 200);
+            CHECK_INT(score_status(api_open, score_only, actives[k], &e), 200);
+            CHECK_INT(score_status(api_open, score_only, v_unknown + 1, &e), 403);
+            CHECK_INT(score_status(api_open, admin_only, 0, &e), 403); /* no score scope */
+            CHECK_INT(e, LP_EINSUFFICIENT_SCOPE);
+            CHECK_INT(score_status(api_open, NULL, v_unknown + 1, &e), 403); /* no oracle */
+            CHECK_INT(score_status(api_open, token, v_unknown + 1, &e), 404);
+            CHECK_INT(score_status(api_open, "op_wrong", 0, &e), 401);
+            CHECK_INT(score_status(api_open, token, 0, &e), 200);
+        }
+    }
+    lp_api_free(api_closed);
+    lp_api_free(api_open);
     lp_learner_free(l);
     store_fixture_close(&fx);
 }
@@ -223,7 +385,7 @@ static void test_swaps(void)
     char msg[256];
     for (int v = 1; v <= 3; v++) {
         char *text = dense_model((double)v, "square-chipo", "chimix");
-        CHECK_INT(lp_served_new(v, text, &models[v - 1], msg, sizeof msg), LP_OK);
+        CHECK_INT(lp_served_new(v, text, NULL, &models[v - 1], msg, sizeof msg), LP_OK);
         free(text);
         if (models[v - 1] == NULL)
             return;
@@ -281,6 +443,7 @@ int main(void)
     test_dense();
     test_text();
     test_from_record();
+    test_score_access();
     test_swaps();
     return check_summary();
 }

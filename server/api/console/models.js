@@ -1,5 +1,5 @@
-// models.js — stored models: loss, settings, data cut-off, corruption and
-// TRL metrics; one model's training curve; activation (roll back or
+// models.js — stored models: loss, settings, data cut-off, corruption, the
+// privacy of the labels they were trained on and TRL metrics; one model's training curve; activation (roll back or
 // forward) after a confirmation.
 import * as api from './api.js';
 import { h, table, card, facts, num, time } from './dom.js';
@@ -10,6 +10,33 @@ let selected = null; // the version shown in detail
 function corruptionText(list) {
   if (!list || list.length === 0) return 'none';
   return list.map((c) => `${c.campaign || ''} α=${num(c.alpha)} ${c.strategy || ''}`.trim()).join('; ');
+}
+
+// The privacy of a model's training labels, short (the table) and in full
+// (the detail). null: recorded before the server kept it, so never served
+// without a token.
+function privacyShort(p) {
+  if (!p) return 'unknown';
+  if (!p.privatized) return `${num(p.unprivatized_labels)} unprivatized`;
+  return `ε ≤ ${num(p.epsilon_max)} per label`;
+}
+
+function epsilonText(x) {
+  return x === null || x === undefined ? '∞' : num(x);
+}
+
+function privacyFacts(p) {
+  if (!p) {
+    return [['Privacy', 'unknown (trained before the server recorded it): treated as not privatized, never served without a token']];
+  }
+  return [
+    ['Privacy', p.privatized
+      ? 'every label privatized: the model is post-processing of ε-LDP reports'
+      : `${num(p.unprivatized_labels)} of ${num(p.labels)} labels not privatized (ε = ∞): served only with a token`],
+    ['Label ε (privatized)', p.epsilon_min === null ? 'none privatized' : `${num(p.epsilon_min)} – ${num(p.epsilon_max)}`],
+    ['ε per annotator (most)', epsilonText(p.epsilon_per_annotator)],
+    ['Annotators', num(p.annotators)],
+  ];
 }
 
 function metric(m, key) {
@@ -67,6 +94,7 @@ export async function render(ctx) {
       { title: 'Accuracy', num: true, value: (m) => metric(m.metrics, 'rewards/accuracies') },
       { title: 'Margin', num: true, value: (m) => metric(m.metrics, 'rewards/margins') },
       { title: 'Corruption', value: (m) => corruptionText(m.corruption) },
+      { title: 'Privacy', value: (m) => h('span', { class: m.privacy && m.privacy.privatized ? 'privacy-ok' : 'privacy-raw' }, privacyShort(m.privacy)) },
       { title: 'Served', value: (m) => m.active ? h('strong', { class: 'active-badge' }, 'served') : activateControl(ctx, m, active) },
     ], rows, { id: 'model-table' }));
   if (selected === null) return h('div', {}, overview);
@@ -82,6 +110,7 @@ export async function render(ctx) {
         ['Labels', num(m.labels)],
         ['Features', settingsText(m.features)],
         ['Corruption', corruptionText(m.corruption)],
+        ...privacyFacts(m.privacy),
         ['Training time', m.duration_ms !== undefined ? `${num(m.duration_ms / 1000, 2)} s` : '—'],
       ], { id: 'model-detail' }),
       curveChart(m.curve, `Training curve of version ${m.version}`)),
