@@ -48,26 +48,42 @@ static json_t *enrollment_tokens(label_stream *ls)
     return tokens;
 }
 
-/* Fetches per_writer tasks for w, NEXT_MAX at a time. */
-static int fetch_tasks(label_writer *w, int per_writer)
+/* Fetches more tasks for w, at most NEXT_MAX, up to w->cap in all. The
+ * server hands out an annotator's unlabelled leases again before new tasks,
+ * so more can be fetched only once the previous ones are labelled; a task
+ * already in the list is never added twice. 0 when one was added. */
+static int fetch_tasks(label_writer *w)
 {
+    int want = w->cap - w->ntasks < NEXT_MAX ? w->cap - w->ntasks : NEXT_MAX;
+    json_t *tasks = NULL;
+    if (want <= 0 || raw_next(&w->ann, want, &tasks) != 200) {
+        json_decref(tasks);
+        return -1;
+    }
+    int added = 0;
+    for (size_t k = 0; k < json_array_size(tasks) && w->ntasks < w->cap; k++) {
+        int64_t id = json_integer_value(json_object_get(json_array_get(tasks, k), "task_id"));
+        int seen = 0;
+        for (int i = w->next; i < w->ntasks && !seen; i++)
+            seen = w->tasks[i] == id;
+        if (!seen) {
+            w->tasks[w->ntasks++] = id;
+            added++;
+        }
+    }
+    json_decref(tasks);
+    return added > 0 ? 0 : -1;
+}
+
+/* Room for per_writer tasks and the first of them. */
+static int writer_init(label_writer *w, int per_writer)
+{
+    w->cap = per_writer;
     w->tasks = calloc((size_t)per_writer, sizeof *w->tasks);
     w->acked = calloc((size_t)per_writer, sizeof *w->acked);
     if (w->tasks == NULL || w->acked == NULL)
         return -1;
-    while (w->ntasks < per_writer) {
-        int want = per_writer - w->ntasks < NEXT_MAX ? per_writer - w->ntasks : NEXT_MAX;
-        json_t *tasks = NULL;
-        if (raw_next(&w->ann, want, &tasks) != 200 || json_array_size(tasks) == 0) {
-            json_decref(tasks);
-            return -1;
-        }
-        for (size_t k = 0; k < json_array_size(tasks) && w->ntasks < per_writer; k++)
-            w->tasks[w->ntasks++] =
-                json_integer_value(json_object_get(json_array_get(tasks, k), "task_id"));
-        json_decref(tasks);
-    }
-    return 0;
+    return fetch_tasks(w);
 }
 
 int label_stream_setup(label_stream *ls, const server_proc *srv, const char *campaign,
@@ -90,7 +106,7 @@ int label_stream_setup(label_stream *ls, const server_proc *srv, const char *cam
     for (int i = 0; ok && i < LABEL_STREAM_WRITERS; i++) {
         const char *t = json_string_value(json_array_get(tokens, (size_t)i));
         ok = raw_enroll(&ls->w[i].ann, srv->url, t ? t : "") == 201 &&
-             fetch_tasks(&ls->w[i], tasks_per_writer) == 0;
+             writer_init(&ls->w[i], tasks_per_writer) == 0;
     }
     json_decref(tokens);
     check_record(ok, __FILE__, __LINE__, "label stream set up: campaign %s, %d annotators",
@@ -122,7 +138,9 @@ static void *run_writer(void *arg)
 {
     struct run *run = arg;
     label_writer *w = run->w;
-    for (int i = 0; i < run->per_writer && w->next < w->ntasks; i++) {
+    for (int i = 0; i < run->per_writer; i++) {
+        if (w->next == w->ntasks && fetch_tasks(w) != 0)
+            break;
         lp_label_msg m = raw_label(&w->ann, w->tasks[w->next], w->next & 1, 1.0);
         http_reply r;
         long status = raw_post_label(run->ls->srv->url, &m, &r);

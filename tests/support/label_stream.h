@@ -18,9 +18,9 @@
 
 typedef struct label_writer {
     raw_annotator ann;
-    int64_t *tasks; /* assigned to this annotator, labelled in order */
-    int ntasks, next;
-    int64_t *acked; /* ids of the labels acknowledged (201) */
+    int64_t *tasks;        /* assigned to this annotator, labelled in order */
+    int ntasks, next, cap; /* cap: the tasks this annotator may take in all */
+    int64_t *acked;        /* ids of the labels acknowledged (201) */
     int nacked;
 } label_writer;
 
