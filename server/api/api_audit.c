@@ -51,7 +51,7 @@ void lp_audit_gate_free(lp_audit_gate *g)
     free(g);
 }
 
-/* 1 to record an unauthenticated refusal now, with *suppressed the number
+/* 1 to record a refusal now, with *suppressed the number
  * not recorded since the last one; 0 to drop it (counted). */
 static int gate_pass(lp_audit_gate *g, int64_t now_ms, int64_t *suppressed)
 {
@@ -232,8 +232,13 @@ void lp_api_audit_record(lp_api *api, int kind, const char *method, const char *
     if (kind == LP_AUDIT_SIGN_IN && resp->error == 0 && body_read &&
         sign_in_principal(api, req, &signed_in) == LP_OK)
         who = &signed_in;
+    /* Refusals from the credential check (no credential, a bad one, or one
+     * without the route's scope) are written from the event loop, before
+     * the body: the gate bounds how often any caller makes it wait for an
+     * audit commit. */
+    int refused = who == NULL || resp->error == LP_EINSUFFICIENT_SCOPE;
     int64_t now = lp_now_ms(), suppressed = 0;
-    if (who == NULL && !gate_pass(api->audit_gate, lp_mono_ns() / 1000000, &suppressed))
+    if (refused && !gate_pass(api->audit_gate, lp_mono_ns() / 1000000, &suppressed))
         return;
     json_t *o = params_object(api, req, body_read, upload);
     if (o != NULL && suppressed > 0)
