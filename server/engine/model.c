@@ -281,6 +281,10 @@ json_t *lp_model_to_json(const lp_model *m)
     if (m->general != NULL)
         json_object_set_new(root, "general", lp_gp_model_to_json(m->general));
     json_object_set_new(root, "validation", validation_json(m));
+    if (m->release != NULL)
+        json_object_set(root, "release", m->release);
+    if (m->confidence != NULL)
+        json_object_set(root, "confidence", m->confidence);
     json_t *th = json_array();
     for (size_t j = 0; j < m->d; j++)
         json_array_append_new(th, json_real(m->theta[j]));
@@ -319,6 +323,8 @@ void lp_model_free(lp_model *m)
         return;
     free(m->theta);
     lp_gp_model_free(m->general);
+    json_decref(m->release);
+    json_decref(m->confidence);
     free(m);
 }
 
@@ -425,6 +431,14 @@ int lp_model_from_json(const json_t *root, const char *path, lp_model **out, cha
                                    sizeof why);
         if (rc != LP_OK)
             lp_fail(rc, msg, msglen, "%s: %s", path, why);
+    }
+    const char *kept[] = {"release", "confidence"};
+    for (size_t k = 0; k < 2 && rc == LP_OK; k++) {
+        json_t *v = json_object_get(root, kept[k]);
+        if (v != NULL && !json_is_object(v))
+            rc = lp_fail(LP_EWRONG_TYPE, msg, msglen, "%s: \"%s\" is not an object", path, kept[k]);
+        else if (v != NULL)
+            *(k == 0 ? &m->release : &m->confidence) = json_incref(v);
     }
 done:
     if (rc != LP_OK) {

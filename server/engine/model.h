@@ -24,6 +24,8 @@
  *                   "brier_debiased_se", "accuracy_debiased",
  *                   "accuracy_debiased_se", "accuracy_raw",
  *                   "not_converged"}]} | null,
+ *    "release": {"mechanism", "epsilon", "delta", ...} (absent: a plain fit),
+ *    "confidence": {"lambda", ...} (absent: not recorded),
  *    "theta": [d numbers, in feature order]}
  *
  * A general-preference model (Algorithm 3) also has "method": "general"
@@ -85,6 +87,15 @@ typedef struct lp_model {
      * mixture's iterates (owned; NULL for the reward-based losses). theta
      * then holds the preference's transitive part (its first d weights). */
     lp_gp_model *general;
+    /* "release": how a differentially private release chose theta (the
+     * mechanism, its epsilon and delta, the candidate set or the noise
+     * calibration; see docs/privacy-mechanisms.md), owned, NULL when theta
+     * is a plain fit. "confidence": what confidence bounds on rewards need
+     * (the regularizer and the weighted feature covariance), owned, NULL
+     * when not recorded. Both are written verbatim after "validation" and
+     * read back as they were. */
+    json_t *release;
+    json_t *confidence;
 } lp_model;
 
 /*
