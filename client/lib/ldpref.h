@@ -127,6 +127,12 @@ typedef enum ldpref_error {
     /* https: the server's certificate is not trusted; the TLS handshake failed */
     LDPREF_ECERTIFICATE_UNTRUSTED = 81,
     LDPREF_ETLS_FAILED = 82,
+    /* Since 0.5: central campaigns (docs/operators.md "Central campaigns") */
+    LDPREF_ECENTRAL_NEEDS_MECHANISM = 89,  /* a central campaign's retrain needs a mechanism */
+    LDPREF_ERELEASE_BUDGET_EXHAUSTED = 90, /* the release would exceed the release budget */
+    LDPREF_ECENTRAL_LABELS_PRIVATE = 91,   /* a central campaign's labels are never served */
+    LDPREF_EBAD_CAMPAIGN_SETTINGS = 92,    /* trust, budgets, cap and epsilons do not fit */
+    LDPREF_EMECHANISM_NEEDS_CENTRAL = 93,  /* a mechanism trains on one central campaign */
     LDPREF_ERROR_END /* one past the last code; grows when codes are added */
 } ldpref_error;
 

@@ -47,6 +47,13 @@ typedef struct lp_train_request {
     lp_feat_spec text;
     int threads;
     int activate;
+    /* a private release of one central campaign (schema/013): mechanism ""
+     * (none), "exponential" or "aup"; its epsilon (finite, > 0) and delta
+     * (aup: (0, 1); exponential: 0); the exponential mechanism's candidate
+     * set ("" : the mechanism's default) */
+    char mechanism[16];
+    double release_epsilon, release_delta;
+    char candidates[64];
 } lp_train_request;
 
 /* The request as a stored settings record (registry.h). */
@@ -73,6 +80,8 @@ typedef struct lp_model_view {
     size_t n_corruption;
     int64_t anti_model;
     lp_label_privacy privacy; /* of the labels it was trained on (known 0: unknown) */
+    char mechanism[16];       /* the release that produced it ("" : none) */
+    double release_epsilon, release_delta;
     char *summary;            /* the model artifact without theta: link, beta, features,
                                  hyper, data, metrics (model.h; JSON text, owned) */
     char *model;              /* the model file (JSON text, owned); NULL in lists */
