@@ -300,11 +300,15 @@ static int cmd_next(const struct cmd *cmd, ldpref_client *c, char **pos, int npo
         return fail(rc, c, "next");
     for (size_t i = 0; i < n; i++) {
         const ldpref_task *t = &tasks[i];
-        print_json(json_pack("{s:I, s:s, s:o, s:s, s:s, s:s, s:o, s:o, s:o}", "task_id",
+        int central = ldpref_task_central(c, t), raw = ldpref_task_sends_true_answer(c, t);
+        if (central)
+            fprintf(stderr, "task %lld: %s\n", (long long)t->task_id, cli_central_notice(raw));
+        print_json(json_pack("{s:I, s:s, s:o, s:s, s:s, s:s, s:o, s:o, s:o, s:s, s:b}", "task_id",
                              (json_int_t)t->task_id, "campaign", t->campaign, "context",
                              context_json(t), "prompt", t->prompt, "a", t->a, "b", t->b, "epsilon",
                              eps_json(t->epsilon_proposed), "epsilon_min", eps_json(t->epsilon_min),
-                             "epsilon_max", eps_json(t->epsilon_max)));
+                             "epsilon_max", eps_json(t->epsilon_max), "trust",
+                             central ? "central" : "local", "sends_true_answer", raw));
     }
     ldpref_tasks_free(tasks, n);
     return 0;

@@ -711,3 +711,14 @@ void cli_print_answer(const char *command, const char *text, cli_format f)
     }
     json_decref(root);
 }
+
+const char *cli_central_notice(int true_answer)
+{
+    return true_answer
+               ? "CENTRAL CAMPAIGN: your answer is sent as it is, not randomized. The server "
+                 "sees your true answer; only the models it releases (through a differentially "
+                 "private mechanism) are private."
+               : "CENTRAL CAMPAIGN: the server would see your true answer; only its released "
+                 "models are private. This device still randomizes your answers (your per-label "
+                 "epsilon cap is finite; --epsilon-cap inf sends true answers).";
+}

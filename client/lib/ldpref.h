@@ -295,6 +295,21 @@ typedef struct ldpref_task {
 int ldpref_next_tasks(ldpref_client *c, int count, ldpref_task **tasks, size_t *n);
 
 /*
+ * Since 0.5: trusted-curator (central) campaigns. ldpref_task_central: 1
+ * when the server said task t (fetched by this handle) belongs to a central
+ * campaign: there the server sees an annotator's true answer and only the
+ * models it releases through a differentially private mechanism are
+ * private. ldpref_task_sends_true_answer: 1 when answering t from this
+ * handle would send the true answer unrandomized: only when the campaign
+ * proposes no privatization (epsilon null) AND this handle's own per-label
+ * cap (max_epsilon_per_label) is infinite; a campaign's setting alone never
+ * makes the client send a raw label. Show both to the annotator before
+ * they answer.
+ */
+int ldpref_task_central(const ldpref_client *c, const ldpref_task *t);
+int ldpref_task_sends_true_answer(const ldpref_client *c, const ldpref_task *t);
+
+/*
  * Since 0.4: the largest task (bytes of its JSON in the server's answer) the
  * handle accepts from ldpref_next_tasks(); default
  * LDPREF_MAX_TASK_BYTES_DEFAULT (1 MiB: the largest task the server accepts,
@@ -467,6 +482,18 @@ void ldpref_campaign_init(ldpref_campaign *spec);
 
 /* Creates a campaign. *json_out (may be NULL) gets the server's campaign. */
 int ldpref_admin_campaign_create(ldpref_client *c, const ldpref_campaign *spec, char **json_out);
+/* Since 0.5: as ldpref_admin_campaign_create, with the fields of extra_json
+ * (a JSON object text, NULL: none) added to the request, replacing the
+ * spec's: "trust" ("local" | "central"), "release_epsilon",
+ * "release_delta", "contribution_cap" (docs/protocol.md "POST
+ * /v1/campaigns"). */
+int ldpref_admin_campaign_create_with(ldpref_client *c, const ldpref_campaign *spec,
+                                      const char *extra_json, char **json_out);
+/* Since 0.5: sets a central campaign's model-release budget; NAN leaves a
+ * value as it is (POST /v1/campaigns/update). LDPREF_EBAD_CAMPAIGN_SETTINGS
+ * for a local campaign or a budget below what was spent. */
+int ldpref_admin_campaign_update(ldpref_client *c, const char *name, double release_epsilon,
+                                 double release_delta, char **json_out);
 
 /* Revokes an annotator: its key (base64url) or, since 0.4, its pseudonym
  * ("ann-...", as the operator's views show it). LDPREF_EUNKNOWN_KEY when

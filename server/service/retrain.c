@@ -3,6 +3,7 @@
 #include "retrain.h"
 
 #include "clock.h"
+#include "campaigns.h"
 #include "curve.h"
 #include "error.h"
 #include "log.h"
@@ -390,23 +391,28 @@ static int fit_model(lp_learner *l, const lp_train_request *req, const lp_snapsh
 static int release_model(lp_learner *l, const lp_train_request *req, const lp_snapshot *sn,
                          lp_model **out, char *msg, size_t msglen)
 {
-    lp_release_opts o;
-    memset(&o, 0, sizeof o);
-    if (lp_mechanism_parse(req->mechanism, &o.mechanism) != LP_OK)
+    lp_mechanism mech;
+    if (lp_mechanism_parse(req->mechanism, &mech) != LP_OK)
         return lp_fail(LP_EINVALID_ARGUMENT, msg, msglen, "unknown mechanism \"%s\"",
                        req->mechanism);
-    o.epsilon = req->release_epsilon;
+    lp_campaign c;
+    int rc = lp_store_campaign_by_id(l->s, req->campaign, &c);
+    if (rc != LP_OK)
+        return lp_fail(rc, msg, msglen, "cannot read the campaign");
+    lp_release_opts o;
+    lp_release_opts_init(&o, mech, req->release_epsilon);
     o.delta = req->release_delta;
     o.beta = req->beta;
     o.rmax = req->loss.rmax;
-    o.candidates = req->candidates[0] ? req->candidates : NULL;
-    o.radius = isfinite(req->fit.norm_bound) ? req->fit.norm_bound : 0;
-    o.rand64 = lp_csprng_next64;
+    o.candidates = req->candidates[0] ? req->candidates : LP_RELEASE_CANDIDATES_DEFAULT;
+    if (isfinite(req->fit.norm_bound))
+        o.radius = req->fit.norm_bound;
+    o.user_cap = (size_t)c.contribution_cap; /* m > 0: user-level */
     pthread_mutex_lock(&l->lock);
     l->run.iterations = 0;
     pthread_mutex_unlock(&l->lock);
     char why[LP_MSG_MAX] = "";
-    int rc = lp_release_fit(sn->ds, sn->user, &o, out, why, sizeof why);
+    rc = lp_release_fit(sn->ds, sn->user, &o, out, why, sizeof why);
     if (rc == LP_ENO_MEMORY)
         return lp_fail(rc, msg, msglen, "out of memory");
     if (rc != LP_OK)

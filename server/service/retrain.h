@@ -30,6 +30,11 @@
 
 #include <stdint.h>
 
+/* The exponential mechanism's candidate set when a request names none
+ * (server/engine/expmech.h): a random net of 256 points in the ball of
+ * radius norm_bound (1 when none). */
+#define LP_RELEASE_CANDIDATES_DEFAULT "net:256"
+
 /* A validated retrain request (docs/design.md §3.5; docs/protocol.md); the
  * handler layer parses it from JSON (server/api/train_request.h). */
 typedef struct lp_train_request {

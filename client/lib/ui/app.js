@@ -121,7 +121,16 @@ function showError(e) {
 function showTask(t) {
   task = t;
   $('task-id').textContent = String(t.task_id);
-  $('task-eps').textContent = 'ε per answer ≤ ' + eps(t.epsilon);
+  $('task-eps').textContent = t.sends_true_answer ? 'your true answer is sent'
+                                                  : 'ε per answer ≤ ' + eps(t.epsilon);
+  const central = $('central');
+  central.hidden = t.trust !== 'central';
+  central.textContent = t.trust !== 'central' ? '' : t.sends_true_answer
+    ? 'Central campaign: your answer is sent as it is, not randomized. The server sees your ' +
+      'true answer; only the models it releases through a differentially private mechanism ' +
+      'are private.'
+    : 'Central campaign: the server would see your true answer; only its released models are ' +
+      'private. This device still randomizes your answers (your per-label ε cap is finite).';
   const conv = $('conversation');
   conv.replaceChildren();
   for (const turn of (t.context || [])) {
