@@ -122,7 +122,7 @@
       "the TLS handshake with the server failed (is it an https:// URL for a plain HTTP "          \
       "server?)")                                                                                  \
     X(89, CENTRAL_NEEDS_MECHANISM, "central_needs_mechanism", 409,                                 \
-      "a central campaign's models are released only through a differentially private "           \
+      "a central campaign's models are released only through a differentially private "            \
       "mechanism: give mechanism and epsilon (and delta for aup)")                                 \
     X(90, RELEASE_BUDGET_EXHAUSTED, "release_budget_exhausted", 409,                               \
       "this release would spend more than the campaign's remaining model-release budget")          \

@@ -133,7 +133,7 @@ typedef enum ldpref_error {
     LDPREF_ECENTRAL_LABELS_PRIVATE = 91,   /* a central campaign's labels are never served */
     LDPREF_EBAD_CAMPAIGN_SETTINGS = 92,    /* trust, budgets, cap and epsilons do not fit */
     LDPREF_EMECHANISM_NEEDS_CENTRAL = 93,  /* a mechanism trains on one central campaign */
-    LDPREF_ERROR_END /* one past the last code; grows when codes are added */
+    LDPREF_ERROR_END                       /* one past the last code; grows when codes are added */
 } ldpref_error;
 
 /* A one-line human message for a code. Static storage, never NULL. */

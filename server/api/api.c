@@ -398,9 +398,9 @@ static int public_model(lp_api *api)
     if (api->learner == NULL)
         return LP_OK;
     lp_served *sv = lp_learner_served(api->learner);
-    int rc = sv == NULL                                               ? LP_ENO_ACTIVE_MODEL
+    int rc = sv == NULL                                       ? LP_ENO_ACTIVE_MODEL
              : lp_label_privacy_public(lp_served_privacy(sv)) ? LP_OK
-                                                                      : LP_EMODEL_NOT_PUBLIC;
+                                                              : LP_EMODEL_NOT_PUBLIC;
     lp_served_unref(sv);
     return rc;
 }

@@ -50,7 +50,8 @@ static json_t *campaign_json(lp_store *s, const lp_campaign *c)
         "release_delta", positive_or_null(c->release_delta), "contribution_cap",
         c->contribution_cap > 0 ? json_integer(c->contribution_cap) : json_null());
     double eps = 0, delta = 0;
-    if (o != NULL && c->central && s != NULL && lp_store_release_spent(s, c->id, &eps, &delta) == LP_OK) {
+    if (o != NULL && c->central && s != NULL &&
+        lp_store_release_spent(s, c->id, &eps, &delta) == LP_OK) {
         json_object_set_new(o, "release_epsilon_spent", json_real(eps));
         json_object_set_new(o, "release_delta_spent", json_real(delta));
     }
@@ -93,13 +94,14 @@ static int opt_trust(const json_t *o, lp_campaign *c, int default_given, int inf
         return lp_fail(LP_EBAD_CAMPAIGN_SETTINGS, msg, ml,
                        "field \"trust\" must be \"local\" or \"central\"");
     c->central = t != NULL && strcmp(json_string_value(t), "central") == 0;
-    const json_t *e = json_object_get(o, "release_epsilon"), *d = json_object_get(o, "release_delta");
-    if (e != NULL && (!json_is_number(e) || !isfinite(json_number_value(e)) ||
-                      !(json_number_value(e) > 0)))
+    const json_t *e = json_object_get(o, "release_epsilon"),
+                 *d = json_object_get(o, "release_delta");
+    if (e != NULL &&
+        (!json_is_number(e) || !isfinite(json_number_value(e)) || !(json_number_value(e) > 0)))
         return lp_fail(LP_EBAD_CAMPAIGN_SETTINGS, msg, ml,
                        "field \"release_epsilon\" must be a finite number > 0");
-    if (d != NULL && (!json_is_number(d) || !(json_number_value(d) >= 0) ||
-                      !(json_number_value(d) < 1)))
+    if (d != NULL &&
+        (!json_is_number(d) || !(json_number_value(d) >= 0) || !(json_number_value(d) < 1)))
         return lp_fail(LP_EBAD_CAMPAIGN_SETTINGS, msg, ml,
                        "field \"release_delta\" must be a number in [0, 1)");
     c->release_epsilon = e ? json_number_value(e) : 0;
@@ -136,8 +138,7 @@ static int opt_trust(const json_t *o, lp_campaign *c, int default_given, int inf
                        "model releases: set \"trust\": \"central\"");
     if (c->contribution_cap > 0) { /* the user-level budget spread over m labels */
         double per_label = lp_budget_per_label(c->epsilon_budget, c->contribution_cap);
-        if (default_given &&
-            !(fabs(c->epsilon_default - per_label) <= LP_BUDGET_SLACK * per_label))
+        if (default_given && !(fabs(c->epsilon_default - per_label) <= LP_BUDGET_SLACK * per_label))
             return lp_fail(LP_EBAD_CAMPAIGN_SETTINGS, msg, ml,
                            "with contribution_cap %lld and epsilon_budget %g the proposed "
                            "epsilon is %g per label: epsilon_default must be absent or equal",
@@ -221,9 +222,9 @@ int lp_api_campaign_create(lp_api *api, const lp_request *req, lp_response *resp
             rc = lp_fail(LP_EWRONG_TYPE, msg, sizeof msg,
                          "field \"allow_infinite\" must be a boolean");
         const json_t *trust = json_object_get(root, "trust"); /* central: true by default */
-        c.allow_infinite = ai != NULL ? json_is_true(ai)
-                                      : json_is_string(trust) &&
-                                            strcmp(json_string_value(trust), "central") == 0;
+        c.allow_infinite =
+            ai != NULL ? json_is_true(ai)
+                       : json_is_string(trust) && strcmp(json_string_value(trust), "central") == 0;
         if (rc == LP_OK && isinf(c.epsilon_default) && !c.allow_infinite)
             rc = lp_fail(LP_EBAD_EPSILON, msg, sizeof msg,
                          "epsilon_default may be null (no privatization) only when "
@@ -257,8 +258,9 @@ int lp_api_campaign_update(lp_api *api, const lp_request *req, lp_response *resp
         return LP_API_DONE;
     const char *name = NULL;
     lp_campaign c;
-    int rc = json_is_object(root) ? LP_OK
-                                  : lp_fail(LP_EWRONG_TYPE, msg, sizeof msg, "expected a JSON object");
+    int rc = json_is_object(root)
+                 ? LP_OK
+                 : lp_fail(LP_EWRONG_TYPE, msg, sizeof msg, "expected a JSON object");
     if (rc == LP_OK)
         rc = lp_json_only_fields(root, fields, msg, sizeof msg);
     if (rc == LP_OK)

@@ -313,17 +313,16 @@ static json_t *privacy_json(const lp_model_view *m)
     /* user_level_epsilon: what the labels cost the annotator who spent the
      * most on them (basic composition); a release's own guarantee is in
      * "release" */
-    return json_pack("{s:I, s:I, s:I, s:b, s:o, s:o, s:o, s:o, s:b, s:o, s:o, s:o}", "labels",
-                     (json_int_t)p->labels, "annotators", (json_int_t)p->annotators,
-                     "unprivatized_labels", (json_int_t)p->unprivatized, "privatized",
-                     lp_label_privacy_all_privatized(p), "epsilon_min",
-                     real_or_null(p->epsilon_min), "epsilon_max", real_or_null(p->epsilon_max),
-                     "epsilon_per_annotator", real_or_null(p->epsilon_per_annotator),
-                     "user_level_epsilon", real_or_null(p->epsilon_per_annotator), "public",
-                     lp_label_privacy_public(p), "mechanism",
-                     m->mechanism[0] ? json_string(m->mechanism) : json_null(), "release_epsilon",
-                     m->mechanism[0] ? json_real(m->release_epsilon) : json_null(),
-                     "release_delta", m->mechanism[0] ? json_real(m->release_delta) : json_null());
+    return json_pack(
+        "{s:I, s:I, s:I, s:b, s:o, s:o, s:o, s:o, s:b, s:o, s:o, s:o}", "labels",
+        (json_int_t)p->labels, "annotators", (json_int_t)p->annotators, "unprivatized_labels",
+        (json_int_t)p->unprivatized, "privatized", lp_label_privacy_all_privatized(p),
+        "epsilon_min", real_or_null(p->epsilon_min), "epsilon_max", real_or_null(p->epsilon_max),
+        "epsilon_per_annotator", real_or_null(p->epsilon_per_annotator), "user_level_epsilon",
+        real_or_null(p->epsilon_per_annotator), "public", lp_label_privacy_public(p), "mechanism",
+        m->mechanism[0] ? json_string(m->mechanism) : json_null(), "release_epsilon",
+        m->mechanism[0] ? json_real(m->release_epsilon) : json_null(), "release_delta",
+        m->mechanism[0] ? json_real(m->release_delta) : json_null());
 }
 
 /* A model object: its provenance (campaign, cut-off, feature plan,

@@ -72,10 +72,9 @@ static int check_fields(const json_t *obj, const char *const *allowed, const cha
 }
 
 static const char *const REQUEST_FIELDS[] = {
-    "loss",  "method",   "campaign",   "cutoff",    "seed",     "beta",   "rmax",
-    "tau",   "l2",       "norm_bound", "optimizer", "max_iter", "epochs", "lr",
-    "batch", "features", "text",       "threads",   "activate", "mechanism", "epsilon",
-    "delta", "candidates", NULL};
+    "loss", "method",     "campaign",  "cutoff",    "seed",    "beta",  "rmax",       "tau",
+    "l2",   "norm_bound", "optimizer", "max_iter",  "epochs",  "lr",    "batch",      "features",
+    "text", "threads",    "activate",  "mechanism", "epsilon", "delta", "candidates", NULL};
 static const char *const TEXT_FIELDS[] = {"dim", "bigrams", "cross_prompt", "length", NULL};
 
 static int parse_text(const json_t *t, lp_feat_spec *spec, char *msg, size_t msglen)
@@ -153,8 +152,8 @@ static int parse_release(lp_store *s, const json_t *obj, lp_train_request *r, co
                        "a release needs \"epsilon\": a finite number > 0 (no release is "
                        "private at infinity)");
     double delta = 0;
-    if (has_delta && (!json_is_number(d) || !(json_number_value(d) >= 0) ||
-                      !(json_number_value(d) < 1)))
+    if (has_delta &&
+        (!json_is_number(d) || !(json_number_value(d) >= 0) || !(json_number_value(d) < 1)))
         return lp_fail(LP_EBAD_HYPERPARAMETER, msg, msglen, "\"delta\" must be in [0, 1)");
     if (has_delta)
         delta = json_number_value(d);
@@ -183,8 +182,8 @@ static int parse_release(lp_store *s, const json_t *obj, lp_train_request *r, co
         return lp_fail(rc, msg, msglen,
                        "campaign \"%s\": a release of epsilon %g, delta %g does not fit the budget "
                        "(epsilon %g of %g spent, delta %g of %g spent)",
-                       c->name, r->release_epsilon, r->release_delta, spent_eps,
-                       c->release_epsilon, spent_delta, c->release_delta);
+                       c->name, r->release_epsilon, r->release_delta, spent_eps, c->release_epsilon,
+                       spent_delta, c->release_delta);
     return LP_OK;
 }
 

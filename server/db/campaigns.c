@@ -12,8 +12,8 @@
 
 #define CAMPAIGN_COLS                                                                              \
     "SELECT id, name, epsilon_min, epsilon_max, allow_infinite, epsilon_budget, "                  \
-    "epsilon_default, labels_per_task, coalesce(annotator_quota, 0), trust = 'central', "      \
-    "coalesce(release_epsilon, 0), coalesce(release_delta, 0), coalesce(contribution_cap, 0) "    \
+    "epsilon_default, labels_per_task, coalesce(annotator_quota, 0), trust = 'central', "          \
+    "coalesce(release_epsilon, 0), coalesce(release_delta, 0), coalesce(contribution_cap, 0) "     \
     "FROM campaigns "
 
 static const char SQL_EXISTS[] = "SELECT 1 FROM campaigns WHERE name = ?1";

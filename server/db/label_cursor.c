@@ -19,7 +19,7 @@ struct lp_label_cursor {
 /* ?2 campaign, or 0: every local campaign (a central campaign's true labels
  * are read only when it is named) */
 #define CAMPAIGN_MATCH                                                                             \
-    "(t.campaign = ?2 OR (?2 = 0 AND t.campaign NOT IN "                                          \
+    "(t.campaign = ?2 OR (?2 = 0 AND t.campaign NOT IN "                                           \
     "(SELECT id FROM campaigns WHERE trust = 'central')))"
 /* ?1 cut-off, ?2 campaign */
 #define RANGE "FROM labels l JOIN tasks t ON t.id = l.task WHERE l.id <= ?1 AND " CAMPAIGN_MATCH

@@ -218,7 +218,7 @@ static lp_run_status status_parse(const unsigned char *t)
     "ts.loss, ts.campaign, ts.cutoff, ts.seed, ts.beta, ts.rmax, ts.tau, ts.l2, ts.norm_bound, "   \
     "ts.optimizer, ts.max_iter, ts.epochs, ts.lr, ts.batch, ts.features, ts.text_dim, "            \
     "ts.text_bigrams, ts.text_cross_prompt, ts.text_length, ts.threads, ts.activate, "             \
-    "(SELECT name FROM campaigns WHERE id = ts.campaign), ts.l2_auto, ts.mechanism, "             \
+    "(SELECT name FROM campaigns WHERE id = ts.campaign), ts.l2_auto, ts.mechanism, "              \
     "ts.release_epsilon, ts.release_delta, ts.candidates"
 
 #define SETTINGS_NCOLS 27 /* the columns of SETTINGS_COLS */
@@ -263,7 +263,8 @@ static int settings_insert(sqlite3 *db, const lp_train_settings *t, int64_t *id)
     sqlite3_stmt *st;
     if (prep(db,
              "INSERT INTO train_settings (" SETTINGS_FIELDS ") VALUES (?1, ?2, ?3, ?4, ?5, ?6, "
-             "?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20, ?21, ?22, ?23, ?24, ?25, ?26)",
+             "?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20, ?21, ?22, ?23, "
+             "?24, ?25, ?26)",
              &st) != LP_OK)
         return LP_ESTORAGE;
     sqlite3_bind_text(st, 1, t->loss, -1, SQLITE_STATIC);
@@ -732,7 +733,7 @@ int lp_registry_model_add(lp_store *s, lp_model_record *m, int activate)
     "m.created_ms, m.summary, c.name, m.features, m.dim, m.text_dim, m.text_bigrams, "             \
     "m.text_cross_prompt, m.text_cross_max, m.text_length, p.model IS NOT NULL, p.labels, "        \
     "p.annotators, p.unprivatized, p.epsilon_min, p.epsilon_max, "                                 \
-    "p.epsilon_per_annotator, p.mechanism, p.release_epsilon, p.release_delta, " SETTINGS_COLS   \
+    "p.epsilon_per_annotator, p.mechanism, p.release_epsilon, p.release_delta, " SETTINGS_COLS     \
     ", "
 #define MODEL_FROM                                                                                 \
     " FROM models m LEFT JOIN campaigns c ON c.id = m.campaign "                                   \

@@ -87,9 +87,9 @@ typedef struct lp_model_view {
     lp_label_privacy privacy; /* of the labels it was trained on (known 0: unknown) */
     char mechanism[16];       /* the release that produced it ("" : none) */
     double release_epsilon, release_delta;
-    char *summary;            /* the model artifact without theta: link, beta, features,
-                                 hyper, data, metrics (model.h; JSON text, owned) */
-    char *model;              /* the model file (JSON text, owned); NULL in lists */
+    char *summary; /* the model artifact without theta: link, beta, features,
+                      hyper, data, metrics (model.h; JSON text, owned) */
+    char *model;   /* the model file (JSON text, owned); NULL in lists */
 } lp_model_view;
 
 /* Frees what the view owns (NULL ok). */
