@@ -116,11 +116,16 @@ static int parse_release(lp_store *s, const json_t *obj, lp_train_request *r, co
 {
     const char *mech = NULL, *cand = NULL;
     int rc;
-    if ((rc = parse_string_choice(obj, "mechanism", &mech, msg, msglen)) != LP_OK ||
-        (rc = parse_string_choice(obj, "candidates", &cand, msg, msglen)) != LP_OK)
+    /* null is absent: the normalized request (lp_train_request_json) names
+     * every field, and a client may send it back */
+    if ((!json_is_null(json_object_get(obj, "mechanism")) &&
+         (rc = parse_string_choice(obj, "mechanism", &mech, msg, msglen)) != LP_OK) ||
+        (!json_is_null(json_object_get(obj, "candidates")) &&
+         (rc = parse_string_choice(obj, "candidates", &cand, msg, msglen)) != LP_OK))
         return rc;
     int has_eps = json_object_get(obj, "epsilon") != NULL,
-        has_delta = json_object_get(obj, "delta") != NULL;
+        has_delta =
+            json_object_get(obj, "delta") != NULL && !json_is_null(json_object_get(obj, "delta"));
     if (mech == NULL) {
         if (c->central)
             return lp_fail(LP_ECENTRAL_NEEDS_MECHANISM, msg, msglen,
@@ -128,7 +133,8 @@ static int parse_release(lp_store *s, const json_t *obj, lp_train_request *r, co
                            "leaves it only through a private release (\"mechanism\": "
                            "\"exponential\" or \"aup\", with \"epsilon\")",
                            c->name);
-        if (has_eps || has_delta || cand != NULL)
+        if ((has_eps && !json_is_null(json_object_get(obj, "epsilon"))) || has_delta ||
+            cand != NULL)
             return lp_fail(LP_EBAD_HYPERPARAMETER, msg, msglen,
                            "\"epsilon\", \"delta\" and \"candidates\" belong to a release: give "
                            "\"mechanism\"");

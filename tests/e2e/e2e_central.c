@@ -23,9 +23,14 @@
  *     an export or retrain of all campaigns leaves them out.
  *  5. A released model is public (--public-score); `ldpref admin models`
  *     shows the release; a local model records its user-level epsilon.
+ *  6. The operator console (headless Chromium) shows the campaign's trust
+ *     and release budget, the model's release, and no label quality of the
+ *     central campaign; screenshots console-central-*.png.
  */
 #include "annotator_client.h"
+#include "cdp.h"
 #include "check.h"
+#include "console_page.h"
 #include "error.h"
 #include "http_raw.h"
 #include "ldpref.h"
@@ -545,6 +550,68 @@ static void test_user_level(ldpref_client *op)
     json_decref(m);
 }
 
+/* Picks campaign name in the console's selector and waits for the page. */
+static int pick_campaign(cdp *b, const char *name, const char *page)
+{
+    char expr[300];
+    snprintf(expr, sizeof expr,
+             "(() => { const s = document.getElementById('campaign'); s.value = '%s'; "
+             "s.dispatchEvent(new Event('change')); return true; })()",
+             name);
+    json_decref(cdp_eval(b, expr));
+    return page_wait(b, page);
+}
+
+static void test_console(int64_t central_model)
+{
+    cdp *b = cdp_start(1280, 900);
+    CHECK(b != NULL);
+    if (b == NULL)
+        return;
+    char url[160], expr[400];
+    snprintf(url, sizeof url, "%s/", srv.url);
+    CHECK_INT(cdp_navigate(b, url), 0);
+    CHECK(cdp_wait_true(b, "!document.getElementById('signin').hidden", 10000));
+    snprintf(expr, sizeof expr,
+             "(() => { document.getElementById('token').value = '%s'; "
+             "document.querySelector('#signin-form button').click(); return true; })()",
+             srv.token);
+    CHECK(page_true(b, expr));
+    CHECK(page_wait(b, "campaigns"));
+    page_check_cell(b, "campaign-table", "central1", 9, "central");
+    page_check_cell(b, "campaign-table", "central1", 10, "3 / 3");
+    page_check_cell(b, "campaign-table", "race", 10, "2 / 2");
+    page_check_cell(b, "campaign-table", "capped", 9, "local");
+    page_check_cell(b, "campaign-table", "capped", 10, "—");
+    CHECK(pick_campaign(b, "central1", "campaigns"));
+    CHECK(cdp_wait_true(b, "document.getElementById('releases') !== null", 10000));
+    page_check_fact(b, "releases", "Release budget ε (pure DP)", "3 spent of 3");
+    page_screenshot(b, "central-campaign", "#releases");
+
+    CHECK(page_go(b, "models"));
+    snprintf(expr, sizeof expr, "%lld", (long long)central_model);
+    char *privacy = page_cell(b, "model-table", expr, 10);
+    check_record(strncmp(privacy, "released: exponential ε 2", 25) == 0, __FILE__, __LINE__,
+                 "the model's privacy cell: %s", privacy);
+    free(privacy);
+    snprintf(expr, sizeof expr,
+             "(() => { for (const a of document.querySelectorAll('a.model-link')) "
+             "if (a.textContent === '%lld') { a.click(); return true; } return false; })()",
+             (long long)central_model);
+    CHECK(page_true(b, expr));
+    CHECK(cdp_wait_true(b, "document.getElementById('model-detail') !== null", 10000));
+    CHECK(page_true(b, "/released by the exponential mechanism/.test(document.getElementById("
+                       "'model-detail').textContent)"));
+    CHECK(page_true(b, "/candidates/.test(document.getElementById('model-detail').textContent)"));
+    page_screenshot(b, "central-models", "#model-detail");
+
+    CHECK(page_go(b, "annotators"));
+    CHECK(cdp_wait_true(b, "document.getElementById('central-quality') !== null", 10000));
+    CHECK(page_true(b, "document.getElementById('quality') === null"));
+    page_screenshot(b, "central-annotators", NULL);
+    cdp_close(b);
+}
+
 int main(void)
 {
     const char *args[] = {"--public-score", NULL};
@@ -563,6 +630,7 @@ int main(void)
     test_concurrent_releases(op);
     test_public_and_listed(v);
     test_user_level(op);
+    test_console(v);
     ldpref_client_close(op);
     server_cleanup(&srv);
     return check_summary();
