@@ -723,6 +723,6 @@ const char *cli_central_notice(int true_answer)
                  "sees your true answer; only the models it releases (through a differentially "
                  "private mechanism) are private."
                : "CENTRAL CAMPAIGN: the server would see your true answer; only its released "
-                 "models are private. This device still randomizes your answers (your per-label "
-                 "epsilon cap is finite; --epsilon-cap inf sends true answers).";
+                 "models are private. This device does not send true answers: your epsilon caps "
+                 "are finite (--epsilon-cap inf --epsilon-total-cap inf send them).";
 }

@@ -109,8 +109,8 @@ static int memo_find(lpc_ledger *l, const lpc_task_meta *m, uint8_t key[LPC_MEMO
 
 int ldpref_task_sends_true_answer(const ldpref_client *c, const ldpref_task *t)
 {
-    return c != NULL && t != NULL && isinf(c->cap_label) && isinf(t->epsilon_proposed) &&
-           t->epsilon_proposed > 0;
+    return c != NULL && t != NULL && isinf(c->cap_label) && isinf(c->cap_total) &&
+           isinf(t->epsilon_proposed) && t->epsilon_proposed > 0;
 }
 
 /* The epsilon for a new label: never above the own cap, the proposal or

@@ -301,9 +301,11 @@ int ldpref_next_tasks(ldpref_client *c, int count, ldpref_task **tasks, size_t *
  * models it releases through a differentially private mechanism are
  * private. ldpref_task_sends_true_answer: 1 when answering t from this
  * handle would send the true answer unrandomized: only when the campaign
- * proposes no privatization (epsilon null) AND this handle's own per-label
- * cap (max_epsilon_per_label) is infinite; a campaign's setting alone never
- * makes the client send a raw label. Show both to the annotator before
+ * proposes no privatization (epsilon null) AND both of this handle's own
+ * caps (max_epsilon_per_label, max_epsilon_total) are infinite; a
+ * campaign's setting alone never makes the client send a raw label (with
+ * finite caps it randomizes, or refuses with LDPREF_ELOCAL_BUDGET_EXCEEDED
+ * when only the total is finite). Show both to the annotator before
  * they answer.
  */
 int ldpref_task_central(const ldpref_client *c, const ldpref_task *t);

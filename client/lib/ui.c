@@ -244,7 +244,8 @@ static json_t *budget_json(ldpref_client *c)
     ldpref_budget b;
     if (ldpref_budget_get(c, &b) != LDPREF_OK)
         return json_null();
-    return json_pack("{s:f, s:o, s:o, s:I, s:I}", "spent", b.spent, "max_epsilon_total",
+    /* spent is infinite once a true answer was sent (a central campaign) */
+    return json_pack("{s:o, s:o, s:o, s:I, s:I}", "spent", eps_json(b.spent), "max_epsilon_total",
                      eps_json(b.max_epsilon_total), "max_epsilon_per_label",
                      eps_json(b.max_epsilon_per_label), "labels", (json_int_t)b.labels, "pending",
                      (json_int_t)b.pending);

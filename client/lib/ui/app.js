@@ -130,7 +130,7 @@ function showTask(t) {
       'true answer; only the models it releases through a differentially private mechanism ' +
       'are private.'
     : 'Central campaign: the server would see your true answer; only its released models are ' +
-      'private. This device still randomizes your answers (your per-label ε cap is finite).';
+      'private. This device does not send true answers: your ε caps are finite.';
   const conv = $('conversation');
   conv.replaceChildren();
   for (const turn of (t.context || [])) {
@@ -229,6 +229,9 @@ async function act(kind, choice) {
       notice(r.already_answered
         ? 'Task ' + id + ' was already answered on this device; a randomized answer can never ' +
           'be changed or repeated, or repeated questions would reveal your true preference.'
+        : r.receipt.epsilon === null
+        ? 'Task ' + id + ': your true answer "' + z + '" was sent as it is (ε = ∞): the server ' +
+          'sees it; only the models it releases are private.'
         : 'Task ' + id + ': your answer was randomized on this device before sending (ε = ' +
           eps(r.receipt.epsilon) + '); the server received "' + z + '", which may be the ' +
           'other choice — that is how your privacy is protected.');
