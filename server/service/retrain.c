@@ -3,6 +3,7 @@
 #include "retrain.h"
 
 #include "clock.h"
+#include "budget.h"
 #include "campaigns.h"
 #include "curve.h"
 #include "error.h"
@@ -385,6 +386,26 @@ static int fit_model(lp_learner *l, const lp_train_request *req, const lp_snapsh
     return LP_OK;
 }
 
+/* LP_OK when the request's release fits what its campaign has left
+ * (checked again when the model is stored: registry.h). */
+static int release_fits(lp_learner *l, const lp_train_request *req, char *msg, size_t msglen)
+{
+    lp_campaign c;
+    double eps = 0, delta = 0;
+    int rc = lp_store_campaign_by_id(l->s, req->campaign, &c);
+    if (rc == LP_OK)
+        rc = lp_store_release_spent(l->s, c.id, &eps, &delta);
+    if (rc != LP_OK)
+        return lp_fail(rc, msg, msglen, "cannot read the release budget");
+    rc = lp_budget_check(c.release_epsilon, c.release_delta, eps, delta, req->release_epsilon,
+                         req->release_delta);
+    return rc == LP_OK ? LP_OK
+                       : lp_fail(rc, msg, msglen,
+                                 "campaign \"%s\": the release does not fit the budget (epsilon "
+                                 "%g of %g spent)",
+                                 c.name, eps, c.release_epsilon);
+}
+
 /* Releases a model from the snapshot by the request's private mechanism
  * (mechanism.h): the labels are a central campaign's true answers, grouped
  * by annotator; the randomness is the OS CSPRNG's. */
@@ -449,10 +470,13 @@ static int execute(lp_learner *l, char *msg, size_t msglen)
     lp_train_request req = l->req; /* the worker's own copy; req is immutable while queued */
     set_status(l, LP_RUN_SNAPSHOT);
     persist_run(l);
+    int rc;
+    if (req.mechanism[0] != '\0' && (rc = release_fits(l, &req, msg, msglen)) != LP_OK)
+        return rc; /* a scheduled release after the budget ran out: no work */
 
     lp_corruption *cs = NULL;
     size_t ncs = 0;
-    int rc = lp_registry_corruption_active(l->s, &cs, &ncs);
+    rc = lp_registry_corruption_active(l->s, &cs, &ncs);
     if (rc != LP_OK)
         return lp_fail(rc, msg, msglen, "cannot read the corruption settings");
     if (req.campaign != 0) { /* only the trained campaign's settings are in force */
