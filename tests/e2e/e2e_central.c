@@ -49,6 +49,9 @@
 #define N_CENTRAL 60 /* labels of the central campaign */
 
 static server_proc srv;
+/* The operator's CLI environment (set in main). */
+static char env_token[300], env_server[128];
+static const char *operator_env[] = {env_token, env_server, NULL};
 
 /* The error name of a reply, "" when none. */
 static const char *error_name(const json_t *j)
@@ -103,26 +106,6 @@ static ldpref_client *annotator(ldpref_client *op, const char *campaign, const c
     return c;
 }
 
-/* Splits captured HTTP traffic into the bodies of POST /v1/labels. */
-static json_t *label_bodies(tcp_proxy *p)
-{
-    json_t *out = json_array();
-    pthread_mutex_lock(&p->lock);
-    const char *s = p->captured ? p->captured : "";
-    while ((s = strstr(s, "POST /v1/labels")) != NULL) {
-        const char *cl = strcasestr(s, "Content-Length:"), *end = strstr(s, "\r\n\r\n");
-        if (cl == NULL || end == NULL)
-            break;
-        long len = strtol(cl + 15, NULL, 10);
-        json_t *j = json_loadb(end + 4, (size_t)len, 0, NULL);
-        if (j != NULL)
-            json_array_append_new(out, j);
-        s = end + 4 + len;
-    }
-    pthread_mutex_unlock(&p->lock);
-    return out;
-}
-
 /* The campaign object of GET /v1/campaigns named name (new reference). */
 static json_t *campaign_get(const char *name)
 {
@@ -173,15 +156,11 @@ static void test_settings(void)
     const char *capped[] = {"ldpref",   "admin", "campaign-create",    "capped",
                             "--budget", "1.5",   "--contribution-cap", "3",
                             NULL};
-    char env_token[300], env_server[128];
-    snprintf(env_token, sizeof env_token, "LDPREF_OPERATOR_TOKEN=%s", srv.token);
-    snprintf(env_server, sizeof env_server, "LDPREF_SERVER=%s", srv.url);
-    const char *env[] = {env_token, env_server, NULL};
     char *out = NULL;
-    CHECK_INT(run_tool(central, env, &out), 0);
+    CHECK_INT(run_tool(central, operator_env, &out), 0);
     free(out);
     out = NULL;
-    CHECK_INT(run_tool(capped, env, &out), 0);
+    CHECK_INT(run_tool(capped, operator_env, &out), 0);
     free(out);
     json_t *c = campaign_get("central1");
     CHECK_STR(json_string_value(json_object_get(c, "trust")), "central");
@@ -238,7 +217,7 @@ static void test_central_labels(ldpref_client *op)
     CHECK_INT(raw, N_CENTRAL);
     ldpref_tasks_free(tasks, n);
     ldpref_client_close(c);
-    json_t *bodies = label_bodies(&proxy);
+    json_t *bodies = tcp_proxy_bodies(&proxy, "POST /v1/labels ");
     CHECK_INT(json_array_size(bodies), N_CENTRAL);
     size_t i;
     json_t *b;
@@ -282,7 +261,7 @@ static void test_local_still_randomizes(ldpref_client *op)
     }
     ldpref_tasks_free(tasks, n);
     ldpref_client_close(c);
-    json_t *bodies = label_bodies(&proxy);
+    json_t *bodies = tcp_proxy_bodies(&proxy, "POST /v1/labels ");
     CHECK_INT(json_array_size(bodies), 10);
     size_t i;
     json_t *b;
@@ -461,21 +440,15 @@ static void test_never_served(int64_t central_model)
     snprintf(path, sizeof path, "/v1/export?view=corrupted&version=%lld", (long long)central_model);
     expect_error("GET", path, NULL, LP_ECENTRAL_LABELS_PRIVATE);
     /* the export of every campaign leaves the central ones out */
-    char url[256];
-    snprintf(url, sizeof url, "%s/v1/export", srv.url);
     const char *argv[] = {"ldpref", "admin", "export", NULL};
-    char env_token[300], env_server[128];
-    snprintf(env_token, sizeof env_token, "LDPREF_OPERATOR_TOKEN=%s", srv.token);
-    snprintf(env_server, sizeof env_server, "LDPREF_SERVER=%s", srv.url);
-    const char *env[] = {env_token, env_server, NULL};
     char *out = NULL;
-    CHECK_INT(run_tool(argv, env, &out), 0);
+    CHECK_INT(run_tool(argv, operator_env, &out), 0);
     CHECK(out != NULL && strstr(out, "\"campaign\":\"default\"") != NULL);
     CHECK(out != NULL && strstr(out, "central1") == NULL && strstr(out, "race") == NULL);
     free(out);
     out = NULL;
     const char *refused[] = {"ldpref", "admin", "export", "--campaign", "central1", NULL};
-    CHECK_INT(run_tool(refused, env, &out), LP_ECENTRAL_LABELS_PRIVATE);
+    CHECK_INT(run_tool(refused, operator_env, &out), LP_ECENTRAL_LABELS_PRIVATE);
     CHECK(out == NULL || strstr(out, "longer answer") == NULL);
     free(out);
     /* a retrain of every campaign reads the local labels only */
@@ -510,15 +483,10 @@ static void test_public_and_listed(int64_t central_model)
     http_raw("POST", score_url, req, strlen(req), NULL, &r);
     CHECK_INT(r.status, 200);
     http_reply_free(&r);
-    char env_server[128];
-    snprintf(env_server, sizeof env_server, "LDPREF_SERVER=%s", srv.url);
     char *out = NULL;
     const char *models[] = {"ldpref", "--format", "json", "admin", "models", NULL};
-    char env_token[300];
-    snprintf(env_token, sizeof env_token, "LDPREF_OPERATOR_TOKEN=%s", srv.token);
-    const char *env2[] = {env_token, env_server, NULL};
     out = NULL;
-    CHECK_INT(run_tool(models, env2, &out), 0);
+    CHECK_INT(run_tool(models, operator_env, &out), 0);
     CHECK(out != NULL && strstr(out, "\"mechanism\":\"exponential\"") != NULL);
     CHECK(out != NULL && strstr(out, "\"user_level_epsilon\"") != NULL);
     free(out);
@@ -572,11 +540,7 @@ static void test_console(int64_t central_model)
     snprintf(url, sizeof url, "%s/", srv.url);
     CHECK_INT(cdp_navigate(b, url), 0);
     CHECK(cdp_wait_true(b, "!document.getElementById('signin').hidden", 10000));
-    snprintf(expr, sizeof expr,
-             "(() => { document.getElementById('token').value = '%s'; "
-             "document.querySelector('#signin-form button').click(); return true; })()",
-             srv.token);
-    CHECK(page_true(b, expr));
+    CHECK(page_sign_in(b, srv.token));
     CHECK(page_wait(b, "campaigns"));
     page_check_cell(b, "campaign-table", "central1", 9, "central");
     page_check_cell(b, "campaign-table", "central1", 10, "3 / 3");
@@ -619,6 +583,8 @@ int main(void)
         check_record(0, __FILE__, __LINE__, "server starts");
         return check_summary();
     }
+    snprintf(env_token, sizeof env_token, "LDPREF_OPERATOR_TOKEN=%s", srv.token);
+    snprintf(env_server, sizeof env_server, "LDPREF_SERVER=%s", srv.url);
     ldpref_client *op = operator_client_open(&srv);
     test_settings();
     load_tasks(op, NULL, "loc", 20);

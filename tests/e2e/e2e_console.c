@@ -834,17 +834,11 @@ static void test_browser(ldpref_client *op)
     CHECK(cdp_wait_true(b, "!document.getElementById('signin').hidden", 10000));
     page_screenshot(b, "signin", NULL);
     /* A wrong token: the form says so, nothing else changes. */
-    CHECK(page_true(b, "(() => { document.getElementById('token').value = 'op_wrong'; "
-                       "document.querySelector('#signin-form button').click(); return true; })()"));
+    CHECK(page_sign_in(b, "op_wrong"));
     CHECK(cdp_wait_true(b, "/Sign-in failed/.test(document.getElementById('error').textContent)",
                         5000));
     CHECK(page_true(b, "document.getElementById('nav').hidden"));
-    char expr[400];
-    snprintf(expr, sizeof expr,
-             "(() => { document.getElementById('token').value = '%s'; "
-             "document.querySelector('#signin-form button').click(); return true; })()",
-             srv.token);
-    CHECK(page_true(b, expr));
+    CHECK(page_sign_in(b, srv.token));
     CHECK(page_wait(b, "campaigns"));
     /* The session cookie is invisible to the page's scripts; the CSRF
      * token is the tab's (sessionStorage). */

@@ -522,14 +522,7 @@ static void test_nothing_left(void)
  * finite one the device still randomizes. */
 static void test_central_notice(void)
 {
-    ldpref_campaign spec;
-    ldpref_campaign_init(&spec);
-    spec.name = "central";
-    spec.allow_infinite = 1;
-    spec.epsilon_default = INFINITY;
-    CHECK_ERR(ldpref_admin_campaign_create_with(
-                  op, &spec, "{\"trust\":\"central\",\"release_epsilon\":1}", NULL),
-              LP_OK);
+    operator_central_campaign(op, "central", 1);
     load_tasks("central", 4);
     const char *caps[] = {"inf", "1"};
     const char *says[] = {"your answer is sent as it is, not randomized",

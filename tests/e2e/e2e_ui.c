@@ -705,14 +705,7 @@ static void test_cli_errors(const char *key)
  * answer is sent (the annotator opted in with infinite caps), and it is. */
 static void test_central_banner(ldpref_client *op)
 {
-    ldpref_campaign spec;
-    ldpref_campaign_init(&spec);
-    spec.name = "central";
-    spec.allow_infinite = 1;
-    spec.epsilon_default = INFINITY;
-    CHECK_ERR(ldpref_admin_campaign_create_with(
-                  op, &spec, "{\"trust\":\"central\",\"release_epsilon\":1}", NULL),
-              LDPREF_OK);
+    operator_central_campaign(op, "central", 1);
     char key[400];
     CHECK_INT(load_tasks(op, "central"), LDPREF_OK);
     CHECK_INT(enroll(op, "central", "central.key", key, sizeof key), LDPREF_OK);

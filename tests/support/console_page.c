@@ -12,6 +12,16 @@
 #include <string.h>
 #include <sys/stat.h>
 
+int page_sign_in(cdp *b, const char *token)
+{
+    char expr[400];
+    snprintf(expr, sizeof expr,
+             "(() => { document.getElementById('token').value = '%s'; "
+             "document.querySelector('#signin-form button').click(); return true; })()",
+             token);
+    return page_true(b, expr);
+}
+
 int page_true(cdp *b, const char *expr)
 {
     json_t *v = cdp_eval(b, expr);

@@ -10,6 +10,9 @@
 
 #include "cdp.h"
 
+/* Types token into the console's sign-in form and submits it (the page
+ * must show the form); 1 when the form took it (not that sign-in worked). */
+int page_sign_in(cdp *b, const char *token);
 /* 1 when expr evaluates to true (logs the expression otherwise). */
 int page_true(cdp *b, const char *expr);
 /* The string expr evaluates to, malloc'd ("" when not a string). */
