@@ -210,6 +210,9 @@ typedef struct fit_cli {
     const char *mechanism, *candidates, *center;
     double epsilon, radius;
     int research;
+    /* aup: delta, the contribution cap and the optimizer */
+    double delta, concentration;
+    int user_cap, steps, user_batch;
     uint64_t seed;
     feat_cli feat;
 } fit_cli;
@@ -337,6 +340,7 @@ static void fit_cli_init(fit_cli *c)
     c->mechanism = "none";
     c->epsilon = NAN;
     c->radius = 1.0;
+    c->delta = NAN;
     feat_cli_init(&c->feat);
 }
 
@@ -421,17 +425,41 @@ static int fit_general(const fit_cli *c)
     return rc == LP_OK ? 0 : fail("fit", rc, msg);
 }
 
-/* fit --mechanism exponential: a DP release (mechanism.h). */
+/* The summary of an AUP-RLHF release on stderr. */
+static void print_aup_release(const json_t *r, int research)
+{
+    const json_t *h = json_object_get(r, "halted_at");
+    fprintf(stderr,
+            "fit: aup (user-level epsilon %g, delta %g, %s randomness) on %lld annotators, %lld "
+            "labels used (cap %lld): %lld of %lld steps%s, tau %.4g, noise sigma %.4g per "
+            "coordinate\n",
+            json_number_value(json_object_get(r, "epsilon")),
+            json_number_value(json_object_get(r, "delta")),
+            research ? "SEEDED (research, not private)" : "CSPRNG",
+            json_integer_value(json_object_get(r, "annotators")),
+            json_integer_value(json_object_get(r, "labels_used")),
+            json_integer_value(json_object_get(r, "user_cap")),
+            json_integer_value(json_object_get(r, "steps_run")),
+            json_integer_value(json_object_get(r, "steps")),
+            json_is_integer(h) ? " (the concentration test halted training)" : "",
+            json_number_value(json_object_get(r, "tau")),
+            json_number_value(json_object_get(r, "sigma")));
+}
+
+/* fit --mechanism exponential|aup: a DP release (mechanism.h). */
 static int fit_release(const fit_cli *c)
 {
     lp_release_opts ro;
     lp_mechanism mech;
     if (lp_mechanism_parse(c->mechanism, &mech) != LP_OK || mech == LP_MECH_NONE) {
-        fprintf(stderr, "ldpref-train fit: --mechanism must be none or exponential\n");
+        fprintf(stderr, "ldpref-train fit: --mechanism must be none, exponential or aup\n");
         return 2;
     }
-    if (isnan(c->epsilon) || c->candidates == NULL) {
-        fprintf(stderr, "ldpref-train fit: a release needs --epsilon and --candidates\n");
+    int aup = mech == LP_MECH_AUP;
+    if (isnan(c->epsilon) || (!aup && c->candidates == NULL) || (aup && isnan(c->delta)) ||
+        c->user_cap < 0 || c->steps < 0 || c->user_batch < 0) {
+        fprintf(stderr, "ldpref-train fit: a release needs --epsilon and --candidates "
+                        "(exponential) or --delta (aup); --user-cap, --steps, --user-batch >= 0\n");
         return 2;
     }
     if (c->research && c->seed == UINT64_MAX) {
@@ -442,11 +470,19 @@ static int fit_release(const fit_cli *c)
     ro.beta = isnan(c->beta) ? 1.0 : c->beta;
     ro.rmax = c->rmax;
     ro.radius = c->radius;
+    ro.delta = aup ? c->delta : 0.0;
+    ro.user_cap = (size_t)c->user_cap;
+    ro.steps = c->steps;
+    ro.lr = c->lr;
+    ro.norm_bound = isinf(c->bound) ? 0.0 : c->bound;
+    ro.tau = c->concentration;
+    ro.batch = (size_t)c->user_batch;
     char spec[128], msg[512] = "";
     /* --seed fixes the net unless the spec has its own seed. */
-    snprintf(spec, sizeof spec, "%s%s", c->candidates,
-             c->seed != UINT64_MAX && strstr(c->candidates, ":seed=") == NULL ? ":seed=" : "");
-    if (c->seed != UINT64_MAX && strstr(c->candidates, ":seed=") == NULL)
+    const char *cands = c->candidates ? c->candidates : "";
+    snprintf(spec, sizeof spec, "%s%s", cands,
+             c->seed != UINT64_MAX && !aup && strstr(cands, ":seed=") == NULL ? ":seed=" : "");
+    if (c->seed != UINT64_MAX && !aup && strstr(cands, ":seed=") == NULL)
         snprintf(spec + strlen(spec), sizeof spec - strlen(spec), "%llu",
                  (unsigned long long)c->seed);
     ro.candidates = spec;
@@ -483,7 +519,7 @@ static int fit_release(const fit_cli *c)
                      "--center has %zu features, the data %zu", center->d, ds->d);
     ro.center = center ? center->theta : NULL;
     if (rc == LP_OK)
-        rc = lp_release_fit(ds, NULL, &ro, &m, msg, sizeof msg);
+        rc = lp_release_fit(ds, ds->user, &ro, &m, msg, sizeof msg);
     if (rc == LP_OK) {
         m->text = ds->storage == LP_STORE_CSR;
         m->feat = fs;
@@ -493,7 +529,9 @@ static int fit_release(const fit_cli *c)
         if ((rc = lp_model_write(m, c->out)) != LP_OK)
             snprintf(msg, sizeof msg, "cannot write %s", c->out);
     }
-    if (rc == LP_OK && !c->quiet) {
+    if (rc == LP_OK && !c->quiet && aup)
+        print_aup_release(m->release, c->research);
+    else if (rc == LP_OK && !c->quiet) {
         const json_t *cs = json_object_get(m->release, "candidates");
         fprintf(stderr,
                 "fit: exponential mechanism (epsilon %g, %s randomness) on %zu labels x %zu "
@@ -549,8 +587,19 @@ static int cmd_fit(int argc, char **argv)
          O_U64, &c.seed},
         {"threads", "T", "threads for the loss/gradient pass (default 2)", O_INT, &c.threads},
         {"mechanism", "M",
-         "none (default: a plain fit) or exponential (a central-DP release, Algorithm 2)", O_STR,
-         &c.mechanism},
+         "none (default: a plain fit), exponential (a central-DP release, Algorithm 2) or aup "
+         "(user-level DP, AUP-RLHF)",
+         O_STR, &c.mechanism},
+        {"delta", "D", "aup: the release's delta, in (0, 1)", O_DBL, &c.delta},
+        {"user-cap", "M",
+         "aup: use each annotator's first M labels (default 0: all); annotators come from the "
+         "labels' \"annotator\" field (none: each label its own)",
+         O_INT, &c.user_cap},
+        {"steps", "T", "aup: gradient steps (default 100)", O_INT, &c.steps},
+        {"concentration", "TAU",
+         "aup: the concentration radius (default 2 G/sqrt(m), G the largest label gradient)", O_DBL,
+         &c.concentration},
+        {"user-batch", "N", "aup: annotators per step (default 0: all)", O_INT, &c.user_batch},
         {"epsilon", "E", "release: the model's privacy budget, finite and > 0", O_DBL, &c.epsilon},
         {"candidates", "SPEC",
          "release: grid:G (small d), net:K, around:K (needs --center), optionally :seed=S", O_STR,
@@ -666,11 +715,22 @@ static void write_pair_fields(FILE *f, const double *f0, const double *f1, size_
         fprintf(f, "],\"z\":%d,\"epsilon\":%.17g,\"y\":%d}\n", z, eps, y);
 }
 
+/* The simulator's JSONL output; with user_labels > 0 each record names its
+ * annotator (label i: annotator i / user_labels). */
+typedef struct pair_out {
+    FILE *f;
+    size_t count, user_labels;
+} pair_out;
+
 static void write_pair(void *ctx, const double *f0, const double *f1, size_t d, int y, int z,
                        double eps)
 {
-    fputc('{', ctx);
-    write_pair_fields(ctx, f0, f1, d, y, z, eps);
+    pair_out *po = ctx;
+    fputc('{', po->f);
+    if (po->user_labels > 0)
+        fprintf(po->f, "\"annotator\":%zu,", po->count / po->user_labels);
+    po->count++;
+    write_pair_fields(po->f, f0, f1, d, y, z, eps);
 }
 
 static int write_theta(const char *path, const double *th, size_t d, const lp_sim_opts *o)
@@ -757,8 +817,8 @@ static int simulate_general(const lp_sim_opts *so, int prompts, double cycle, co
 static int cmd_simulate(int argc, char **argv)
 {
     const char *out = NULL, *theta_out = NULL, *order = "CTL", *adv = "flip", *pref = "bt";
-    int n = 1000, d = 16, K = 4, bk = 0, prompts = 200;
-    double eps = INFINITY, alpha = 0.0, sd = 2.0, cycle = 1.0;
+    int n = 1000, d = 16, K = 4, bk = 0, prompts = 200, user_labels = 0;
+    double eps = INFINITY, alpha = 0.0, sd = 2.0, cycle = 1.0, user_eps = NAN;
     uint64_t seed = 0;
     const opt t[] = {
         {"out", "DATA.jsonl", "write dense JSONL labels here (\"-\": stdout)", O_STR, &out},
@@ -782,6 +842,13 @@ static int cmd_simulate(int argc, char **argv)
          O_DBL, &cycle},
         {"prompts", "P", "intransitive: prompts with K candidates each (default 200)", O_INT,
          &prompts},
+        {"user-labels", "M",
+         "annotators that each give M consecutive labels (records carry \"annotator\"; "
+         "default 0: none)",
+         O_INT, &user_labels},
+        {"user-epsilon", "E",
+         "with --user-labels: an annotator's budget; each label gets RR at E/M (group privacy)",
+         O_DBL, &user_eps},
         {NULL, NULL, NULL, O_STR, NULL}};
     int p =
         parse_opts(argc, argv, t, "simulate", "--out DATA.jsonl --theta-out THETA.json [options]");
@@ -789,6 +856,13 @@ static int cmd_simulate(int argc, char **argv)
         return p == 1 ? 0 : 2;
     lp_sim_opts o;
     lp_sim_opts_init(&o);
+    if (user_labels < 0 || (!isnan(user_eps) && (user_labels < 1 || !(user_eps > 0)))) {
+        fprintf(stderr, "ldpref-train simulate: --user-labels must be >= 0; --user-epsilon needs "
+                        "--user-labels >= 1 and a value > 0\n");
+        return 2;
+    }
+    if (!isnan(user_eps))
+        eps = user_eps / user_labels;
     if (!out || !theta_out || n < 1 || d < 1 || K < 2 || bk < 0 ||
         lp_order_parse(order, &o.order) || lp_adversary_parse(adv, &o.adv)) {
         fprintf(stderr, "ldpref-train simulate: need --out, --theta-out, n,d >= 1, K >= 2, a "
@@ -818,8 +892,10 @@ static int cmd_simulate(int argc, char **argv)
         free(th);
         return fail("simulate", LP_EIO, out);
     }
+    pair_out po = {.f = f, .user_labels = (size_t)user_labels};
+    o.user_labels = (size_t)user_labels;
     o.on_pair = write_pair;
-    o.on_pair_ctx = f;
+    o.on_pair_ctx = &po;
     lp_dataset *ds = NULL;
     int rc = lp_simulate(&o, th, &ds);
     if (f != stdout && fclose(f) != 0 && rc == LP_OK)

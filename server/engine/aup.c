@@ -13,19 +13,19 @@
 
 /* ---- samplers ----------------------------------------------------------- */
 
-double lp_aup_uniform(lp_aup_rand64 r, void *st)
+double lp_aup_uniform(lp_rand64 r, void *st)
 {
     return (double)((r(st) >> 11) + 1) * 0x1p-53; /* (0, 1]: log() is finite */
 }
 
-double lp_aup_laplace(double b, lp_aup_rand64 r, void *st)
+double lp_aup_laplace(double b, lp_rand64 r, void *st)
 {
     uint64_t x = r(st);
     double u = (double)((x >> 11) + 1) * 0x1p-53;
     return (x & 1 ? -b : b) * -log(u);
 }
 
-double lp_aup_normal(lp_aup_rand64 r, void *st)
+double lp_aup_normal(lp_rand64 r, void *st)
 {
     double u1 = lp_aup_uniform(r, st), u2 = lp_aup_uniform(r, st);
     return sqrt(-2.0 * log(u1)) * cos(2.0 * M_PI * u2);
@@ -74,8 +74,8 @@ int lp_aup_calibrate(double eps, double delta, size_t n, int steps, double tau, 
     c->b_query = 4.0 * c->score_sens / (eps / 2);
     c->threshold = 0.8 * (double)n;
     c->delta_convert = delta / 2;
-    c->delta_fail = delta / (2.0 * (1.0 + exp(eps)));
-    c->delta_tail = c->delta_fail / 2;
+    c->delta_fail = delta / 2;
+    c->delta_tail = delta / 4;
     c->delta_gap = gap_failure(n, steps, c->b_threshold, c->b_query);
     if (c->delta_gap > c->delta_fail / 2 || n < 3) {
         size_t need = n < 3 ? 3 : n;
@@ -150,19 +150,18 @@ void lp_aup_friends(const double *dist2, size_t n, double tau, size_t *f)
 }
 
 void lp_above_threshold_init(lp_above_threshold *at, double threshold, double b_threshold,
-                             double b_query, lp_aup_rand64 r, void *st)
+                             double b_query, lp_rand64 r, void *st)
 {
     at->noisy_threshold = threshold - lp_aup_laplace(b_threshold, r, st);
     at->b_query = b_query;
 }
 
-int lp_above_threshold_test(const lp_above_threshold *at, double q, lp_aup_rand64 r, void *st)
+int lp_above_threshold_test(const lp_above_threshold *at, double q, lp_rand64 r, void *st)
 {
     return q + lp_aup_laplace(at->b_query, r, st) >= at->noisy_threshold;
 }
 
-size_t lp_aup_remove_outliers(const size_t *f, size_t n, unsigned char *keep, lp_aup_rand64 r,
-                              void *st)
+size_t lp_aup_remove_outliers(const size_t *f, size_t n, unsigned char *keep, lp_rand64 r, void *st)
 {
     size_t kept = 0;
     for (size_t i = 0; i < n; i++) {
@@ -303,7 +302,7 @@ static void user_gradient(const lp_dataset *ds, const groups *gr, size_t u, cons
 
 /* Draws k of n indices uniformly without replacement into the front of
  * perm (a partial Fisher-Yates shuffle; perm holds a permutation). */
-static void sample_users(size_t *perm, size_t n, size_t k, lp_aup_rand64 r, void *st)
+static void sample_users(size_t *perm, size_t n, size_t k, lp_rand64 r, void *st)
 {
     for (size_t i = 0; i < k; i++) {
         uint64_t span = n - i, lim = UINT64_MAX - UINT64_MAX % span, x;
@@ -321,9 +320,9 @@ typedef struct run_state {
     const lp_aup_opts *o;
     groups gr;
     lp_aup_calib cal;
-    size_t nb;       /* users per step */
-    double *G;       /* nb x d user gradients */
-    double *dist2;   /* nb x nb */
+    size_t nb;     /* users per step */
+    double *G;     /* nb x d user gradients */
+    double *dist2; /* nb x nb */
     size_t *f, *perm;
     unsigned char *keep;
     double *theta, *avg, *step;
@@ -361,8 +360,8 @@ static int run_steps(run_state *s)
                     s->step[j] += s->G[b * d + j] / (double)kept;
         double norm = 0;
         for (size_t j = 0; j < d; j++) {
-            s->theta[j] -= o->lr * (s->step[j] + s->cal.sigma * lp_aup_normal(o->rand64,
-                                                                               o->rand_state));
+            s->theta[j] -=
+                o->lr * (s->step[j] + s->cal.sigma * lp_aup_normal(o->rand64, o->rand_state));
             norm += s->theta[j] * s->theta[j];
         }
         norm = sqrt(norm);
@@ -401,7 +400,7 @@ static json_t *release_json(const run_state *s, size_t m_eff, double G)
     json_object_set_new(r, "norm_bound", json_real(o->norm_bound));
     json_object_set_new(r, "tau", json_real(c->tau));
     json_object_set_new(r, "tau_m", json_integer((json_int_t)m_eff));
-    json_object_set_new(r, "label_gradient_bound", json_real(G));
+    json_object_set_new(r, "label_gradient_scale", json_real(G));
     json_object_set_new(r, "threshold", json_real(c->threshold));
     json_object_set_new(r, "laplace_threshold_scale", json_real(c->b_threshold));
     json_object_set_new(r, "laplace_query_scale", json_real(c->b_query));
@@ -411,7 +410,8 @@ static json_t *release_json(const run_state *s, size_t m_eff, double G)
     json_object_set_new(r, "rho", json_real(c->rho));
     json_object_set_new(r, "sigma", json_real(c->sigma));
     json_object_set_new(r, "failure_delta", json_real(c->delta_fail));
-    json_object_set_new(r, "calibration", json_string("docs/privacy-mechanisms.md#aup-rlhf-user-level"));
+    json_object_set_new(r, "calibration",
+                        json_string("docs/privacy-mechanisms.md#aup-rlhf-user-level"));
     return r;
 }
 
@@ -448,9 +448,8 @@ static lp_model *new_model(const run_state *s, json_t *release)
     m->precision = lp_storage_name(s->ds->storage);
     m->d = s->ds->d;
     m->theta = s->avg;
-    lp_model_summarize(m, s->ds);
-    m->n_z1 = 0;
-    m->have_rewards = 0;
+    m->n = s->ds->n;
+    m->n_bins = lp_dataset_eps_hist(s->ds, m->bins, LP_MODEL_EPS_BINS, &m->n_eps_other);
     m->rw_margins = m->rw_accuracy = NAN;
     m->res.objective = m->res.grad_norm = NAN;
     double nn = 0;
@@ -464,8 +463,8 @@ static lp_model *new_model(const run_state *s, json_t *release)
     return m;
 }
 
-int lp_aup_release(const lp_dataset *ds, const int64_t *user, const lp_aup_opts *o,
-                   lp_model **out, char *msg, size_t msglen)
+int lp_aup_release(const lp_dataset *ds, const int64_t *user, const lp_aup_opts *o, lp_model **out,
+                   char *msg, size_t msglen)
 {
     *out = NULL;
     lp_loss_kind k = o->loss.kind;
@@ -486,18 +485,19 @@ int lp_aup_release(const lp_dataset *ds, const int64_t *user, const lp_aup_opts 
         run_free(&s);
         return lp_fail(rc, msg, msglen, "out of memory");
     }
-    /* tau from public quantities: the feature norms, the loss's slope, the
-     * fewest labels an annotator contributes */
-    double xmax = 0, eps_min = INFINITY;
+    /* tau from public quantities: the feature norms (their root mean
+     * square), the loss's slope, the fewest labels an annotator gives */
+    double x2 = 0, eps_min = INFINITY;
     for (size_t i = 0; i < ds->n; i++) {
-        xmax = fmax(xmax, row_norm(ds, i));
+        double r = row_norm(ds, i);
+        x2 += r * r;
         eps_min = fmin(eps_min, ds->eps[i]);
     }
     size_t m_eff = SIZE_MAX;
     for (size_t u = 0; u < s.gr.nu; u++)
         if (s.gr.start[u + 1] - s.gr.start[u] < m_eff)
             m_eff = s.gr.start[u + 1] - s.gr.start[u];
-    double G = loss_slope_bound(&o->loss, eps_min) * xmax;
+    double G = loss_slope_bound(&o->loss, eps_min) * sqrt(x2 / (double)ds->n);
     double tau = o->tau > 0 ? o->tau : o->tau_scale * G / sqrt((double)m_eff);
     if (!(tau > 0))
         tau = 1e-12; /* all-zero features: any radius */
@@ -533,4 +533,28 @@ int lp_aup_release(const lp_dataset *ds, const int64_t *user, const lp_aup_opts 
     run_free(&s);
     *out = m;
     return LP_OK;
+}
+
+int lp_aup_release_from(const lp_dataset *ds, const int64_t *user, const lp_release_opts *o,
+                        lp_model **out, char *msg, size_t msglen)
+{
+    lp_aup_opts ao;
+    lp_aup_opts_init(&ao);
+    ao.epsilon = o->epsilon;
+    ao.delta = o->delta;
+    ao.user_cap = o->user_cap;
+    ao.loss.rmax = o->rmax;
+    ao.beta = o->beta;
+    ao.rand64 = o->rand64;
+    ao.rand_state = o->rand_state;
+    if (o->steps > 0)
+        ao.steps = o->steps;
+    if (o->lr > 0)
+        ao.lr = o->lr;
+    if (o->norm_bound > 0)
+        ao.norm_bound = o->norm_bound;
+    if (o->tau > 0)
+        ao.tau = o->tau;
+    ao.batch = o->batch;
+    return lp_aup_release(ds, user, &ao, out, msg, msglen);
 }

@@ -28,41 +28,40 @@
 
 #include "dataset.h"
 #include "losses.h"
+#include "mechanism.h"
 #include "model.h"
 
 #include <jansson.h>
 #include <stddef.h>
 #include <stdint.h>
 
-typedef uint64_t (*lp_aup_rand64)(void *state);
-
 /* Samplers driven by 64 random bits at a time. Uniform in (0, 1] with 53
  * bits; Laplace with scale b (the sign from a bit independent of the
  * magnitude's); standard normal by Box-Muller from two such uniforms. */
-double lp_aup_uniform(lp_aup_rand64 r, void *st);
-double lp_aup_laplace(double b, lp_aup_rand64 r, void *st);
-double lp_aup_normal(lp_aup_rand64 r, void *st);
+double lp_aup_uniform(lp_rand64 r, void *st);
+double lp_aup_laplace(double b, lp_rand64 r, void *st);
+double lp_aup_normal(lp_rand64 r, void *st);
 
 /* The noise calibration of one release (docs/privacy-mechanisms.md). */
 typedef struct lp_aup_calib {
     double epsilon, delta;
-    size_t n;              /* annotators per step (the batch) */
-    int steps;             /* T */
-    double tau;            /* concentration radius */
-    double mu;             /* 6: bound on the expected count of other kept-status changes */
-    int z_max;             /* tail bound on that count, failure <= delta_tail */
-    double a_min;          /* ceil(2n/3) - 1 - z_max: common kept users */
-    double sensitivity;    /* 4 tau (2 + z_max) / a_min: one step's mean */
-    double rho;            /* zCDP of the T Gaussian steps together */
-    double sigma;          /* Gaussian std per coordinate per step */
-    double threshold;      /* 4n/5 */
-    double score_sens;     /* 2: the concentration score's sensitivity */
-    double b_threshold;    /* Laplace scale of the threshold noise, 2*2/(eps/2) */
-    double b_query;        /* Laplace scale of each query's noise, 4*2/(eps/2) */
-    double delta_fail;     /* delta / (2 (1 + e^eps)): failure events in all */
-    double delta_tail;     /* failure bound spent on z_max */
-    double delta_gap;      /* failure bound of a pass on unconcentrated data */
-    double delta_convert;  /* delta / 2: zCDP to (eps, delta) */
+    size_t n;             /* annotators per step (the batch) */
+    int steps;            /* T */
+    double tau;           /* concentration radius */
+    double mu;            /* 6: bound on the expected count of other kept-status changes */
+    int z_max;            /* tail bound on that count, failure <= delta_tail */
+    double a_min;         /* ceil(2n/3) - 1 - z_max: common kept users */
+    double sensitivity;   /* 4 tau (2 + z_max) / a_min: one step's mean */
+    double rho;           /* zCDP of the T Gaussian steps together */
+    double sigma;         /* Gaussian std per coordinate per step */
+    double threshold;     /* 4n/5 */
+    double score_sens;    /* 2: the concentration score's sensitivity */
+    double b_threshold;   /* Laplace scale of the threshold noise, 2*2/(eps/2) */
+    double b_query;       /* Laplace scale of each query's noise, 4*2/(eps/2) */
+    double delta_fail;    /* delta / 2: failure events in all */
+    double delta_tail;    /* failure bound spent on z_max */
+    double delta_gap;     /* failure bound of a pass on unconcentrated data */
+    double delta_convert; /* delta / 2: zCDP to (eps, delta) */
 } lp_aup_calib;
 
 /*
@@ -91,28 +90,31 @@ typedef struct lp_above_threshold {
     double noisy_threshold, b_query;
 } lp_above_threshold;
 void lp_above_threshold_init(lp_above_threshold *at, double threshold, double b_threshold,
-                             double b_query, lp_aup_rand64 r, void *st);
+                             double b_query, lp_rand64 r, void *st);
 /* 1 (TOP: continue) when q + Lap(b_query) >= the noisy threshold, else 0. */
-int lp_above_threshold_test(const lp_above_threshold *at, double q, lp_aup_rand64 r, void *st);
+int lp_above_threshold_test(const lp_above_threshold *at, double q, lp_rand64 r, void *st);
 
 /* Randomized outlier removal: keep[i] = 1 with probability
  * lp_aup_keep_prob(f[i], n). Returns the number kept. */
-size_t lp_aup_remove_outliers(const size_t *f, size_t n, unsigned char *keep, lp_aup_rand64 r,
+size_t lp_aup_remove_outliers(const size_t *f, size_t n, unsigned char *keep, lp_rand64 r,
                               void *st);
 
 typedef struct lp_aup_opts {
     double epsilon, delta;
-    size_t user_cap;    /* m: the first m labels of each annotator (0: all) */
-    lp_loss_spec loss;  /* square-chipo (default), chipo or dpo */
-    double beta;        /* the model's policy temperature (default 1) */
-    int steps;          /* T (default 100) */
-    double lr;          /* step size (default 1) */
-    double norm_bound;  /* projection radius of theta (default 10) */
-    double tau;         /* concentration radius; 0: tau_scale G / sqrt(m) */
-    double tau_scale;   /* default 2; G bounds a label's gradient norm */
-    size_t batch;       /* annotators per step, uniform without replacement
-                           (0: all, the default) */
-    lp_aup_rand64 rand64;
+    size_t user_cap;   /* m: the first m labels of each annotator (0: all) */
+    lp_loss_spec loss; /* square-chipo (default), chipo or dpo */
+    double beta;       /* the model's policy temperature (default 1) */
+    int steps;         /* T (default 100) */
+    double lr;         /* step size (default 1) */
+    double norm_bound; /* projection radius of theta (default 10) */
+    double tau;        /* concentration radius; 0: tau_scale G / sqrt(m), G the
+                          loss's largest slope times the root mean square
+                          feature-difference norm, m the fewest labels an
+                          annotator contributes (public quantities) */
+    double tau_scale;  /* default 2 */
+    size_t batch;      /* annotators per step, uniform without replacement
+                          (0: all, the default) */
+    lp_rand64 rand64;
     void *rand_state;
 } lp_aup_opts;
 
@@ -125,7 +127,10 @@ void lp_aup_opts_init(lp_aup_opts *o);
  * m->release = the calibration and the run (steps run, halt). Returns 0,
  * LP_EINVALID_ARGUMENT (msg says why; also eps = INFINITY), LP_ENO_MEMORY.
  */
-int lp_aup_release(const lp_dataset *ds, const int64_t *user, const lp_aup_opts *o,
-                   lp_model **out, char *msg, size_t msglen);
+int lp_aup_release(const lp_dataset *ds, const int64_t *user, const lp_aup_opts *o, lp_model **out,
+                   char *msg, size_t msglen);
+/* The same from a release's options (mechanism.h; square-chipo at o->rmax). */
+int lp_aup_release_from(const lp_dataset *ds, const int64_t *user, const lp_release_opts *o,
+                        lp_model **out, char *msg, size_t msglen);
 
 #endif

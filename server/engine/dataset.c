@@ -305,7 +305,8 @@ static int read_user(const json_t *o, record *r, char *msg, size_t msglen)
 {
     const json_t *a = json_object_get(o, "annotator"), *u = json_object_get(o, "user");
     if (a != NULL && u != NULL)
-        return lp_fail(LP_EINVALID_ARGUMENT, msg, msglen, "give \"annotator\" or \"user\", not both");
+        return lp_fail(LP_EINVALID_ARGUMENT, msg, msglen,
+                       "give \"annotator\" or \"user\", not both");
     const json_t *v = a ? a : u;
     if (v == NULL)
         return LP_OK;
@@ -314,8 +315,8 @@ static int read_user(const json_t *o, record *r, char *msg, size_t msglen)
     else if (json_is_string(v))
         r->user = (int64_t)(lp_dataset_prompt_key(json_string_value(v)) & (uint64_t)INT64_MAX);
     else
-        return lp_fail(LP_EWRONG_TYPE, msg, msglen,
-                       "\"%s\" must be an integer >= 0 or a string", a ? "annotator" : "user");
+        return lp_fail(LP_EWRONG_TYPE, msg, msglen, "\"%s\" must be an integer >= 0 or a string",
+                       a ? "annotator" : "user");
     r->has_user = 1;
     return LP_OK;
 }
@@ -353,8 +354,8 @@ static int load_record(loader *L, const json_t *o, size_t lineno, char *msg, siz
     record r = {.y = -1};
     size_t n0 = 0, n1 = 0;
     if (f == LP_FMT_DENSE) {
-        static const char *const allowed[] = {"x0",     "x1",        "z",    "epsilon", "id",
-                                              "y",      "prompt",    "user", "annotator", NULL};
+        static const char *const allowed[] = {"x0", "x1",     "z",    "epsilon",   "id",
+                                              "y",  "prompt", "user", "annotator", NULL};
         if ((rc = lp_json_only_fields(o, allowed, m, sizeof m)) != LP_OK)
             goto fail;
         if ((rc = read_vector(o, "x0", &L->v0, &L->c0, &n0, m, sizeof m)) != LP_OK ||
