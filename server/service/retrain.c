@@ -426,8 +426,8 @@ static int release_model(lp_learner *l, const lp_train_request *req, const lp_sn
     o.beta = req->beta;
     o.rmax = req->loss.rmax;
     o.candidates = req->candidates[0] ? req->candidates : LP_RELEASE_CANDIDATES_DEFAULT;
-    if (isfinite(req->fit.norm_bound))
-        o.radius = req->fit.norm_bound;
+    if (isfinite(req->fit.norm_bound)) /* the candidates' ball; aup's projection */
+        o.radius = o.norm_bound = req->fit.norm_bound;
     o.user_cap = (size_t)c.contribution_cap; /* m > 0: user-level */
     pthread_mutex_lock(&l->lock);
     l->run.iterations = 0;

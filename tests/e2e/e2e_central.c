@@ -465,6 +465,86 @@ static void test_never_served(int64_t central_model)
     json_decref(m);
 }
 
+/* AUP-RLHF: user-level (epsilon, delta) releases of a campaign with a
+ * contribution cap. Its calibration needs enough annotators: a release over
+ * too few fails and spends nothing; with enough it stores a model whose
+ * record spends epsilon and delta; delta is then the limit. */
+#define AUP_ANNOTATORS 240 /* about 236 needed at epsilon 8, delta 0.1, 100 steps */
+#define AUP_FIRST 100
+
+static void aup_annotators(ldpref_client *op, int from, int to)
+{
+    for (int k = from; k < to; k++) {
+        char name[32];
+        snprintf(name, sizeof name, "aup-%d", k);
+        ldpref_client *c = annotator(op, "aupc", name, srv.url, INFINITY);
+        ldpref_task *tasks = NULL;
+        size_t n = 0;
+        if (c != NULL && ldpref_next_tasks(c, 2, &tasks, &n) == LDPREF_OK)
+            for (size_t i = 0; i < n; i++) {
+                ldpref_receipt r;
+                CHECK_ERR(ldpref_answer(c, &tasks[i], strncmp(tasks[i].b, "longer", 6) == 0, &r),
+                          LP_OK);
+            }
+        ldpref_tasks_free(tasks, n);
+        ldpref_client_close(c);
+    }
+}
+
+static void test_aup_release(ldpref_client *op)
+{
+    long st = 0;
+    json_decref(operator_call(&srv, "POST", "/v1/campaigns",
+                              "{\"name\":\"aupc\",\"trust\":\"central\",\"release_epsilon\":20,"
+                              "\"release_delta\":0.2,\"contribution_cap\":2,"
+                              "\"labels_per_task\":240}",
+                              &st));
+    CHECK_INT(st, 201);
+    load_tasks(op, "aupc", "aup", 4);
+    aup_annotators(op, 0, AUP_FIRST);
+    const char *req = "{\"campaign\":\"aupc\",\"mechanism\":\"aup\",\"epsilon\":8,"
+                      "\"delta\":0.1,\"activate\":false}";
+    int64_t run = retrain(req, NULL, 0);
+    json_t *r = run > 0 ? operator_run_wait(&srv, run, 300) : NULL;
+    CHECK_STR(json_string_value(json_object_get(r, "status")), "failed");
+    const char *why = json_string_value(json_object_get(json_object_get(r, "error"), "message"));
+    fprintf(stderr, "the release over %d annotators: %s\n", AUP_FIRST, why ? why : "");
+    check_record(why != NULL && strstr(why, "too few") != NULL, __FILE__, __LINE__,
+                 "a release over too few annotators says why: %s", why ? why : "(none)");
+    json_decref(r);
+    json_t *c = campaign_get("aupc");
+    CHECK_NEAR(json_number_value(json_object_get(c, "release_delta_spent")), 0, 0);
+    json_decref(c);
+
+    aup_annotators(op, AUP_FIRST, AUP_ANNOTATORS);
+    run = retrain(req, NULL, 0);
+    int64_t v = run > 0 ? run_model(run) : 0;
+    CHECK(v > 0);
+    json_t *m = model_get(v);
+    json_t *p = json_object_get(m, "privacy");
+    CHECK_STR(json_string_value(json_object_get(p, "mechanism")), "aup");
+    CHECK_NEAR(json_number_value(json_object_get(p, "release_epsilon")), 8, 0);
+    CHECK_NEAR(json_number_value(json_object_get(p, "release_delta")), 0.1, 0);
+    CHECK_INT(json_integer_value(json_object_get(p, "annotators")), AUP_ANNOTATORS);
+    CHECK_STR(json_string_value(json_object_get(json_object_get(m, "release"), "mechanism")),
+              "aup");
+    json_decref(m);
+    c = campaign_get("aupc");
+    CHECK_NEAR(json_number_value(json_object_get(c, "release_epsilon_spent")), 8, 1e-12);
+    CHECK_NEAR(json_number_value(json_object_get(c, "release_delta_spent")), 0.1, 1e-12);
+    json_decref(c);
+    /* epsilon would fit (16 of 20) but delta does not (0.1 + 0.15 > 0.2) */
+    expect_error("POST", "/v1/retrain",
+                 "{\"campaign\":\"aupc\",\"mechanism\":\"aup\",\"epsilon\":8,"
+                 "\"delta\":0.15}",
+                 LP_ERELEASE_BUDGET_EXHAUSTED);
+    /* a pure release spends no delta and still fits */
+    run = retrain("{\"campaign\":\"aupc\",\"mechanism\":\"exponential\",\"epsilon\":4,"
+                  "\"activate\":false}",
+                  NULL, 0);
+    CHECK(run > 0 && run_model(run) > 0);
+}
+
 /* A released model is public; the CLI lists its release. */
 static void test_public_and_listed(int64_t central_model)
 {
@@ -578,7 +658,7 @@ static void test_console(int64_t central_model)
 
 int main(void)
 {
-    const char *args[] = {"--public-score", NULL};
+    const char *args[] = {"--public-score", SERVER_NO_RATE_LIMITS, NULL};
     if (server_start(&srv, args) != 0) {
         check_record(0, __FILE__, __LINE__, "server starts");
         return check_summary();
@@ -596,6 +676,7 @@ int main(void)
     test_concurrent_releases(op);
     test_public_and_listed(v);
     test_user_level(op);
+    test_aup_release(op);
     test_console(v);
     ldpref_client_close(op);
     server_cleanup(&srv);
