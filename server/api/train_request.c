@@ -345,9 +345,9 @@ json_t *lp_train_request_json(const lp_train_request *r)
     const char *features = r->features == LP_FEATURES_DENSE  ? "dense"
                            : r->features == LP_FEATURES_TEXT ? "text"
                                                              : "auto";
-    return json_pack(
+    json_t *o = json_pack(
         "{s:s, s:s, s:o, s:o, s:I, s:f, s:f, s:f, s:o, s:o, s:s, s:i, s:i, s:f, s:i, "
-        "s:s, s:{s:I, s:b, s:b, s:b}, s:i, s:b, s:o, s:o, s:o, s:o}",
+        "s:s, s:{s:I, s:b, s:b, s:b}, s:i, s:b}",
         "method", r->general ? "general" : "reward", "loss", lp_loss_name(r->loss.kind), "campaign",
         r->campaign ? json_string(r->campaign_name) : json_null(), "cutoff",
         r->cutoff ? json_integer(r->cutoff) : json_null(), "seed", (json_int_t)r->fit.seed, "beta",
@@ -357,9 +357,11 @@ json_t *lp_train_request_json(const lp_train_request *r)
         r->fit.max_iter, "epochs", r->fit.epochs, "lr", r->fit.lr, "batch", r->fit.batch,
         "features", features, "text", "dim", (json_int_t)r->text.hash_dim, "bigrams",
         r->text.bigrams, "cross_prompt", r->text.cross_prompt, "length", r->text.length, "threads",
-        r->threads, "activate", r->activate, "mechanism",
-        r->mechanism[0] ? json_string(r->mechanism) : json_null(), "epsilon",
-        r->mechanism[0] ? json_real(r->release_epsilon) : json_null(), "delta",
-        r->mechanism[0] ? json_real(r->release_delta) : json_null(), "candidates",
-        r->candidates[0] ? json_string(r->candidates) : json_null());
+        r->threads, "activate", r->activate);
+    if (o != NULL && r->mechanism[0] != '\0') /* a release: its fields too */
+        json_object_update_new(
+            o, json_pack("{s:s, s:f, s:f, s:o}", "mechanism", r->mechanism, "epsilon",
+                         r->release_epsilon, "delta", r->release_delta, "candidates",
+                         r->candidates[0] ? json_string(r->candidates) : json_null()));
+    return o;
 }
