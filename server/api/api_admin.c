@@ -81,6 +81,27 @@ static int opt_distribution(const json_t *o, lp_campaign *c, char *msg, size_t m
 /* The largest contribution cap accepted. */
 #define CONTRIBUTION_CAP_MAX 1000000
 
+/* release_epsilon (finite > 0) and release_delta (in [0, 1)), each
+ * optional, into c; LP_EBAD_CAMPAIGN_SETTINGS otherwise. */
+static int opt_release_budget(const json_t *o, lp_campaign *c, char *msg, size_t ml)
+{
+    const json_t *e = json_object_get(o, "release_epsilon"),
+                 *d = json_object_get(o, "release_delta");
+    if (e != NULL &&
+        (!json_is_number(e) || !isfinite(json_number_value(e)) || !(json_number_value(e) > 0)))
+        return lp_fail(LP_EBAD_CAMPAIGN_SETTINGS, msg, ml,
+                       "field \"release_epsilon\" must be a finite number > 0");
+    if (d != NULL &&
+        (!json_is_number(d) || !(json_number_value(d) >= 0) || !(json_number_value(d) < 1)))
+        return lp_fail(LP_EBAD_CAMPAIGN_SETTINGS, msg, ml,
+                       "field \"release_delta\" must be a number in [0, 1)");
+    if (e != NULL)
+        c->release_epsilon = json_number_value(e);
+    if (d != NULL)
+        c->release_delta = json_number_value(d);
+    return LP_OK;
+}
+
 /* trust, release_epsilon, release_delta and contribution_cap, checked
  * against each other and against the epsilon fields (already in c; given:
  * whether epsilon_default and allow_infinite were in the request).
@@ -96,17 +117,10 @@ static int opt_trust(const json_t *o, lp_campaign *c, int default_given, int inf
     c->central = t != NULL && strcmp(json_string_value(t), "central") == 0;
     const json_t *e = json_object_get(o, "release_epsilon"),
                  *d = json_object_get(o, "release_delta");
-    if (e != NULL &&
-        (!json_is_number(e) || !isfinite(json_number_value(e)) || !(json_number_value(e) > 0)))
-        return lp_fail(LP_EBAD_CAMPAIGN_SETTINGS, msg, ml,
-                       "field \"release_epsilon\" must be a finite number > 0");
-    if (d != NULL &&
-        (!json_is_number(d) || !(json_number_value(d) >= 0) || !(json_number_value(d) < 1)))
-        return lp_fail(LP_EBAD_CAMPAIGN_SETTINGS, msg, ml,
-                       "field \"release_delta\" must be a number in [0, 1)");
-    c->release_epsilon = e ? json_number_value(e) : 0;
-    c->release_delta = d ? json_number_value(d) : 0;
-    int rc;
+    c->release_epsilon = c->release_delta = 0;
+    int rc = opt_release_budget(o, c, msg, ml);
+    if (rc != LP_OK)
+        return rc;
     if (json_object_get(o, "contribution_cap") != NULL &&
         (rc = lp_json_get_int(o, "contribution_cap", 1, CONTRIBUTION_CAP_MAX, &c->contribution_cap,
                               msg, ml)) != LP_OK)
@@ -267,28 +281,16 @@ int lp_api_campaign_update(lp_api *api, const lp_request *req, lp_response *resp
         rc = lp_json_get_string(root, "name", LP_CAMPAIGN_NAME_MAX, &name, msg, sizeof msg);
     if (rc == LP_OK && (rc = lp_store_campaign_by_name(api->store, name, &c)) != LP_OK)
         snprintf(msg, sizeof msg, "no campaign named \"%.64s\"", name);
-    const json_t *e = rc == LP_OK ? json_object_get(root, "release_epsilon") : NULL;
-    const json_t *d = rc == LP_OK ? json_object_get(root, "release_delta") : NULL;
     if (rc == LP_OK && !c.central)
         rc = lp_fail(LP_EBAD_CAMPAIGN_SETTINGS, msg, sizeof msg,
                      "campaign \"%s\" is local: only a central campaign has a release budget",
                      c.name);
-    if (rc == LP_OK && e != NULL &&
-        (!json_is_number(e) || !isfinite(json_number_value(e)) || !(json_number_value(e) > 0)))
-        rc = lp_fail(LP_EBAD_CAMPAIGN_SETTINGS, msg, sizeof msg,
-                     "field \"release_epsilon\" must be a finite number > 0");
-    if (rc == LP_OK && d != NULL &&
-        (!json_is_number(d) || !(json_number_value(d) >= 0) || !(json_number_value(d) < 1)))
-        rc = lp_fail(LP_EBAD_CAMPAIGN_SETTINGS, msg, sizeof msg,
-                     "field \"release_delta\" must be a number in [0, 1)");
+    if (rc == LP_OK)
+        rc = opt_release_budget(root, &c, msg, sizeof msg);
     double spent_eps = 0, spent_delta = 0;
     if (rc == LP_OK)
         rc = lp_store_release_spent(api->store, c.id, &spent_eps, &spent_delta);
     if (rc == LP_OK) {
-        if (e != NULL)
-            c.release_epsilon = json_number_value(e);
-        if (d != NULL)
-            c.release_delta = json_number_value(d);
         if (c.release_epsilon * (1 + LP_BUDGET_SLACK) < spent_eps ||
             c.release_delta * (1 + LP_BUDGET_SLACK) < spent_delta)
             rc = lp_fail(LP_EBAD_CAMPAIGN_SETTINGS, msg, sizeof msg,
