@@ -1,6 +1,7 @@
 /* study.c — aggregation, claim verdicts and the report of a sweep. See study.h. */
 #include "study.h"
 #include "gstudy.h"
+#include "userlevelstudy.h"
 
 #include "claims.h"
 
@@ -1386,6 +1387,17 @@ int lp_study_report(const lp_study *s, const lp_study_report_opts *o, char *msg,
     if (o->general != NULL)
         lp_gstudy_section(f, &gs, &gv);
     lp_gstudy_clear(&gs);
+    lp_ul_study us;
+    if (o->userlevel != NULL && (rc = lp_ul_load(o->userlevel, &us, msg, msglen)) != LP_OK) {
+        fclose(f);
+        return rc;
+    }
+    if (o->userlevel != NULL) {
+        lp_study_verdict uv;
+        lp_ul_verdict(&us, &uv);
+        lp_ul_section(f, o->dir, &us, &uv);
+        lp_ul_clear(&us);
+    }
 
     fprintf(f, "\n## Real data: OASST, 5-fold held-out accuracy\n\n");
     FILE *cv = o->cv_table ? fopen(o->cv_table, "r") : NULL;
