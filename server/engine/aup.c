@@ -386,6 +386,11 @@ static json_t *release_json(const run_state *s, size_t m_eff, double G)
     json_object_set_new(r, "mechanism", json_string("aup"));
     json_object_set_new(r, "epsilon", json_real(c->epsilon));
     json_object_set_new(r, "delta", json_real(c->delta));
+    json_object_set_new(r, "randomness",
+                        json_string(o->rand64 == lp_csprng_next64
+                                        ? "os-csprng"
+                                        : "caller-supplied (seeded: research, "
+                                          "not private)"));
     json_object_set_new(r, "unit", json_string("annotator"));
     json_object_set_new(r, "neighbours", json_string("one annotator's labels changed"));
     json_object_set_new(r, "user_cap", json_integer((json_int_t)o->user_cap));
@@ -538,6 +543,8 @@ int lp_aup_release(const lp_dataset *ds, const int64_t *user, const lp_aup_opts 
 int lp_aup_release_from(const lp_dataset *ds, const int64_t *user, const lp_release_opts *o,
                         lp_model **out, char *msg, size_t msglen)
 {
+    if (o->rand64 == lp_csprng_next64 && lp_rng_init() != LP_OK)
+        return lp_fail(LP_ERNG, msg, msglen, "the OS random source is unavailable");
     lp_aup_opts ao;
     lp_aup_opts_init(&ao);
     ao.epsilon = o->epsilon;

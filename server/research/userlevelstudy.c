@@ -19,7 +19,7 @@
  * exceeds LP_STUDY_K_SE standard errors and this much relative error. */
 #define UL_MARGIN 0.05
 #define UL_RMAX 2.0   /* both methods' Square chi-PO clip at 4: no true margin is clipped */
-#define UL_BOUND 3.0 /* both methods' norm bound on theta (||theta*|| = sqrt 2) */
+#define UL_BOUND 3.0  /* both methods' norm bound on theta (||theta*|| = sqrt 2) */
 #define UL_TARGET 0.5 /* the target relative error of the annotators part */
 
 int lp_ul_grid_named(const char *name, lp_ul_grid *g)
@@ -285,6 +285,18 @@ static int matches(const lp_ul_row *r, int part, int aup, double eps, double x)
            (part ? (double)r->n : (double)r->m) == x;
 }
 
+/* Mean, sample sd and standard error from a sum, a sum of squares and a count. */
+static lp_study_stat stat_from(double sum, double sq, size_t k)
+{
+    lp_study_stat st = {.count = k, .mean = NAN, .sd = NAN, .se = NAN};
+    if (k > 0) {
+        st.mean = sum / k;
+        st.sd = k > 1 ? sqrt(fmax(0, (sq - k * st.mean * st.mean) / (k - 1))) : 0;
+        st.se = st.sd / sqrt((double)k);
+    }
+    return st;
+}
+
 /* A method's error over seeds (refused rows excluded; *refused counts them). */
 static lp_study_stat error_stat(const lp_ul_study *s, int part, int aup, double eps, double x,
                                 int *refused)
@@ -306,13 +318,7 @@ static lp_study_stat error_stat(const lp_ul_study *s, int part, int aup, double 
     }
     if (refused)
         *refused = rf;
-    lp_study_stat st = {.count = k, .mean = NAN, .sd = NAN, .se = NAN};
-    if (k > 0) {
-        st.mean = sum / k;
-        st.sd = k > 1 ? sqrt(fmax(0, (sq - k * st.mean * st.mean) / (k - 1))) : 0;
-        st.se = st.sd / sqrt((double)k);
-    }
-    return st;
+    return stat_from(sum, sq, k);
 }
 
 static double row_error(const lp_ul_study *s, int part, int aup, double eps, double x, int seed)
@@ -343,13 +349,7 @@ static lp_study_stat paired(const lp_ul_study *s, double eps, int aup_a, double 
         sq += (a - b) * (a - b);
         k++;
     }
-    lp_study_stat st = {.count = k, .mean = NAN, .sd = NAN, .se = NAN};
-    if (k > 0) {
-        st.mean = sum / k;
-        st.sd = k > 1 ? sqrt(fmax(0, (sq - k * st.mean * st.mean) / (k - 1))) : 0;
-        st.se = st.sd / sqrt((double)k);
-    }
-    return st;
+    return stat_from(sum, sq, k);
 }
 
 static int counts(lp_study_stat d)
