@@ -59,7 +59,7 @@ int lp_ul_grid_named(const char *name, lp_ul_grid *g)
     g->nusers = 4;
     g->seeds = 5;
     g->steps = 20;
-    g->batch = 1500;
+    g->batch = 6000;
     return LP_OK;
 }
 
