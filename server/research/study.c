@@ -85,7 +85,7 @@ static int matches(const lp_sweep_row *r, const lp_study_filter *f)
            (f->loss < 0 || f->loss == (int)r->loss);
 }
 
-static lp_study_stat stat_of_values(const double *v, size_t k)
+lp_study_stat lp_study_stat_values(const double *v, size_t k)
 {
     lp_study_stat st = {k, NAN, NAN, NAN};
     if (k == 0)
@@ -108,7 +108,7 @@ lp_study_stat lp_study_stat_of(const lp_study *s, const lp_study_filter *f, cons
     for (size_t i = 0; v && i < s->n; i++)
         if (matches(&s->rows[i], f))
             v[k++] = lp_sweep_row_metric(&s->rows[i], metric);
-    lp_study_stat st = stat_of_values(v, k);
+    lp_study_stat st = lp_study_stat_values(v, k);
     free(v);
     return st;
 }
@@ -140,7 +140,7 @@ lp_study_stat lp_study_paired(const lp_study *s, const lp_study_filter *a, const
         if (ra && rb)
             v[k++] = lp_sweep_row_metric(ra, metric) - lp_sweep_row_metric(rb, metric);
     }
-    lp_study_stat st = stat_of_values(v, k);
+    lp_study_stat st = lp_study_stat_values(v, k);
     free(v);
     return st;
 }
