@@ -122,6 +122,8 @@ static void test_parse(void)
                          "net:5x",
                          "grid:2000000",
                          "net:5:seed=9007199254740992",
+                         "net: 5",
+                         "net:+5",
                          NULL};
     for (int i = 0; bad[i]; i++) {
         msg[0] = '\0';
