@@ -687,18 +687,20 @@ int lp_cstudy_plot(const lp_cstudy *s, const char *dir, char *msg, size_t msglen
         return lp_fail(LP_EIO, msg, msglen, "cannot write %s", path);
     double ns[2 * LP_CSTUDY_MAX_VALUES], es[2 * LP_CSTUDY_MAX_VALUES];
     int nn = distinct(s, LP_CSTUDY_EXCESS, 0, ns), ne = distinct(s, LP_CSTUDY_EXCESS, 1, es);
-    fprintf(f, "# central_excess.gp — written by ldpref-train report; from the results "
-               "directory: gnuplot gp/central_excess.gp\n"
-               "set terminal svg size 800,560 dynamic noenhanced font 'sans,13' background "
-               "rgb 'white'\nset output 'central_excess.svg'\nset grid lc rgb '#dddddd'\n"
-               "set logscale xy\nset key top right font 'sans,11' box\n"
-               "set title 'Exponential mechanism: excess loss per label vs n (solid: expected; "
-               "dashed: the bound (8/eps) ln(K/zeta) / n)'\n"
-               "set xlabel 'n (labels)'\nset ylabel 'excess loss per label'\nplot ");
+    fprintf(f,
+            "# central_excess.gp — written by ldpref-train report; from the results "
+            "directory: gnuplot gp/central_excess.gp\n"
+            "set terminal svg size 800,560 dynamic noenhanced font 'sans,13' background "
+            "rgb 'white'\nset output 'central_excess.svg'\nset grid lc rgb '#dddddd'\n"
+            "set logscale xy\nset key bottom left font 'sans,11' box\n"
+            "set title 'Exponential mechanism: expected excess loss per label'\n"
+            "set format y '%%.0e'\nset xrange [%g:%g]\n"
+            "set xlabel 'n (labels)'\nset ylabel 'excess loss per label'\nplot ",
+            nn ? ns[0] / 1.5 : 1.0, nn ? ns[nn - 1] * 1.5 : 10.0);
     for (int e = 0; e < ne; e++)
         fprintf(f,
                 "%s'-' using 1:2 with linespoints lw 2 lc %d title 'eps = %g', '-' using 1:2 "
-                "with lines dt 2 lc %d notitle",
+                "with lines dt 2 lc %d title 'its bound (8/eps) ln(K/zeta) / n'",
                 e ? ", " : "", e + 1, es[e], e + 1);
     fputc('\n', f);
     for (int e = 0; e < ne; e++) {
