@@ -20,6 +20,7 @@
  *   mechanism passes; one at twice the privacy loss (temperature eps/4) is
  *   caught.
  */
+#include "centralstudy.h"
 #include "check.h"
 #include "error.h"
 #include "expmech.h"
@@ -586,6 +587,59 @@ static void test_refusals(void)
     CHECK(lp_mechanism_name((lp_mechanism)9) == NULL);
 }
 
+/* The study's verdict rules on hand-made rows: excess falling as 1/n and
+ * in eps with the bound kept is supported; one cell over the bound is not;
+ * local worse than central at every eps with a 4x label ratio at the
+ * smallest eps is supported, local better everywhere is not. */
+static void test_study_rules(void)
+{
+    lp_cstudy_row rows[64];
+    lp_cstudy s = {rows, 0};
+    const size_t ns[] = {100, 400, 1600};
+    const double es[] = {0.5, 4};
+    for (int seed = 0; seed < 3; seed++)
+        for (int i = 0; i < 3; i++)
+            for (int e = 0; e < 2; e++)
+                rows[s.n++] = (lp_cstudy_row){.part = LP_CSTUDY_EXCESS,
+                                              .n = ns[i],
+                                              .k = 100,
+                                              .eps = es[e],
+                                              .seed = seed,
+                                              .excess = 1.0,
+                                              .expected_excess = (8.0 + seed) / es[e],
+                                              .tail = 1e-4,
+                                              .bound = 8.0 / es[e] * log(100 / 0.05)};
+    lp_study_verdict v;
+    lp_cstudy_verdict_excess(&s, &v);
+    CHECK_INT(v.level, LP_VERDICT_SUPPORTED);
+    rows[4].tail = 0.06;
+    lp_cstudy_verdict_excess(&s, &v);
+    CHECK_INT(v.level, LP_VERDICT_NOT_SUPPORTED);
+    CHECK(strstr(v.text, "fails") != NULL);
+
+    s.n = 0;
+    for (int seed = 0; seed < 3; seed++)
+        for (int e = 0; e < 2; e++) {
+            double central = 0.3 + 0.01 * seed;
+            rows[s.n++] = (lp_cstudy_row){
+                .part = LP_CSTUDY_CENTRAL, .n = 100, .eps = es[e], .seed = seed, .error = central};
+            for (int j = 0; j < 4; j++)
+                /* local's error halves with each doubling from 2x central's */
+                rows[s.n++] = (lp_cstudy_row){.part = LP_CSTUDY_LOCAL,
+                                              .n = (size_t)100 << j,
+                                              .eps = es[e],
+                                              .seed = seed,
+                                              .error = (e ? 1.5 : 2.0) * central / (1 << j)};
+        }
+    lp_cstudy_verdict_match(&s, &v);
+    CHECK_INT(v.level, LP_VERDICT_SUPPORTED);
+    for (size_t i = 0; i < s.n; i++)
+        if (rows[i].part == LP_CSTUDY_LOCAL)
+            rows[i].error = 0.1;
+    lp_cstudy_verdict_match(&s, &v);
+    CHECK_INT(v.level, LP_VERDICT_NOT_SUPPORTED);
+}
+
 int main(void)
 {
     if (lp_rng_init() != LP_OK)
@@ -599,5 +653,6 @@ int main(void)
     test_privacy_audit();
     test_release();
     test_refusals();
+    test_study_rules();
     return check_summary();
 }
