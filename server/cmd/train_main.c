@@ -15,6 +15,7 @@
  * whenever it wrote the model, also when the optimizer stopped before its
  * convergence test (a warning on stderr names the reason; FIT_NOTE).
  */
+#include "centralstudy.h"
 #include "dataset.h"
 #include "error.h"
 #include "evaluate.h"
@@ -1478,6 +1479,22 @@ static void print_userlevel_verdict(const char *path)
 }
 
 /* Writes the study report (study.h) for a sweep's JSONL. */
+/* The central-model block's verdicts on stdout (centralstudy.h). */
+static int print_central_verdicts(const char *path, char *msg, size_t msglen)
+{
+    lp_cstudy cs;
+    lp_study_verdict v;
+    int rc = lp_cstudy_load(path, &cs, msg, msglen);
+    if (rc != LP_OK)
+        return rc;
+    lp_cstudy_verdict_excess(&cs, &v);
+    printf("central-excess: %s: %s\n", lp_verdict_name(v.level), v.text);
+    lp_cstudy_verdict_match(&cs, &v);
+    printf("central-local: %s: %s\n", lp_verdict_name(v.level), v.text);
+    lp_cstudy_clear(&cs);
+    return LP_OK;
+}
+
 static int cmd_report(int argc, char **argv)
 {
     lp_study_report_opts ro = {.sweep_seconds = NAN, .total_seconds = NAN};
@@ -1499,6 +1516,7 @@ static int cmd_report(int argc, char **argv)
         {"general", "FILE", "JSONL of `ldpref-train general-study` to include", O_STR, &ro.general},
         {"userlevel", "FILE", "JSONL of `ldpref-train userlevel-study` to include", O_STR,
          &ro.userlevel},
+        {"central", "FILE", "JSONL of `ldpref-train central-study` to include", O_STR, &ro.central},
         {NULL, NULL, NULL, O_STR, NULL}};
     int p = parse_opts(argc, argv, t, "report", "--in FILE.jsonl --dir DIR [options]");
     if (p)
@@ -1534,6 +1552,8 @@ static int cmd_report(int argc, char **argv)
     }
     if (rc == LP_OK && ro.userlevel != NULL)
         print_userlevel_verdict(ro.userlevel);
+    if (rc == LP_OK && ro.central != NULL)
+        rc = print_central_verdicts(ro.central, msg, sizeof msg);
     lp_study_free(s);
     return rc == LP_OK ? 0 : fail("report", rc, msg);
 }
@@ -1609,6 +1629,37 @@ static int cmd_general_study(int argc, char **argv)
     return rc == LP_OK ? 0 : fail("general-study", rc, msg);
 }
 
+/* The central-model study block (centralstudy.h). */
+static int cmd_central_study(int argc, char **argv)
+{
+    const char *grid = "default", *out = NULL;
+    int seeds = 0, progress = 0;
+    const opt t[] = {{"grid", "NAME", "default (the full study) or quick", O_STR, &grid},
+                     {"seeds", "S", "seeds (default: the grid's)", O_INT, &seeds},
+                     {"out", "FILE.jsonl", "one JSON row per cell and seed", O_STR, &out},
+                     {"progress", NULL, "progress on stderr", O_FLAG, &progress},
+                     {NULL, NULL, NULL, O_STR, NULL}};
+    int p = parse_opts(argc, argv, t, "central-study", "--out FILE.jsonl [--grid NAME]");
+    if (p)
+        return p == 1 ? 0 : 2;
+    lp_cstudy_grid g;
+    if (out == NULL || lp_cstudy_grid_named(grid, &g) != LP_OK || seeds < 0) {
+        fprintf(stderr, "ldpref-train central-study: need --out and --grid default|quick\n");
+        return 2;
+    }
+    if (seeds > 0)
+        g.seeds = seeds;
+    openblas_set_num_threads(1);
+    FILE *f = fopen(out, "w");
+    if (f == NULL)
+        return fail("central-study", LP_EIO, out);
+    char msg[512] = "";
+    int rc = lp_cstudy_run(&g, f, progress, msg, sizeof msg);
+    if (fclose(f) != 0 && rc == LP_OK)
+        rc = lp_fail(LP_EIO, msg, sizeof msg, "cannot write %s", out);
+    return rc == LP_OK ? 0 : fail("central-study", rc, msg);
+}
+
 /* ---- main ------------------------------------------------------------- */
 
 static void usage(FILE *f)
@@ -1624,6 +1675,7 @@ static void usage(FILE *f)
                "  report    the study report (Markdown, gnuplot scripts) from a sweep's JSONL\n"
                "  general-study  duality gaps of Algorithm 3 vs Square chi-PO on cyclic data\n"
                "  userlevel-study  error vs m at fixed n*m: RR at eps/m vs AUP-RLHF, JSONL rows\n"
+               "  central-study  the exponential mechanism's excess loss; central vs local\n"
                "  version   print the version\n");
 }
 
@@ -1660,6 +1712,8 @@ int main(int argc, char **argv)
         return cmd_general_study(argc - 2, argv + 2);
     if (strcmp(cmd, "userlevel-study") == 0)
         return cmd_userlevel_study(argc - 2, argv + 2);
+    if (strcmp(cmd, "central-study") == 0)
+        return cmd_central_study(argc - 2, argv + 2);
     fprintf(stderr, "ldpref-train: unknown command '%s'\n", cmd);
     usage(stderr);
     return 2;
