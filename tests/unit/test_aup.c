@@ -18,6 +18,7 @@
 #include "prng.h"
 #include "simulate.h"
 #include "tmpdir.h"
+#include "userlevelstudy.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -467,6 +468,57 @@ static void test_annotator_field(void)
     tmpdir_remove(dir);
 }
 
+/* Hand-made study rows: error(m) per method at two m, 4 seeds with a
+ * small spread; AUP-RLHF's error at the largest m given (NAN: refused). */
+static int verdict_of(const char *dir, double rr_lo, double rr_hi, double aup_lo, double aup_hi)
+{
+    char path[300];
+    snprintf(path, sizeof path, "%s/ul.jsonl", dir);
+    FILE *f = fopen(path, "w");
+    for (int seed = 0; seed < 4; seed++)
+        for (int k = 0; k < 2; k++)
+            for (int aup = 0; aup < 2; aup++) {
+                double e = aup ? (k ? aup_hi : aup_lo) : (k ? rr_hi : rr_lo);
+                e += 0.01 * (seed - 1.5);
+                if (isnan(e))
+                    fprintf(f,
+                            "{\"part\":\"fixed_total\",\"method\":\"aup\",\"eps\":8,\"m\":%d,"
+                            "\"n\":%d,\"seed\":%d,\"refused\":true,\"error\":null,"
+                            "\"cosine\":null,\"sigma\":null,\"steps_run\":0}\n",
+                            k ? 16 : 1, k ? 100 : 1600, seed);
+                else
+                    fprintf(f,
+                            "{\"part\":\"fixed_total\",\"method\":\"%s\",\"eps\":8,\"m\":%d,"
+                            "\"n\":%d,\"seed\":%d,\"refused\":false,\"error\":%g,"
+                            "\"cosine\":0.9,\"sigma\":null,\"steps_run\":20}\n",
+                            aup ? "aup" : "rr", k ? 16 : 1, k ? 100 : 1600, seed, e);
+            }
+    fclose(f);
+    lp_ul_study us;
+    char msg[256];
+    int rc = lp_ul_load(path, &us, msg, sizeof msg);
+    CHECK_ERR(rc, LP_OK);
+    lp_study_verdict v;
+    lp_ul_verdict(&us, &v);
+    lp_ul_clear(&us);
+    return rc == LP_OK ? (int)v.level : -1;
+}
+
+static void test_study_verdict(void)
+{
+    char dir[256];
+    CHECK(tmpdir_create(dir, sizeof dir, "aupstudy") == 0);
+    /* RR grows, AUP-RLHF flat and better at m_hi: supported */
+    CHECK_INT(verdict_of(dir, 0.1, 0.5, 0.2, 0.25), LP_VERDICT_SUPPORTED);
+    /* AUP-RLHF grows less but stays worse: partly */
+    CHECK_INT(verdict_of(dir, 0.1, 0.5, 0.9, 1.0), LP_VERDICT_PARTLY);
+    /* RR does not grow: not supported */
+    CHECK_INT(verdict_of(dir, 0.1, 0.12, 0.2, 0.1), LP_VERDICT_NOT_SUPPORTED);
+    /* AUP-RLHF refused at m_hi: (b) and (c) fail */
+    CHECK_INT(verdict_of(dir, 0.1, 0.5, 0.2, NAN), LP_VERDICT_NOT_SUPPORTED);
+    tmpdir_remove(dir);
+}
+
 int main(void)
 {
     test_calibration_formula();
@@ -479,5 +531,6 @@ int main(void)
     test_huge_epsilon();
     test_privacy_audit();
     test_annotator_field();
+    test_study_verdict();
     return check_summary();
 }
