@@ -18,6 +18,7 @@
 #include "gstudy.h"
 #include "rr.h"
 #include "study.h"
+#include "userlevelstudy.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -388,6 +389,40 @@ static void check_central(const char *dir)
     lp_cstudy_clear(&c);
 }
 
+/* User level: one row per cell, seed and method; every fit has a finite
+ * error and every AUP-RLHF release ran; AUP-RLHF's noise scales with tau ~
+ * 1/sqrt(m) at a fixed batch (m = 1 and 4 in the quick grid: sigma halves,
+ * within the 5% the features' norms move tau); the report's section, the
+ * verdict and the plot are there. */
+static void check_userlevel(const char *dir)
+{
+    char path[600], msg[512] = "";
+    snprintf(path, sizeof path, "%s/userlevel.jsonl", dir);
+    lp_ul_study u;
+    CHECK_ERR(lp_ul_load(path, &u, msg, sizeof msg), LP_OK);
+    lp_ul_grid g;
+    CHECK_ERR(lp_ul_grid_named("quick", &g), LP_OK);
+    CHECK_INT(u.n, (size_t)(g.seeds * 2 * (g.nm + g.nusers) * g.neps));
+    double s1 = NAN, s4 = NAN;
+    int finite = 1;
+    for (size_t i = 0; i < u.n; i++) {
+        const lp_ul_row *r = &u.rows[i];
+        finite &= !r->refused && isfinite(r->error) && (!r->aup || r->steps_run > 0);
+        if (r->aup && !r->annotators_part && r->seed == 0)
+            *(r->m == 1 ? &s1 : &s4) = r->sigma;
+    }
+    CHECK(finite);
+    fprintf(stderr, "userlevel: AUP-RLHF sigma %.4g at m = 1, %.4g at m = 4\n", s1, s4);
+    CHECK(fabs(s4 / s1 - 0.5) < 0.025);
+    snprintf(path, sizeof path, "%s/README.md", dir);
+    CHECK(file_has(path, "## User-level privacy: randomized response at ε/m against AUP-RLHF"));
+    snprintf(path, sizeof path, "%s/verdicts.json", dir);
+    CHECK(file_has(path, "\"userlevel\""));
+    snprintf(path, sizeof path, "%s/userlevel.svg", dir);
+    CHECK(file_has(path, "</svg>"));
+    lp_ul_clear(&u);
+}
+
 int main(void)
 {
     const char *build = getenv("LDPREF_BUILD") ? getenv("LDPREF_BUILD") : "build";
@@ -417,6 +452,7 @@ int main(void)
     check_orders();
     check_general(dir);
     check_central(dir);
+    check_userlevel(dir);
     lp_study_free(S);
     return check_summary();
 }
