@@ -15,6 +15,7 @@
  * whenever it wrote the model, also when the optimizer stopped before its
  * convergence test (a warning on stderr names the reason; FIT_NOTE).
  */
+#include "centralstudy.h"
 #include "dataset.h"
 #include "error.h"
 #include "evaluate.h"
@@ -32,6 +33,7 @@
 #include "rr.h"
 #include "simulate.h"
 #include "study.h"
+#include "userlevelstudy.h"
 #include "sweep.h"
 #include "wire.h"
 
@@ -1463,7 +1465,36 @@ static int cmd_sweep(int argc, char **argv)
     return rc == LP_OK ? 0 : fail("sweep", rc, msg);
 }
 
+/* The user-level block's verdict on stdout (the report checked the file). */
+static void print_userlevel_verdict(const char *path)
+{
+    lp_ul_study us;
+    lp_study_verdict v;
+    char msg[256];
+    if (lp_ul_load(path, &us, msg, sizeof msg) == LP_OK) {
+        lp_ul_verdict(&us, &v);
+        printf("userlevel: %s: %s\n", lp_verdict_name(v.level), v.text);
+        lp_ul_clear(&us);
+    }
+}
+
 /* Writes the study report (study.h) for a sweep's JSONL. */
+/* The central-model block's verdicts on stdout (centralstudy.h). */
+static int print_central_verdicts(const char *path, char *msg, size_t msglen)
+{
+    lp_cstudy cs;
+    lp_study_verdict v;
+    int rc = lp_cstudy_load(path, &cs, msg, msglen);
+    if (rc != LP_OK)
+        return rc;
+    lp_cstudy_verdict_excess(&cs, &v);
+    printf("central-excess: %s: %s\n", lp_verdict_name(v.level), v.text);
+    lp_cstudy_verdict_match(&cs, &v);
+    printf("central-local: %s: %s\n", lp_verdict_name(v.level), v.text);
+    lp_cstudy_clear(&cs);
+    return LP_OK;
+}
+
 static int cmd_report(int argc, char **argv)
 {
     lp_study_report_opts ro = {.sweep_seconds = NAN, .total_seconds = NAN};
@@ -1483,6 +1514,9 @@ static int cmd_report(int argc, char **argv)
         {"compare", "FILE", "verdicts.json of the full report: say whether each verdict agrees",
          O_STR, &ro.compare},
         {"general", "FILE", "JSONL of `ldpref-train general-study` to include", O_STR, &ro.general},
+        {"userlevel", "FILE", "JSONL of `ldpref-train userlevel-study` to include", O_STR,
+         &ro.userlevel},
+        {"central", "FILE", "JSONL of `ldpref-train central-study` to include", O_STR, &ro.central},
         {NULL, NULL, NULL, O_STR, NULL}};
     int p = parse_opts(argc, argv, t, "report", "--in FILE.jsonl --dir DIR [options]");
     if (p)
@@ -1516,8 +1550,43 @@ static int cmd_report(int argc, char **argv)
             lp_gstudy_clear(&gs);
         }
     }
+    if (rc == LP_OK && ro.userlevel != NULL)
+        print_userlevel_verdict(ro.userlevel);
+    if (rc == LP_OK && ro.central != NULL)
+        rc = print_central_verdicts(ro.central, msg, sizeof msg);
     lp_study_free(s);
     return rc == LP_OK ? 0 : fail("report", rc, msg);
+}
+
+/* The user-level study block (userlevelstudy.h). */
+static int cmd_userlevel_study(int argc, char **argv)
+{
+    const char *grid = "default", *out = NULL;
+    int seeds = 0, progress = 0;
+    const opt t[] = {
+        {"grid", "NAME", "default (the full study) or quick", O_STR, &grid},
+        {"seeds", "S", "seeds (default: the grid's)", O_INT, &seeds},
+        {"out", "FILE.jsonl", "one JSON row per (part, eps, m, n, seed, method)", O_STR, &out},
+        {"progress", NULL, "progress on stderr", O_FLAG, &progress},
+        {NULL, NULL, NULL, O_STR, NULL}};
+    int p = parse_opts(argc, argv, t, "userlevel-study", "--out FILE.jsonl [--grid NAME]");
+    if (p)
+        return p == 1 ? 0 : 2;
+    lp_ul_grid g;
+    if (out == NULL || lp_ul_grid_named(grid, &g) != LP_OK || seeds < 0) {
+        fprintf(stderr, "ldpref-train userlevel-study: need --out and --grid default|quick\n");
+        return 2;
+    }
+    if (seeds > 0)
+        g.seeds = seeds;
+    FILE *f = fopen(out, "w");
+    if (f == NULL)
+        return fail("userlevel-study", LP_EIO, out);
+    char msg[512] = "";
+    int rc = lp_ul_run(&g, f, progress, msg, sizeof msg);
+    if (fclose(f) != 0 && rc == LP_OK)
+        rc = lp_fail(LP_EIO, msg, sizeof msg, "cannot write %s", out);
+    return rc == LP_OK ? 0 : fail("userlevel-study", rc, msg);
 }
 
 /* The general-preference study block (gstudy.h). */
@@ -1560,6 +1629,37 @@ static int cmd_general_study(int argc, char **argv)
     return rc == LP_OK ? 0 : fail("general-study", rc, msg);
 }
 
+/* The central-model study block (centralstudy.h). */
+static int cmd_central_study(int argc, char **argv)
+{
+    const char *grid = "default", *out = NULL;
+    int seeds = 0, progress = 0;
+    const opt t[] = {{"grid", "NAME", "default (the full study) or quick", O_STR, &grid},
+                     {"seeds", "S", "seeds (default: the grid's)", O_INT, &seeds},
+                     {"out", "FILE.jsonl", "one JSON row per cell and seed", O_STR, &out},
+                     {"progress", NULL, "progress on stderr", O_FLAG, &progress},
+                     {NULL, NULL, NULL, O_STR, NULL}};
+    int p = parse_opts(argc, argv, t, "central-study", "--out FILE.jsonl [--grid NAME]");
+    if (p)
+        return p == 1 ? 0 : 2;
+    lp_cstudy_grid g;
+    if (out == NULL || lp_cstudy_grid_named(grid, &g) != LP_OK || seeds < 0) {
+        fprintf(stderr, "ldpref-train central-study: need --out and --grid default|quick\n");
+        return 2;
+    }
+    if (seeds > 0)
+        g.seeds = seeds;
+    openblas_set_num_threads(1);
+    FILE *f = fopen(out, "w");
+    if (f == NULL)
+        return fail("central-study", LP_EIO, out);
+    char msg[512] = "";
+    int rc = lp_cstudy_run(&g, f, progress, msg, sizeof msg);
+    if (fclose(f) != 0 && rc == LP_OK)
+        rc = lp_fail(LP_EIO, msg, sizeof msg, "cannot write %s", out);
+    return rc == LP_OK ? 0 : fail("central-study", rc, msg);
+}
+
 /* ---- main ------------------------------------------------------------- */
 
 static void usage(FILE *f)
@@ -1574,6 +1674,8 @@ static void usage(FILE *f)
                "  sweep     simulate/fit/evaluate over a grid of settings and seeds, JSONL rows\n"
                "  report    the study report (Markdown, gnuplot scripts) from a sweep's JSONL\n"
                "  general-study  duality gaps of Algorithm 3 vs Square chi-PO on cyclic data\n"
+               "  userlevel-study  error vs m at fixed n*m: RR at eps/m vs AUP-RLHF, JSONL rows\n"
+               "  central-study  the exponential mechanism's excess loss; central vs local\n"
                "  version   print the version\n");
 }
 
@@ -1608,6 +1710,10 @@ int main(int argc, char **argv)
         return cmd_report(argc - 2, argv + 2);
     if (strcmp(cmd, "general-study") == 0)
         return cmd_general_study(argc - 2, argv + 2);
+    if (strcmp(cmd, "userlevel-study") == 0)
+        return cmd_userlevel_study(argc - 2, argv + 2);
+    if (strcmp(cmd, "central-study") == 0)
+        return cmd_central_study(argc - 2, argv + 2);
     fprintf(stderr, "ldpref-train: unknown command '%s'\n", cmd);
     usage(stderr);
     return 2;

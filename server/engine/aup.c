@@ -114,39 +114,35 @@ double lp_aup_keep_prob(size_t f, size_t n)
     return (x - h) / ((double)n / 6.0);
 }
 
-void lp_aup_dist2(const double *g, size_t n, size_t d, double *dist2)
+void lp_aup_neighbours(const double *g, size_t n, size_t d, double tau, size_t *near, size_t *far,
+                       double *work)
 {
-    cblas_dsyrk(CblasRowMajor, CblasUpper, CblasNoTrans, (int)n, (int)d, 1.0, g, (int)d, 0.0, dist2,
-                (int)n);
+    double *sq = work, *dot = work + n, t1 = tau * tau, t2 = 4.0 * tau * tau;
     for (size_t i = 0; i < n; i++)
-        for (size_t j = i + 1; j < n; j++) {
-            double v = dist2[i * n + i] + dist2[j * n + j] - 2.0 * dist2[i * n + j];
-            dist2[i * n + j] = v > 0 ? v : 0.0;
+        sq[i] = cblas_ddot((int)d, g + i * d, 1, g + i * d, 1);
+    for (size_t r = 0; r < n; r += LP_AUP_BLOCK) {
+        size_t b = n - r < LP_AUP_BLOCK ? n - r : LP_AUP_BLOCK;
+        cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)b, (int)n, (int)d, 1.0, g + r * d,
+                    (int)d, g, (int)d, 0.0, dot, (int)n);
+        for (size_t i = 0; i < b; i++) {
+            size_t c1 = 0, c2 = 0;
+            for (size_t j = 0; j < n; j++) {
+                double v = r + i == j ? 0.0 : sq[r + i] + sq[j] - 2.0 * dot[i * n + j];
+                c1 += v <= t1;
+                c2 += v <= t2;
+            }
+            near[r + i] = c1;
+            far[r + i] = c2;
         }
-    for (size_t i = 0; i < n; i++) {
-        dist2[i * n + i] = 0.0;
-        for (size_t j = 0; j < i; j++)
-            dist2[i * n + j] = dist2[j * n + i];
     }
 }
 
-double lp_aup_concentration(const double *dist2, size_t n, double tau)
+double lp_aup_concentration(const size_t *near, size_t n)
 {
     size_t c = 0;
-    double t2 = tau * tau;
-    for (size_t k = 0; k < n * n; k++)
-        c += dist2[k] <= t2;
+    for (size_t i = 0; i < n; i++)
+        c += near[i];
     return (double)c / (double)n;
-}
-
-void lp_aup_friends(const double *dist2, size_t n, double tau, size_t *f)
-{
-    double t2 = 4.0 * tau * tau;
-    for (size_t i = 0; i < n; i++) {
-        f[i] = 0;
-        for (size_t j = 0; j < n; j++)
-            f[i] += dist2[i * n + j] <= t2;
-    }
 }
 
 void lp_above_threshold_init(lp_above_threshold *at, double threshold, double b_threshold,
@@ -320,10 +316,10 @@ typedef struct run_state {
     const lp_aup_opts *o;
     groups gr;
     lp_aup_calib cal;
-    size_t nb;     /* users per step */
-    double *G;     /* nb x d user gradients */
-    double *dist2; /* nb x nb */
-    size_t *f, *perm;
+    size_t nb;    /* users per step */
+    double *G;    /* nb x d user gradients */
+    double *work; /* nb + LP_AUP_BLOCK nb */
+    size_t *near, *f, *perm;
     unsigned char *keep;
     double *theta, *avg, *step;
     int steps_run, halted_at;
@@ -343,13 +339,12 @@ static int run_steps(run_state *s)
             sample_users(s->perm, s->gr.nu, nb, o->rand64, o->rand_state);
         for (size_t b = 0; b < nb; b++)
             user_gradient(s->ds, &s->gr, s->perm[b], &o->loss, s->theta, s->G + b * d);
-        lp_aup_dist2(s->G, nb, d, s->dist2);
-        double score = lp_aup_concentration(s->dist2, nb, s->cal.tau);
+        lp_aup_neighbours(s->G, nb, d, s->cal.tau, s->near, s->f, s->work);
+        double score = lp_aup_concentration(s->near, nb);
         if (!lp_above_threshold_test(&at, score, o->rand64, o->rand_state)) {
             s->halted_at = t;
             break;
         }
-        lp_aup_friends(s->dist2, nb, s->cal.tau, s->f);
         size_t kept = lp_aup_remove_outliers(s->f, nb, s->keep, o->rand64, o->rand_state);
         s->kept_min = kept < s->kept_min ? kept : s->kept_min;
         s->kept_max = kept > s->kept_max ? kept : s->kept_max;
@@ -386,6 +381,11 @@ static json_t *release_json(const run_state *s, size_t m_eff, double G)
     json_object_set_new(r, "mechanism", json_string("aup"));
     json_object_set_new(r, "epsilon", json_real(c->epsilon));
     json_object_set_new(r, "delta", json_real(c->delta));
+    json_object_set_new(r, "randomness",
+                        json_string(o->rand64 == lp_csprng_next64
+                                        ? "os-csprng"
+                                        : "caller-supplied (seeded: research, "
+                                          "not private)"));
     json_object_set_new(r, "unit", json_string("annotator"));
     json_object_set_new(r, "neighbours", json_string("one annotator's labels changed"));
     json_object_set_new(r, "user_cap", json_integer((json_int_t)o->user_cap));
@@ -420,7 +420,8 @@ static void run_free(run_state *s)
     free(s->gr.rows);
     free(s->gr.start);
     free(s->G);
-    free(s->dist2);
+    free(s->work);
+    free(s->near);
     free(s->f);
     free(s->perm);
     free(s->keep);
@@ -508,14 +509,15 @@ int lp_aup_release(const lp_dataset *ds, const int64_t *user, const lp_aup_opts 
         return rc;
     }
     s.G = malloc(s.nb * d * sizeof *s.G);
-    s.dist2 = malloc(s.nb * s.nb * sizeof *s.dist2);
+    s.work = malloc((1 + LP_AUP_BLOCK) * s.nb * sizeof *s.work);
+    s.near = malloc(s.nb * sizeof *s.near);
     s.f = malloc(s.nb * sizeof *s.f);
     s.keep = malloc(s.nb);
     s.perm = malloc(s.gr.nu * sizeof *s.perm);
     s.theta = calloc(d, sizeof *s.theta);
     s.step = calloc(d, sizeof *s.step);
     s.avg = calloc(d, sizeof *s.avg);
-    if (!s.G || !s.dist2 || !s.f || !s.keep || !s.perm || !s.theta || !s.step || !s.avg) {
+    if (!s.G || !s.work || !s.near || !s.f || !s.keep || !s.perm || !s.theta || !s.step || !s.avg) {
         run_free(&s);
         return lp_fail(LP_ENO_MEMORY, msg, msglen, "out of memory");
     }
@@ -538,6 +540,8 @@ int lp_aup_release(const lp_dataset *ds, const int64_t *user, const lp_aup_opts 
 int lp_aup_release_from(const lp_dataset *ds, const int64_t *user, const lp_release_opts *o,
                         lp_model **out, char *msg, size_t msglen)
 {
+    if (o->rand64 == lp_csprng_next64 && lp_rng_init() != LP_OK)
+        return lp_fail(LP_ERNG, msg, msglen, "the OS random source is unavailable");
     lp_aup_opts ao;
     lp_aup_opts_init(&ao);
     ao.epsilon = o->epsilon;

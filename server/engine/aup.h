@@ -19,6 +19,7 @@
  *   3. the mean of the kept gradients plus N(0, sigma^2 I), sigma scaled to
  *      tau by lp_aup_calibrate.
  * The output is the average of the iterates (those run before a halt).
+ * Memory is linear in the batch: distances are counted block by block.
  *
  * Randomness comes from the caller's 64-bit source: the OS CSPRNG in the
  * product (lp_csprng_next64), a seeded lp_prng in research and tests.
@@ -76,13 +77,17 @@ int lp_aup_calibrate(double eps, double delta, size_t n, int steps, double tau, 
 /* Keep probability of a user with f friends within 2 tau among n. */
 double lp_aup_keep_prob(size_t f, size_t n);
 
-/* Pairwise squared distances of n points (rows of g, n x d) into dist2
- * (n x n). */
-void lp_aup_dist2(const double *g, size_t n, size_t d, double *dist2);
-/* (1/n) #{ordered pairs within tau}, self pairs included. */
-double lp_aup_concentration(const double *dist2, size_t n, double tau);
-/* Friend counts within 2 tau (self included) into f (n values). */
-void lp_aup_friends(const double *dist2, size_t n, double tau, size_t *f);
+/* Rows of the distance computation per block (its memory: LP_AUP_BLOCK n). */
+#define LP_AUP_BLOCK 256
+/* Neighbour counts of n points (rows of g, n x d), each point counting
+ * itself: near[i] = #{j: |g_i - g_j| <= tau}, far[i] = #{j: |g_i - g_j| <=
+ * 2 tau} (the friend counts f). work holds (1 + LP_AUP_BLOCK) n doubles;
+ * distances come from |a|^2 + |b|^2 - 2 a.b, in blocks through GEMM. */
+void lp_aup_neighbours(const double *g, size_t n, size_t d, double tau, size_t *near, size_t *far,
+                       double *work);
+/* The concentration score (1/n) sum_i near[i]: ordered pairs within tau,
+ * self pairs included. */
+double lp_aup_concentration(const size_t *near, size_t n);
 
 /* One AboveThreshold (sparse vector) instance across the steps; the
  * threshold noise is drawn once by lp_above_threshold_init. */

@@ -48,8 +48,7 @@ int lp_candset_parse(const char *spec, lp_cand_kind *kind, size_t *param, uint64
     char *end;
     errno = 0;
     unsigned long long v = strtoull(colon + 1, &end, 10);
-    if (errno != 0 || end == colon + 1 || colon[1] == '-' || v == 0 ||
-        v > LP_EXPMECH_MAX_CANDIDATES) {
+    if (errno != 0 || colon[1] < '0' || colon[1] > '9' || v == 0 || v > LP_EXPMECH_MAX_CANDIDATES) {
         snprintf(msg, msglen, "candidates \"%s\": the count must be an integer in [1, %zu]", spec,
                  LP_EXPMECH_MAX_CANDIDATES);
         return LP_EINVALID_ARGUMENT;

@@ -22,8 +22,10 @@
  *   around:K   the center and K-1 points uniform in the ball of radius R
  *              around it (e.g. an earlier released model, or a model fit on
  *              public data); needs the center's d values
- * Candidates are stored in double; at most LP_EXPMECH_MAX_CANDIDATES of
- * them and LP_EXPMECH_MAX_VALUES values (K * d) in all.
+ * Candidates are stored in double (float32 data: the GEMM runs in float
+ * on the candidates rounded to float; the released theta is the double
+ * candidate); at most LP_EXPMECH_MAX_CANDIDATES of them and
+ * LP_EXPMECH_MAX_VALUES values (K * d) in all.
  */
 #ifndef LP_EXPMECH_H
 #define LP_EXPMECH_H

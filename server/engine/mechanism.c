@@ -54,6 +54,10 @@ int lp_release_fit(const lp_dataset *ds, const int64_t *user, const lp_release_o
         snprintf(msg, msglen, "a release needs a random source");
         return LP_EINVALID_ARGUMENT;
     }
+    if (o->rand64 == lp_csprng_next64 && lp_rng_init() != LP_OK) {
+        snprintf(msg, msglen, "the OS random source is unavailable");
+        return LP_ERNG;
+    }
     switch (o->mechanism) {
     case LP_MECH_EXPONENTIAL:
         return lp_expmech_release(ds, user, o, out, msg, msglen);

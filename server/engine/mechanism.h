@@ -68,7 +68,8 @@ void lp_release_opts_init(lp_release_opts *o, lp_mechanism mechanism, double eps
  * m->release set: {"mechanism", "epsilon", "delta", ... the definition of
  * the candidate set or the noise calibration, enough to reproduce it}.
  * Returns 0, LP_EINVALID_ARGUMENT (msg says why: epsilon not finite and
- * positive, unknown mechanism, bad candidate set, ...) or LP_ENO_MEMORY.
+ * positive, unknown mechanism, bad candidate set, ...), LP_ERNG (the OS
+ * CSPRNG cannot be initialized) or LP_ENO_MEMORY.
  */
 int lp_release_fit(const lp_dataset *ds, const int64_t *user, const lp_release_opts *o,
                    lp_model **out, char *msg, size_t msglen);

@@ -18,6 +18,7 @@
 #include "prng.h"
 #include "simulate.h"
 #include "tmpdir.h"
+#include "userlevelstudy.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -101,27 +102,51 @@ static void test_keep_prob(void)
 static void test_concentration_and_outliers(void)
 {
     enum { N = 10, D = 2 };
-    double g[N * D] = {0}, dist2[N * N];
+    double g[N * D] = {0}, work[(1 + LP_AUP_BLOCK) * N];
     for (int i = 0; i < 8; i++)
         g[i * D] = 0.01 * i;
     g[8 * D] = 5;
     g[9 * D + 1] = -5;
-    lp_aup_dist2(g, N, D, dist2);
-    CHECK_NEAR(dist2[8 * N + 9], 50, 1e-9);
-    CHECK_NEAR(dist2[0 * N + 7], 0.07 * 0.07, 1e-12);
-    CHECK_NEAR(lp_aup_concentration(dist2, N, 0.1), (64 + 2) / 10.0, 0);
-    /* tau = 0.035: within the cluster, |i - j| <= 3 */
-    size_t pairs = 0;
+    size_t near[N], f[N];
+    lp_aup_neighbours(g, N, D, 0.045, near, f, work);
+    size_t pairs = 0; /* tau 0.045: |i - j| <= 4 within the cluster */
     for (int i = 0; i < 8; i++)
         for (int j = 0; j < 8; j++)
-            pairs += abs(i - j) <= 3;
-    CHECK_NEAR(lp_aup_concentration(dist2, N, 0.035), (pairs + 2) / 10.0, 0);
-    size_t f[N];
-    lp_aup_friends(dist2, N, 0.05, f); /* 2 tau = 0.1: the whole cluster */
+            pairs += abs(i - j) <= 4;
+    CHECK_NEAR(lp_aup_concentration(near, N), (pairs + 2) / 10.0, 1e-12);
     for (int i = 0; i < 8; i++)
-        CHECK_INT(f[i], 8);
+        CHECK_INT(f[i], 8); /* 2 tau = 0.1: the whole cluster */
     CHECK_INT(f[8], 1);
     CHECK_INT(f[9], 1);
+    CHECK_INT(near[8], 1);
+    /* blocks: 700 random points (3 blocks) against direct distances */
+    {
+        enum { P = 700, Q = 3 };
+        double *x = malloc(P * Q * sizeof *x), *w = malloc((1 + LP_AUP_BLOCK) * P * sizeof *w);
+        size_t *nr = malloc(P * sizeof *nr), *fr = malloc(P * sizeof *fr);
+        lp_prng xg;
+        lp_prng_seed(&xg, 17);
+        for (int k = 0; k < P * Q; k++)
+            x[k] = lp_prng_normal(&xg);
+        lp_aup_neighbours(x, P, Q, 1.0, nr, fr, w);
+        int same = 1;
+        for (int i = 0; i < P; i++) {
+            size_t c1 = 0, c2 = 0;
+            for (int j = 0; j < P; j++) {
+                double s2 = 0;
+                for (int k = 0; k < Q; k++)
+                    s2 += (x[i * Q + k] - x[j * Q + k]) * (x[i * Q + k] - x[j * Q + k]);
+                c1 += s2 <= 1.0;
+                c2 += s2 <= 4.0;
+            }
+            same &= nr[i] == c1 && fr[i] == c2;
+        }
+        CHECK(same);
+        free(x);
+        free(w);
+        free(nr);
+        free(fr);
+    }
     lp_prng pg;
     lp_prng_seed(&pg, 7);
     unsigned char keep[N];
@@ -443,6 +468,57 @@ static void test_annotator_field(void)
     tmpdir_remove(dir);
 }
 
+/* Hand-made study rows: error(m) per method at two m, 4 seeds with a
+ * small spread; AUP-RLHF's error at the largest m given (NAN: refused). */
+static int verdict_of(const char *dir, double rr_lo, double rr_hi, double aup_lo, double aup_hi)
+{
+    char path[300];
+    snprintf(path, sizeof path, "%s/ul.jsonl", dir);
+    FILE *f = fopen(path, "w");
+    for (int seed = 0; seed < 4; seed++)
+        for (int k = 0; k < 2; k++)
+            for (int aup = 0; aup < 2; aup++) {
+                double e = aup ? (k ? aup_hi : aup_lo) : (k ? rr_hi : rr_lo);
+                e += 0.01 * (seed - 1.5);
+                if (isnan(e))
+                    fprintf(f,
+                            "{\"part\":\"fixed_total\",\"method\":\"aup\",\"eps\":8,\"m\":%d,"
+                            "\"n\":%d,\"seed\":%d,\"refused\":true,\"error\":null,"
+                            "\"cosine\":null,\"sigma\":null,\"steps_run\":0}\n",
+                            k ? 16 : 1, k ? 100 : 1600, seed);
+                else
+                    fprintf(f,
+                            "{\"part\":\"fixed_total\",\"method\":\"%s\",\"eps\":8,\"m\":%d,"
+                            "\"n\":%d,\"seed\":%d,\"refused\":false,\"error\":%g,"
+                            "\"cosine\":0.9,\"sigma\":null,\"steps_run\":20}\n",
+                            aup ? "aup" : "rr", k ? 16 : 1, k ? 100 : 1600, seed, e);
+            }
+    fclose(f);
+    lp_ul_study us;
+    char msg[256];
+    int rc = lp_ul_load(path, &us, msg, sizeof msg);
+    CHECK_ERR(rc, LP_OK);
+    lp_study_verdict v;
+    lp_ul_verdict(&us, &v);
+    lp_ul_clear(&us);
+    return rc == LP_OK ? (int)v.level : -1;
+}
+
+static void test_study_verdict(void)
+{
+    char dir[256];
+    CHECK(tmpdir_create(dir, sizeof dir, "aupstudy") == 0);
+    /* RR grows, AUP-RLHF flat and better at m_hi: supported */
+    CHECK_INT(verdict_of(dir, 0.1, 0.5, 0.2, 0.25), LP_VERDICT_SUPPORTED);
+    /* AUP-RLHF grows less but stays worse: partly */
+    CHECK_INT(verdict_of(dir, 0.1, 0.5, 0.9, 1.0), LP_VERDICT_PARTLY);
+    /* RR does not grow: not supported */
+    CHECK_INT(verdict_of(dir, 0.1, 0.12, 0.2, 0.1), LP_VERDICT_NOT_SUPPORTED);
+    /* AUP-RLHF refused at m_hi: (b) and (c) fail */
+    CHECK_INT(verdict_of(dir, 0.1, 0.5, 0.2, NAN), LP_VERDICT_NOT_SUPPORTED);
+    tmpdir_remove(dir);
+}
+
 int main(void)
 {
     test_calibration_formula();
@@ -455,5 +531,6 @@ int main(void)
     test_huge_epsilon();
     test_privacy_audit();
     test_annotator_field();
+    test_study_verdict();
     return check_summary();
 }

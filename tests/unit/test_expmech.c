@@ -20,6 +20,7 @@
  *   mechanism passes; one at twice the privacy loss (temperature eps/4) is
  *   caught.
  */
+#include "centralstudy.h"
 #include "check.h"
 #include "error.h"
 #include "expmech.h"
@@ -122,6 +123,8 @@ static void test_parse(void)
                          "net:5x",
                          "grid:2000000",
                          "net:5:seed=9007199254740992",
+                         "net: 5",
+                         "net:+5",
                          NULL};
     for (int i = 0; bad[i]; i++) {
         msg[0] = '\0';
@@ -202,7 +205,8 @@ static void test_candidate_sets(void)
     lp_candset_free(a);
 }
 
-/* GEMM losses equal the plain loop, in every storage, over several blocks. */
+/* GEMM losses equal the plain loop, in every storage, over several blocks;
+ * no clip (rmax = inf), so every margin's value counts. */
 static void test_gemm_matches_loop(void)
 {
     lp_dataset *d64 = random_data(5000, 4, LP_STORE_F64, 3);
@@ -212,13 +216,13 @@ static void test_gemm_matches_loop(void)
     lp_candset *c = build("net:1000:seed=1", 4, 3.0, NULL);
     double *l64 = malloc(c->k * sizeof *l64), *l32 = malloc(c->k * sizeof *l32),
            *lcsr = malloc(c->k * sizeof *lcsr);
-    CHECK_ERR(lp_expmech_losses(d64, c, 1.0, l64), LP_OK);
-    CHECK_ERR(lp_expmech_losses(d32, c, 1.0, l32), LP_OK);
-    CHECK_ERR(lp_expmech_losses(csr, c, 1.0, lcsr), LP_OK);
+    CHECK_ERR(lp_expmech_losses(d64, c, INFINITY, l64), LP_OK);
+    CHECK_ERR(lp_expmech_losses(d32, c, INFINITY, l32), LP_OK);
+    CHECK_ERR(lp_expmech_losses(csr, c, INFINITY, lcsr), LP_OK);
     double worst64 = 0, worst32 = 0, worstcsr = 0;
     for (size_t k = 0; k < c->k; k++) {
-        double ref = lp_expmech_loss_naive(d64, c->theta + 4 * k, 1.0);
-        double ref32 = lp_expmech_loss_naive(d32, c->theta + 4 * k, 1.0);
+        double ref = lp_expmech_loss_naive(d64, c->theta + 4 * k, INFINITY);
+        double ref32 = lp_expmech_loss_naive(d32, c->theta + 4 * k, INFINITY);
         CHECK(l64[k] >= 0.0 && l64[k] <= 4.0 * 5000);
         worst64 = fmax(worst64, fabs(l64[k] - ref));
         worstcsr = fmax(worstcsr, fabs(lcsr[k] - ref));
@@ -583,6 +587,59 @@ static void test_refusals(void)
     CHECK(lp_mechanism_name((lp_mechanism)9) == NULL);
 }
 
+/* The study's verdict rules on hand-made rows: excess falling as 1/n and
+ * in eps with the bound kept is supported; one cell over the bound is not;
+ * local worse than central at every eps with a 4x label ratio at the
+ * smallest eps is supported, local better everywhere is not. */
+static void test_study_rules(void)
+{
+    lp_cstudy_row rows[64];
+    lp_cstudy s = {rows, 0};
+    const size_t ns[] = {100, 400, 1600};
+    const double es[] = {0.5, 4};
+    for (int seed = 0; seed < 3; seed++)
+        for (int i = 0; i < 3; i++)
+            for (int e = 0; e < 2; e++)
+                rows[s.n++] = (lp_cstudy_row){.part = LP_CSTUDY_EXCESS,
+                                              .n = ns[i],
+                                              .k = 100,
+                                              .eps = es[e],
+                                              .seed = seed,
+                                              .excess = 1.0,
+                                              .expected_excess = (8.0 + seed) / es[e],
+                                              .tail = 1e-4,
+                                              .bound = 8.0 / es[e] * log(100 / 0.05)};
+    lp_study_verdict v;
+    lp_cstudy_verdict_excess(&s, &v);
+    CHECK_INT(v.level, LP_VERDICT_SUPPORTED);
+    rows[4].tail = 0.06;
+    lp_cstudy_verdict_excess(&s, &v);
+    CHECK_INT(v.level, LP_VERDICT_NOT_SUPPORTED);
+    CHECK(strstr(v.text, "fails") != NULL);
+
+    s.n = 0;
+    for (int seed = 0; seed < 3; seed++)
+        for (int e = 0; e < 2; e++) {
+            double central = 0.3 + 0.01 * seed;
+            rows[s.n++] = (lp_cstudy_row){
+                .part = LP_CSTUDY_CENTRAL, .n = 100, .eps = es[e], .seed = seed, .error = central};
+            for (int j = 0; j < 4; j++)
+                /* local's error halves with each doubling from 2x central's */
+                rows[s.n++] = (lp_cstudy_row){.part = LP_CSTUDY_LOCAL,
+                                              .n = (size_t)100 << j,
+                                              .eps = es[e],
+                                              .seed = seed,
+                                              .error = (e ? 1.5 : 2.0) * central / (1 << j)};
+        }
+    lp_cstudy_verdict_match(&s, &v);
+    CHECK_INT(v.level, LP_VERDICT_SUPPORTED);
+    for (size_t i = 0; i < s.n; i++)
+        if (rows[i].part == LP_CSTUDY_LOCAL)
+            rows[i].error = 0.1;
+    lp_cstudy_verdict_match(&s, &v);
+    CHECK_INT(v.level, LP_VERDICT_NOT_SUPPORTED);
+}
+
 int main(void)
 {
     if (lp_rng_init() != LP_OK)
@@ -596,5 +653,6 @@ int main(void)
     test_privacy_audit();
     test_release();
     test_refusals();
+    test_study_rules();
     return check_summary();
 }
