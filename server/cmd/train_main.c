@@ -15,6 +15,7 @@
  * whenever it wrote the model, also when the optimizer stopped before its
  * convergence test (a warning on stderr names the reason; FIT_NOTE).
  */
+#include "centralstudy.h"
 #include "dataset.h"
 #include "error.h"
 #include "evaluate.h"
@@ -23,11 +24,13 @@
 #include "gstudy.h"
 #include "intransitive.h"
 #include "losses.h"
+#include "mechanism.h"
 #include "model.h"
 #include "objective.h"
 #include "optimize.h"
 #include "policy.h"
 #include "prng.h"
+#include "rr.h"
 #include "simulate.h"
 #include "study.h"
 #include "sweep.h"
@@ -204,6 +207,10 @@ typedef struct fit_cli {
     const char *data, *loss, *out, *optimizer, *kernel, *precision, *link, *l2, *method;
     double rmax, tau, bound, gtol, lr, beta, eta;
     int max_iter, memory, batch, epochs, threads, progress, quiet, folds, rounds;
+    /* a DP release (--mechanism): its budget, candidate set and center */
+    const char *mechanism, *candidates, *center;
+    double epsilon, radius;
+    int research;
     uint64_t seed;
     feat_cli feat;
 } fit_cli;
@@ -253,7 +260,7 @@ static int run_fit(const fit_cli *c, lp_dataset *ds, lp_model **out, char *msg, 
         fo.lr = c->lr;
     fo.batch = c->batch;
     fo.epochs = c->epochs;
-    fo.seed = c->seed;
+    fo.seed = c->seed == UINT64_MAX ? 0 : c->seed;
     fo.progress = c->progress;
     lp_model *m = NULL;
     int rc = c->folds == 0 ? lp_model_fit(ds, &oo, &fo, beta, &m)
@@ -327,6 +334,10 @@ static void fit_cli_init(fit_cli *c)
     c->epochs = 1;
     c->threads = 2;
     c->progress = isatty(2);
+    c->seed = UINT64_MAX; /* not given: 0 for SGD, the CSPRNG for a release's net */
+    c->mechanism = "none";
+    c->epsilon = NAN;
+    c->radius = 1.0;
     feat_cli_init(&c->feat);
 }
 
@@ -411,6 +422,96 @@ static int fit_general(const fit_cli *c)
     return rc == LP_OK ? 0 : fail("fit", rc, msg);
 }
 
+/* fit --mechanism exponential: a DP release (mechanism.h). */
+static int fit_release(const fit_cli *c)
+{
+    lp_release_opts ro;
+    lp_mechanism mech;
+    if (lp_mechanism_parse(c->mechanism, &mech) != LP_OK || mech == LP_MECH_NONE) {
+        fprintf(stderr, "ldpref-train fit: --mechanism must be none or exponential\n");
+        return 2;
+    }
+    if (isnan(c->epsilon) || c->candidates == NULL) {
+        fprintf(stderr, "ldpref-train fit: a release needs --epsilon and --candidates\n");
+        return 2;
+    }
+    if (c->research && c->seed == UINT64_MAX) {
+        fprintf(stderr, "ldpref-train fit: --research needs --seed\n");
+        return 2;
+    }
+    lp_release_opts_init(&ro, mech, c->epsilon);
+    ro.beta = isnan(c->beta) ? 1.0 : c->beta;
+    ro.rmax = c->rmax;
+    ro.radius = c->radius;
+    char spec[128], msg[512] = "";
+    /* --seed fixes the net unless the spec has its own seed. */
+    snprintf(spec, sizeof spec, "%s%s", c->candidates,
+             c->seed != UINT64_MAX && strstr(c->candidates, ":seed=") == NULL ? ":seed=" : "");
+    if (c->seed != UINT64_MAX && strstr(c->candidates, ":seed=") == NULL)
+        snprintf(spec + strlen(spec), sizeof spec - strlen(spec), "%llu",
+                 (unsigned long long)c->seed);
+    ro.candidates = spec;
+    lp_prng g;
+    if (c->research) {
+        lp_prng_seed(&g, c->seed);
+        ro.rand64 = lp_prng_next64;
+        ro.rand_state = &g;
+    } else if (lp_rng_init() != LP_OK) {
+        return fail("fit", LP_ERNG, "the OS random source is unavailable");
+    }
+    lp_model *center = NULL;
+    int rc = c->center ? lp_model_read(c->center, &center, msg, sizeof msg) : LP_OK;
+    if (rc != LP_OK)
+        return fail("fit", rc, msg);
+    lp_load_opts lo = {0};
+    if (!precision_pref(c->precision, &lo.prefer_f32)) {
+        lp_model_free(center);
+        fprintf(stderr, "ldpref-train fit: --precision must be auto, float or double\n");
+        return 2;
+    }
+    openblas_set_num_threads(c->threads);
+    lp_feat_spec fs;
+    feat_from_cli(&c->feat, &fs);
+    lp_featurizer *fz = lp_featurizer_new(&fs);
+    lo.fz = fz;
+    lp_dataset *ds = NULL;
+    lp_model *m = NULL;
+    rc = fz ? lp_dataset_load(c->data, &lo, &ds, NULL, msg, sizeof msg) : LP_EINVALID_ARGUMENT;
+    if (fz == NULL)
+        snprintf(msg, sizeof msg, "bad featurizer options");
+    if (rc == LP_OK && center != NULL && center->d != ds->d)
+        rc = lp_fail(LP_EINVALID_ARGUMENT, msg, sizeof msg,
+                     "--center has %zu features, the data %zu", center->d, ds->d);
+    ro.center = center ? center->theta : NULL;
+    if (rc == LP_OK)
+        rc = lp_release_fit(ds, NULL, &ro, &m, msg, sizeof msg);
+    if (rc == LP_OK) {
+        m->text = ds->storage == LP_STORE_CSR;
+        m->feat = fs;
+        snprintf(m->source, sizeof m->source, "%s", c->data);
+        if (c->link)
+            m->link = strcmp(c->link, "kl") == 0 ? LP_LINK_KL : LP_LINK_CHIMIX;
+        if ((rc = lp_model_write(m, c->out)) != LP_OK)
+            snprintf(msg, sizeof msg, "cannot write %s", c->out);
+    }
+    if (rc == LP_OK && !c->quiet) {
+        const json_t *cs = json_object_get(m->release, "candidates");
+        fprintf(stderr,
+                "fit: exponential mechanism (epsilon %g, %s randomness) on %zu labels x %zu "
+                "features: candidate %lld of %lld (%s, radius %g, seed %lld), |theta| %.4g\n",
+                c->epsilon, c->research ? "SEEDED (research, not private)" : "CSPRNG", ds->n, ds->d,
+                json_integer_value(json_object_get(m->release, "selected")),
+                json_integer_value(json_object_get(cs, "size")),
+                json_string_value(json_object_get(cs, "kind")), c->radius,
+                json_integer_value(json_object_get(cs, "seed")), m->res.theta_norm);
+    }
+    lp_model_free(m);
+    lp_model_free(center);
+    lp_dataset_free(ds);
+    lp_featurizer_free(fz);
+    return rc == LP_OK ? 0 : fail("fit", rc, msg);
+}
+
 static int cmd_fit(int argc, char **argv)
 {
     fit_cli c;
@@ -443,8 +544,25 @@ static int cmd_fit(int argc, char **argv)
          &c.lr},
         {"batch", "N", "SGD/Adam minibatch (default 1)", O_INT, &c.batch},
         {"epochs", "N", "SGD/Adam passes (default 1)", O_INT, &c.epochs},
-        {"seed", "S", "seed for SGD/Adam order (default 0)", O_U64, &c.seed},
+        {"seed", "S",
+         "seed for SGD/Adam order (default 0); a release: the random net's seed (default: "
+         "from the CSPRNG), with --research also the selection's",
+         O_U64, &c.seed},
         {"threads", "T", "threads for the loss/gradient pass (default 2)", O_INT, &c.threads},
+        {"mechanism", "M",
+         "none (default: a plain fit) or exponential (a central-DP release, Algorithm 2)", O_STR,
+         &c.mechanism},
+        {"epsilon", "E", "release: the model's privacy budget, finite and > 0", O_DBL, &c.epsilon},
+        {"candidates", "SPEC",
+         "release: grid:G (small d), net:K, around:K (needs --center), optionally :seed=S", O_STR,
+         &c.candidates},
+        {"radius", "R", "release: the candidates' norm ball radius (default 1)", O_DBL, &c.radius},
+        {"center", "MODEL.json", "release: the model whose theta centers around:K", O_STR,
+         &c.center},
+        {"research", NULL,
+         "release: draw the selection from --seed instead of the CSPRNG (not private: research "
+         "only; recorded)",
+         O_FLAG, &c.research},
         {"kernel", "K", "dense kernel: fused (default) or blas", O_STR, &c.kernel},
         {"precision", "P", "dense storage: auto|float|double (auto: double up to 2^24 values)",
          O_STR, &c.precision},
@@ -481,6 +599,8 @@ static int cmd_fit(int argc, char **argv)
         c.beta = general ? 0.0 : 1.0;
     if (general)
         return fit_general(&c);
+    if (strcmp(c.mechanism, "none") != 0)
+        return fit_release(&c);
     lp_load_opts lo = {0};
     if (!precision_pref(c.precision, &lo.prefer_f32)) {
         fprintf(stderr, "ldpref-train fit: --precision must be auto, float or double\n");
@@ -1269,6 +1389,22 @@ static int cmd_sweep(int argc, char **argv)
 }
 
 /* Writes the study report (study.h) for a sweep's JSONL. */
+/* The central-model block's verdicts on stdout (centralstudy.h). */
+static int print_central_verdicts(const char *path, char *msg, size_t msglen)
+{
+    lp_cstudy cs;
+    lp_study_verdict v;
+    int rc = lp_cstudy_load(path, &cs, msg, msglen);
+    if (rc != LP_OK)
+        return rc;
+    lp_cstudy_verdict_excess(&cs, &v);
+    printf("central-excess: %s: %s\n", lp_verdict_name(v.level), v.text);
+    lp_cstudy_verdict_match(&cs, &v);
+    printf("central-local: %s: %s\n", lp_verdict_name(v.level), v.text);
+    lp_cstudy_clear(&cs);
+    return LP_OK;
+}
+
 static int cmd_report(int argc, char **argv)
 {
     lp_study_report_opts ro = {.sweep_seconds = NAN, .total_seconds = NAN};
@@ -1288,6 +1424,7 @@ static int cmd_report(int argc, char **argv)
         {"compare", "FILE", "verdicts.json of the full report: say whether each verdict agrees",
          O_STR, &ro.compare},
         {"general", "FILE", "JSONL of `ldpref-train general-study` to include", O_STR, &ro.general},
+        {"central", "FILE", "JSONL of `ldpref-train central-study` to include", O_STR, &ro.central},
         {NULL, NULL, NULL, O_STR, NULL}};
     int p = parse_opts(argc, argv, t, "report", "--in FILE.jsonl --dir DIR [options]");
     if (p)
@@ -1321,6 +1458,8 @@ static int cmd_report(int argc, char **argv)
             lp_gstudy_clear(&gs);
         }
     }
+    if (rc == LP_OK && ro.central != NULL)
+        rc = print_central_verdicts(ro.central, msg, sizeof msg);
     lp_study_free(s);
     return rc == LP_OK ? 0 : fail("report", rc, msg);
 }
@@ -1365,6 +1504,37 @@ static int cmd_general_study(int argc, char **argv)
     return rc == LP_OK ? 0 : fail("general-study", rc, msg);
 }
 
+/* The central-model study block (centralstudy.h). */
+static int cmd_central_study(int argc, char **argv)
+{
+    const char *grid = "default", *out = NULL;
+    int seeds = 0, progress = 0;
+    const opt t[] = {{"grid", "NAME", "default (the full study) or quick", O_STR, &grid},
+                     {"seeds", "S", "seeds (default: the grid's)", O_INT, &seeds},
+                     {"out", "FILE.jsonl", "one JSON row per cell and seed", O_STR, &out},
+                     {"progress", NULL, "progress on stderr", O_FLAG, &progress},
+                     {NULL, NULL, NULL, O_STR, NULL}};
+    int p = parse_opts(argc, argv, t, "central-study", "--out FILE.jsonl [--grid NAME]");
+    if (p)
+        return p == 1 ? 0 : 2;
+    lp_cstudy_grid g;
+    if (out == NULL || lp_cstudy_grid_named(grid, &g) != LP_OK || seeds < 0) {
+        fprintf(stderr, "ldpref-train central-study: need --out and --grid default|quick\n");
+        return 2;
+    }
+    if (seeds > 0)
+        g.seeds = seeds;
+    openblas_set_num_threads(1);
+    FILE *f = fopen(out, "w");
+    if (f == NULL)
+        return fail("central-study", LP_EIO, out);
+    char msg[512] = "";
+    int rc = lp_cstudy_run(&g, f, progress, msg, sizeof msg);
+    if (fclose(f) != 0 && rc == LP_OK)
+        rc = lp_fail(LP_EIO, msg, sizeof msg, "cannot write %s", out);
+    return rc == LP_OK ? 0 : fail("central-study", rc, msg);
+}
+
 /* ---- main ------------------------------------------------------------- */
 
 static void usage(FILE *f)
@@ -1379,6 +1549,7 @@ static void usage(FILE *f)
                "  sweep     simulate/fit/evaluate over a grid of settings and seeds, JSONL rows\n"
                "  report    the study report (Markdown, gnuplot scripts) from a sweep's JSONL\n"
                "  general-study  duality gaps of Algorithm 3 vs Square chi-PO on cyclic data\n"
+               "  central-study  the exponential mechanism's excess loss; central vs local\n"
                "  version   print the version\n");
 }
 
@@ -1413,6 +1584,8 @@ int main(int argc, char **argv)
         return cmd_report(argc - 2, argv + 2);
     if (strcmp(cmd, "general-study") == 0)
         return cmd_general_study(argc - 2, argv + 2);
+    if (strcmp(cmd, "central-study") == 0)
+        return cmd_central_study(argc - 2, argv + 2);
     fprintf(stderr, "ldpref-train: unknown command '%s'\n", cmd);
     usage(stderr);
     return 2;

@@ -42,6 +42,9 @@ typedef struct lp_study_stat {
     double mean, sd, se; /* sample sd; se = sd / sqrt(count); NAN if count = 0 */
 } lp_study_stat;
 
+/* Mean, sample sd and se of k values (NAN when k = 0; sd 0 when k = 1). */
+lp_study_stat lp_study_stat_values(const double *v, size_t k);
+
 /* A metric (lp_sweep_row_metric key) over the matching rows. */
 lp_study_stat lp_study_stat_of(const lp_study *s, const lp_study_filter *f, const char *metric);
 
@@ -114,6 +117,7 @@ typedef struct lp_study_report_opts {
     const char *compare;    /* verdicts.json of the committed full report, or NULL:
                              * each verdict then says whether it agrees with it */
     const char *general;    /* JSONL of the general-preference block (gstudy.h), or NULL */
+    const char *central;    /* JSONL of the central-model block (centralstudy.h), or NULL */
 } lp_study_report_opts;
 
 /* Writes DIR/README.md, DIR/verdicts.json (every claim's id, title and

@@ -11,6 +11,7 @@
  * where the claim itself has a tolerance ("about -1/2", "about 1"), that
  * tolerance; no check compares with an expected number from a past run.
  */
+#include "centralstudy.h"
 #include "check.h"
 #include "claims.h"
 #include "error.h"
@@ -339,6 +340,54 @@ static void check_general(const char *dir)
     lp_gstudy_clear(&g);
 }
 
+/* Central DP (the exponential mechanism): one row per cell and seed; in
+ * every excess cell the exact probability of exceeding the theorem's bound
+ * (8/eps) ln(K/zeta) is at most zeta, and every sampled excess is within
+ * [0, 4n]; at every eps the per-label expected excess at the largest n is
+ * below that at the smallest by more than K_SE paired standard errors. */
+static void check_central(const char *dir)
+{
+    char path[600], msg[512] = "";
+    snprintf(path, sizeof path, "%s/central.jsonl", dir);
+    lp_cstudy c;
+    CHECK_ERR(lp_cstudy_load(path, &c, msg, sizeof msg), LP_OK);
+    lp_cstudy_grid g;
+    CHECK_ERR(lp_cstudy_grid_named("quick", &g), LP_OK);
+    CHECK_INT(c.n, (size_t)(g.seeds * (g.nn * g.neps + g.nmeps * (1 + g.ladder))));
+    for (size_t i = 0; i < c.n; i++) {
+        const lp_cstudy_row *r = &c.rows[i];
+        if (r->part != LP_CSTUDY_EXCESS)
+            continue;
+        check_record(r->tail <= g.zeta && r->excess >= 0 && r->excess <= 4.0 * (double)r->n,
+                     __FILE__, __LINE__, "n=%zu eps=%g seed %d: tail %.3g, excess %.3g", r->n,
+                     r->eps, r->seed, r->tail, r->excess);
+    }
+    for (int e = 0; e < g.neps; e++) {
+        double d[64];
+        int k = 0;
+        for (size_t i = 0; i < c.n; i++)
+            for (size_t j = 0; j < c.n && k < 64; j++) {
+                const lp_cstudy_row *a = &c.rows[i], *b = &c.rows[j];
+                if (a->part == LP_CSTUDY_EXCESS && b->part == LP_CSTUDY_EXCESS &&
+                    a->eps == g.eps[e] && b->eps == g.eps[e] && a->seed == b->seed &&
+                    a->n == g.n[0] && b->n == g.n[g.nn - 1])
+                    d[k++] = a->expected_excess / (double)a->n - b->expected_excess / (double)b->n;
+            }
+        lp_study_stat st = lp_study_stat_values(d, (size_t)k);
+        fprintf(stderr,
+                "central eps=%g: per-label excess falls by %.4g +- %.4g from n=%zu to %zu\n",
+                g.eps[e], st.mean, st.se, g.n[0], g.n[g.nn - 1]);
+        CHECK(k == g.seeds && st.mean > K_SE * st.se && st.mean > 0);
+    }
+    snprintf(path, sizeof path, "%s/README.md", dir);
+    CHECK(file_has(path, "## Central DP: the exponential mechanism"));
+    snprintf(path, sizeof path, "%s/verdicts.json", dir);
+    CHECK(file_has(path, "central-excess") && file_has(path, "central-local"));
+    snprintf(path, sizeof path, "%s/central_excess.svg", dir);
+    CHECK(file_has(path, "</svg>"));
+    lp_cstudy_clear(&c);
+}
+
 int main(void)
 {
     const char *build = getenv("LDPREF_BUILD") ? getenv("LDPREF_BUILD") : "build";
@@ -367,6 +416,7 @@ int main(void)
     check_eps01();
     check_orders();
     check_general(dir);
+    check_central(dir);
     lp_study_free(S);
     return check_summary();
 }

@@ -16,6 +16,11 @@
  *   writes a model with "method": "general" and its rounds; `score` answers
  *   with mixture probabilities that sum to 1, win probabilities and no
  *   rewards; bad general options are usage errors.
+ * - central DP releases: `fit --mechanism exponential` writes a model whose
+ *   theta is a candidate of the recorded set, with the release record and
+ *   no label count; --research --seed reproduces a release byte for byte,
+ *   the CSPRNG draws a fresh net seed; around:K is centered on --center's
+ *   theta; epsilon = inf, randomized labels and a missing spec are refused.
  */
 #include "check.h"
 #include "error.h"
@@ -293,6 +298,123 @@ static void test_general(void)
     free(out);
 }
 
+/* A release's record from a model file (new reference) or NULL. */
+static json_t *release_of(const char *path, json_t **doc)
+{
+    *doc = json_load_file(path, 0, NULL);
+    return json_object_get(*doc, "release");
+}
+
+static void test_release(void)
+{
+    char args[1024], data[128], model[128], again[128], around[128], *out = NULL;
+    snprintf(data, sizeof data, "%s/raw.jsonl", dir);
+    snprintf(model, sizeof model, "%s/rel.json", dir);
+    snprintf(again, sizeof again, "%s/rel2.json", dir);
+    snprintf(around, sizeof around, "%s/rel3.json", dir);
+    snprintf(args, sizeof args, "simulate --n 400 --d 2 --seed 1 --out %s --theta-out %s/t.json",
+             data, dir);
+    CHECK_INT(train(args, &out), 0);
+    free(out);
+    snprintf(args, sizeof args,
+             "fit --mechanism exponential --epsilon 2 --candidates grid:11 --radius 3 --data %s "
+             "--out %s",
+             data, model);
+    CHECK_INT(train(args, &out), 0);
+    CHECK(out && strstr(out, "exponential mechanism (epsilon 2, CSPRNG") != NULL);
+    free(out);
+    json_t *doc, *r = release_of(model, &doc);
+    CHECK_STR(json_string_value(json_object_get(r, "mechanism")), "exponential");
+    CHECK_STR(json_string_value(json_object_get(r, "random_source")), "csprng");
+    json_t *cs = json_object_get(r, "candidates");
+    CHECK_STR(json_string_value(json_object_get(cs, "kind")), "grid");
+    CHECK(json_is_null(json_object_get(json_object_get(doc, "data"), "n_z1")));
+    /* theta is a grid point: coordinates -3 + 0.6 j. */
+    for (size_t j = 0; j < 2; j++) {
+        double t = json_number_value(json_array_get(json_object_get(doc, "theta"), j));
+        double steps = (t + 3.0) / 0.6;
+        CHECK(fabs(steps - round(steps)) < 1e-9);
+    }
+    json_decref(doc);
+
+    /* Research mode: the same seed, the same release, recorded as seeded. */
+    for (int i = 0; i < 2; i++) {
+        snprintf(args, sizeof args,
+                 "fit --mechanism exponential --epsilon 1 --candidates net:64 --radius 2 --seed 5 "
+                 "--research --quiet --data %s --out %s",
+                 data, i ? again : model);
+        CHECK_INT(train(args, &out), 0);
+        free(out);
+    }
+    char *a = NULL, *b = NULL;
+    json_t *da = json_load_file(model, 0, NULL), *db = json_load_file(again, 0, NULL);
+    a = json_dumps(da, JSON_SORT_KEYS);
+    b = json_dumps(db, JSON_SORT_KEYS);
+    CHECK(a && b && strcmp(a, b) == 0);
+    CHECK_STR(json_string_value(json_object_get(json_object_get(da, "release"), "random_source")),
+              "seeded");
+    CHECK_INT(json_integer_value(json_object_get(
+                  json_object_get(json_object_get(da, "release"), "candidates"), "seed")),
+              5);
+    free(a);
+    free(b);
+    json_decref(da);
+    json_decref(db);
+
+    /* Without --seed the net's seed comes from the CSPRNG: two releases differ in it. */
+    json_int_t seeds[2];
+    for (int i = 0; i < 2; i++) {
+        snprintf(args, sizeof args,
+                 "fit --mechanism exponential --epsilon 1 --candidates net:16 --quiet --data %s "
+                 "--out %s",
+                 data, again);
+        CHECK_INT(train(args, &out), 0);
+        free(out);
+        r = release_of(again, &doc);
+        seeds[i] = json_integer_value(json_object_get(json_object_get(r, "candidates"), "seed"));
+        json_decref(doc);
+    }
+    CHECK(seeds[0] != seeds[1]);
+
+    /* around:K on the first release's theta. */
+    snprintf(args, sizeof args,
+             "fit --mechanism exponential --epsilon 1 --candidates around:32:seed=3 --radius 0.5 "
+             "--center %s --quiet --data %s --out %s",
+             model, data, around);
+    CHECK_INT(train(args, &out), 0);
+    free(out);
+    json_t *dc = json_load_file(model, 0, NULL);
+    r = release_of(around, &doc);
+    json_t *center = json_object_get(json_object_get(r, "candidates"), "center");
+    CHECK(json_equal(center, json_object_get(dc, "theta")));
+    json_decref(doc);
+    json_decref(dc);
+
+    /* Refusals. */
+    snprintf(args, sizeof args,
+             "fit --mechanism exponential --epsilon inf --candidates grid:5 --data %s --out %s",
+             data, again);
+    CHECK_INT(train(args, &out), 1);
+    CHECK(out && strstr(out, "finite epsilon") != NULL);
+    free(out);
+    snprintf(args, sizeof args, "fit --mechanism exponential --epsilon 1 --data %s --out %s", data,
+             again);
+    CHECK_INT(train(args, &out), 2);
+    free(out);
+    snprintf(args, sizeof args,
+             "fit --mechanism exponential --epsilon 1 --candidates grid:5 --data %s/plain.jsonl "
+             "--out %s",
+             dir, again);
+    CHECK_INT(train(args, &out), 1);
+    CHECK(out && strstr(out, "unrandomized labels") != NULL);
+    free(out);
+    snprintf(args, sizeof args,
+             "fit --mechanism laplace --epsilon 1 --candidates grid:5 --data %s --out %s", data,
+             again);
+    CHECK_INT(train(args, &out), 2);
+    free(out);
+}
+
 int main(void)
 {
     if (tmpdir_create(dir, sizeof dir, "train") != 0) {
@@ -304,6 +426,7 @@ int main(void)
     test_l2_auto();
     test_usage();
     test_general();
+    test_release();
     if (tmpdir_remove(dir) != 0)
         check_record(0, __FILE__, __LINE__, "cleanup %s", dir);
     return check_summary();
