@@ -15,6 +15,7 @@
  * whenever it wrote the model, also when the optimizer stopped before its
  * convergence test (a warning on stderr names the reason; FIT_NOTE).
  */
+#include "confidence.h"
 #include "dataset.h"
 #include "error.h"
 #include "evaluate.h"
@@ -502,6 +503,8 @@ static int cmd_fit(int argc, char **argv)
     }
     lp_model *m = NULL;
     rc = run_fit(&c, ds, &m, msg, sizeof msg);
+    if (rc == LP_OK && (rc = lp_conf_attach(m, ds)) != LP_OK)
+        snprintf(msg, sizeof msg, "the confidence record could not be computed");
     if (rc == LP_OK) {
         m->text = ds->storage == LP_STORE_CSR;
         m->feat = fs;
@@ -808,8 +811,33 @@ static int cmd_evaluate(int argc, char **argv)
 
 /* ---- score ------------------------------------------------------------ */
 
+/* "lower" (confidence.h) and "pessimistic" (the link's policy over the
+ * lower bounds) of K candidates, added to res. */
+static int score_pessimism(const lp_conf *conf, const lp_sparse *f, const double *r,
+                           const double *lref, size_t K, double beta, lp_link_kind link,
+                           double gamma, json_t *res)
+{
+    double *lo = calloc(2 * K, sizeof *lo), *pi = lo + K;
+    int rc = lo ? lp_conf_lower(conf, f, r, lref, K, gamma, lo, NULL) : LP_ENO_MEMORY;
+    if (rc == LP_OK)
+        rc = lp_policy_probs(link, lo, lref, K, beta, pi, NULL, NULL);
+    json_t *la = json_array(), *pa = json_array();
+    for (size_t k = 0; rc == LP_OK && k < K; k++) {
+        json_array_append_new(la, json_real(lo[k]));
+        json_array_append_new(pa, json_real(pi[k]));
+    }
+    json_object_set_new(res, "gamma", json_real(gamma));
+    json_object_set_new(res, "lower", la);
+    json_object_set_new(res, "pessimistic", pa);
+    free(lo);
+    return rc;
+}
+
+/* With pessimism (conf non-NULL), each candidate's lower bound at gamma and
+ * the pessimistic policy (the same link over the bounds) are added. */
 static int score_line(const lp_model *m, lp_featurizer *fz, json_t *o, double beta,
-                      lp_link_kind link, char *msg, size_t msglen)
+                      lp_link_kind link, const lp_conf *conf, double gamma, char *msg,
+                      size_t msglen)
 {
     const json_t *feats = json_object_get(o, "features");
     const json_t *resp = json_object_get(o, "responses");
@@ -830,13 +858,15 @@ static int score_line(const lp_model *m, lp_featurizer *fz, json_t *o, double be
         if (fz == NULL)
             rc = lp_fail(LP_EWRONG_TYPE, msg, msglen, "the model has dense features");
     }
-    /* a general model keeps every candidate's features for its mixture */
-    lp_sparse *sv = calloc(m->general ? K : 1, sizeof *sv);
+    /* a general model keeps every candidate's features for its mixture,
+     * pessimism for the bounds */
+    int keep = m->general != NULL || conf != NULL;
+    lp_sparse *sv = calloc(keep ? K : 1, sizeof *sv);
     if (sv == NULL)
         rc = lp_fail(LP_ENO_MEMORY, msg, msglen, "out of memory");
     for (size_t k = 0; k < K && rc == LP_OK; k++) {
         const json_t *v = json_array_get(arr, k);
-        lp_sparse *fk = &sv[m->general ? k : 0];
+        lp_sparse *fk = &sv[keep ? k : 0];
         if (feats) {
             if (!json_is_array(v) || json_array_size(v) != m->d) {
                 rc = lp_fail(LP_EWRONG_TYPE, msg, msglen, "features[%zu] must have %zu numbers", k,
@@ -904,11 +934,14 @@ static int score_line(const lp_model *m, lp_featurizer *fz, json_t *o, double be
         json_object_set_new(res, "rewards", ra);
         json_object_set_new(res, "probs", pa);
         json_object_set_new(res, "lambda", json_real(lambda));
+        if (conf != NULL && (rc = score_pessimism(conf, sv, r, lr ? lref : NULL, K, beta, link,
+                                                  gamma, res)) != LP_OK)
+            lp_fail(rc, msg, msglen, "the bounds could not be computed");
         json_dumpf(res, stdout, JSON_COMPACT | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(17));
         putchar('\n');
         json_decref(res);
     }
-    for (size_t k = 0; sv && k < (m->general ? K : 1); k++)
+    for (size_t k = 0; sv && k < (keep ? K : 1); k++)
         lp_sparse_free(&sv[k]);
     free(sv);
     free(r);
@@ -918,7 +951,7 @@ static int score_line(const lp_model *m, lp_featurizer *fz, json_t *o, double be
 static int cmd_score(int argc, char **argv)
 {
     const char *model = NULL, *cand = NULL, *link = NULL;
-    double beta = NAN;
+    double beta = NAN, gamma = NAN;
     const opt t[] = {
         {"model", "MODEL.json", "the fitted model", O_STR, &model},
         {"candidates", "FILE",
@@ -927,23 +960,37 @@ static int cmd_score(int argc, char **argv)
          O_STR, &cand},
         {"beta", "B", "policy temperature (default: the model's)", O_DBL, &beta},
         {"link", "L", "chimix|kl (default: the model's)", O_STR, &link},
+        {"pessimism", "GAMMA",
+         "add each candidate's lower confidence bound at GAMMA >= 0 (\"lower\") and the "
+         "pessimistic policy (\"pessimistic\"); the model needs its confidence record",
+         O_DBL, &gamma},
         {NULL, NULL, NULL, O_STR, NULL}};
     int p = parse_opts(argc, argv, t, "score", "--model MODEL.json --candidates FILE");
     if (p)
         return p == 1 ? 0 : 2;
-    if (!model || !cand) {
-        fprintf(stderr, "ldpref-train score: need --model and --candidates\n");
+    if (!model || !cand || (!isnan(gamma) && !(gamma >= 0 && gamma <= LP_CONF_GAMMA_MAX))) {
+        fprintf(stderr, "ldpref-train score: need --model and --candidates (--pessimism: "
+                        "0 <= GAMMA <= 1e6)\n");
         return 2;
     }
     char msg[512] = "";
     lp_model *m = NULL;
+    lp_conf *conf = NULL;
     int rc = lp_model_read(model, &m, msg, sizeof msg);
-    if (rc != LP_OK)
+    if (rc == LP_OK && !isnan(gamma) && (m->confidence == NULL || m->general != NULL))
+        rc = lp_fail(LP_ENO_CONFIDENCE, msg, sizeof msg,
+                     "%s has no confidence record (refit it with this version)", model);
+    else if (rc == LP_OK && !isnan(gamma))
+        rc = lp_conf_prepare(m->confidence, m->d, &conf, msg, sizeof msg);
+    if (rc != LP_OK) {
+        lp_model_free(m);
         return fail("score", rc, msg);
+    }
     lp_featurizer *fz = m->text ? lp_featurizer_new(&m->feat) : NULL;
     FILE *f = strcmp(cand, "-") == 0 ? stdin : fopen(cand, "r");
     if (f == NULL) {
         lp_model_free(m);
+        lp_conf_free(conf);
         lp_featurizer_free(fz);
         return fail("score", LP_EIO, cand);
     }
@@ -957,7 +1004,8 @@ static int cmd_score(int argc, char **argv)
         if (o == NULL || !json_is_object(o))
             rc = lp_fail(LP_EMALFORMED_JSON, msg, sizeof msg, "line %zu: %s", lineno,
                          o ? "not an object" : err.text);
-        else if ((rc = score_line(m, fz, o, isnan(beta) ? m->beta : beta, lk, m2, sizeof m2)))
+        else if ((rc = score_line(m, fz, o, isnan(beta) ? m->beta : beta, lk, conf, gamma, m2,
+                                  sizeof m2)))
             lp_fail(rc, msg, sizeof msg, "line %zu: %s", lineno, m2);
         json_decref(o);
     }
@@ -965,6 +1013,7 @@ static int cmd_score(int argc, char **argv)
     if (f != stdin)
         fclose(f);
     lp_featurizer_free(fz);
+    lp_conf_free(conf);
     lp_model_free(m);
     return rc == LP_OK ? 0 : fail("score", rc, msg);
 }
