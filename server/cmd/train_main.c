@@ -26,6 +26,7 @@
 #include "losses.h"
 #include "model.h"
 #include "objective.h"
+#include "pessimismstudy.h"
 #include "optimize.h"
 #include "policy.h"
 #include "prng.h"
@@ -1317,6 +1318,56 @@ static int cmd_sweep(int argc, char **argv)
     return rc == LP_OK ? 0 : fail("sweep", rc, msg);
 }
 
+/* The pessimism block's verdict on stdout. */
+static int print_pessimism_verdict(const char *path, char *msg, size_t msglen)
+{
+    lp_pstudy ps;
+    lp_study_verdict v;
+    int rc = lp_pstudy_load(path, &ps, msg, msglen);
+    if (rc == LP_OK) {
+        lp_pstudy_verdict(&ps, &v);
+        printf("pessimism: %s: %s\n", lp_verdict_name(v.level), v.text);
+        lp_pstudy_clear(&ps);
+    }
+    return rc;
+}
+
+/* The pessimistic-scores study block (pessimismstudy.h). */
+static int cmd_pessimism_study(int argc, char **argv)
+{
+    const char *grid = "full", *out = NULL;
+    int seeds = 0, progress = 0, first = 0;
+    const opt t[] = {
+        {"grid", "NAME", "full (the study) or quick", O_STR, &grid},
+        {"seeds", "S", "seeds (default: the grid's)", O_INT, &seeds},
+        {"first-seed", "S",
+         "the first seed (default 0; the default Gamma was calibrated on "
+         "seeds from 1000)",
+         O_INT, &first},
+        {"out", "FILE.jsonl", "one JSON row per (eps, seed), every Gamma of the grid", O_STR, &out},
+        {"progress", NULL, "progress on stderr", O_FLAG, &progress},
+        {NULL, NULL, NULL, O_STR, NULL}};
+    int p = parse_opts(argc, argv, t, "pessimism-study", "--out FILE.jsonl [--grid NAME]");
+    if (p)
+        return p == 1 ? 0 : 2;
+    lp_pstudy_grid g;
+    if (out == NULL || lp_pstudy_grid_named(grid, &g) != LP_OK || seeds < 0 || first < 0) {
+        fprintf(stderr, "ldpref-train pessimism-study: need --out and --grid full|quick\n");
+        return 2;
+    }
+    if (seeds > 0)
+        g.seeds = seeds;
+    g.first_seed = first;
+    FILE *f = fopen(out, "w");
+    if (f == NULL)
+        return fail("pessimism-study", LP_EIO, out);
+    char msg[512] = "";
+    int rc = lp_pstudy_run(&g, f, progress, msg, sizeof msg);
+    if (fclose(f) != 0 && rc == LP_OK)
+        rc = lp_fail(LP_EIO, msg, sizeof msg, "cannot write %s", out);
+    return rc == LP_OK ? 0 : fail("pessimism-study", rc, msg);
+}
+
 /* Writes the study report (study.h) for a sweep's JSONL. */
 static int cmd_report(int argc, char **argv)
 {
@@ -1337,6 +1388,8 @@ static int cmd_report(int argc, char **argv)
         {"compare", "FILE", "verdicts.json of the full report: say whether each verdict agrees",
          O_STR, &ro.compare},
         {"general", "FILE", "JSONL of `ldpref-train general-study` to include", O_STR, &ro.general},
+        {"pessimism", "FILE", "JSONL of `ldpref-train pessimism-study` to include", O_STR,
+         &ro.pessimism},
         {NULL, NULL, NULL, O_STR, NULL}};
     int p = parse_opts(argc, argv, t, "report", "--in FILE.jsonl --dir DIR [options]");
     if (p)
@@ -1370,6 +1423,8 @@ static int cmd_report(int argc, char **argv)
             lp_gstudy_clear(&gs);
         }
     }
+    if (rc == LP_OK && ro.pessimism != NULL)
+        rc = print_pessimism_verdict(ro.pessimism, msg, sizeof msg);
     lp_study_free(s);
     return rc == LP_OK ? 0 : fail("report", rc, msg);
 }
@@ -1428,6 +1483,7 @@ static void usage(FILE *f)
                "  sweep     simulate/fit/evaluate over a grid of settings and seeds, JSONL rows\n"
                "  report    the study report (Markdown, gnuplot scripts) from a sweep's JSONL\n"
                "  general-study  duality gaps of Algorithm 3 vs Square chi-PO on cyclic data\n"
+               "  pessimism-study  pessimistic vs greedy choice, coverage of the bounds\n"
                "  version   print the version\n");
 }
 
@@ -1462,6 +1518,8 @@ int main(int argc, char **argv)
         return cmd_report(argc - 2, argv + 2);
     if (strcmp(cmd, "general-study") == 0)
         return cmd_general_study(argc - 2, argv + 2);
+    if (strcmp(cmd, "pessimism-study") == 0)
+        return cmd_pessimism_study(argc - 2, argv + 2);
     fprintf(stderr, "ldpref-train: unknown command '%s'\n", cmd);
     usage(stderr);
     return 2;

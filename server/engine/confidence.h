@@ -49,7 +49,7 @@
 #define LP_CONF_FULL_MAX 256    /* full covariance up to this dimension */
 #define LP_CONF_DIAG_MAX 65536  /* diagonal form up to this dimension */
 #define LP_CONF_LAMBDA 1.0      /* the regularizer recorded by default */
-#define LP_CONF_DEFAULT_GAMMA 4 /* default Gamma (calibrated: docs/training.md) */
+#define LP_CONF_DEFAULT_GAMMA 7 /* default Gamma (calibrated: docs/training.md) */
 #define LP_CONF_GAMMA_MAX 1e6   /* largest Gamma a request may ask for */
 
 /* The weight of a label with budget eps (> 0, or +INFINITY): tanh(eps/2)^2. */

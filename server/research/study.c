@@ -1,6 +1,7 @@
 /* study.c — aggregation, claim verdicts and the report of a sweep. See study.h. */
 #include "study.h"
 #include "gstudy.h"
+#include "pessimismstudy.h"
 
 #include "claims.h"
 
@@ -1386,6 +1387,7 @@ int lp_study_report(const lp_study *s, const lp_study_report_opts *o, char *msg,
     if (o->general != NULL)
         lp_gstudy_section(f, &gs, &gv);
     lp_gstudy_clear(&gs);
+    int prc = o->pessimism ? lp_pstudy_report(f, o->dir, o->pessimism, msg, msglen) : LP_OK;
 
     fprintf(f, "\n## Real data: OASST, 5-fold held-out accuracy\n\n");
     FILE *cv = o->cv_table ? fopen(o->cv_table, "r") : NULL;
@@ -1464,7 +1466,7 @@ int lp_study_report(const lp_study *s, const lp_study_report_opts *o, char *msg,
     int bad = ferror(f);
     if (fclose(f) != 0 || bad)
         return lp_fail(LP_EIO, msg, msglen, "cannot write %s", path);
-    return LP_OK;
+    return prc;
 }
 
 /* ---- helpers shared with the claim modules ------------------------------------ */

@@ -114,6 +114,7 @@ typedef struct lp_study_report_opts {
     const char *compare;    /* verdicts.json of the committed full report, or NULL:
                              * each verdict then says whether it agrees with it */
     const char *general;    /* JSONL of the general-preference block (gstudy.h), or NULL */
+    const char *pessimism;  /* JSONL of the pessimistic-scores block (pessimismstudy.h), or NULL */
 } lp_study_report_opts;
 
 /* Writes DIR/README.md, DIR/verdicts.json (every claim's id, title and
