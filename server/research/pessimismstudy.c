@@ -473,6 +473,7 @@ void lp_pstudy_verdict(const lp_pstudy *s, lp_study_verdict *v)
         lp_study_stat a = lp_pstudy_advantage(s, E[e], j), c = lp_pstudy_coverage(s, E[e], j);
         int w = E[e] <= P_LOW_EPS && a.mean > fmax(LP_STUDY_K_SE * a.se, P_MARGIN);
         int ok = c.mean + LP_STUDY_K_SE * c.se >= P_NOMINAL;
+        int worse = a.mean < -fmax(LP_STUDY_K_SE * a.se, P_MARGIN);
         wins += w;
         covers += ok;
         char eb[32];
@@ -483,6 +484,7 @@ void lp_pstudy_verdict(const lp_pstudy *s, lp_study_verdict *v)
                  eps_text(E[e], eb, sizeof eb), a.mean, a.se,
                  E[e] > P_LOW_EPS ? " (no rule)"
                  : w              ? ""
+                 : worse          ? " (pessimism is worse)"
                                   : " (not significant)",
                  100 * c.mean, ok ? "" : " (below the nominal level)");
     }
@@ -523,7 +525,8 @@ static int write_plot(const char *dir, const lp_pstudy *s, char *msg, size_t msg
         fprintf(f, "EOD\n");
     }
     for (int panel = 0; panel < 2; panel++) {
-        fprintf(f, "set title '%s'\nset ylabel '%s'\nplot ",
+        fprintf(f, "set key %s\nset title '%s'\nset ylabel '%s'\nplot ",
+                panel ? "bottom right" : "top left",
                 panel ? "Coverage of the lower bound"
                       : "Suboptimality of the choice (Γ = 0: greedy)",
                 panel ? "share of candidates" : "suboptimality");
@@ -578,7 +581,17 @@ int lp_pstudy_section(FILE *f, const char *dir, const lp_pstudy *s, const lp_stu
                 eps_text(E[e], eb, sizeof eb), g.mean, g.se, p.mean, p.se, a.mean, a.se,
                 100 * c.mean, 100 * c.se, w.mean, eg.mean, ep.mean);
     }
-    fprintf(f, "\n![suboptimality and coverage against Γ](pessimism.svg)\n\n");
+    fprintf(f, "\nThe Γ of the grid with the smallest mean suboptimality (data, not a rule):");
+    for (int e = 0; e < ne; e++) {
+        int best = 0;
+        for (int k = 1; k < s->rows[0].ngamma; k++)
+            best = collect(s, E[e], k, 2).mean < collect(s, E[e], best, 2).mean ? k : best;
+        char eb[32];
+        fprintf(f, "%s ε = %s: Γ = %g (%.4f against greedy %.4f)", e ? ";" : "",
+                eps_text(E[e], eb, sizeof eb), s->rows[0].gamma[best],
+                collect(s, E[e], best, 2).mean, collect(s, E[e], 0, 2).mean);
+    }
+    fprintf(f, ".\n\n![suboptimality and coverage against Γ](pessimism.svg)\n\n");
     lp_pstudy_grid g;
     lp_pstudy_grid_named("full", &g);
     fprintf(f,
@@ -614,6 +627,17 @@ int lp_pstudy_report(FILE *f, const char *dir, const char *path, char *msg, size
         return rc;
     lp_pstudy_verdict(&s, &v);
     rc = lp_pstudy_section(f, dir, &s, &v, msg, msglen);
+    lp_pstudy_clear(&s);
+    return rc;
+}
+
+int lp_pstudy_verdict_file(const char *path, lp_study_verdict *v)
+{
+    lp_pstudy s;
+    char msg[256];
+    int rc = lp_pstudy_load(path, &s, msg, sizeof msg);
+    if (rc == LP_OK)
+        lp_pstudy_verdict(&s, v);
     lp_pstudy_clear(&s);
     return rc;
 }

@@ -81,6 +81,13 @@ void lp_pstudy_verdict(const lp_pstudy *s, lp_study_verdict *v);
 int lp_pstudy_section(FILE *f, const char *dir, const lp_pstudy *s, const lp_study_verdict *v,
                       char *msg, size_t msglen);
 
+#define LP_PSTUDY_TITLE                                                                            \
+    "pessimistic scores: a lower confidence bound with its nominal coverage, and a pessimistic "   \
+    "choice better than the greedy one where the data cover poorly and labels are noisy"
+
+/* The verdict of the JSONL at path. 0 or a load error. */
+int lp_pstudy_verdict_file(const char *path, lp_study_verdict *v);
+
 /* The whole block for the study report: loads path, writes the section
  * into f and the plot under dir. 0 or a load / write error. */
 int lp_pstudy_report(FILE *f, const char *dir, const char *path, char *msg, size_t msglen);
