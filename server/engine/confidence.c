@@ -15,7 +15,8 @@
 /* LAPACK's Cholesky factorization (exported by OpenBLAS; column-major). */
 extern void dpotrf_(const char *uplo, const int *n, double *a, const int *lda, int *info);
 
-#define ROW_BLOCK 256 /* rows scaled and accumulated per dsyrk call */
+#define ROW_BLOCK 256  /* rows scaled and accumulated per dsyrk call */
+#define CAND_BLOCK 256 /* candidates solved per dtrsm call */
 
 struct lp_conf {
     size_t d;
@@ -288,15 +289,25 @@ double lp_conf_width(const lp_conf *c, const double *v, double *work)
     return sqrt(s);
 }
 
+/* Candidate k's difference to the reference as dense values (d). */
+static void difference(const lp_sparse *fk, const double *ref, size_t d, double *v)
+{
+    for (size_t j = 0; j < d; j++)
+        v[j] = -ref[j];
+    for (size_t t = 0; t < fk->nnz; t++)
+        if (fk->idx[t] < d)
+            v[fk->idx[t]] += fk->val[t];
+}
+
 int lp_conf_lower(const lp_conf *c, const lp_sparse *f, const double *r, const double *log_ref,
                   size_t K, double gamma, double *lower, double *width)
 {
     if (K == 0 || !(gamma >= 0.0) || !isfinite(gamma))
         return LP_EINVALID_ARGUMENT;
-    size_t d = c->d;
+    size_t d = c->d, rows = c->diagonal ? 1 : CAND_BLOCK;
     double *w = malloc(K * sizeof *w), *ref = calloc(d, sizeof *ref);
-    double *v = malloc(d * sizeof *v), *work = malloc(d * sizeof *work);
-    int rc = w && ref && v && work ? LP_OK : LP_ENO_MEMORY;
+    double *v = malloc(rows * d * sizeof *v);
+    int rc = w && ref && v ? LP_OK : LP_ENO_MEMORY;
     double mx = -INFINITY, z = 0.0;
     for (size_t k = 0; rc == LP_OK && k < K; k++)
         mx = fmax(mx, log_ref ? log_ref[k] : 0.0);
@@ -306,20 +317,26 @@ int lp_conf_lower(const lp_conf *c, const lp_sparse *f, const double *r, const d
         for (size_t t = 0; t < f[k].nnz; t++)
             if (f[k].idx[t] < d)
                 ref[f[k].idx[t]] += w[k] / z * f[k].val[t];
-    for (size_t k = 0; rc == LP_OK && k < K; k++) {
-        for (size_t j = 0; j < d; j++)
-            v[j] = -ref[j];
-        for (size_t t = 0; t < f[k].nnz; t++)
-            if (f[k].idx[t] < d)
-                v[f[k].idx[t]] += f[k].val[t];
-        double wk = lp_conf_width(c, v, work);
-        lower[k] = gamma == 0.0 ? r[k] : r[k] - gamma * wk;
-        if (width != NULL)
-            width[k] = wk;
+    for (size_t k0 = 0; rc == LP_OK && k0 < K; k0 += rows) {
+        size_t b = K - k0 < rows ? K - k0 : rows;
+        for (size_t i = 0; i < b; i++)
+            difference(&f[k0 + i], ref, d, v + i * d);
+        /* full: the rows of V U^-1 are (U^-T v_k)^T, one BLAS-3 solve per block */
+        if (!c->diagonal)
+            cblas_dtrsm(CblasRowMajor, CblasRight, CblasUpper, CblasNoTrans, CblasNonUnit, (int)b,
+                        (int)d, 1.0, c->u, (int)d, v, (int)d);
+        for (size_t i = 0; i < b; i++) {
+            double q = 0.0;
+            for (size_t j = 0; j < d; j++)
+                q += v[i * d + j] * v[i * d + j] * (c->diagonal ? c->u[j] : 1.0);
+            size_t k = k0 + i;
+            lower[k] = gamma == 0.0 ? r[k] : r[k] - gamma * sqrt(q);
+            if (width != NULL)
+                width[k] = sqrt(q);
+        }
     }
     free(w);
     free(ref);
     free(v);
-    free(work);
     return rc;
 }

@@ -243,6 +243,39 @@ static void test_bounds(void)
     CHECK_NEAR(width[0], 0.0, 1e-12);
     CHECK_NEAR(width[2], naive_width(s, D, LP_CONF_LAMBDA, f[2]), 1e-12);
     CHECK(width[2] > 10 * width[1]); /* the same step along the poor feature */
+    /* more candidates than one solve's block: each width as lp_conf_width's */
+    enum { MANY = 600 };
+    double *fm = malloc(MANY * D * sizeof *fm), *rm = calloc(MANY, sizeof *rm);
+    double *lm = malloc(MANY * sizeof *lm), *wm = malloc(MANY * sizeof *wm);
+    uint32_t *im = malloc(MANY * D * sizeof *im);
+    lp_sparse *sm = malloc(MANY * sizeof *sm);
+    if (fm && rm && lm && wm && im && sm) {
+        lp_prng g;
+        lp_prng_seed(&g, 7);
+        double mean[D] = {0, 0, 0};
+        for (size_t k = 0; k < MANY; k++) {
+            for (size_t j = 0; j < D; j++) {
+                fm[k * D + j] = lp_prng_normal(&g);
+                mean[j] += fm[k * D + j] / MANY;
+            }
+            sm[k] = dense_sparse(fm + k * D, im + k * D);
+        }
+        CHECK_ERR(lp_conf_lower(c, sm, rm, NULL, MANY, 1.0, lm, wm), LP_OK);
+        int agree = 1;
+        for (size_t k = 0; k < MANY; k++) {
+            double v[D];
+            for (size_t j = 0; j < D; j++)
+                v[j] = fm[k * D + j] - mean[j];
+            agree &= fabs(wm[k] - lp_conf_width(c, v, work)) <= 1e-12 * (1 + wm[k]);
+        }
+        CHECK(agree);
+    }
+    free(fm);
+    free(rm);
+    free(lm);
+    free(wm);
+    free(im);
+    free(sm);
     CHECK_ERR(lp_conf_lower(c, sp, r, NULL, 3, -1.0, lower, width), LP_EINVALID_ARGUMENT);
     CHECK_ERR(lp_conf_lower(c, sp, r, NULL, 3, NAN, lower, width), LP_EINVALID_ARGUMENT);
     lp_conf_free(c);
