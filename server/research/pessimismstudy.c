@@ -288,47 +288,32 @@ static int read_array(const json_t *o, const char *key, double *v, int *n)
     return 1;
 }
 
+/* One row of the JSONL (lp_study_load_rows). */
+static int parse_row(const json_t *o, void *row)
+{
+    lp_pstudy_row *r = row;
+    memset(r, 0, sizeof *r);
+    int ng = -1;
+    r->ngamma = -1;
+    if (lp_json_get_epsilon(o, "eps", &r->eps, NULL, 0) != LP_OK ||
+        !read_array(o, "gamma", r->gamma, &r->ngamma) || !read_array(o, "subopt", r->subopt, &ng) ||
+        ng != r->ngamma || !read_array(o, "coverage", r->coverage, &ng))
+        return -1;
+    r->seed = (int)json_integer_value(json_object_get(o, "seed"));
+    r->width_good = json_number_value(json_object_get(o, "width_good"));
+    r->width_poor = json_number_value(json_object_get(o, "width_poor"));
+    r->err_good = json_number_value(json_object_get(o, "err_good"));
+    r->err_poor = json_number_value(json_object_get(o, "err_poor"));
+    r->fit_seconds = json_number_value(json_object_get(o, "fit_seconds"));
+    return 0;
+}
+
 int lp_pstudy_load(const char *path, lp_pstudy *out, char *msg, size_t msglen)
 {
-    memset(out, 0, sizeof *out);
-    FILE *f = fopen(path, "r");
-    if (f == NULL)
-        return lp_fail(LP_EIO, msg, msglen, "cannot read %s", path);
-    char line[8192];
-    size_t cap = 0, lineno = 0;
-    int rc = LP_OK;
-    while (rc == LP_OK && fgets(line, sizeof line, f) != NULL) {
-        lineno++;
-        json_t *o = json_loads(line, 0, NULL);
-        lp_pstudy_row r = {0};
-        int ng = -1;
-        r.ngamma = -1;
-        if (o == NULL || lp_json_get_epsilon(o, "eps", &r.eps, NULL, 0) != LP_OK ||
-            !read_array(o, "gamma", r.gamma, &r.ngamma) ||
-            !read_array(o, "subopt", r.subopt, &ng) || ng != r.ngamma ||
-            !read_array(o, "coverage", r.coverage, &ng))
-            rc = lp_fail(LP_EMALFORMED_JSON, msg, msglen, "%s: line %zu is not a study row", path,
-                         lineno);
-        if (rc == LP_OK && out->n == cap) {
-            cap = cap ? 2 * cap : 64;
-            lp_pstudy_row *nr = realloc(out->rows, cap * sizeof *nr);
-            if (nr == NULL)
-                rc = lp_fail(LP_ENO_MEMORY, msg, msglen, "out of memory");
-            else
-                out->rows = nr;
-        }
-        if (rc == LP_OK) {
-            r.seed = (int)json_integer_value(json_object_get(o, "seed"));
-            r.width_good = json_number_value(json_object_get(o, "width_good"));
-            r.width_poor = json_number_value(json_object_get(o, "width_poor"));
-            r.err_good = json_number_value(json_object_get(o, "err_good"));
-            r.err_poor = json_number_value(json_object_get(o, "err_poor"));
-            r.fit_seconds = json_number_value(json_object_get(o, "fit_seconds"));
-            out->rows[out->n++] = r;
-        }
-        json_decref(o);
-    }
-    fclose(f);
+    void *rows = NULL;
+    int rc =
+        lp_study_load_rows(path, sizeof(lp_pstudy_row), parse_row, &rows, &out->n, msg, msglen);
+    out->rows = rows;
     if (rc == LP_OK && out->n == 0)
         rc = lp_fail(LP_EMALFORMED_JSON, msg, msglen, "%s has no rows", path);
     for (size_t i = 1; rc == LP_OK && i < out->n; i++)
@@ -342,28 +327,6 @@ int lp_pstudy_load(const char *path, lp_pstudy *out, char *msg, size_t msglen)
     return rc;
 }
 
-static int same_eps(double a, double b)
-{
-    return (isinf(a) && isinf(b)) || a == b;
-}
-
-static lp_study_stat stat_of(const double *v, size_t k)
-{
-    lp_study_stat st = {.count = k, .mean = NAN, .sd = NAN, .se = NAN};
-    if (k == 0)
-        return st;
-    double m = 0, q = 0;
-    for (size_t i = 0; i < k; i++)
-        m += v[i];
-    m /= (double)k;
-    for (size_t i = 0; i < k; i++)
-        q += (v[i] - m) * (v[i] - m);
-    st.mean = m;
-    st.sd = k > 1 ? sqrt(q / (double)(k - 1)) : NAN;
-    st.se = k > 1 ? st.sd / sqrt((double)k) : NAN;
-    return st;
-}
-
 /* Over the rows at eps: subopt[0] - subopt[j] (which 0), coverage[j] (1),
  * subopt[j] (2), width_poor / width_good (3), err_good (4), err_poor (5). */
 static lp_study_stat collect(const lp_pstudy *s, double eps, int j, int which)
@@ -372,13 +335,13 @@ static lp_study_stat collect(const lp_pstudy *s, double eps, int j, int which)
     size_t k = 0;
     for (size_t i = 0; v && i < s->n; i++) {
         const lp_pstudy_row *r = &s->rows[i];
-        if (!same_eps(r->eps, eps) || j < 0 || j >= r->ngamma)
+        if (!lp_study_same_eps(r->eps, eps) || j < 0 || j >= r->ngamma)
             continue;
         double x[] = {r->subopt[0] - r->subopt[j],   r->coverage[j], r->subopt[j],
                       r->width_poor / r->width_good, r->err_good,    r->err_poor};
         v[k++] = x[which];
     }
-    lp_study_stat st = stat_of(v, k);
+    lp_study_stat st = lp_study_stat_values(v, k);
     free(v);
     return st;
 }
@@ -393,12 +356,6 @@ lp_study_stat lp_pstudy_coverage(const lp_pstudy *s, double eps, int j)
     return collect(s, eps, j, 1);
 }
 
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return x < y ? -1 : x > y;
-}
-
 /* Distinct eps values, ascending (inf last). */
 static int distinct_eps(const lp_pstudy *s, double *out)
 {
@@ -406,11 +363,11 @@ static int distinct_eps(const lp_pstudy *s, double *out)
     for (size_t i = 0; i < s->n; i++) {
         int seen = 0;
         for (int j = 0; j < k && !seen; j++)
-            seen = same_eps(out[j], s->rows[i].eps);
+            seen = lp_study_same_eps(out[j], s->rows[i].eps);
         if (!seen && k < LP_PSTUDY_MAX_EPS)
             out[k++] = s->rows[i].eps;
     }
-    qsort(out, (size_t)k, sizeof *out, cmp_double);
+    qsort(out, (size_t)k, sizeof *out, lp_study_cmp_double);
     return k;
 }
 
@@ -435,15 +392,6 @@ double lp_pstudy_calibrated_gamma(const lp_pstudy *s)
             return s->rows[0].gamma[j];
     }
     return NAN;
-}
-
-static const char *eps_text(double eps, char *b, size_t len)
-{
-    if (isinf(eps))
-        snprintf(b, len, "∞");
-    else
-        snprintf(b, len, "%g", eps);
-    return b;
 }
 
 /*
@@ -481,7 +429,7 @@ void lp_pstudy_verdict(const lp_pstudy *s, lp_study_verdict *v)
         snprintf(v->text + len, sizeof v->text - len,
                  "ε = %s: greedy − pessimistic suboptimality %.4f ± %.4f (SE)%s; coverage "
                  "%.1f%%%s. ",
-                 eps_text(E[e], eb, sizeof eb), a.mean, a.se,
+                 lp_study_eps_str(E[e], eb, sizeof eb), a.mean, a.se,
                  E[e] > P_LOW_EPS ? " (no rule)"
                  : w              ? ""
                  : worse          ? " (pessimism is worse)"
@@ -533,7 +481,8 @@ static int write_plot(const char *dir, const lp_pstudy *s, char *msg, size_t msg
         for (int e = 0; e < ne; e++) {
             char eb[32];
             fprintf(f, "%s$d%d u 1:%d:%d w yerrorlines lw 2 pt 7 ps 0.6 title 'ε = %s'",
-                    e ? ", " : "", e, panel ? 4 : 2, panel ? 5 : 3, eps_text(E[e], eb, sizeof eb));
+                    e ? ", " : "", e, panel ? 4 : 2, panel ? 5 : 3,
+                    lp_study_eps_str(E[e], eb, sizeof eb));
         }
         if (panel)
             fprintf(f, ", %g w l lw 1 dt 2 lc rgb 'black' title 'nominal'", P_NOMINAL);
@@ -578,7 +527,7 @@ int lp_pstudy_section(FILE *f, const char *dir, const lp_pstudy *s, const lp_stu
         fprintf(f,
                 "| %s | %.4f ± %.4f | %.4f ± %.4f | %.4f ± %.4f | %.1f%% ± %.1f | %.1f | %.3f | "
                 "%.3f |\n",
-                eps_text(E[e], eb, sizeof eb), g.mean, g.se, p.mean, p.se, a.mean, a.se,
+                lp_study_eps_str(E[e], eb, sizeof eb), g.mean, g.se, p.mean, p.se, a.mean, a.se,
                 100 * c.mean, 100 * c.se, w.mean, eg.mean, ep.mean);
     }
     fprintf(f, "\nThe Γ of the grid with the smallest mean suboptimality (data, not a rule):");
@@ -588,7 +537,7 @@ int lp_pstudy_section(FILE *f, const char *dir, const lp_pstudy *s, const lp_stu
             best = collect(s, E[e], k, 2).mean < collect(s, E[e], best, 2).mean ? k : best;
         char eb[32];
         fprintf(f, "%s ε = %s: Γ = %g (%.4f against greedy %.4f)", e ? ";" : "",
-                eps_text(E[e], eb, sizeof eb), s->rows[0].gamma[best],
+                lp_study_eps_str(E[e], eb, sizeof eb), s->rows[0].gamma[best],
                 collect(s, E[e], best, 2).mean, collect(s, E[e], 0, 2).mean);
     }
     fprintf(f, ".\n\n![suboptimality and coverage against Γ](pessimism.svg)\n\n");

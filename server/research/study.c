@@ -85,7 +85,7 @@ static int matches(const lp_sweep_row *r, const lp_study_filter *f)
            (f->loss < 0 || f->loss == (int)r->loss);
 }
 
-static lp_study_stat stat_of_values(const double *v, size_t k)
+lp_study_stat lp_study_stat_values(const double *v, size_t k)
 {
     lp_study_stat st = {k, NAN, NAN, NAN};
     if (k == 0)
@@ -108,7 +108,7 @@ lp_study_stat lp_study_stat_of(const lp_study *s, const lp_study_filter *f, cons
     for (size_t i = 0; v && i < s->n; i++)
         if (matches(&s->rows[i], f))
             v[k++] = lp_sweep_row_metric(&s->rows[i], metric);
-    lp_study_stat st = stat_of_values(v, k);
+    lp_study_stat st = lp_study_stat_values(v, k);
     free(v);
     return st;
 }
@@ -140,17 +140,61 @@ lp_study_stat lp_study_paired(const lp_study *s, const lp_study_filter *a, const
         if (ra && rb)
             v[k++] = lp_sweep_row_metric(ra, metric) - lp_sweep_row_metric(rb, metric);
     }
-    lp_study_stat st = stat_of_values(v, k);
+    lp_study_stat st = lp_study_stat_values(v, k);
     free(v);
     return st;
 }
 
 /* ---- the grid present in the data --------------------------------------------- */
 
-static int cmp_double(const void *a, const void *b)
+int lp_study_cmp_double(const void *a, const void *b)
 {
     double x = *(const double *)a, y = *(const double *)b;
     return x < y ? -1 : x > y;
+}
+
+int lp_study_same_eps(double a, double b)
+{
+    return (isinf(a) && isinf(b)) || a == b;
+}
+
+int lp_study_load_rows(const char *path, size_t size, int (*parse)(const json_t *o, void *row),
+                       void **rows, size_t *n, char *msg, size_t msglen)
+{
+    *rows = NULL;
+    *n = 0;
+    FILE *f = fopen(path, "r");
+    if (f == NULL)
+        return lp_fail(LP_EIO, msg, msglen, "cannot read %s", path);
+    char *line = NULL;
+    size_t lcap = 0, cap = 0, lineno = 0;
+    int rc = LP_OK;
+    while (rc == LP_OK && getline(&line, &lcap, f) >= 0) {
+        lineno++;
+        if (*n == cap) {
+            cap = cap ? 2 * cap : 64;
+            void *nr = realloc(*rows, cap * size);
+            if (nr == NULL)
+                rc = lp_fail(LP_ENO_MEMORY, msg, msglen, "out of memory");
+            else
+                *rows = nr;
+        }
+        json_t *o = rc == LP_OK ? json_loads(line, 0, NULL) : NULL;
+        if (rc == LP_OK && (o == NULL || parse(o, (char *)*rows + *n * size) != 0))
+            rc = lp_fail(LP_EMALFORMED_JSON, msg, msglen, "%s: line %zu is not a study row", path,
+                         lineno);
+        else if (rc == LP_OK)
+            (*n)++;
+        json_decref(o);
+    }
+    free(line);
+    fclose(f);
+    if (rc != LP_OK) {
+        free(*rows);
+        *rows = NULL;
+        *n = 0;
+    }
+    return rc;
 }
 
 /* Sorted distinct values of a numeric key among the rows of block. */
@@ -167,7 +211,7 @@ static int distinct(const lp_study *s, const char *block, const char *key, doubl
         if (!seen && k < MAXV)
             out[k++] = v;
     }
-    qsort(out, (size_t)k, sizeof *out, cmp_double);
+    qsort(out, (size_t)k, sizeof *out, lp_study_cmp_double);
     return k;
 }
 

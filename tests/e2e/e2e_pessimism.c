@@ -94,17 +94,11 @@ static const double *features_of(const char *text)
  * THETA_STAR; the library randomizes each answer at eps = 1. */
 static void annotate(int k, lp_prng *g)
 {
-    char *json = NULL;
-    CHECK_ERR(ldpref_admin_enrollment_tokens(op, "pess", 1, &json), LP_OK);
-    char *token = json ? first_enrollment_token(json) : NULL;
-    char key[512], file[64];
-    snprintf(file, sizeof file, "a%d.key", k);
-    CHECK_ERR(annotator_key_ensure(srv.dir, file, key, sizeof key), LP_OK);
-    ldpref_options o;
-    annotator_options_init(&o, srv.url, key, 1.0, 1000.0);
-    ldpref_client *c = NULL;
-    CHECK_ERR(ldpref_client_open(&o, &c), LP_OK);
-    CHECK_ERR(ldpref_enroll(c, token, NULL), LP_OK);
+    char name[32];
+    snprintf(name, sizeof name, "a%d", k);
+    ldpref_client *c = annotator_enrolled(&srv, op, "pess", name, 1.0, 1000.0);
+    if (c == NULL)
+        return;
     ldpref_task *tasks = NULL;
     size_t n = 0;
     CHECK_ERR(ldpref_next_tasks(c, 1000, &tasks, &n), LP_OK);
@@ -123,8 +117,6 @@ static void annotate(int k, lp_prng *g)
     free(items);
     ldpref_tasks_free(tasks, n);
     ldpref_client_close(c);
-    free(token);
-    free(json);
 }
 
 static json_t *retrain(const char *body)

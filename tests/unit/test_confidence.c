@@ -140,24 +140,40 @@ static void test_record(void)
     lp_dataset_free(ds);
 }
 
+/* A Square chi-PO model of dimension D with theta = (t0, 0, t2) and no
+ * record; NULL (a failed check) on no memory. */
+static lp_model *small_model(double t0, double t2)
+{
+    lp_model *m = calloc(1, sizeof *m);
+    double *theta = calloc(D, sizeof *theta);
+    CHECK(m != NULL && theta != NULL);
+    if (m == NULL || theta == NULL) {
+        free(m);
+        free(theta);
+        return NULL;
+    }
+    m->d = D;
+    m->beta = 1;
+    m->theta = theta;
+    m->theta[0] = t0;
+    m->theta[2] = t2;
+    m->precision = "float64";
+    m->loss.kind = LP_LOSS_SQUARE_CHIPO;
+    return m;
+}
+
 /* The record goes through lp_model_write and lp_model_read bit for bit. */
 static void test_exact_round_trip(void)
 {
     char dir[256];
     CHECK(tmpdir_create(dir, sizeof dir, "conf") == 0);
     lp_dataset *ds = poor_data(LP_STORE_F64);
-    lp_model *m = calloc(1, sizeof *m);
+    lp_model *m = small_model(1.0 / 3.0, 0.0);
     if (ds == NULL || m == NULL) {
-        CHECK(0);
-        free(m);
+        lp_model_free(m);
         lp_dataset_free(ds);
         return;
     }
-    m->d = D;
-    m->beta = 1;
-    m->theta = calloc(D, sizeof *m->theta);
-    m->theta[0] = 1.0 / 3.0;
-    m->precision = "float64";
     CHECK_ERR(lp_conf_attach(m, ds), LP_OK);
     char path[512], msg[256];
     snprintf(path, sizeof path, "%s/m.json", dir);
@@ -288,20 +304,12 @@ static void test_bounds(void)
 static void test_served(void)
 {
     lp_dataset *ds = poor_data(LP_STORE_F64);
-    lp_model *m = calloc(1, sizeof *m);
+    lp_model *m = small_model(0.5, 0.5);
     if (ds == NULL || m == NULL) {
-        CHECK(0);
-        free(m);
+        lp_model_free(m);
         lp_dataset_free(ds);
         return;
     }
-    m->d = D;
-    m->beta = 1;
-    m->theta = calloc(D, sizeof *m->theta);
-    m->theta[0] = 0.5;
-    m->theta[2] = 0.5;
-    m->precision = "float64";
-    m->loss.kind = LP_LOSS_SQUARE_CHIPO;
     char *plain = NULL, *with = NULL;
     json_t *j = lp_model_to_json(m);
     plain = json_dumps(j, JSON_COMPACT);
