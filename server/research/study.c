@@ -1333,7 +1333,7 @@ int lp_study_report(const lp_study *s, const lp_study_report_opts *o, char *msg,
     lp_study_verdict pv; /* the pessimism block's row */
     if (o->pessimism != NULL && lp_pstudy_verdict_file(o->pessimism, &pv) == LP_OK)
         fprintf(f, "| P | %s | **%s** |%s\n", LP_PSTUDY_TITLE, lp_verdict_name(pv.level),
-                full ? " (new) |" : "");
+                full ? " — |" : "");
     json_decref(full);
     if (o->compare)
         fprintf(f, "\nA verdict that differs from the full report's comes from a grid too small "
