@@ -1116,6 +1116,14 @@ static int cmd_score(const struct cmd *cmd, ldpref_client *c, char **pos, int np
         if ((rc = parse_id(v, "--version", &version)) == 0)
             json_object_set_new(req, "version", json_integer(version));
     }
+    const char *g = cflag_value(cmd, "--gamma");
+    double gamma;
+    if (rc == 0 && g && (parse_double(g, &gamma) != 0 || !(gamma >= 0) || !isfinite(gamma)))
+        rc = usage_error("--gamma must be a finite number >= 0, not %s", g);
+    if (rc == 0 && g)
+        json_object_set_new(req, "gamma", json_real(gamma));
+    if (rc == 0 && cflag_value(cmd, "--pessimism") && !g)
+        json_object_set_new(req, "pessimism", json_true());
     char *text = rc == 0 ? json_text(req) : NULL, *json = NULL;
     json_decref(req);
     if (rc != 0)
@@ -1220,6 +1228,10 @@ static const struct cflag F_SCORE[] = {
     {"--task", "ID", "score a task's two responses (repeat, up to 1000)"},
     {"--request", "FILE.json", "send this score request object (features, ref_logprob, ...)"},
     {"--version", "V", "model version (default: the active model)"},
+    {"--pessimism", NULL,
+     "add each candidate's lower confidence bound (lower) and the pessimistic policy "
+     "(pessimistic) at the server's default Gamma"},
+    {"--gamma", "G", "the same at Gamma = G >= 0 (0: the bounds equal the rewards)"},
     {NULL, NULL, NULL}};
 
 static const struct cflag F_TOKEN_CREATE[] = {
@@ -1330,7 +1342,9 @@ static const struct cmd CMDS[] = {
     {"admin corruption", "admin corruption CAMPAIGN [--alpha A --strategy S --seed N --feature K]",
      "show (no options) or set server-side corruption for experiments (operator)", 1, 1, 2,
      F_CORRUPTION, cmd_corruption},
-    {"score", "score (--prompt P --candidate T... | --task ID... | --request F) [--version V]",
+    {"score",
+     "score (--prompt P --candidate T... | --task ID... | --request F) [--version V] "
+     "[--pessimism | --gamma G]",
      "score candidates with the served (or a given) model", 0, 0, 3, F_SCORE, cmd_score},
 };
 #define NCMDS (sizeof CMDS / sizeof CMDS[0])

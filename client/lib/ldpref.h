@@ -127,6 +127,8 @@ typedef enum ldpref_error {
     /* https: the server's certificate is not trusted; the TLS handshake failed */
     LDPREF_ECERTIFICATE_UNTRUSTED = 81,
     LDPREF_ETLS_FAILED = 82,
+    /* 409: pessimistic scores asked of a model without a confidence record */
+    LDPREF_ENO_CONFIDENCE = 95,
     LDPREF_ERROR_END /* one past the last code; grows when codes are added */
 } ldpref_error;
 

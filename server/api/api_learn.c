@@ -10,6 +10,7 @@
 #include "auth.h"
 #include "campaigns.h"
 #include "clock.h"
+#include "confidence.h"
 #include "error.h"
 #include "log.h"
 #include "retrain.h"
@@ -516,18 +517,39 @@ static int score_mixture(lp_served *sv, const score_item *items, const lp_sparse
     return rc;
 }
 
-/* Rewards and policy of K items under sv, appended to arr. */
-static int score_items(lp_served *sv, const score_item *items, size_t K, json_t *arr, char *msg,
-                       size_t msglen)
+/* Pessimistic scores (gamma >= 0) added to the K candidate objects of arr:
+ * each one's lower bound and the pessimistic policy's probability. */
+static int score_pessimism(lp_served *sv, const lp_sparse *f, const double *r, const double *lr,
+                           size_t K, double gamma, json_t *arr, char *msg, size_t msglen)
 {
-    int general = lp_served_is_general(sv);
+    double *lower = calloc(K, sizeof *lower), *pess = calloc(K, sizeof *pess);
+    int rc =
+        lower && pess ? lp_served_pessimism(sv, f, r, lr, K, gamma, lower, pess) : LP_ENO_MEMORY;
+    for (size_t k = 0; rc == LP_OK && k < K; k++) {
+        json_t *c = json_array_get(arr, json_array_size(arr) - K + k);
+        json_object_set_new(c, "lower", json_real(lower[k]));
+        json_object_set_new(c, "pessimistic", json_real(pess[k]));
+    }
+    free(lower);
+    free(pess);
+    return rc == LP_OK || rc == LP_ENO_MEMORY
+               ? rc
+               : lp_fail(LP_EINTERNAL, msg, msglen, "the bounds could not be computed");
+}
+
+/* Rewards and policy of K items under sv, appended to arr; with gamma >= 0
+ * (not NAN) also the pessimistic scores. */
+static int score_items(lp_served *sv, const score_item *items, size_t K, double gamma, json_t *arr,
+                       char *msg, size_t msglen)
+{
+    int general = lp_served_is_general(sv), keep = general || !isnan(gamma);
     double *r = calloc(K, sizeof *r), *lr = calloc(K, sizeof *lr);
     double *pi = calloc(K, sizeof *pi), *ratio = calloc(K, sizeof *ratio);
-    lp_sparse *f = calloc(general ? K : 1, sizeof *f);
+    lp_sparse *f = calloc(keep ? K : 1, sizeof *f);
     int rc = r && lr && pi && ratio && f ? LP_OK : LP_ENO_MEMORY;
     int all_ref = 1;
     for (size_t k = 0; k < K && rc == LP_OK; k++) {
-        lp_sparse *fk = &f[general ? k : 0];
+        lp_sparse *fk = &f[keep ? k : 0];
         rc = lp_served_features(sv, items[k].prompt, items[k].text, items[k].dense, items[k].dim,
                                 fk);
         if (rc == LP_EDIMENSION_MISMATCH)
@@ -546,7 +568,9 @@ static int score_items(lp_served *sv, const score_item *items, size_t K, json_t 
     for (size_t k = 0; k < K && rc == LP_OK && !general; k++)
         json_array_append_new(arr, json_pack("{s:f, s:f, s:f}", "reward", r[k], "probability",
                                              pi[k], "log_ratio", ratio[k]));
-    for (size_t k = 0; f && k < (general ? K : 1); k++)
+    if (rc == LP_OK && !general && !isnan(gamma))
+        rc = score_pessimism(sv, f, r, all_ref ? lr : NULL, K, gamma, arr, msg, msglen);
+    for (size_t k = 0; f && k < (keep ? K : 1); k++)
         lp_sparse_free(&f[k]);
     free(f);
     free(r);
@@ -577,8 +601,8 @@ static void free_items(score_item *items, size_t n)
     free(items);
 }
 
-static int score_tasks(lp_api *api, lp_served *sv, const json_t *ids, json_t *out, char *msg,
-                       size_t msglen)
+static int score_tasks(lp_api *api, lp_served *sv, const json_t *ids, double gamma, json_t *out,
+                       char *msg, size_t msglen)
 {
     if (!json_is_array(ids) || json_array_size(ids) == 0)
         return lp_fail(LP_EWRONG_TYPE, msg, msglen, "task_ids must be a non-empty array");
@@ -598,7 +622,7 @@ static int score_tasks(lp_api *api, lp_served *sv, const json_t *ids, json_t *ou
         json_t *cands = json_array();
         char why[LP_MSG_MAX] = "";
         if (rc == LP_OK)
-            rc = score_items(sv, items, 2, cands, why, sizeof why);
+            rc = score_items(sv, items, 2, gamma, cands, why, sizeof why);
         if (rc != LP_OK)
             lp_fail(rc, msg, msglen, "task %lld: %s", (long long)id,
                     why[0] ? why : lp_error_message(rc));
@@ -614,7 +638,8 @@ static int score_tasks(lp_api *api, lp_served *sv, const json_t *ids, json_t *ou
     return LP_OK;
 }
 
-static int score_prompt(lp_served *sv, const json_t *root, json_t *out, char *msg, size_t msglen)
+static int score_prompt(lp_served *sv, const json_t *root, double gamma, json_t *out, char *msg,
+                        size_t msglen)
 {
     const char *prompt = "";
     int rc = LP_OK;
@@ -643,13 +668,35 @@ static int score_prompt(lp_served *sv, const json_t *root, json_t *out, char *ms
     }
     json_t *arr = json_array();
     if (rc == LP_OK)
-        rc = score_items(sv, items, K, arr, msg, msglen);
+        rc = score_items(sv, items, K, gamma, arr, msg, msglen);
     free_items(items, K);
     if (rc == LP_OK)
         json_object_set_new(out, "candidates", arr);
     else
         json_decref(arr);
     return rc;
+}
+
+/* The request's pessimism: "gamma" (a number in [0, LP_CONF_GAMMA_MAX]) or
+ * "pessimism": true (gamma: the default) asks for it; *gamma stays NAN
+ * otherwise ("pessimism": false without gamma). */
+static int score_gamma(const json_t *root, double *gamma, char *msg, size_t msglen)
+{
+    const json_t *p = json_object_get(root, "pessimism"), *g = json_object_get(root, "gamma");
+    if (p != NULL && !json_is_boolean(p))
+        return lp_fail(LP_EWRONG_TYPE, msg, msglen, "pessimism must be true or false");
+    if (g != NULL && (!json_is_number(g) || !(json_number_value(g) >= 0.0) ||
+                      !(json_number_value(g) <= LP_CONF_GAMMA_MAX)))
+        return lp_fail(LP_EWRONG_TYPE, msg, msglen, "gamma must be a number from 0 to %g",
+                       LP_CONF_GAMMA_MAX);
+    if (g != NULL && p != NULL && !json_is_true(p))
+        return lp_fail(LP_EBAD_REQUEST, msg, msglen,
+                       "gamma asks for pessimism: drop \"pessimism\": false");
+    if (g != NULL)
+        *gamma = json_number_value(g);
+    else if (json_is_true(p))
+        *gamma = LP_CONF_DEFAULT_GAMMA;
+    return LP_OK;
 }
 
 /* The model a score request may use (docs/trust-model.md): the served one
@@ -684,7 +731,8 @@ int lp_api_score(lp_api *api, const lp_request *req, lp_response *resp)
         return no_learner(resp);
     struct timespec t0, t1;
     clock_gettime(CLOCK_MONOTONIC, &t0);
-    static const char *const fields[] = {"prompt", "candidates", "task_ids", "version", NULL};
+    static const char *const fields[] = {"prompt", "candidates", "task_ids", "version",
+                                         "gamma",  "pessimism",  NULL};
     json_t *root = NULL;
     if (lp_api_parse_body(api, req, &root, resp) != LP_OK)
         return LP_API_DONE;
@@ -699,9 +747,17 @@ int lp_api_score(lp_api *api, const lp_request *req, lp_response *resp)
     if (rc == LP_OK && json_object_get(root, "task_ids") != NULL &&
         json_object_get(root, "candidates") != NULL)
         rc = lp_fail(LP_EBAD_REQUEST, msg, sizeof msg, "give candidates or task_ids, not both");
+    double gamma = NAN; /* NAN: no pessimistic scores */
+    if (rc == LP_OK)
+        rc = score_gamma(root, &gamma, msg, sizeof msg);
     lp_served *sv = NULL;
     if (rc == LP_OK && (rc = score_model(api, req->principal, version, &sv)) != LP_OK)
         msg[0] = '\0';
+    if (rc == LP_OK && !isnan(gamma) && !lp_served_has_confidence(sv))
+        rc = lp_fail(LP_ENO_CONFIDENCE, msg, sizeof msg, "model %lld has no confidence record%s",
+                     (long long)lp_served_version(sv),
+                     lp_served_is_general(sv) ? " (a general-preference model has no rewards)"
+                                              : "; retrain to score pessimistically");
     json_t *out = NULL;
     if (rc == LP_OK) {
         const lp_model *m = lp_served_model(sv);
@@ -712,8 +768,10 @@ int lp_api_score(lp_api *api, const lp_request *req, lp_response *resp)
                         "beta", m->beta);
         const json_t *ids = json_object_get(root, "task_ids");
         rc = out == NULL ? LP_ENO_MEMORY
-             : ids       ? score_tasks(api, sv, ids, out, msg, sizeof msg)
-                         : score_prompt(sv, root, out, msg, sizeof msg);
+             : ids       ? score_tasks(api, sv, ids, gamma, out, msg, sizeof msg)
+                         : score_prompt(sv, root, gamma, out, msg, sizeof msg);
+        if (rc == LP_OK && !isnan(gamma))
+            json_object_set_new(out, "gamma", json_real(gamma));
     }
     lp_served_unref(sv);
     json_decref(root);
