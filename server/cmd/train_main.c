@@ -35,6 +35,7 @@
 #include "rr.h"
 #include "simulate.h"
 #include "study.h"
+#include "userlevelstudy.h"
 #include "sweep.h"
 #include "wire.h"
 
@@ -213,6 +214,9 @@ typedef struct fit_cli {
     const char *mechanism, *candidates, *center;
     double epsilon, radius;
     int research;
+    /* aup: delta, the contribution cap and the optimizer */
+    double delta, concentration;
+    int user_cap, steps, user_batch;
     uint64_t seed;
     feat_cli feat;
 } fit_cli;
@@ -340,6 +344,7 @@ static void fit_cli_init(fit_cli *c)
     c->mechanism = "none";
     c->epsilon = NAN;
     c->radius = 1.0;
+    c->delta = NAN;
     feat_cli_init(&c->feat);
 }
 
@@ -424,17 +429,41 @@ static int fit_general(const fit_cli *c)
     return rc == LP_OK ? 0 : fail("fit", rc, msg);
 }
 
-/* fit --mechanism exponential: a DP release (mechanism.h). */
+/* The summary of an AUP-RLHF release on stderr. */
+static void print_aup_release(const json_t *r, int research)
+{
+    const json_t *h = json_object_get(r, "halted_at");
+    fprintf(stderr,
+            "fit: aup (user-level epsilon %g, delta %g, %s randomness) on %lld annotators, %lld "
+            "labels used (cap %lld): %lld of %lld steps%s, tau %.4g, noise sigma %.4g per "
+            "coordinate\n",
+            json_number_value(json_object_get(r, "epsilon")),
+            json_number_value(json_object_get(r, "delta")),
+            research ? "SEEDED (research, not private)" : "CSPRNG",
+            json_integer_value(json_object_get(r, "annotators")),
+            json_integer_value(json_object_get(r, "labels_used")),
+            json_integer_value(json_object_get(r, "user_cap")),
+            json_integer_value(json_object_get(r, "steps_run")),
+            json_integer_value(json_object_get(r, "steps")),
+            json_is_integer(h) ? " (the concentration test halted training)" : "",
+            json_number_value(json_object_get(r, "tau")),
+            json_number_value(json_object_get(r, "sigma")));
+}
+
+/* fit --mechanism exponential|aup: a DP release (mechanism.h). */
 static int fit_release(const fit_cli *c)
 {
     lp_release_opts ro;
     lp_mechanism mech;
     if (lp_mechanism_parse(c->mechanism, &mech) != LP_OK || mech == LP_MECH_NONE) {
-        fprintf(stderr, "ldpref-train fit: --mechanism must be none or exponential\n");
+        fprintf(stderr, "ldpref-train fit: --mechanism must be none, exponential or aup\n");
         return 2;
     }
-    if (isnan(c->epsilon) || c->candidates == NULL) {
-        fprintf(stderr, "ldpref-train fit: a release needs --epsilon and --candidates\n");
+    int aup = mech == LP_MECH_AUP;
+    if (isnan(c->epsilon) || (!aup && c->candidates == NULL) || (aup && isnan(c->delta)) ||
+        c->user_cap < 0 || c->steps < 0 || c->user_batch < 0) {
+        fprintf(stderr, "ldpref-train fit: a release needs --epsilon and --candidates "
+                        "(exponential) or --delta (aup); --user-cap, --steps, --user-batch >= 0\n");
         return 2;
     }
     if (c->research && c->seed == UINT64_MAX) {
@@ -445,11 +474,19 @@ static int fit_release(const fit_cli *c)
     ro.beta = isnan(c->beta) ? 1.0 : c->beta;
     ro.rmax = c->rmax;
     ro.radius = c->radius;
+    ro.delta = aup ? c->delta : 0.0;
+    ro.user_cap = (size_t)c->user_cap;
+    ro.steps = c->steps;
+    ro.lr = c->lr;
+    ro.norm_bound = isinf(c->bound) ? 0.0 : c->bound;
+    ro.tau = c->concentration;
+    ro.batch = (size_t)c->user_batch;
     char spec[128], msg[512] = "";
     /* --seed fixes the net unless the spec has its own seed. */
-    snprintf(spec, sizeof spec, "%s%s", c->candidates,
-             c->seed != UINT64_MAX && strstr(c->candidates, ":seed=") == NULL ? ":seed=" : "");
-    if (c->seed != UINT64_MAX && strstr(c->candidates, ":seed=") == NULL)
+    const char *cands = c->candidates ? c->candidates : "";
+    snprintf(spec, sizeof spec, "%s%s", cands,
+             c->seed != UINT64_MAX && !aup && strstr(cands, ":seed=") == NULL ? ":seed=" : "");
+    if (c->seed != UINT64_MAX && !aup && strstr(cands, ":seed=") == NULL)
         snprintf(spec + strlen(spec), sizeof spec - strlen(spec), "%llu",
                  (unsigned long long)c->seed);
     ro.candidates = spec;
@@ -486,7 +523,7 @@ static int fit_release(const fit_cli *c)
                      "--center has %zu features, the data %zu", center->d, ds->d);
     ro.center = center ? center->theta : NULL;
     if (rc == LP_OK)
-        rc = lp_release_fit(ds, NULL, &ro, &m, msg, sizeof msg);
+        rc = lp_release_fit(ds, ds->user, &ro, &m, msg, sizeof msg);
     if (rc == LP_OK) {
         m->text = ds->storage == LP_STORE_CSR;
         m->feat = fs;
@@ -496,7 +533,9 @@ static int fit_release(const fit_cli *c)
         if ((rc = lp_model_write(m, c->out)) != LP_OK)
             snprintf(msg, sizeof msg, "cannot write %s", c->out);
     }
-    if (rc == LP_OK && !c->quiet) {
+    if (rc == LP_OK && !c->quiet && aup)
+        print_aup_release(m->release, c->research);
+    else if (rc == LP_OK && !c->quiet) {
         const json_t *cs = json_object_get(m->release, "candidates");
         fprintf(stderr,
                 "fit: exponential mechanism (epsilon %g, %s randomness) on %zu labels x %zu "
@@ -552,8 +591,19 @@ static int cmd_fit(int argc, char **argv)
          O_U64, &c.seed},
         {"threads", "T", "threads for the loss/gradient pass (default 2)", O_INT, &c.threads},
         {"mechanism", "M",
-         "none (default: a plain fit) or exponential (a central-DP release, Algorithm 2)", O_STR,
-         &c.mechanism},
+         "none (default: a plain fit), exponential (a central-DP release, Algorithm 2) or aup "
+         "(user-level DP, AUP-RLHF)",
+         O_STR, &c.mechanism},
+        {"delta", "D", "aup: the release's delta, in (0, 1)", O_DBL, &c.delta},
+        {"user-cap", "M",
+         "aup: use each annotator's first M labels (default 0: all); annotators come from the "
+         "labels' \"annotator\" field (none: each label its own)",
+         O_INT, &c.user_cap},
+        {"steps", "T", "aup: gradient steps (default 100)", O_INT, &c.steps},
+        {"concentration", "TAU",
+         "aup: the concentration radius (default 2 G/sqrt(m), G the largest label gradient)", O_DBL,
+         &c.concentration},
+        {"user-batch", "N", "aup: annotators per step (default 0: all)", O_INT, &c.user_batch},
         {"epsilon", "E", "release: the model's privacy budget, finite and > 0", O_DBL, &c.epsilon},
         {"candidates", "SPEC",
          "release: grid:G (small d), net:K, around:K (needs --center), optionally :seed=S", O_STR,
@@ -671,11 +721,22 @@ static void write_pair_fields(FILE *f, const double *f0, const double *f1, size_
         fprintf(f, "],\"z\":%d,\"epsilon\":%.17g,\"y\":%d}\n", z, eps, y);
 }
 
+/* The simulator's JSONL output; with user_labels > 0 each record names its
+ * annotator (label i: annotator i / user_labels). */
+typedef struct pair_out {
+    FILE *f;
+    size_t count, user_labels;
+} pair_out;
+
 static void write_pair(void *ctx, const double *f0, const double *f1, size_t d, int y, int z,
                        double eps)
 {
-    fputc('{', ctx);
-    write_pair_fields(ctx, f0, f1, d, y, z, eps);
+    pair_out *po = ctx;
+    fputc('{', po->f);
+    if (po->user_labels > 0)
+        fprintf(po->f, "\"annotator\":%zu,", po->count / po->user_labels);
+    po->count++;
+    write_pair_fields(po->f, f0, f1, d, y, z, eps);
 }
 
 static int write_theta(const char *path, const double *th, size_t d, const lp_sim_opts *o)
@@ -762,8 +823,8 @@ static int simulate_general(const lp_sim_opts *so, int prompts, double cycle, co
 static int cmd_simulate(int argc, char **argv)
 {
     const char *out = NULL, *theta_out = NULL, *order = "CTL", *adv = "flip", *pref = "bt";
-    int n = 1000, d = 16, K = 4, bk = 0, prompts = 200;
-    double eps = INFINITY, alpha = 0.0, sd = 2.0, cycle = 1.0;
+    int n = 1000, d = 16, K = 4, bk = 0, prompts = 200, user_labels = 0;
+    double eps = INFINITY, alpha = 0.0, sd = 2.0, cycle = 1.0, user_eps = NAN;
     uint64_t seed = 0;
     const opt t[] = {
         {"out", "DATA.jsonl", "write dense JSONL labels here (\"-\": stdout)", O_STR, &out},
@@ -787,6 +848,13 @@ static int cmd_simulate(int argc, char **argv)
          O_DBL, &cycle},
         {"prompts", "P", "intransitive: prompts with K candidates each (default 200)", O_INT,
          &prompts},
+        {"user-labels", "M",
+         "annotators that each give M consecutive labels (records carry \"annotator\"; "
+         "default 0: none)",
+         O_INT, &user_labels},
+        {"user-epsilon", "E",
+         "with --user-labels: an annotator's budget; each label gets RR at E/M (group privacy)",
+         O_DBL, &user_eps},
         {NULL, NULL, NULL, O_STR, NULL}};
     int p =
         parse_opts(argc, argv, t, "simulate", "--out DATA.jsonl --theta-out THETA.json [options]");
@@ -794,6 +862,13 @@ static int cmd_simulate(int argc, char **argv)
         return p == 1 ? 0 : 2;
     lp_sim_opts o;
     lp_sim_opts_init(&o);
+    if (user_labels < 0 || (!isnan(user_eps) && (user_labels < 1 || !(user_eps > 0)))) {
+        fprintf(stderr, "ldpref-train simulate: --user-labels must be >= 0; --user-epsilon needs "
+                        "--user-labels >= 1 and a value > 0\n");
+        return 2;
+    }
+    if (!isnan(user_eps))
+        eps = user_eps / user_labels;
     if (!out || !theta_out || n < 1 || d < 1 || K < 2 || bk < 0 ||
         lp_order_parse(order, &o.order) || lp_adversary_parse(adv, &o.adv)) {
         fprintf(stderr, "ldpref-train simulate: need --out, --theta-out, n,d >= 1, K >= 2, a "
@@ -823,8 +898,10 @@ static int cmd_simulate(int argc, char **argv)
         free(th);
         return fail("simulate", LP_EIO, out);
     }
+    pair_out po = {.f = f, .user_labels = (size_t)user_labels};
+    o.user_labels = (size_t)user_labels;
     o.on_pair = write_pair;
-    o.on_pair_ctx = f;
+    o.on_pair_ctx = &po;
     lp_dataset *ds = NULL;
     int rc = lp_simulate(&o, th, &ds);
     if (f != stdout && fclose(f) != 0 && rc == LP_OK)
@@ -1488,6 +1565,19 @@ static int cmd_pessimism_study(int argc, char **argv)
     return rc == LP_OK ? 0 : fail("pessimism-study", rc, msg);
 }
 
+/* The user-level block's verdict on stdout (the report checked the file). */
+static void print_userlevel_verdict(const char *path)
+{
+    lp_ul_study us;
+    lp_study_verdict v;
+    char msg[256];
+    if (lp_ul_load(path, &us, msg, sizeof msg) == LP_OK) {
+        lp_ul_verdict(&us, &v);
+        printf("userlevel: %s: %s\n", lp_verdict_name(v.level), v.text);
+        lp_ul_clear(&us);
+    }
+}
+
 /* Writes the study report (study.h) for a sweep's JSONL. */
 /* The central-model block's verdicts on stdout (centralstudy.h). */
 static int print_central_verdicts(const char *path, char *msg, size_t msglen)
@@ -1524,6 +1614,8 @@ static int cmd_report(int argc, char **argv)
         {"compare", "FILE", "verdicts.json of the full report: say whether each verdict agrees",
          O_STR, &ro.compare},
         {"general", "FILE", "JSONL of `ldpref-train general-study` to include", O_STR, &ro.general},
+        {"userlevel", "FILE", "JSONL of `ldpref-train userlevel-study` to include", O_STR,
+         &ro.userlevel},
         {"central", "FILE", "JSONL of `ldpref-train central-study` to include", O_STR, &ro.central},
         {"pessimism", "FILE", "JSONL of `ldpref-train pessimism-study` to include", O_STR,
          &ro.pessimism},
@@ -1560,12 +1652,45 @@ static int cmd_report(int argc, char **argv)
             lp_gstudy_clear(&gs);
         }
     }
+    if (rc == LP_OK && ro.userlevel != NULL)
+        print_userlevel_verdict(ro.userlevel);
     if (rc == LP_OK && ro.central != NULL)
         rc = print_central_verdicts(ro.central, msg, sizeof msg);
     if (rc == LP_OK && ro.pessimism != NULL)
         rc = print_pessimism_verdict(ro.pessimism, msg, sizeof msg);
     lp_study_free(s);
     return rc == LP_OK ? 0 : fail("report", rc, msg);
+}
+
+/* The user-level study block (userlevelstudy.h). */
+static int cmd_userlevel_study(int argc, char **argv)
+{
+    const char *grid = "default", *out = NULL;
+    int seeds = 0, progress = 0;
+    const opt t[] = {
+        {"grid", "NAME", "default (the full study) or quick", O_STR, &grid},
+        {"seeds", "S", "seeds (default: the grid's)", O_INT, &seeds},
+        {"out", "FILE.jsonl", "one JSON row per (part, eps, m, n, seed, method)", O_STR, &out},
+        {"progress", NULL, "progress on stderr", O_FLAG, &progress},
+        {NULL, NULL, NULL, O_STR, NULL}};
+    int p = parse_opts(argc, argv, t, "userlevel-study", "--out FILE.jsonl [--grid NAME]");
+    if (p)
+        return p == 1 ? 0 : 2;
+    lp_ul_grid g;
+    if (out == NULL || lp_ul_grid_named(grid, &g) != LP_OK || seeds < 0) {
+        fprintf(stderr, "ldpref-train userlevel-study: need --out and --grid default|quick\n");
+        return 2;
+    }
+    if (seeds > 0)
+        g.seeds = seeds;
+    FILE *f = fopen(out, "w");
+    if (f == NULL)
+        return fail("userlevel-study", LP_EIO, out);
+    char msg[512] = "";
+    int rc = lp_ul_run(&g, f, progress, msg, sizeof msg);
+    if (fclose(f) != 0 && rc == LP_OK)
+        rc = lp_fail(LP_EIO, msg, sizeof msg, "cannot write %s", out);
+    return rc == LP_OK ? 0 : fail("userlevel-study", rc, msg);
 }
 
 /* The general-preference study block (gstudy.h). */
@@ -1653,6 +1778,7 @@ static void usage(FILE *f)
                "  sweep     simulate/fit/evaluate over a grid of settings and seeds, JSONL rows\n"
                "  report    the study report (Markdown, gnuplot scripts) from a sweep's JSONL\n"
                "  general-study  duality gaps of Algorithm 3 vs Square chi-PO on cyclic data\n"
+               "  userlevel-study  error vs m at fixed n*m: RR at eps/m vs AUP-RLHF, JSONL rows\n"
                "  central-study  the exponential mechanism's excess loss; central vs local\n"
                "  pessimism-study  pessimistic vs greedy choice, coverage of the bounds\n"
                "  version   print the version\n");
@@ -1689,6 +1815,8 @@ int main(int argc, char **argv)
         return cmd_report(argc - 2, argv + 2);
     if (strcmp(cmd, "general-study") == 0)
         return cmd_general_study(argc - 2, argv + 2);
+    if (strcmp(cmd, "userlevel-study") == 0)
+        return cmd_userlevel_study(argc - 2, argv + 2);
     if (strcmp(cmd, "central-study") == 0)
         return cmd_central_study(argc - 2, argv + 2);
     if (strcmp(cmd, "pessimism-study") == 0)

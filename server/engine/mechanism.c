@@ -1,6 +1,7 @@
 /* mechanism.c — the release dispatcher. See mechanism.h. */
 #include "mechanism.h"
 
+#include "aup.h"
 #include "error.h"
 #include "expmech.h"
 #include "rr.h"
@@ -61,8 +62,7 @@ int lp_release_fit(const lp_dataset *ds, const int64_t *user, const lp_release_o
     case LP_MECH_EXPONENTIAL:
         return lp_expmech_release(ds, user, o, out, msg, msglen);
     case LP_MECH_AUP:
-        snprintf(msg, msglen, "mechanism \"aup\" is not available in this build");
-        return LP_EINVALID_ARGUMENT;
+        return lp_aup_release_from(ds, user, o, out, msg, msglen);
     default:
         snprintf(msg, msglen, "a release needs a mechanism (\"exponential\" or \"aup\")");
         return LP_EINVALID_ARGUMENT;

@@ -8,8 +8,9 @@
  *   exponential  Algorithm 2 of the Square chi-PO paper: pure eps-DP
  *                selection from a finite candidate set fixed before the data
  *                is seen (expmech.h; docs/privacy-mechanisms.md)
- *   aup          AUP-RLHF, user-level (eps, delta)-DP (not built yet:
- *                refused with LP_EINVALID_ARGUMENT)
+ *   aup          AUP-RLHF, user-level (eps, delta)-DP: DP-SGD over the
+ *                annotators' averaged gradients through a private mean
+ *                oracle (aup.h; docs/privacy-mechanisms.md)
  *
  * Randomness: the product passes lp_csprng_next64 (common/rr.h, the OS
  * CSPRNG); research and tests a seeded lp_prng through lp_prng_next64.
@@ -47,6 +48,12 @@ typedef struct lp_release_opts {
     size_t user_cap;
     lp_rand64 rand64;
     void *rand_state;
+    /* aup: the optimizer and the concentration radius; 0 takes aup.h's
+     * defaults (100 steps, lr 1, theta norm bound 10, tau from the data's
+     * public feature norms, every annotator in each step) */
+    int steps;
+    double lr, norm_bound, tau;
+    size_t batch;
 } lp_release_opts;
 
 /* Zeroes o and sets mechanism, epsilon, beta = 1, rmax = 1, radius = 1,

@@ -3,6 +3,7 @@
 #include "centralstudy.h"
 #include "gstudy.h"
 #include "pessimismstudy.h"
+#include "userlevelstudy.h"
 
 #include "claims.h"
 
@@ -1229,6 +1230,9 @@ static const char *agreement(const json_t *full, const char *id, lp_verdict_leve
     "with n and ε"
 #define CENTRAL_MATCH_TITLE                                                                        \
     "central DP needs fewer labels than local randomized response at equal ε"
+#define USERLEVEL_TITLE                                                                            \
+    "user level: randomized response at ε/m loses accuracy as m grows at fixed n·m; AUP-RLHF "   \
+    "does not, and beats it"
 #define GENERAL_TITLE                                                                              \
     "general preferences: Algorithm 3's mixture has a smaller duality gap than a reward model "    \
     "when preferences cycle"
@@ -1309,6 +1313,15 @@ int lp_study_report(const lp_study *s, const lp_study_report_opts *o, char *msg,
     }
     lp_cstudy_verdict_excess(&cs, &cstudy_v[0]);
     lp_cstudy_verdict_match(&cs, &cstudy_v[1]);
+    lp_ul_study us = {0};
+    lp_study_verdict uv;
+    if (o->userlevel != NULL && (rc = lp_ul_load(o->userlevel, &us, msg, msglen)) != LP_OK) {
+        lp_gstudy_clear(&gs);
+        lp_cstudy_clear(&cs);
+        fclose(f);
+        return rc;
+    }
+    lp_ul_verdict(&us, &uv);
     block_verdict bv[8];
     int nb = 0;
     if (o->general != NULL)
@@ -1320,6 +1333,8 @@ int lp_study_report(const lp_study *s, const lp_study_report_opts *o, char *msg,
     lp_study_verdict pv;
     if (o->pessimism != NULL && lp_pstudy_verdict_file(o->pessimism, &pv) == LP_OK)
         bv[nb++] = (block_verdict){"pessimism", "P", LP_PSTUDY_TITLE, &pv};
+    if (o->userlevel != NULL)
+        bv[nb++] = (block_verdict){"userlevel", "U", USERLEVEL_TITLE, &uv};
     const lp_sweep_row *r0 = &s->rows[0];
     fprintf(f,
             "# Privacy and robustness study: do the papers' claims hold here?\n\n"
@@ -1466,6 +1481,9 @@ int lp_study_report(const lp_study *s, const lp_study_report_opts *o, char *msg,
     if (o->general != NULL)
         lp_gstudy_section(f, &gs, &gv);
     lp_gstudy_clear(&gs);
+    if (o->userlevel != NULL)
+        lp_ul_section(f, o->dir, &us, &uv);
+    lp_ul_clear(&us);
     if (o->central != NULL)
         lp_cstudy_section(f, &cs, &cstudy_v[0], &cstudy_v[1]);
     lp_cstudy_clear(&cs);

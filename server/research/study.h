@@ -129,6 +129,7 @@ typedef struct lp_study_report_opts {
     const char *compare;    /* verdicts.json of the committed full report, or NULL:
                              * each verdict then says whether it agrees with it */
     const char *general;    /* JSONL of the general-preference block (gstudy.h), or NULL */
+    const char *userlevel;  /* JSONL of the user-level block (userlevelstudy.h), or NULL */
     const char *central;    /* JSONL of the central-model block (centralstudy.h), or NULL */
     const char *pessimism;  /* JSONL of the pessimistic-scores block (pessimismstudy.h), or NULL */
 } lp_study_report_opts;

@@ -9,6 +9,7 @@
 #
 # Steps: `ldpref-train sweep` (simulate, fit, evaluate in-process on JOBS
 # worker threads), `ldpref-train general-study` (general preferences),
+# `ldpref-train userlevel-study` (user-level privacy: RR at eps/m vs AUP-RLHF),
 # `ldpref-train central-study` (the exponential mechanism, central vs local),
 # `ldpref-train pessimism-study` (pessimistic scores),
 # `ldpref-train cv` on the OASST pairs (full run only; the
@@ -47,6 +48,8 @@ echo "reproduce: grid '$GRID', $SEEDS seeds, $rows fits, $JOBS worker threads ->
 "$TRAIN" sweep --grid "$GRID" --seeds "$SEEDS" --jobs "$JOBS" --out "$OUT/sweep.jsonl" --progress
 echo "reproduce: general preferences (Algorithm 3 vs Square chi-PO on cyclic data)" >&2
 "$TRAIN" general-study --grid "$GRID" --out "$OUT/general.jsonl"
+echo "reproduce: user-level privacy (RR at eps/m vs AUP-RLHF)" >&2
+"$TRAIN" userlevel-study --grid "$GRID" --out "$OUT/userlevel.jsonl"
 echo "reproduce: central DP (the exponential mechanism; central vs local)" >&2
 "$TRAIN" central-study --grid "$GRID" --out "$OUT/central.jsonl"
 echo "reproduce: pessimistic scores (lower confidence bounds vs greedy choice)" >&2
@@ -69,6 +72,7 @@ NAME=sweep.jsonl
 [ "$QUICK" = 1 ] && [ -r docs/results/verdicts.json ] && CV+=(--compare docs/results/verdicts.json)
 "$TRAIN" report --in "$OUT/sweep.jsonl" --dir "$OUT" --name "$NAME" "${CV[@]}" \
   --general "$OUT/general.jsonl" --central "$OUT/central.jsonl" --pessimism "$OUT/pessimism.jsonl" \
+  --userlevel "$OUT/userlevel.jsonl" \
   --command "$CMD" --sweep-seconds "$sweep_s" --total-seconds "$total_s" --machine "$machine"
 (cd "$OUT" && for g in gp/*.gp; do gnuplot "$g"; done)
 # The full run's JSONL is committed compressed (gzip -n: no name or time, so

@@ -298,6 +298,61 @@ static void test_general(void)
     free(out);
 }
 
+/* simulate --user-labels / --user-epsilon and fit --mechanism aup. */
+static void test_aup(void)
+{
+    char args[1024], data[128], truth[128], model[128], *out = NULL;
+    snprintf(data, sizeof data, "%s/users.jsonl", dir);
+    snprintf(truth, sizeof truth, "%s/users_truth.json", dir);
+    snprintf(model, sizeof model, "%s/users_model.json", dir);
+    snprintf(args, sizeof args,
+             "simulate --n 3000 --d 3 --user-labels 3 --user-epsilon 6 --seed 2 --out %s "
+             "--theta-out %s",
+             data, truth);
+    CHECK_INT(train(args, &out), 0);
+    free(out);
+    FILE *f = fopen(data, "r");
+    char line[4096] = "";
+    int lines = 0, last_annotator = -1;
+    while (f && fgets(line, sizeof line, f) != NULL) {
+        json_t *o = json_loads(line, 0, NULL);
+        last_annotator = (int)json_integer_value(json_object_get(o, "annotator"));
+        if (lines == 0)
+            CHECK_NEAR(json_number_value(json_object_get(o, "epsilon")), 2.0, 1e-12);
+        json_decref(o);
+        lines++;
+    }
+    if (f)
+        fclose(f);
+    CHECK_INT(lines, 3000);
+    CHECK_INT(last_annotator, 999);
+
+    snprintf(args, sizeof args,
+             "fit --mechanism aup --epsilon 8 --delta 1e-5 --user-cap 2 --steps 5 --research "
+             "--seed 3 --data %s --out %s",
+             data, model);
+    CHECK_INT(train(args, &out), 0);
+    CHECK(out && strstr(out, "fit: aup (user-level epsilon 8, delta 1e-05, SEEDED") != NULL);
+    CHECK(out && strstr(out, "on 1000 annotators, 2000 labels used (cap 2)") != NULL);
+    free(out);
+    json_t *m = json_load_file(model, 0, NULL);
+    const json_t *r = json_object_get(m, "release");
+    CHECK_STR(json_string_value(json_object_get(r, "mechanism")), "aup");
+    CHECK_INT(json_integer_value(json_object_get(r, "steps_run")), 5);
+    CHECK(json_is_null(json_object_get(json_object_get(m, "data"), "n_z1")));
+    CHECK_INT(json_array_size(json_object_get(m, "theta")), 3);
+    json_decref(m);
+
+    snprintf(args, sizeof args, "fit --mechanism aup --epsilon 8 --data %s --out %s", data, model);
+    CHECK_INT(train(args, &out), 2); /* no --delta */
+    free(out);
+    snprintf(args, sizeof args, "fit --mechanism aup --epsilon inf --delta 1e-5 --data %s --out %s",
+             data, model);
+    CHECK_INT(train(args, &out), 1);
+    CHECK(out && strstr(out, "invalid_argument") != NULL);
+    free(out);
+}
+
 /* A release's record from a model file (new reference) or NULL. */
 static json_t *release_of(const char *path, json_t **doc)
 {
@@ -497,6 +552,7 @@ int main(void)
     test_l2_auto();
     test_usage();
     test_general();
+    test_aup();
     test_release();
     test_pessimism();
     if (tmpdir_remove(dir) != 0)
