@@ -49,10 +49,10 @@ typedef struct hf_scan {
     hf_config *cfg; /* sorted by epsilon, unprivatized last */
     size_t n, cap;
     int64_t rows, corrupted;
-    json_t *spent;     /* pseudonym -> total epsilon (real), or null: an unprivatized label */
-    double user_eps;   /* the largest finite total of one annotator */
-    size_t user_inf;   /* annotators with an unprivatized label */
-    char *user_max_id; /* the annotator with user_eps (borrowed from spent) */
+    json_t *spent;   /* pseudonym -> total epsilon (real), or null: an unprivatized label */
+    double user_eps; /* the largest finite total of one annotator */
+    size_t user_inf; /* annotators with an unprivatized label */
+    int privatized;  /* some annotator has only privatized labels: user_eps is set */
 } hf_scan;
 
 void ldpref_hf_options_init(ldpref_hf_options *o)
@@ -202,7 +202,7 @@ static int scan_export(ldpref_client *c, const char *tmp, hf_scan *s)
             s->user_inf++;
         } else if (json_real_value(total) > s->user_eps) {
             s->user_eps = json_real_value(total);
-            s->user_max_id = (char *)ann;
+            s->privatized = 1;
         }
     }
     return rc;
@@ -452,14 +452,14 @@ static void card_privacy(FILE *f, const hf_scan *s, size_t n_annotators)
             "published as they are.\n"
             "- Labels with epsilon null were **not privatized** (see below).\n\n"
             "### User-level epsilon\n\n");
-    if (s->user_max_id != NULL)
+    if (s->privatized)
         fprintf(f,
                 "Labels of one annotator compose: the labels of one annotator in this data set "
                 "are together epsilon-LDP for the sum of their epsilons. The largest such sum "
                 "over the %zu annotators in this data set, the **user-level epsilon**, is "
-                "**%.17g** (annotator `%s`). It is an upper bound: a remembered answer given "
-                "again under another task is counted twice here but revealed nothing new.\n\n",
-                n_annotators, s->user_eps, s->user_max_id);
+                "**%.17g**. It is an upper bound: a remembered answer given again under another "
+                "task is counted twice here but revealed nothing new.\n\n",
+                n_annotators, s->user_eps);
     if (s->user_inf > 0)
         fprintf(f,
                 "**%zu annotator(s) gave at least one unprivatized label: for them the "
@@ -672,7 +672,7 @@ static int summary(ldpref_client *c, const char *dir, const hf_scan *s, char **j
     json_t *out =
         json_pack("{s:s, s:I, s:I, s:o, s:I, s:o}", "dir", dir, "rows", (json_int_t)s->rows,
                   "annotators", (json_int_t)json_object_size(s->spent), "user_epsilon",
-                  s->user_max_id ? json_real(s->user_eps) : json_null(), "unprivatized_annotators",
+                  s->privatized ? json_real(s->user_eps) : json_null(), "unprivatized_annotators",
                   (json_int_t)s->user_inf, "configs", configs);
     if (out == NULL)
         return lpc_fail(c, LDPREF_ENO_MEMORY, "out of memory");

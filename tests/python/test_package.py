@@ -1,0 +1,76 @@
+"""The package as users get it: installed with pip from this checkout (it
+then finds this checkout's libldpref.so), the library chosen by
+LDPREF_LIBRARY, and the examples of docs/python.md run as written."""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+
+import pytest
+
+from conftest import BUILD, ROOT, Server
+
+PYTHON = sys.executable
+
+
+def run_python(code: str, env_extra: dict, cwd) -> subprocess.CompletedProcess:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("LDPREF_")}
+    env.update(env_extra)
+    return subprocess.run([PYTHON, "-c", code], cwd=cwd, env=env, capture_output=True, text=True,
+                          timeout=300, check=False)
+
+
+def test_pip_install_finds_the_checkouts_library(tmp_path):
+    target = tmp_path / "site"
+    p = subprocess.run(
+        [PYTHON, "-m", "pip", "install", "-q", "--no-build-isolation", "--no-index", "--no-deps",
+         "--target", str(target), str(ROOT / "client" / "python")],
+        capture_output=True, text=True, timeout=300, check=False)
+    assert p.returncode == 0, p.stderr
+    code = "import ldpref; print(ldpref.__file__); print(ldpref.library_path); print(ldpref.library_version())"
+    p = run_python(code, {"PYTHONPATH": str(target), "LDPREF_BUILD": os.environ.get("LDPREF_BUILD", "build")},
+                   tmp_path)
+    assert p.returncode == 0, p.stderr
+    where, lib, version = p.stdout.split()
+    assert where.startswith(str(target))  # the installed copy, not the source tree
+    assert os.path.samefile(lib, BUILD / "libldpref.so")
+    assert re.fullmatch(r"\d+\.\d+\.\d+", version)
+
+
+def test_ldpref_library_chooses_the_library(tmp_path):
+    src = {"PYTHONPATH": str(ROOT / "client" / "python")}
+    p = run_python("import ldpref", {**src, "LDPREF_LIBRARY": str(tmp_path / "missing.so")}, tmp_path)
+    assert p.returncode != 0 and "ImportError" in p.stderr and "missing.so" in p.stderr
+    p = run_python("import ldpref; print(ldpref.library_path)",
+                   {**src, "LDPREF_LIBRARY": str(BUILD / "libldpref.so")}, tmp_path)
+    assert p.returncode == 0 and p.stdout.strip() == str(BUILD / "libldpref.so")
+
+
+def doc_examples() -> str:
+    text = (ROOT / "docs" / "python.md").read_text(encoding="utf-8")
+    blocks = re.findall(r"<!-- python-example -->\n```python\n(.*?)```", text, re.S)
+    assert len(blocks) >= 4
+    return "\n".join(blocks)
+
+
+def test_docs_examples_run(tmp_path):
+    code = doc_examples()
+    (tmp_path / "server").mkdir()
+    s = Server(tmp_path / "server")
+    try:
+        work = tmp_path / "work"
+        work.mkdir()
+        env = {"PYTHONPATH": str(ROOT / "client" / "python"), "LDPREF_SERVER": s.url,
+               "LDPREF_OPERATOR_TOKEN": s.token, "LDPREF_BUILD": os.environ.get("LDPREF_BUILD", "build")}
+        p = run_python(code, env, work)
+    finally:
+        s.stop()
+    assert p.returncode == 0, p.stdout + p.stderr
+    out = p.stdout
+    assert "already_answered 60" in out
+    assert "succeeded 1" in out and "square-chipo 30" in out
+    assert "['all', 'epsilon-1']" in out and "\n15.0\n" in out
+    assert (work / "tour-dataset" / "README.md").is_file()
