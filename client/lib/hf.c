@@ -141,15 +141,11 @@ static int row_fields(ldpref_client *c, json_t *row, int64_t lineno, double *eps
     return LDPREF_OK;
 }
 
-/* Adds one row to the scan: its config and its annotator's total. */
-static int scan_row(ldpref_client *c, hf_scan *s, json_t *row, int64_t lineno)
+/* Adds one row to the scan (ctx): its config and its annotator's total. */
+static int scan_row(ldpref_client *c, json_t *row, double eps, const char *ann, void *ctx)
 {
-    double eps;
-    const char *ann;
-    int rc = row_fields(c, row, lineno, &eps, &ann);
-    if (rc != LDPREF_OK)
-        return rc;
-    int found;
+    hf_scan *s = ctx;
+    int found, rc;
     size_t at = config_find(s, eps, &found);
     if (!found && (rc = config_add(s, eps, at)) != LDPREF_OK)
         return lpc_fail(c, rc, "out of memory");
@@ -166,8 +162,12 @@ static int scan_row(ldpref_client *c, hf_scan *s, json_t *row, int64_t lineno)
     return LDPREF_OK;
 }
 
-/* First pass: configs, rows, per-annotator totals and the user-level epsilon. */
-static int scan_export(ldpref_client *c, const char *tmp, hf_scan *s)
+typedef int (*hf_row_fn)(ldpref_client *c, json_t *row, double eps, const char *annotator,
+                         void *ctx);
+
+/* Calls fn for every line of the export file tmp, parsed and checked
+ * (row_fields); stops at the first error. */
+static int each_row(ldpref_client *c, const char *tmp, hf_row_fn fn, void *ctx)
 {
     FILE *f = fopen(tmp, "r");
     if (f == NULL)
@@ -178,20 +178,27 @@ static int scan_export(ldpref_client *c, const char *tmp, hf_scan *s)
     int rc = LDPREF_OK, more;
     while (rc == LDPREF_OK && (more = next_line(f, &line, &cap)) != 0) {
         lineno++;
-        if (more < 0) {
+        json_t *row = more > 0 ? json_loads(line, 0, NULL) : NULL;
+        double eps = 0;
+        const char *ann = NULL;
+        if (more < 0)
             rc = lpc_fail(c, LDPREF_EPROTOCOL, "export line %lld is unreadable or too long",
                           (long long)lineno);
-            break;
-        }
-        json_t *row = json_loads(line, 0, NULL);
-        if (row == NULL)
+        else if (row == NULL)
             rc = lpc_fail(c, LDPREF_EPROTOCOL, "export line %lld is not JSON", (long long)lineno);
-        else
-            rc = scan_row(c, s, row, lineno);
+        else if ((rc = row_fields(c, row, lineno, &eps, &ann)) == LDPREF_OK)
+            rc = fn(c, row, eps, ann, ctx);
         json_decref(row);
     }
     free(line);
     fclose(f);
+    return rc;
+}
+
+/* First pass: configs, rows, per-annotator totals and the user-level epsilon. */
+static int scan_export(ldpref_client *c, const char *tmp, hf_scan *s)
+{
+    int rc = each_row(c, tmp, scan_row, s);
     if (rc == LDPREF_OK && s->rows == 0)
         rc = lpc_fail(c, LDPREF_ENO_LABELS, "the export has no labels: nothing to write");
     const char *ann;
@@ -262,39 +269,30 @@ static int write_row(ldpref_client *c, FILE *f, const json_t *row)
     return LDPREF_OK;
 }
 
-/* One pass over the export writing configs [first, first + k) (and the
- * "all" file when all is non-NULL). */
-static int write_pass(ldpref_client *c, const char *tmp, const hf_scan *s, FILE **files,
-                      size_t first, size_t k, FILE *all)
+/* What one writing pass writes: configs [first, first + k) into files,
+ * and every row into all when it is not NULL. */
+typedef struct hf_pass {
+    const hf_scan *s;
+    FILE **files;
+    size_t first, k;
+    FILE *all;
+} hf_pass;
+
+static int write_one(ldpref_client *c, json_t *row, double eps, const char *ann, void *ctx)
 {
-    FILE *f = fopen(tmp, "r");
-    if (f == NULL)
-        return lpc_fail(c, LDPREF_EIO, "%s: %s", tmp, strerror(errno));
-    char *line = NULL;
-    size_t cap = 0;
-    int64_t lineno = 0;
-    int rc = LDPREF_OK;
-    while (rc == LDPREF_OK && next_line(f, &line, &cap) > 0) {
-        json_t *row = json_loads(line, 0, NULL), *out = NULL;
-        double eps;
-        const char *ann;
-        int found;
-        if (row == NULL || (rc = row_fields(c, row, ++lineno, &eps, &ann)) != LDPREF_OK) {
-            rc = rc != LDPREF_OK ? rc : lpc_fail(c, LDPREF_EPROTOCOL, "the export changed");
-        } else if ((out = hf_row(row, eps)) == NULL) {
-            rc = lpc_fail(c, LDPREF_ENO_MEMORY, "out of memory");
-        } else {
-            size_t at = config_find(s, eps, &found);
-            if (all != NULL)
-                rc = write_row(c, all, out);
-            if (rc == LDPREF_OK && found && at >= first && at < first + k)
-                rc = write_row(c, files[at - first], out);
-        }
-        json_decref(out);
-        json_decref(row);
-    }
-    free(line);
-    fclose(f);
+    const hf_pass *p = ctx;
+    json_t *out = hf_row(row, eps);
+    if (out == NULL)
+        return lpc_fail(c, LDPREF_ENO_MEMORY, "out of memory");
+    int found, rc = LDPREF_OK;
+    size_t at = config_find(p->s, eps, &found);
+    if (p->all != NULL)
+        rc = write_row(c, p->all, out);
+    if (rc == LDPREF_OK && !found)
+        rc = lpc_fail(c, LDPREF_EPROTOCOL, "the export file changed between its two readings");
+    if (rc == LDPREF_OK && at >= p->first && at < p->first + p->k)
+        rc = write_row(c, p->files[at - p->first], out);
+    json_decref(out);
     return rc;
 }
 
@@ -319,8 +317,9 @@ static int write_data(ldpref_client *c, const char *dir, const char *tmp, const 
         for (size_t i = 0; i < k && rc == LDPREF_OK; i++)
             if ((files[i] = open_data(c, dir, s->cfg[first + i].name)) == NULL)
                 rc = LDPREF_EIO;
+        hf_pass pass = {s, files, first, k, first == 0 ? all : NULL};
         if (rc == LDPREF_OK)
-            rc = write_pass(c, tmp, s, files, first, k, first == 0 ? all : NULL);
+            rc = each_row(c, tmp, write_one, &pass);
         for (size_t i = 0; i < k; i++)
             rc = close_data(c, files[i], rc);
     }

@@ -74,3 +74,32 @@ def test_docs_examples_run(tmp_path):
     assert "succeeded 1" in out and "square-chipo 30" in out
     assert "['all', 'epsilon-1']" in out and "\n15.0\n" in out
     assert (work / "tour-dataset" / "README.md").is_file()
+
+
+def _normalized_c(text: str) -> str:
+    text = re.sub(r"/\*.*?\*/", " ", text, flags=re.S)
+    text = re.sub(r"//[^\n]*", " ", text)
+    text = re.sub(r"^\s*#.*$", " ", text, flags=re.M)  # preprocessor lines
+    text = text.replace("LDPREF_WUR", "").replace("LDPREF_KEY_B64_SIZE", "48")
+    text = re.sub(r"\s+", " ", text)
+    return re.sub(r"\s*([(){};,*\[\]])\s*", r"\1", text)
+
+
+def test_the_bindings_declarations_are_the_headers():
+    """The cffi declarations are a copy of client/lib/ldpref.h (ABI mode
+    needs them): every struct has the header's fields in the header's
+    order and every function the header's prototype, so a header change
+    that the copy misses fails here instead of corrupting memory."""
+    from ldpref._lib import CDEF
+
+    header = _normalized_c((ROOT / "client" / "lib" / "ldpref.h").read_text())
+    cdef = _normalized_c(CDEF)
+    structs = re.findall(r"typedef struct (\w+)\{(.*?)\}\1;", cdef)
+    assert len(structs) >= 10
+    for name, body in structs:
+        m = re.search(r"typedef struct %s\{(.*?)\}%s;" % (name, name), header)
+        assert m and m.group(1) == body, name
+    functions = re.findall(r"[^;{}]*?\b(ldpref_\w+)\([^;]*?\);", cdef)
+    assert len(functions) >= 50
+    for decl in re.findall(r"[^;{}]*?\bldpref_\w+\([^;]*?\);", cdef):
+        assert decl.strip() in header, decl

@@ -31,12 +31,12 @@ from .errors import *  # noqa: F401,F403 — the exception classes
 from .errors import LdprefError, error_class, error_name
 from . import train
 
-from ._lib import ffi as _ffi, lib as _lib
+from ._lib import ffi as _ffi, lib as _clib
 
 
 def library_version() -> str:
     """The loaded libldpref's version ("MAJOR.MINOR.PATCH")."""
-    return _ffi.string(_lib.ldpref_version()).decode()
+    return _ffi.string(_clib.ldpref_version()).decode()
 
 
 __version__ = "0.5.0"
