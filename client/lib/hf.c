@@ -478,13 +478,14 @@ static void card_privacy(FILE *f, const hf_scan *s, size_t n_annotators)
 
 static void card_debias(FILE *f, const hf_scan *s)
 {
-    const hf_config *first = &s->cfg[0];
-    char cfg[HF_NAME_MAX + 8] = "epsilon-1";
-    double q = lp_rr_flip_prob(1.0);
-    if (!isinf(first->epsilon)) {
-        snprintf(cfg, sizeof cfg, "%s", first->name);
-        q = lp_rr_flip_prob(first->epsilon);
+    const hf_config *first = &s->cfg[0]; /* the smallest epsilon */
+    if (isinf(first->epsilon)) {
+        fprintf(f, "## Debiasing\n\nNo label of this data set was privatized: there is no "
+                   "randomized-response noise to undo.\n\n");
+        return;
     }
+    const char *cfg = first->name;
+    double q = lp_rr_flip_prob(first->epsilon);
     fprintf(f,
             "## Debiasing\n\n"
             "A privatized label is flipped with probability `flip_prob`, known per row, so a "

@@ -165,3 +165,25 @@ def test_load_dataset_reads_the_directory(admin, mixed, tmp_path):
     assert ds["train"].num_rows == 7
     half = datasets.load_dataset(str(out), "epsilon-0.5", split="train")
     assert half.num_rows == 3 and set(half["epsilon"]) == {0.5}
+
+
+def test_more_epsilon_values_than_open_files(server, admin, tmp_path):
+    """70 epsilon values: more configs than the export keeps open at once
+    (64), so the data files are written in two passes; each must still hold
+    exactly its rows."""
+    name = unique("many")
+    admin.create_campaign(name, epsilon_min=0.01, epsilon_max=5)
+    load_tasks(admin, 70, name)
+    caps = [round(0.05 + 0.01 * i, 2) for i in range(70)]
+    for cap in caps:
+        with annotator(server, admin, tmp_path, name, max_epsilon_per_label=cap) as c:
+            c.answer(c.next_tasks(1)[0], False)
+    out = tmp_path / "many"
+    summary = admin.to_hf(out, name)
+    meta, _ = card(out)
+    check_configs_as_datasets_reads_them(meta)
+    assert len(meta["configs"]) == 71 and summary["rows"] == 70
+    for c in meta["configs"][1:]:
+        rows = rows_of(out, c["data_files"][0]["path"])
+        assert len(rows) == 1 and c["config_name"] == f"epsilon-{rows[0]['epsilon']:g}"
+    assert sorted(r["epsilon"] for r in rows_of(out, "data/all/train.jsonl")) == caps

@@ -12,7 +12,19 @@ import math
 import os
 import tempfile
 from dataclasses import dataclass, field
-from typing import Any, Callable, Dict, Iterable, Iterator, List, Optional, Sequence, Tuple, Union
+from typing import (
+    Any,
+    Callable,
+    Dict,
+    Iterable,
+    Iterator,
+    List,
+    Optional,
+    Sequence,
+    Tuple,
+    TypeVar,
+    Union,
+)
 
 from ._lib import CHOICE_A, CHOICE_B, CHOICE_CANT_TELL, KEY_B64_SIZE, ffi, lib
 from .errors import LdprefError, make_error
@@ -24,6 +36,7 @@ Json = Dict[str, Any]
 TIE = "tie"
 
 Choice = Union[bool, str]
+_H = TypeVar("_H", bound="_Handle")
 
 
 def _text(s: Optional[Union[str, "os.PathLike[str]"]], keep: list) -> Any:
@@ -228,14 +241,17 @@ class _Handle:
             lib.ldpref_client_close(self._c)
             self._c = ffi.NULL
 
-    def __enter__(self):
+    def __enter__(self: "_H") -> "_H":
         return self
 
     def __exit__(self, *exc: Any) -> None:
         self.close()
 
     def __del__(self) -> None:
-        self.close()
+        try:
+            self.close()
+        except Exception:  # noqa: BLE001 — interpreter shutdown may have torn down the module
+            pass
 
     # -- helpers ----------------------------------------------------------
 
