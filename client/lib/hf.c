@@ -70,6 +70,14 @@ static void shortest(double e, char *out, size_t cap)
     }
 }
 
+/* shortest() into a caller's buffer of HF_NUM_MAX bytes, for printf. */
+#define HF_NUM_MAX 32
+static const char *num(double v, char buf[HF_NUM_MAX])
+{
+    shortest(v, buf, HF_NUM_MAX);
+    return buf;
+}
+
 /* Index of the config for eps in s (sorted), or where it would go (*found 0). */
 static size_t config_find(const hf_scan *s, double eps, int *found)
 {
@@ -387,9 +395,12 @@ static void card_configs(FILE *f, const hf_scan *s)
         if (isinf(c->epsilon))
             fprintf(f, "| `%s` | null (not privatized) | 0 | 1 | %lld |\n", c->name,
                     (long long)c->rows);
-        else
-            fprintf(f, "| `%s` | %.17g | %.17g | %.17g | %lld |\n", c->name, c->epsilon,
-                    lp_rr_flip_prob(c->epsilon), lp_rr_debias(c->epsilon), (long long)c->rows);
+        else {
+            char e[HF_NUM_MAX], q[HF_NUM_MAX], d[HF_NUM_MAX];
+            fprintf(f, "| `%s` | %s | %s | %s | %lld |\n", c->name, num(c->epsilon, e),
+                    num(lp_rr_flip_prob(c->epsilon), q), num(lp_rr_debias(c->epsilon), d),
+                    (long long)c->rows);
+        }
     }
     fprintf(f, "\nEvery config has one split, `train`. `" HF_ALL "` holds every row; each other "
                "config the rows of one epsilon value, because TRL's robust DPO loss takes one "
@@ -451,14 +462,15 @@ static void card_privacy(FILE *f, const hf_scan *s, size_t n_annotators)
             "published as they are.\n"
             "- Labels with epsilon null were **not privatized** (see below).\n\n"
             "### User-level epsilon\n\n");
+    char buf[HF_NUM_MAX];
     if (s->privatized)
         fprintf(f,
                 "Labels of one annotator compose: the labels of one annotator in this data set "
                 "are together epsilon-LDP for the sum of their epsilons. The largest such sum "
                 "over the %zu annotators in this data set, the **user-level epsilon**, is "
-                "**%.17g**. It is an upper bound: a remembered answer given again under another "
+                "**%s**. It is an upper bound: a remembered answer given again under another "
                 "task is counted twice here but revealed nothing new.\n\n",
-                n_annotators, s->user_eps);
+                n_annotators, num(s->user_eps, buf));
     if (s->user_inf > 0)
         fprintf(f,
                 "**%zu annotator(s) gave at least one unprivatized label: for them the "
@@ -485,7 +497,8 @@ static void card_debias(FILE *f, const hf_scan *s)
         return;
     }
     const char *cfg = first->name;
-    double q = lp_rr_flip_prob(first->epsilon);
+    char q[HF_NUM_MAX];
+    num(lp_rr_flip_prob(first->epsilon), q);
     fprintf(f,
             "## Debiasing\n\n"
             "A privatized label is flipped with probability `flip_prob`, known per row, so a "
@@ -496,7 +509,7 @@ static void card_debias(FILE *f, const hf_scan *s)
             "from datasets import load_dataset\n"
             "from trl import DPOConfig\n\n"
             "train = load_dataset(\"path/to/this/directory\", \"%s\", split=\"train\")\n"
-            "config = DPOConfig(loss_type=\"robust\", label_smoothing=%.17g)\n"
+            "config = DPOConfig(loss_type=\"robust\", label_smoothing=%s)\n"
             "```\n\n"
             "- **Square chi-PO** (and the other debiased losses of ldpref-train): the "
             "privatized label's signed target 2z-1 is multiplied by c(epsilon) = "
@@ -531,17 +544,16 @@ static void card_corruption(FILE *f, const json_t *model, const hf_scan *s)
     json_t *c;
     json_array_foreach(settings, i, c)
     {
+        const char *campaign = json_string_value(json_object_get(c, "campaign"));
+        const char *strategy = json_string_value(json_object_get(c, "strategy"));
         json_t *feature = json_object_get(c, "feature");
-        fprintf(f, "| %s | %.17g | %s | %lld | ",
-                json_string_value(json_object_get(c, "campaign"))
-                    ? json_string_value(json_object_get(c, "campaign"))
-                    : "",
-                json_number_value(json_object_get(c, "alpha")),
-                json_string_value(json_object_get(c, "strategy"))
-                    ? json_string_value(json_object_get(c, "strategy"))
-                    : "",
+        char alpha[HF_NUM_MAX];
+        fprintf(f, "| %s | %s | %s | %lld | ", campaign ? campaign : "",
+                num(json_number_value(json_object_get(c, "alpha")), alpha),
+                strategy ? strategy : "",
                 (long long)json_integer_value(json_object_get(c, "seed")));
-        if (json_is_integer(feature))
+        /* the feature index means something for the backdoor strategy only */
+        if (strategy && strcmp(strategy, "backdoor") == 0 && json_is_integer(feature))
             fprintf(f, "%lld", (long long)json_integer_value(feature));
         else
             fprintf(f, "none");

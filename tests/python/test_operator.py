@@ -140,7 +140,7 @@ def test_schedule_and_corruption_view_in_hf(admin, labelled, tmp_path):
     out = tmp_path / "corrupted"
     summary = admin.to_hf(out, view="corrupted")
     body = (out / "README.md").read_text()
-    assert "training view of model version" in body and "| flip |" in body and "| 0.29999999999999999 |" in body
+    assert "training view of model version" in body and "| 0.3 | flip | 7 | none |" in body
     rows = [json.loads(l) for l in open(out / "data/all/train.jsonl")]
     assert len(rows) == summary["rows"] == 40
     flipped = sum(r["corrupted"] for r in rows)
