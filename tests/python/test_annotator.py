@@ -174,3 +174,24 @@ def test_python_and_cli_share_one_ledger_and_memo(server, admin, tmp_path):
     # The memoized answer prefers the same response text in both tasks.
     assert rows[again["task_id"]]["chosen"] == rows[t1.task_id]["chosen"]
     assert rows[again["task_id"]]["epsilon"] == r1.epsilon
+
+
+def test_arguments_checked_before_the_library(server, admin, tmp_path):
+    name = unique("args")
+    admin.create_campaign(name)
+    load_tasks(admin, 1, name)
+    with annotator(server, admin, tmp_path, name) as c:
+        (t,) = c.next_tasks(1)
+        for bad in ("maybe", 2, None):
+            with pytest.raises(ValueError):
+                c.answer(t, bad)
+        with pytest.raises(ldpref.UnknownTask):
+            c.answer(10**9, True)  # never fetched through this ledger
+        assert c.budget().spent == 0
+    with pytest.raises(ValueError):
+        admin.enrollment_tokens(1, "bad\0name")
+    closed = annotator(server, admin, tmp_path, name)
+    closed.close()
+    closed.close()  # idempotent
+    with pytest.raises(ValueError):
+        closed.budget()

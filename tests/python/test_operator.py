@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import math
+import sys
 
 import pytest
 
@@ -113,6 +114,16 @@ def test_retrain_progress_models_score(server, admin, labelled):
     assert s.probabilities.sum() == pytest.approx(1.0, abs=1e-9)
     assert s.model_version == version and np.all(np.isfinite(s.rewards))
     assert len(admin.runs()) >= 1 and admin.run(run["run"])["curve"] is not None
+
+
+def test_score_without_numpy_gives_lists(admin, labelled, monkeypatch):
+    monkeypatch.setitem(sys.modules, "numpy", None)  # `import numpy` now fails
+    admin.retrain(campaign=labelled, l2=0.01)
+    s = admin.score("Question y?", ["First answer y.", "Second answer y, longer."])
+    assert isinstance(s.rewards, list) and isinstance(s.probabilities, list)
+    assert len(s.probabilities) == 2 and math.isclose(sum(s.probabilities), 1.0, abs_tol=1e-9)
+    with pytest.raises(ValueError):
+        admin.score("Question y?", ["a", "b"], features=[[1.0]])
 
 
 def test_retrain_errors_and_callback_exceptions(admin, labelled):

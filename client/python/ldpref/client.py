@@ -43,7 +43,10 @@ def _text(s: Optional[Union[str, "os.PathLike[str]"]], keep: list) -> Any:
     """A borrowed C string for s (None: NULL); keep holds it alive."""
     if s is None:
         return ffi.NULL
-    buf = ffi.new("char[]", os.fsencode(s) if not isinstance(s, str) else s.encode())
+    data = os.fsencode(s) if not isinstance(s, str) else s.encode()
+    if b"\0" in data:
+        raise ValueError("a string passed to libldpref cannot hold a NUL character")
+    buf = ffi.new("char[]", data)
     keep.append(buf)
     return buf
 
@@ -303,7 +306,8 @@ class _Handle:
         if version is not None:
             req["version"] = version
         keep: list = []
-        resp = self._json(lib.ldpref_score, _text(json.dumps(req), keep))
+        text = json.dumps(req, allow_nan=False)
+        resp = self._json(lib.ldpref_score, _text(text, keep))
         got = resp["candidates"]
         rewards = [math.nan if c.get("reward") is None else float(c["reward"]) for c in got]
         probs = [float(c["probability"]) for c in got]
@@ -465,7 +469,9 @@ class Admin(_Handle):
             for t in tasks:
                 f.write(json.dumps(t) + "\n")
             f.flush()
-            return self._json(lib.ldpref_admin_tasks_load, _text(f.name, keep), _text(campaign, keep))
+            return self._json(
+                lib.ldpref_admin_tasks_load, _text(f.name, keep), _text(campaign, keep)
+            )
 
     def enrollment_tokens(self, count: int = 1, campaign: Optional[str] = None) -> List[str]:
         """count one-time enrollment tokens for campaign (default "default")."""
@@ -650,7 +656,8 @@ class Admin(_Handle):
         req = dict(request or {})
         req.update(fields)
         keep: list = []
-        run = self._json(lib.ldpref_admin_retrain, _text(json.dumps(req), keep))
+        text = json.dumps(req, allow_nan=False)
+        run = self._json(lib.ldpref_admin_retrain, _text(text, keep))
         if not wait:
             return run
         return self.wait_run(int(run["run"]), progress=progress, poll_ms=poll_ms)
@@ -721,7 +728,8 @@ class Admin(_Handle):
     def set_schedule(self, schedule: Json) -> Json:
         """Stores a schedule {"interval_s", "every_labels", "request"}."""
         keep: list = []
-        return self._json(lib.ldpref_admin_schedule_set, _text(json.dumps(schedule), keep))
+        text = json.dumps(schedule, allow_nan=False)
+        return self._json(lib.ldpref_admin_schedule_set, _text(text, keep))
 
     def corruption(self, campaign: Optional[str] = None) -> Json:
         """The server-side corruption settings in force for campaign."""

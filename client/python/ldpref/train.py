@@ -95,7 +95,11 @@ def simulate(out: PathLike, theta_out: PathLike, **options: Any) -> Dict:
 
 
 def evaluate(
-    model: PathLike, *, truth: Optional[PathLike] = None, data: Optional[PathLike] = None, **options: Any
+    model: PathLike,
+    *,
+    truth: Optional[PathLike] = None,
+    data: Optional[PathLike] = None,
+    **options: Any,
 ) -> Dict:
     """Evaluates a model against theta* (truth) or labelled data; the
     trainer's JSON summary."""
