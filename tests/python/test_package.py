@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import os
 import re
+import shutil
 import subprocess
 import sys
 
@@ -23,21 +24,43 @@ def run_python(code: str, env_extra: dict, cwd) -> subprocess.CompletedProcess:
                           timeout=300, check=False)
 
 
-def test_pip_install_finds_the_checkouts_library(tmp_path):
-    target = tmp_path / "site"
+@pytest.fixture(scope="module")
+def installed(tmp_path_factory):
+    """The package installed with pip (offline) into a directory of its own."""
+    target = tmp_path_factory.mktemp("site")
     p = subprocess.run(
         [PYTHON, "-m", "pip", "install", "-q", "--no-build-isolation", "--no-index", "--no-deps",
          "--target", str(target), str(ROOT / "client" / "python")],
         capture_output=True, text=True, timeout=300, check=False)
     assert p.returncode == 0, p.stderr
-    code = "import ldpref; print(ldpref.__file__); print(ldpref.library_path); print(ldpref.library_version())"
-    p = run_python(code, {"PYTHONPATH": str(target), "LDPREF_BUILD": os.environ.get("LDPREF_BUILD", "build")},
-                   tmp_path)
+    return target
+
+
+SHOW = "import ldpref; print(ldpref.__file__); print(ldpref.library_path); print(ldpref.library_version())"
+
+
+def test_pip_install_finds_the_checkouts_library(installed, tmp_path):
+    env = {"PYTHONPATH": str(installed), "LDPREF_BUILD": os.environ.get("LDPREF_BUILD", "build")}
+    p = run_python(SHOW, env, tmp_path)
     assert p.returncode == 0, p.stderr
     where, lib, version = p.stdout.split()
-    assert where.startswith(str(target))  # the installed copy, not the source tree
+    assert where.startswith(str(installed))  # the installed copy, not the source tree
     assert os.path.samefile(lib, BUILD / "libldpref.so")
     assert re.fullmatch(r"\d+\.\d+\.\d+", version)
+
+
+def test_an_install_prefix_is_found_without_a_checkout(installed, tmp_path):
+    """A copy of the package that knows no checkout finds the library under
+    LDPREF_PREFIX/lib, laid out as `make install` lays it out."""
+    alone = tmp_path / "site"
+    shutil.copytree(installed, alone)
+    (alone / "ldpref" / "_checkout.py").unlink()
+    prefix = tmp_path / "prefix"
+    (prefix / "lib").mkdir(parents=True)
+    shutil.copy(BUILD / "libldpref.so", prefix / "lib" / "libldpref.so.0")
+    p = run_python(SHOW, {"PYTHONPATH": str(alone), "LDPREF_PREFIX": str(prefix)}, tmp_path)
+    assert p.returncode == 0, p.stderr
+    assert p.stdout.split()[1] == str(prefix / "lib" / "libldpref.so.0")
 
 
 def test_ldpref_library_chooses_the_library(tmp_path):
