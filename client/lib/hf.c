@@ -118,18 +118,34 @@ static int config_add(hf_scan *s, double eps, size_t at)
     return LDPREF_OK;
 }
 
-/* Reads the next line of f into *line (without its newline): 1 when there
- * is one, 0 at the end, -1 on a line too long or a read error. */
+/* Reads the next line of f into *line (grown as needed, without its
+ * newline), holding at most HF_LINE_MAX bytes of it: 1 when there is one,
+ * 0 at the end, -1 on a longer line or a read error. */
 static int next_line(FILE *f, char **line, size_t *cap)
 {
-    ssize_t n = getline(line, cap, f);
-    if (n < 0)
-        return ferror(f) ? -1 : 0;
-    if ((size_t)n > HF_LINE_MAX)
-        return -1;
-    if (n > 0 && (*line)[n - 1] == '\n')
-        (*line)[n - 1] = '\0';
-    return 1;
+    size_t n = 0;
+    for (;;) {
+        if (*cap - n < 2) {
+            if (*cap >= HF_LINE_MAX)
+                return -1;
+            size_t grown = *cap ? 2 * *cap : 4096;
+            char *p = realloc(*line, grown < HF_LINE_MAX ? grown : HF_LINE_MAX);
+            if (p == NULL)
+                return -1;
+            *line = p;
+            *cap = grown < HF_LINE_MAX ? grown : HF_LINE_MAX;
+        }
+        if (fgets(*line + n, (int)(*cap - n), f) == NULL) {
+            if (ferror(f))
+                return -1;
+            return n > 0;
+        }
+        n += strlen(*line + n);
+        if (n > 0 && (*line)[n - 1] == '\n') {
+            (*line)[n - 1] = '\0';
+            return 1;
+        }
+    }
 }
 
 /* The row's epsilon (INFINITY for null) and annotator, checked. */
