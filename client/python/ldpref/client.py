@@ -669,8 +669,10 @@ class Admin(_Handle):
         progress: Optional[Callable[[Json], None]] = None,
         poll_ms: int = 0,
     ) -> Json:
-        """Polls a run until it ends (see retrain). An exception raised by
-        progress is re-raised once the run has ended."""
+        """Polls a run until it ends (see retrain), in C: an exception
+        raised by progress (KeyboardInterrupt too) is re-raised once the run
+        has ended. To stop waiting early, start with wait=False and poll
+        run(id) yourself, or cancel_run(id)."""
         raised: List[BaseException] = []
 
         def on_progress(ctx: Any, run_json: Any) -> None:
