@@ -30,8 +30,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#define HF_OPEN_MAX 64          /* data files open at once; more configs take more passes */
-#define HF_LINE_MAX (16u << 20) /* longest export line accepted (a task is at most 1 MiB) */
+#define HF_OPEN_MAX 64         /* data files open at once; more configs take more passes */
+#define HF_LINE_MAX (8u << 20) /* longest export line accepted (a task is at most 1 MiB) */
 #define HF_TMP_NAME ".ldpref-export.jsonl"
 #define HF_ALL "all"
 #define HF_UNPRIVATIZED "unprivatized"
