@@ -741,6 +741,20 @@ static int cmd_export(const struct cmd *cmd, ldpref_client *c, char **pos, int n
         return usage_error("--view corrupted exports the model's own campaign selection: drop "
                            "--campaign %s",
                            campaign);
+    const char *hf = cflag_value(cmd, "--hf"), *license = cflag_value(cmd, "--license");
+    if (hf && out)
+        return usage_error("--hf DIR writes a dataset directory: drop --out %s", out);
+    if (license && !hf)
+        return usage_error("--license %s needs --hf DIR", license);
+    if (hf) {
+        ldpref_hf_options o;
+        ldpref_hf_options_init(&o);
+        o.campaign = campaign, o.view = view, o.version = version, o.format = format;
+        o.license = license;
+        char *json = NULL;
+        int rc = ldpref_admin_export_hf(c, hf, &o, &json);
+        return print_text(rc, c, json, "admin export");
+    }
     int rc = out && strcmp(out, "-") != 0
                  ? ldpref_admin_export_format_path(c, campaign, view, version, format, out)
                  : ldpref_admin_export_format(c, campaign, view, version, format, stdout);
@@ -1174,6 +1188,10 @@ static const struct cflag F_EXPORT[] = {
     {"--version", "V", "with --view corrupted: the model (default: the active one)"},
     {"--format", "F",
      "standard (default: TRL's text prompt/chosen/rejected) or conversational (turn lists)"},
+    {"--hf", "DIR",
+     "write a Hugging Face dataset directory (new or empty): a config per epsilon, a dataset "
+     "card with the privacy model"},
+    {"--license", "ID", "with --hf: the dataset card's licence id (default unknown)"},
     {NULL, NULL, NULL}};
 static const struct cflag F_SIM[] = {
     {"--simulate-ctl-alpha", "A",
@@ -1318,7 +1336,8 @@ static const struct cmd CMDS[] = {
      "the audit log of operator actions, with each row's hash (operator)", 0, 0, 2, F_AUDIT,
      cmd_audit},
     {"admin export",
-     "admin export [--out FILE] [--campaign C | --view corrupted [--version V]] [--format F]",
+     "admin export [--out FILE | --hf DIR [--license ID]] [--campaign C | --view corrupted "
+     "[--version V]] [--format F]",
      "export labels as JSONL (operator)", 0, 0, 2, F_EXPORT, cmd_export},
     {"admin retrain", "admin retrain [options] [--wait]",
      "start a training run; prints the run (with --wait: the final run) (operator)", 0, 0, 2,
