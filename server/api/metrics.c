@@ -22,7 +22,7 @@ static const char *const ROUTE_NAMES[LP_ROUTE_COUNT] = {
     "corruption", "tasks_skip", "progress",
     "quality",    "console",    "annotator_list",
     "task_list",  "tokens",     "audit",
-    "other",
+    "score_batch", "other",
 };
 
 /* Score latency histogram: upper bounds in seconds, then +Inf. */
