@@ -101,7 +101,21 @@ static int read_key(reader *r, const char *const *names, int *which)
     return DECLINE; /* another key, or one with an escape */
 }
 
-/* A JSON number, read to the double the general reader gets for it. */
+/* Digits from *p: appended to *m (wrapping past 19 digits, when *m is not
+ * used), their count returned. */
+static int digits(const char **p, const char *e, uint64_t *m)
+{
+    const char *s = *p;
+    uint64_t v = *m;
+    while (*p < e && **p >= '0' && **p <= '9')
+        v = v * 10 + (uint64_t)(*(*p)++ - '0');
+    *m = v;
+    return (int)(*p - s);
+}
+
+/* A JSON number, read to the double the general reader gets for it. The
+ * mantissa m holds every digit (leading zeros too, so their count bounds
+ * the significant ones). */
 static int read_number(reader *r, double *out)
 {
     skip_ws(r);
@@ -111,31 +125,14 @@ static int read_number(reader *r, double *out)
     if (p >= e || *p < '0' || *p > '9')
         return DECLINE;
     uint64_t m = 0;
-    int digits = 0, scale = 0, integer = 1;
-    if (*p == '0') {
-        p++;
-    } else {
-        for (; p < e && *p >= '0' && *p <= '9'; p++)
-            if (digits < 19) {
-                m = m * 10 + (uint64_t)(*p - '0');
-                digits += m > 0;
-            } else {
-                digits++;
-            }
-    }
+    int n = *p == '0' ? (p++, 1) : digits(&p, e, &m), scale = 0, integer = 1;
     if (p < e && *p == '.') {
         integer = 0;
         p++;
-        if (p >= e || *p < '0' || *p > '9')
+        scale = digits(&p, e, &m);
+        if (scale == 0)
             return DECLINE;
-        for (; p < e && *p >= '0' && *p <= '9'; p++)
-            if (digits < 19) {
-                m = m * 10 + (uint64_t)(*p - '0');
-                digits += m > 0;
-                scale--;
-            } else {
-                digits++;
-            }
+        n += scale;
     }
     int exp = 0;
     if (p < e && (*p == 'e' || *p == 'E')) {
@@ -152,23 +149,23 @@ static int read_number(reader *r, double *out)
     }
     r->p = p;
     if (integer) { /* jansson's integer: exact below 10^15; -0 is 0 */
-        if (digits > EXACT_DIGITS)
+        if (n > EXACT_DIGITS)
             return DECLINE;
         *out = m == 0 ? 0.0 : neg ? -(double)m : (double)m;
         return OK;
     }
-    int e10 = exp + scale;
+    int e10 = exp - scale;
     double v;
-    if (digits <= EXACT_DIGITS && e10 >= -EXACT_POW10 && e10 <= EXACT_POW10) {
+    if (n <= EXACT_DIGITS && e10 >= -EXACT_POW10 && e10 <= EXACT_POW10) {
         v = e10 < 0 ? (double)m / POW10[-e10] : (double)m * POW10[e10];
         v = neg ? -v : v;
     } else {
-        size_t n = (size_t)(p - s);
+        size_t len = (size_t)(p - s);
         char text[NUMBER_TEXT_MAX + 1];
-        if (n > NUMBER_TEXT_MAX)
+        if (len > NUMBER_TEXT_MAX)
             return DECLINE;
-        memcpy(text, s, n);
-        text[n] = '\0';
+        memcpy(text, s, len);
+        text[len] = '\0';
         v = strtod(text, NULL);
     }
     if (!isfinite(v))
