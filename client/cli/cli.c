@@ -1261,8 +1261,9 @@ static const struct cflag F_SCORE[] = {
     {"--candidate", "TEXT", "a candidate response (repeat, up to 1024)"},
     {"--task", "ID", "score a task's two responses (repeat, up to 1000)"},
     {"--request", "FILE.json", "send this score request object (features, ref_logprob, ...)"},
-    {"--batch", "FILE", "score many prompts: JSON lines of {prompt, candidates} (or {items: [...]}); "
-                        "one answer line per item to stdout"},
+    {"--batch", "FILE",
+     "score many prompts: JSON lines of {prompt, candidates} (or {items: [...]}); "
+     "one answer line per item to stdout"},
     {"--version", "V", "model version (default: the active model)"},
     {NULL, NULL, NULL}};
 

@@ -678,8 +678,7 @@ static int score_prompt(lp_served *sv, const json_t *root, json_t *out, char *ms
 
 /* The fast reader's candidates as score items (features borrowed from the
  * reader's arena), scored under sv into out. */
-static int score_parsed(lp_served *sv, const lp_score_req *q, json_t *out, char *msg,
-                        size_t msglen)
+static int score_parsed(lp_served *sv, const lp_score_req *q, json_t *out, char *msg, size_t msglen)
 {
     score_item stack[8];
     score_item *items = q->k <= 8 ? stack : calloc(q->k, sizeof *items);
@@ -750,11 +749,10 @@ int lp_api_score_model(lp_api *api, const lp_principal *who, int64_t version, lp
 json_t *lp_api_score_header(lp_served *sv)
 {
     const lp_model *m = lp_served_model(sv);
-    return json_pack("{s:I, s:s, s:s, s:s, s:f}", "model_version",
-                     (json_int_t)lp_served_version(sv), "method",
-                     lp_served_is_general(sv) ? "general" : "reward", "loss",
-                     lp_loss_name(m->loss.kind), "link", m->link == LP_LINK_KL ? "kl" : "chimix",
-                     "beta", m->beta);
+    return json_pack(
+        "{s:I, s:s, s:s, s:s, s:f}", "model_version", (json_int_t)lp_served_version(sv), "method",
+        lp_served_is_general(sv) ? "general" : "reward", "loss", lp_loss_name(m->loss.kind), "link",
+        m->link == LP_LINK_KL ? "kl" : "chimix", "beta", m->beta);
 }
 
 int lp_api_score(lp_api *api, const lp_request *req, lp_response *resp)

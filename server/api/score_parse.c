@@ -309,9 +309,9 @@ int lp_score_parse(const char *buf, size_t len, const lp_score_caps *caps, lp_sc
             lp_score_cand *c = &out->cands[i];
             c->text = ats[i].has_text ? arena->str + ats[i].text : NULL;
             /* features present but empty still point somewhere (not NULL) */
-            c->features = ats[i].has_features ? (arena->num ? arena->num + ats[i].num
-                                                            : (const double *)arena)
-                                              : NULL;
+            c->features = ats[i].has_features
+                              ? (arena->num ? arena->num + ats[i].num : (const double *)arena)
+                              : NULL;
             c->dim = ats[i].dim;
         }
     } else {

@@ -507,7 +507,7 @@ static enum MHD_Result on_headers(lp_http *h, struct MHD_Connection *conn, const
     snprintf(st->method, sizeof st->method, "%s", method);
     const char *route = lp_api_route_name(h->api, method, url, &st->limit);
     snprintf(st->route, sizeof st->route, "%s", route ? route : url);
-    st->scoring = route == NULL                             ? SCORE_NONE
+    st->scoring = route == NULL                           ? SCORE_NONE
                   : strcmp(route, "/v1/score") == 0       ? SCORE_ONE
                   : strcmp(route, "/v1/score/batch") == 0 ? SCORE_BATCH
                                                           : SCORE_NONE;

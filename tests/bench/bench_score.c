@@ -20,6 +20,7 @@
 #include "http_raw.h"
 #include "raw_annotator.h"
 #include "rr.h"
+#include "score_parse.h"
 #include "server_proc.h"
 #include "wire.h"
 
@@ -42,7 +43,7 @@ static int quick;
 #define ANNOTATORS 16 /* 4 for the model's training labels, 4 per ingest phase */
 #define TEXT_(x) #x
 #define TEXT(x) TEXT_(x) /* a macro's value as a string literal */
-#define CLIENTS 8 /* libcurl threads of the ingest phases */
+#define CLIENTS 8        /* libcurl threads of the ingest phases */
 /* Scoring: the lean generator (tests/support/http_load.h) over SCORE_CONNS
  * keep-alive connections; SCORE_BODIES distinct bodies cycled over
  * SCORE_REQUESTS timed requests after SCORE_WARMUP untimed ones. */
@@ -313,8 +314,8 @@ static double server_cpu_s(void)
     buf[n] = '\0';
     const char *p = strrchr(buf, ')');
     unsigned long ut = 0, st = 0;
-    if (p == NULL || sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %lu %lu", &ut,
-                            &st) != 2)
+    if (p == NULL ||
+        sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %lu %lu", &ut, &st) != 2)
         return 0.0;
     return (double)(ut + st) / (double)sysconf(_SC_CLK_TCK);
 }
@@ -341,8 +342,7 @@ static double load(const char *name, char **reqs, size_t *lens, size_t m, size_t
     }
     http_load_result r;
     if (warmup > 0) {
-        if (http_load_run(srv.port, conns, seq, sl, warmup < n ? warmup : n, &r) != 0 ||
-            r.failures)
+        if (http_load_run(srv.port, conns, seq, sl, warmup < n ? warmup : n, &r) != 0 || r.failures)
             die("warm-up requests failed");
         http_load_result_free(&r);
     }
@@ -390,8 +390,8 @@ static char *dense_item(double *x)
     char *b = malloc(cap);
     len += (size_t)snprintf(b, cap, "{\"prompt\":\"p\",\"candidates\":[");
     for (int c = 0; c < CANDS; c++) {
-        len += (size_t)snprintf(b + len, cap - len, "%s{\"text\":\"x\",\"features\":",
-                                c ? "," : "");
+        len +=
+            (size_t)snprintf(b + len, cap - len, "%s{\"text\":\"x\",\"features\":", c ? "," : "");
         len += put_features(b + len, cap - len, x + (size_t)c * DIM);
         b[len++] = '}';
     }
@@ -399,9 +399,9 @@ static char *dense_item(double *x)
     return b;
 }
 
-static const char *const WORDS[] = {"the", "answer", "is", "clear", "and", "short", "model",
-                                    "reply", "a", "good", "bad", "helpful", "polite", "wrong",
-                                    "right", "maybe", "because", "data", "label", "prefer"};
+static const char *const WORDS[] = {
+    "the", "answer",  "is",     "clear", "and",   "short", "model",   "reply", "a",     "good",
+    "bad", "helpful", "polite", "wrong", "right", "maybe", "because", "data",  "label", "prefer"};
 
 /* A response text of about 40 words. */
 static void words(char *out, size_t cap, unsigned *seed)
@@ -429,6 +429,28 @@ static double dot_bound(const double *x, size_t n_cands, const double *theta)
     double rate = (double)done / (now_s() - t0);
     if (sink_r == 42.0) /* keeps the loop */
         printf("#\n");
+    return rate;
+}
+
+/* The single-thread cost of reading the requests alone: candidates/s of
+ * the server's single-pass reader over the bodies (no scoring, no HTTP). */
+static double parse_bound(char **bodies, size_t n)
+{
+    static const lp_score_caps caps = {1024, 4096, 65536};
+    lp_score_arena arena = {0};
+    lp_score_req q;
+    size_t done = 0, *lens = malloc(n * sizeof *lens);
+    for (size_t i = 0; i < n; i++)
+        lens[i] = strlen(bodies[i]);
+    double t0 = now_s();
+    do
+        for (size_t i = 0; i < n; i++)
+            if (lp_score_parse(bodies[i], lens[i], &caps, &arena, &q) == 1)
+                done += q.k;
+    while (now_s() - t0 < 0.5);
+    double rate = (double)done / (now_s() - t0);
+    lp_score_arena_free(&arena);
+    free(lens);
     return rate;
 }
 
@@ -506,11 +528,16 @@ static void score_phase(int64_t dense_version)
     double *x = malloc((size_t)SCORE_BODIES * CANDS * DIM * sizeof *x);
     char **reqs = malloc(SCORE_BODIES * sizeof *reqs);
     size_t *lens = malloc(SCORE_BODIES * sizeof *lens);
+    char **bodies = malloc(SCORE_BODIES * sizeof *bodies);
     for (size_t i = 0; i < SCORE_BODIES; i++) {
-        char *b = dense_item(x + i * CANDS * DIM);
-        reqs[i] = http_load_post("/v1/score", srv.token, "application/json", b, &lens[i]);
-        free(b);
+        bodies[i] = dense_item(x + i * CANDS * DIM);
+        reqs[i] = http_load_post("/v1/score", srv.token, "application/json", bodies[i], &lens[i]);
     }
+    double pbound = parse_bound(bodies, SCORE_BODIES);
+    printf("BENCH score_parse_bound %.0f candidates/s\n", pbound);
+    for (size_t i = 0; i < SCORE_BODIES; i++)
+        free(bodies[i]);
+    free(bodies);
     double theta[DIM];
     for (int k = 0; k < DIM; k++)
         theta[k] = gauss();
@@ -531,8 +558,8 @@ static void score_phase(int64_t dense_version)
             len += (size_t)snprintf(body + len, cap - len, "%s\n", item);
             free(item);
         }
-        breqs[r] = http_load_post("/v1/score/batch", srv.token, "application/x-ndjson", body,
-                                  &blens[r]);
+        breqs[r] =
+            http_load_post("/v1/score/batch", srv.token, "application/x-ndjson", body, &blens[r]);
         free(body);
     }
     if (batch_route()) {
@@ -540,6 +567,7 @@ static void score_phase(int64_t dense_version)
         double cands = brate * BATCH_ITEMS * CANDS;
         printf("BENCH score_batch_candidates_per_s %.0f candidates/s\n", cands);
         printf("BENCH score_batch_vs_dot_bound %.3f ratio\n", cands / bound);
+        printf("BENCH score_batch_vs_parse_bound %.3f ratio\n", cands / pbound);
         for (int r = 0; r < BATCH_REQUESTS; r++)
             free(breqs[r]);
     } else {
@@ -547,8 +575,7 @@ static void score_phase(int64_t dense_version)
     }
 
     /* text candidates through the featurizer: a text model */
-    int64_t text_version =
-        train_model("{\"campaign\":\"bench\",\"l2\":1,\"features\":\"text\"}");
+    int64_t text_version = train_model("{\"campaign\":\"bench\",\"l2\":1,\"features\":\"text\"}");
     activate(text_version);
     static char texts[SCORE_BODIES][512];
     unsigned seed = 7;
@@ -568,8 +595,8 @@ static void score_phase(int64_t dense_version)
     }
     double fbound = featurize_bound(texts, SCORE_BODIES);
     printf("BENCH featurize_bound_single_thread %.0f candidates/s\n", fbound);
-    double trate = load("score_text", treqs, tlens, treqs_n, TEXT_REQUESTS, SCORE_CONNS,
-                        SCORE_WARMUP);
+    double trate =
+        load("score_text", treqs, tlens, treqs_n, TEXT_REQUESTS, SCORE_CONNS, SCORE_WARMUP);
     printf("BENCH score_text_candidates_per_s %.0f candidates/s\n", trate * CANDS);
     printf("BENCH score_text_vs_featurize_bound %.3f ratio\n", trate * CANDS / fbound);
     activate(dense_version);

@@ -50,8 +50,9 @@ static void load_tasks(void)
 {
     char *body = malloc(TASKS * 512), *p = body;
     for (int t = 0; t < TASKS; t++) {
-        p += sprintf(p, "{\"id\":\"t%d\",\"prompt\":\"p%d\",\"responses\":[\"a%d\",\"b%d\"],"
-                        "\"features\":[",
+        p += sprintf(p,
+                     "{\"id\":\"t%d\",\"prompt\":\"p%d\",\"responses\":[\"a%d\",\"b%d\"],"
+                     "\"features\":[",
                      t, t, t, t);
         for (int r = 0; r < 2; r++) {
             *p++ = '[';
@@ -99,8 +100,8 @@ static int64_t serve_model(void)
         }
         json_decref(tasks);
     }
-    json_t *run = operator_call(&srv, "POST", "/v1/retrain", "{\"campaign\":\"s\",\"l2\":1}",
-                                &status);
+    json_t *run =
+        operator_call(&srv, "POST", "/v1/retrain", "{\"campaign\":\"s\",\"l2\":1}", &status);
     CHECK_INT(status, 202);
     json_t *done = operator_run_wait(&srv, json_integer_value(json_object_get(run, "run")), 120);
     CHECK_STR(json_string_value(json_object_get(done, "status")) ?: "", "succeeded");
@@ -487,7 +488,7 @@ int main(void)
     test_batch_streams(op);
     test_batch_refusals(op, version);
     ldpref_client_close(op);
-    server_stop(&srv);
+    CHECK_INT(server_stop(&srv), 0); /* a clean exit (the sanitizers' too) */
     server_cleanup(&srv);
     return check_summary();
 }

@@ -13,8 +13,8 @@
 #include <stddef.h>
 
 typedef struct http_load_result {
-    double wall_s;     /* first send to last answer */
-    double *latency_s; /* per request, in request order (malloc'd, n of them) */
+    double wall_s;      /* first send to last answer */
+    double *latency_s;  /* per request, in request order (malloc'd, n of them) */
     size_t n, failures; /* failures: no answer, or a status other than 2xx */
     size_t bytes_in;    /* answer bytes read (heads and bodies) */
 } http_load_result;

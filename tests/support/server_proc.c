@@ -72,7 +72,8 @@ static int spawn(server_proc *s, const char *const *extra_args)
     char wrap[512] = "", *save = NULL;
     const char *w = getenv("LDPREF_SERVER_WRAPPER");
     snprintf(wrap, sizeof wrap, "%s", w ? w : "");
-    for (char *t = strtok_r(wrap, " ", &save); t != NULL && argc < 12; t = strtok_r(NULL, " ", &save))
+    for (char *t = strtok_r(wrap, " ", &save); t != NULL && argc < 12;
+         t = strtok_r(NULL, " ", &save))
         argv[argc++] = t;
     const char *exe = argc > 0 ? argv[0] : bin;
     const char *base[] = {bin, "--port", "0", "--db", s->db, "--threads", "4"};
