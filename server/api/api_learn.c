@@ -746,6 +746,12 @@ int lp_api_score_model(lp_api *api, const lp_principal *who, int64_t version, lp
     return LP_OK;
 }
 
+int lp_api_score_is_light(const char *body, size_t len)
+{
+    return body != NULL && memchr(body, '\\', len) == NULL &&
+           memmem(body, len, "task_ids", 8) == NULL;
+}
+
 json_t *lp_api_score_header(lp_served *sv)
 {
     const lp_model *m = lp_served_model(sv);

@@ -66,8 +66,9 @@
 #define SCORE_POLL_MS 2
 #define SCORE_WAIT_MAX_MS 200
 /* A score request of at most this many body bytes is answered on the event
- * loop itself, without a hand-off, when no other request is in flight: it
- * costs tens of microseconds there, less than the hand-off to a worker. */
+ * loop itself, without a hand-off, when no other request is in flight and
+ * it reads nothing from the database (lp_api_score_is_light): it costs tens
+ * of microseconds there, less than the hand-off to a worker. */
 #define SCORE_INLINE_MAX (64 * 1024)
 #define BUSY_RETRY_S 1 /* Retry-After of 503 server_busy */
 
@@ -599,7 +600,8 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
     st->req.body_len = st->len;
     if (h->per_connection || /* this thread is the connection's own: it waits here */
         (st->scoring == SCORE_ONE && st->len <= SCORE_INLINE_MAX &&
-         atomic_load_explicit(&h->others_in_flight, memory_order_relaxed) == 0)) {
+         atomic_load_explicit(&h->others_in_flight, memory_order_relaxed) == 0 &&
+         lp_api_score_is_light(st->body, st->len))) {
         lp_response resp;
         lp_api_handle(h->api, &st->req, &resp);
         body_release(st);
