@@ -105,12 +105,13 @@ static int read_key(reader *r, const char *const *names, int *which)
  * used), their count returned. */
 static int digits(const char **p, const char *e, uint64_t *m)
 {
-    const char *s = *p;
+    const char *s = *p, *q = s;
     uint64_t v = *m;
-    while (*p < e && **p >= '0' && **p <= '9')
-        v = v * 10 + (uint64_t)(*(*p)++ - '0');
+    while (q < e && (unsigned char)(*q - '0') < 10)
+        v = v * 10 + (uint64_t)(*q++ - '0');
     *m = v;
-    return (int)(*p - s);
+    *p = q;
+    return (int)(q - s);
 }
 
 /* A JSON number, read to the double the general reader gets for it. The
