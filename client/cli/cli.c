@@ -1072,19 +1072,61 @@ static int cmd_corruption(const struct cmd *cmd, ldpref_client *c, char **pos, i
     return print_text(rc, c, json, "admin corruption");
 }
 
+/* ldpref score --batch FILE: the file's items scored in one request, the
+ * answer's lines to stdout as they arrive. */
+static int score_batch(ldpref_client *c, const char *path, const char *v)
+{
+    int64_t version = 0;
+    int rc = v ? parse_id(v, "--version", &version) : 0;
+    if (rc != 0)
+        return rc;
+    FILE *f = fopen(path, "rb");
+    if (f == NULL) {
+        fprintf(stderr, "ldpref: %s: %s\n", path, strerror(errno));
+        return LDPREF_EIO;
+    }
+    char *body = NULL;
+    size_t len = 0, cap = 0, got;
+    do {
+        if (len + 65536 > cap) {
+            char *b = realloc(body, cap = (cap ? cap * 2 : 65536) + 65536);
+            if (b == NULL) {
+                free(body);
+                fclose(f);
+                return LDPREF_ENO_MEMORY;
+            }
+            body = b;
+        }
+        got = fread(body + len, 1, cap - len, f);
+        len += got;
+    } while (got > 0);
+    int bad = ferror(f);
+    fclose(f);
+    if (bad) {
+        free(body);
+        fprintf(stderr, "ldpref: %s: cannot read\n", path);
+        return LDPREF_EIO;
+    }
+    rc = ldpref_score_batch(c, body ? body : "", len, version, stdout);
+    free(body);
+    return rc != LDPREF_OK ? fail(rc, c, "score") : 0;
+}
+
 static int cmd_score(const struct cmd *cmd, ldpref_client *c, char **pos, int npos)
 {
     int ncand = 0, ntask = 0;
     const char **cands = cflag_values(cmd, "--candidate", &ncand);
     const char **tasks = cflag_values(cmd, "--task", &ntask);
     const char *prompt = cflag_value(cmd, "--prompt"), *file = cflag_value(cmd, "--request");
-    const char *v = cflag_value(cmd, "--version");
-    int modes = (prompt || ncand > 0) + (ntask > 0) + (file != NULL);
+    const char *v = cflag_value(cmd, "--version"), *batch = cflag_value(cmd, "--batch");
+    int modes = (prompt || ncand > 0) + (ntask > 0) + (file != NULL) + (batch != NULL);
     if (modes != 1) {
         fprintf(stderr, "ldpref: score needs exactly one of --prompt with --candidate, --task, "
-                        "or --request (see ldpref score --help)\n");
+                        "--request or --batch (see ldpref score --help)\n");
         return LDPREF_EINVALID_ARGUMENT;
     }
+    if (batch != NULL)
+        return score_batch(c, batch, v);
     if ((prompt == NULL) != (ncand == 0)) {
         fprintf(stderr, "ldpref: score: --prompt needs at least one --candidate, and "
                         "--candidate needs --prompt\n");
@@ -1245,6 +1287,9 @@ static const struct cflag F_SCORE[] = {
     {"--candidate", "TEXT", "a candidate response (repeat, up to 1024)"},
     {"--task", "ID", "score a task's two responses (repeat, up to 1000)"},
     {"--request", "FILE.json", "send this score request object (features, ref_logprob, ...)"},
+    {"--batch", "FILE",
+     "score many prompts: JSON lines of {prompt, candidates} (or {items: [...]}); "
+     "one answer line per item to stdout"},
     {"--version", "V", "model version (default: the active model)"},
     {"--pessimism", NULL,
      "add each candidate's lower confidence bound (lower) and the pessimistic policy "
@@ -1362,7 +1407,7 @@ static const struct cmd CMDS[] = {
      "show (no options) or set server-side corruption for experiments (operator)", 1, 1, 2,
      F_CORRUPTION, cmd_corruption},
     {"score",
-     "score (--prompt P --candidate T... | --task ID... | --request F) [--version V] "
+     "score (--prompt P --candidate T... | --task ID... | --request F | --batch F) [--version V] "
      "[--pessimism | --gamma G]",
      "score candidates with the served (or a given) model", 0, 0, 3, F_SCORE, cmd_score},
 };

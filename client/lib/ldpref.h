@@ -705,6 +705,20 @@ int ldpref_admin_corruption_get(ldpref_client *c, const char *campaign, char **j
  * (else LDPREF_EMODEL_NOT_PUBLIC; docs/trust-model.md). */
 int ldpref_score(ldpref_client *c, const char *request_json, char **json_out);
 
+/* Largest number of prompts one batch may carry (protocol cap). Since 0.5. */
+#define LDPREF_SCORE_BATCH_MAX 10000
+
+/* POST /v1/score/batch: many prompts scored in one request. body (len
+ * bytes, borrowed) is JSON lines, one {"prompt", "candidates"} per line
+ * (as for ldpref_score), or one object {"items": [...]}; version 0 scores
+ * with the served model. The answer is written to out as it arrives: one
+ * line per item in order, {"index", "candidates"} or, for a bad item,
+ * {"index", "error", "message"} (the other items are still scored). The
+ * request needs options.operator_token with the score scope; a refusal of
+ * the whole batch (LDPREF_ETOO_MANY_CANDIDATES past LDPREF_SCORE_BATCH_MAX
+ * items, LDPREF_EMODEL_NOT_ACTIVE, ...) writes nothing. Since 0.5. */
+int ldpref_score_batch(ldpref_client *c, const char *body, size_t len, int64_t version, FILE *out);
+
 /*
  * Scores k (1..LDPREF_SCORE_CANDIDATES_MAX) candidate texts for prompt with
  * model version (0: the active one). rewards_out and probs_out (each may be
