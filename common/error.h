@@ -133,7 +133,9 @@
       "the campaign's trust, release budget, contribution cap and epsilon settings do not fit "    \
       "together")                                                                                  \
     X(93, MECHANISM_NEEDS_CENTRAL, "mechanism_needs_central", 400,                                 \
-      "a private release (mechanism) trains on one central campaign: name it in campaign")
+      "a private release (mechanism) trains on one central campaign: name it in campaign")         \
+    X(95, NO_CONFIDENCE, "no_confidence", 409,                                                     \
+      "the model has no confidence record, so it cannot give pessimistic scores (retrain it)")
 
 /* Codes as an enum: LP_OK, LP_EINVALID_ARGUMENT, ... */
 typedef enum lp_error {

@@ -16,6 +16,7 @@
  * convergence test (a warning on stderr names the reason; FIT_NOTE).
  */
 #include "centralstudy.h"
+#include "confidence.h"
 #include "dataset.h"
 #include "error.h"
 #include "evaluate.h"
@@ -27,6 +28,7 @@
 #include "mechanism.h"
 #include "model.h"
 #include "objective.h"
+#include "pessimismstudy.h"
 #include "optimize.h"
 #include "policy.h"
 #include "prng.h"
@@ -672,6 +674,8 @@ static int cmd_fit(int argc, char **argv)
     }
     lp_model *m = NULL;
     rc = run_fit(&c, ds, &m, msg, sizeof msg);
+    if (rc == LP_OK && (rc = lp_conf_attach(m, ds)) != LP_OK)
+        snprintf(msg, sizeof msg, "the confidence record could not be computed");
     if (rc == LP_OK) {
         m->text = ds->storage == LP_STORE_CSR;
         m->feat = fs;
@@ -1005,8 +1009,33 @@ static int cmd_evaluate(int argc, char **argv)
 
 /* ---- score ------------------------------------------------------------ */
 
+/* "lower" (confidence.h) and "pessimistic" (the link's policy over the
+ * lower bounds) of K candidates, added to res. */
+static int score_pessimism(const lp_conf *conf, const lp_sparse *f, const double *r,
+                           const double *lref, size_t K, double beta, lp_link_kind link,
+                           double gamma, json_t *res)
+{
+    double *lo = calloc(2 * K, sizeof *lo), *pi = lo + K;
+    int rc = lo ? lp_conf_lower(conf, f, r, lref, K, gamma, lo, NULL) : LP_ENO_MEMORY;
+    if (rc == LP_OK)
+        rc = lp_policy_probs(link, lo, lref, K, beta, pi, NULL, NULL);
+    json_t *la = json_array(), *pa = json_array();
+    for (size_t k = 0; rc == LP_OK && k < K; k++) {
+        json_array_append_new(la, json_real(lo[k]));
+        json_array_append_new(pa, json_real(pi[k]));
+    }
+    json_object_set_new(res, "gamma", json_real(gamma));
+    json_object_set_new(res, "lower", la);
+    json_object_set_new(res, "pessimistic", pa);
+    free(lo);
+    return rc;
+}
+
+/* With pessimism (conf non-NULL), each candidate's lower bound at gamma and
+ * the pessimistic policy (the same link over the bounds) are added. */
 static int score_line(const lp_model *m, lp_featurizer *fz, json_t *o, double beta,
-                      lp_link_kind link, char *msg, size_t msglen)
+                      lp_link_kind link, const lp_conf *conf, double gamma, char *msg,
+                      size_t msglen)
 {
     const json_t *feats = json_object_get(o, "features");
     const json_t *resp = json_object_get(o, "responses");
@@ -1027,13 +1056,15 @@ static int score_line(const lp_model *m, lp_featurizer *fz, json_t *o, double be
         if (fz == NULL)
             rc = lp_fail(LP_EWRONG_TYPE, msg, msglen, "the model has dense features");
     }
-    /* a general model keeps every candidate's features for its mixture */
-    lp_sparse *sv = calloc(m->general ? K : 1, sizeof *sv);
+    /* a general model keeps every candidate's features for its mixture,
+     * pessimism for the bounds */
+    int keep = m->general != NULL || conf != NULL;
+    lp_sparse *sv = calloc(keep ? K : 1, sizeof *sv);
     if (sv == NULL)
         rc = lp_fail(LP_ENO_MEMORY, msg, msglen, "out of memory");
     for (size_t k = 0; k < K && rc == LP_OK; k++) {
         const json_t *v = json_array_get(arr, k);
-        lp_sparse *fk = &sv[m->general ? k : 0];
+        lp_sparse *fk = &sv[keep ? k : 0];
         if (feats) {
             if (!json_is_array(v) || json_array_size(v) != m->d) {
                 rc = lp_fail(LP_EWRONG_TYPE, msg, msglen, "features[%zu] must have %zu numbers", k,
@@ -1101,11 +1132,14 @@ static int score_line(const lp_model *m, lp_featurizer *fz, json_t *o, double be
         json_object_set_new(res, "rewards", ra);
         json_object_set_new(res, "probs", pa);
         json_object_set_new(res, "lambda", json_real(lambda));
+        if (conf != NULL && (rc = score_pessimism(conf, sv, r, lr ? lref : NULL, K, beta, link,
+                                                  gamma, res)) != LP_OK)
+            lp_fail(rc, msg, msglen, "the bounds could not be computed");
         json_dumpf(res, stdout, JSON_COMPACT | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(17));
         putchar('\n');
         json_decref(res);
     }
-    for (size_t k = 0; sv && k < (m->general ? K : 1); k++)
+    for (size_t k = 0; sv && k < (keep ? K : 1); k++)
         lp_sparse_free(&sv[k]);
     free(sv);
     free(r);
@@ -1115,7 +1149,7 @@ static int score_line(const lp_model *m, lp_featurizer *fz, json_t *o, double be
 static int cmd_score(int argc, char **argv)
 {
     const char *model = NULL, *cand = NULL, *link = NULL;
-    double beta = NAN;
+    double beta = NAN, gamma = NAN;
     const opt t[] = {
         {"model", "MODEL.json", "the fitted model", O_STR, &model},
         {"candidates", "FILE",
@@ -1124,23 +1158,37 @@ static int cmd_score(int argc, char **argv)
          O_STR, &cand},
         {"beta", "B", "policy temperature (default: the model's)", O_DBL, &beta},
         {"link", "L", "chimix|kl (default: the model's)", O_STR, &link},
+        {"pessimism", "GAMMA",
+         "add each candidate's lower confidence bound at GAMMA >= 0 (\"lower\") and the "
+         "pessimistic policy (\"pessimistic\"); the model needs its confidence record",
+         O_DBL, &gamma},
         {NULL, NULL, NULL, O_STR, NULL}};
     int p = parse_opts(argc, argv, t, "score", "--model MODEL.json --candidates FILE");
     if (p)
         return p == 1 ? 0 : 2;
-    if (!model || !cand) {
-        fprintf(stderr, "ldpref-train score: need --model and --candidates\n");
+    if (!model || !cand || (!isnan(gamma) && !(gamma >= 0 && gamma <= LP_CONF_GAMMA_MAX))) {
+        fprintf(stderr, "ldpref-train score: need --model and --candidates (--pessimism: "
+                        "0 <= GAMMA <= 1e6)\n");
         return 2;
     }
     char msg[512] = "";
     lp_model *m = NULL;
+    lp_conf *conf = NULL;
     int rc = lp_model_read(model, &m, msg, sizeof msg);
-    if (rc != LP_OK)
+    if (rc == LP_OK && !isnan(gamma) && (m->confidence == NULL || m->general != NULL))
+        rc = lp_fail(LP_ENO_CONFIDENCE, msg, sizeof msg,
+                     "%s has no confidence record (refit it with this version)", model);
+    else if (rc == LP_OK && !isnan(gamma))
+        rc = lp_conf_prepare(m->confidence, m->d, &conf, msg, sizeof msg);
+    if (rc != LP_OK) {
+        lp_model_free(m);
         return fail("score", rc, msg);
+    }
     lp_featurizer *fz = m->text ? lp_featurizer_new(&m->feat) : NULL;
     FILE *f = strcmp(cand, "-") == 0 ? stdin : fopen(cand, "r");
     if (f == NULL) {
         lp_model_free(m);
+        lp_conf_free(conf);
         lp_featurizer_free(fz);
         return fail("score", LP_EIO, cand);
     }
@@ -1154,7 +1202,8 @@ static int cmd_score(int argc, char **argv)
         if (o == NULL || !json_is_object(o))
             rc = lp_fail(LP_EMALFORMED_JSON, msg, sizeof msg, "line %zu: %s", lineno,
                          o ? "not an object" : err.text);
-        else if ((rc = score_line(m, fz, o, isnan(beta) ? m->beta : beta, lk, m2, sizeof m2)))
+        else if ((rc = score_line(m, fz, o, isnan(beta) ? m->beta : beta, lk, conf, gamma, m2,
+                                  sizeof m2)))
             lp_fail(rc, msg, sizeof msg, "line %zu: %s", lineno, m2);
         json_decref(o);
     }
@@ -1162,6 +1211,7 @@ static int cmd_score(int argc, char **argv)
     if (f != stdin)
         fclose(f);
     lp_featurizer_free(fz);
+    lp_conf_free(conf);
     lp_model_free(m);
     return rc == LP_OK ? 0 : fail("score", rc, msg);
 }
@@ -1465,6 +1515,56 @@ static int cmd_sweep(int argc, char **argv)
     return rc == LP_OK ? 0 : fail("sweep", rc, msg);
 }
 
+/* The pessimism block's verdict on stdout. */
+static int print_pessimism_verdict(const char *path, char *msg, size_t msglen)
+{
+    lp_pstudy ps;
+    lp_study_verdict v;
+    int rc = lp_pstudy_load(path, &ps, msg, msglen);
+    if (rc == LP_OK) {
+        lp_pstudy_verdict(&ps, &v);
+        printf("pessimism: %s: %s\n", lp_verdict_name(v.level), v.text);
+        lp_pstudy_clear(&ps);
+    }
+    return rc;
+}
+
+/* The pessimistic-scores study block (pessimismstudy.h). */
+static int cmd_pessimism_study(int argc, char **argv)
+{
+    const char *grid = "full", *out = NULL;
+    int seeds = 0, progress = 0, first = 0;
+    const opt t[] = {
+        {"grid", "NAME", "full (the study) or quick", O_STR, &grid},
+        {"seeds", "S", "seeds (default: the grid's)", O_INT, &seeds},
+        {"first-seed", "S",
+         "the first seed (default 0; the default Gamma was calibrated on "
+         "seeds from 1000)",
+         O_INT, &first},
+        {"out", "FILE.jsonl", "one JSON row per (eps, seed), every Gamma of the grid", O_STR, &out},
+        {"progress", NULL, "progress on stderr", O_FLAG, &progress},
+        {NULL, NULL, NULL, O_STR, NULL}};
+    int p = parse_opts(argc, argv, t, "pessimism-study", "--out FILE.jsonl [--grid NAME]");
+    if (p)
+        return p == 1 ? 0 : 2;
+    lp_pstudy_grid g;
+    if (out == NULL || lp_pstudy_grid_named(grid, &g) != LP_OK || seeds < 0 || first < 0) {
+        fprintf(stderr, "ldpref-train pessimism-study: need --out and --grid full|quick\n");
+        return 2;
+    }
+    if (seeds > 0)
+        g.seeds = seeds;
+    g.first_seed = first;
+    FILE *f = fopen(out, "w");
+    if (f == NULL)
+        return fail("pessimism-study", LP_EIO, out);
+    char msg[512] = "";
+    int rc = lp_pstudy_run(&g, f, progress, msg, sizeof msg);
+    if (fclose(f) != 0 && rc == LP_OK)
+        rc = lp_fail(LP_EIO, msg, sizeof msg, "cannot write %s", out);
+    return rc == LP_OK ? 0 : fail("pessimism-study", rc, msg);
+}
+
 /* The user-level block's verdict on stdout (the report checked the file). */
 static void print_userlevel_verdict(const char *path)
 {
@@ -1517,6 +1617,8 @@ static int cmd_report(int argc, char **argv)
         {"userlevel", "FILE", "JSONL of `ldpref-train userlevel-study` to include", O_STR,
          &ro.userlevel},
         {"central", "FILE", "JSONL of `ldpref-train central-study` to include", O_STR, &ro.central},
+        {"pessimism", "FILE", "JSONL of `ldpref-train pessimism-study` to include", O_STR,
+         &ro.pessimism},
         {NULL, NULL, NULL, O_STR, NULL}};
     int p = parse_opts(argc, argv, t, "report", "--in FILE.jsonl --dir DIR [options]");
     if (p)
@@ -1554,6 +1656,8 @@ static int cmd_report(int argc, char **argv)
         print_userlevel_verdict(ro.userlevel);
     if (rc == LP_OK && ro.central != NULL)
         rc = print_central_verdicts(ro.central, msg, sizeof msg);
+    if (rc == LP_OK && ro.pessimism != NULL)
+        rc = print_pessimism_verdict(ro.pessimism, msg, sizeof msg);
     lp_study_free(s);
     return rc == LP_OK ? 0 : fail("report", rc, msg);
 }
@@ -1676,6 +1780,7 @@ static void usage(FILE *f)
                "  general-study  duality gaps of Algorithm 3 vs Square chi-PO on cyclic data\n"
                "  userlevel-study  error vs m at fixed n*m: RR at eps/m vs AUP-RLHF, JSONL rows\n"
                "  central-study  the exponential mechanism's excess loss; central vs local\n"
+               "  pessimism-study  pessimistic vs greedy choice, coverage of the bounds\n"
                "  version   print the version\n");
 }
 
@@ -1714,6 +1819,8 @@ int main(int argc, char **argv)
         return cmd_userlevel_study(argc - 2, argv + 2);
     if (strcmp(cmd, "central-study") == 0)
         return cmd_central_study(argc - 2, argv + 2);
+    if (strcmp(cmd, "pessimism-study") == 0)
+        return cmd_pessimism_study(argc - 2, argv + 2);
     fprintf(stderr, "ldpref-train: unknown command '%s'\n", cmd);
     usage(stderr);
     return 2;

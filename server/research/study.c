@@ -2,6 +2,7 @@
 #include "study.h"
 #include "centralstudy.h"
 #include "gstudy.h"
+#include "pessimismstudy.h"
 #include "userlevelstudy.h"
 
 #include "claims.h"
@@ -148,10 +149,54 @@ lp_study_stat lp_study_paired(const lp_study *s, const lp_study_filter *a, const
 
 /* ---- the grid present in the data --------------------------------------------- */
 
-static int cmp_double(const void *a, const void *b)
+int lp_study_cmp_double(const void *a, const void *b)
 {
     double x = *(const double *)a, y = *(const double *)b;
     return x < y ? -1 : x > y;
+}
+
+int lp_study_same_eps(double a, double b)
+{
+    return (isinf(a) && isinf(b)) || a == b;
+}
+
+int lp_study_load_rows(const char *path, size_t size, int (*parse)(const json_t *o, void *row),
+                       void **rows, size_t *n, char *msg, size_t msglen)
+{
+    *rows = NULL;
+    *n = 0;
+    FILE *f = fopen(path, "r");
+    if (f == NULL)
+        return lp_fail(LP_EIO, msg, msglen, "cannot read %s", path);
+    char *line = NULL;
+    size_t lcap = 0, cap = 0, lineno = 0;
+    int rc = LP_OK;
+    while (rc == LP_OK && getline(&line, &lcap, f) >= 0) {
+        lineno++;
+        if (*n == cap) {
+            cap = cap ? 2 * cap : 64;
+            void *nr = realloc(*rows, cap * size);
+            if (nr == NULL)
+                rc = lp_fail(LP_ENO_MEMORY, msg, msglen, "out of memory");
+            else
+                *rows = nr;
+        }
+        json_t *o = rc == LP_OK ? json_loads(line, 0, NULL) : NULL;
+        if (rc == LP_OK && (o == NULL || parse(o, (char *)*rows + *n * size) != 0))
+            rc = lp_fail(LP_EMALFORMED_JSON, msg, msglen, "%s: line %zu is not a study row", path,
+                         lineno);
+        else if (rc == LP_OK)
+            (*n)++;
+        json_decref(o);
+    }
+    free(line);
+    fclose(f);
+    if (rc != LP_OK) {
+        free(*rows);
+        *rows = NULL;
+        *n = 0;
+    }
+    return rc;
 }
 
 /* Sorted distinct values of a numeric key among the rows of block. */
@@ -168,7 +213,7 @@ static int distinct(const lp_study *s, const char *block, const char *key, doubl
         if (!seen && k < MAXV)
             out[k++] = v;
     }
-    qsort(out, (size_t)k, sizeof *out, cmp_double);
+    qsort(out, (size_t)k, sizeof *out, lp_study_cmp_double);
     return k;
 }
 
@@ -1277,7 +1322,7 @@ int lp_study_report(const lp_study *s, const lp_study_report_opts *o, char *msg,
         return rc;
     }
     lp_ul_verdict(&us, &uv);
-    block_verdict bv[5];
+    block_verdict bv[8];
     int nb = 0;
     if (o->general != NULL)
         bv[nb++] = (block_verdict){"general", "G", GENERAL_TITLE, &gv};
@@ -1285,6 +1330,9 @@ int lp_study_report(const lp_study *s, const lp_study_report_opts *o, char *msg,
         bv[nb++] = (block_verdict){"central-excess", "C1", CENTRAL_EXCESS_TITLE, &cstudy_v[0]};
         bv[nb++] = (block_verdict){"central-local", "C2", CENTRAL_MATCH_TITLE, &cstudy_v[1]};
     }
+    lp_study_verdict pv;
+    if (o->pessimism != NULL && lp_pstudy_verdict_file(o->pessimism, &pv) == LP_OK)
+        bv[nb++] = (block_verdict){"pessimism", "P", LP_PSTUDY_TITLE, &pv};
     if (o->userlevel != NULL)
         bv[nb++] = (block_verdict){"userlevel", "U", USERLEVEL_TITLE, &uv};
     const lp_sweep_row *r0 = &s->rows[0];
@@ -1439,6 +1487,7 @@ int lp_study_report(const lp_study *s, const lp_study_report_opts *o, char *msg,
     if (o->central != NULL)
         lp_cstudy_section(f, &cs, &cstudy_v[0], &cstudy_v[1]);
     lp_cstudy_clear(&cs);
+    int prc = o->pessimism ? lp_pstudy_report(f, o->dir, o->pessimism, msg, msglen) : LP_OK;
 
     fprintf(f, "\n## Real data: OASST, 5-fold held-out accuracy\n\n");
     FILE *cv = o->cv_table ? fopen(o->cv_table, "r") : NULL;
@@ -1517,7 +1566,7 @@ int lp_study_report(const lp_study *s, const lp_study_report_opts *o, char *msg,
     int bad = ferror(f);
     if (fclose(f) != 0 || bad)
         return lp_fail(LP_EIO, msg, msglen, "cannot write %s", path);
-    return LP_OK;
+    return prc;
 }
 
 /* ---- helpers shared with the claim modules ------------------------------------ */

@@ -15,7 +15,9 @@
 #include "check.h"
 #include "claims.h"
 #include "error.h"
+#include "confidence.h"
 #include "gstudy.h"
+#include "pessimismstudy.h"
 #include "rr.h"
 #include "study.h"
 #include "userlevelstudy.h"
@@ -389,6 +391,44 @@ static void check_central(const char *dir)
     lp_cstudy_clear(&c);
 }
 
+/* Pessimistic scores: one row per (eps, seed); the coverage of the bound
+ * grows with Gamma in every row and reaches the nominal 95% at the default
+ * Gamma (within K_SE SE) at every eps; the bound is wider along the poorly
+ * covered features in every row; the report has the section and its plot. */
+static void check_pessimism(const char *dir)
+{
+    char path[600], msg[512] = "";
+    snprintf(path, sizeof path, "%s/pessimism.jsonl", dir);
+    lp_pstudy p;
+    CHECK_ERR(lp_pstudy_load(path, &p, msg, sizeof msg), LP_OK);
+    lp_pstudy_grid grid;
+    CHECK_ERR(lp_pstudy_grid_named("quick", &grid), LP_OK);
+    CHECK_INT(p.n, (size_t)(grid.neps * grid.seeds));
+    int def = -1, monotone = 1, wider = 1;
+    for (int j = 0; j < grid.ngamma; j++)
+        def = grid.gamma[j] == LP_CONF_DEFAULT_GAMMA ? j : def;
+    CHECK(def > 0);
+    for (size_t i = 0; i < p.n; i++) {
+        for (int j = 1; j < p.rows[i].ngamma; j++)
+            monotone &= p.rows[i].coverage[j] >= p.rows[i].coverage[j - 1];
+        wider &= p.rows[i].width_poor > 3 * p.rows[i].width_good;
+    }
+    CHECK(monotone);
+    CHECK(wider);
+    for (int e = 0; e < grid.neps && def > 0; e++) {
+        lp_study_stat c = lp_pstudy_coverage(&p, grid.eps[e], def);
+        fprintf(stderr, "pessimism eps=%g: coverage at Gamma %g: %.4f +- %.4f\n", grid.eps[e],
+                grid.gamma[def], c.mean, c.se);
+        CHECK(c.count == (size_t)grid.seeds && c.mean + K_SE * c.se >= 0.95);
+    }
+    snprintf(path, sizeof path, "%s/README.md", dir);
+    CHECK(file_has(path, "## Pessimistic scores"));
+    CHECK(file_has(path, "| P | pessimistic scores"));
+    snprintf(path, sizeof path, "%s/pessimism.svg", dir);
+    check_record(file_has(path, "</svg>"), __FILE__, __LINE__, "%s is a complete SVG", path);
+    lp_pstudy_clear(&p);
+}
+
 /* User level: one row per cell, seed and method; every fit has a finite
  * error and every AUP-RLHF release ran; AUP-RLHF's noise scales with tau ~
  * 1/sqrt(m) at a fixed batch (m = 1 and 4 in the quick grid: sigma halves,
@@ -452,6 +492,7 @@ int main(void)
     check_orders();
     check_general(dir);
     check_central(dir);
+    check_pessimism(dir);
     check_userlevel(dir);
     lp_study_free(S);
     return check_summary();

@@ -470,6 +470,80 @@ static void test_release(void)
     free(out);
 }
 
+/* fit records the confidence record; score --pessimism adds the bounds
+ * and the pessimistic policy; a model without a record is refused. */
+static void test_pessimism(void)
+{
+    char data[128], model[128], cands[128], args[1024], *out = NULL;
+    snprintf(data, sizeof data, "%s/poor.jsonl", dir);
+    snprintf(model, sizeof model, "%s/poor.json", dir);
+    snprintf(cands, sizeof cands, "%s/poor_cands.jsonl", dir);
+    const double scale[3] = {1, 1, 0.01}; /* feature 2 barely varies */
+    write_data(data, scale, 11);
+    snprintf(args, sizeof args, "fit --data %s --out %s --l2 0.5 --folds 0 --quiet", data, model);
+    CHECK_INT(train(args, &out), 0);
+    free(out);
+    json_t *m = json_load_file(model, 0, NULL);
+    const json_t *c = json_object_get(m, "confidence");
+    CHECK_STR(json_string_value(json_object_get(c, "form")), "full");
+    CHECK_INT(json_integer_value(json_object_get(c, "labels")), 200);
+    CHECK_NEAR(json_number_value(json_object_get(c, "weight_sum")), 200 * pow(tanh(0.5), 2), 1e-9);
+    json_decref(m);
+    FILE *f;
+    /* line 1 steps along a covered feature, line 2 along the poor one */
+    f = fopen(cands, "w");
+    if (f) {
+        fputs("{\"features\":[[0,0,0],[1,0,0]]}\n{\"features\":[[0,0,0],[0,0,1]]}\n", f);
+        fclose(f);
+    }
+    double gap[2][2][2]; /* [gamma][line][candidate] */
+    const char *gammas[2] = {"0", "2"};
+    for (int g = 0; g < 2; g++) {
+        snprintf(args, sizeof args, "score --model %s --candidates %s --pessimism %s", model, cands,
+                 gammas[g]);
+        CHECK_INT(train(args, &out), 0);
+        const char *line = out;
+        for (int l = 0; l < 2; l++) {
+            json_t *r = line ? json_loads(line, JSON_DISABLE_EOF_CHECK, NULL) : NULL;
+            const json_t *rw = json_object_get(r, "rewards"), *lo = json_object_get(r, "lower"),
+                         *pi = json_object_get(r, "probs"), *pe = json_object_get(r, "pessimistic");
+            CHECK_INT(json_array_size(lo), 2);
+            double sum = 0;
+            for (size_t k = 0; k < 2; k++) {
+                gap[g][l][k] = json_number_value(json_array_get(rw, k)) -
+                               json_number_value(json_array_get(lo, k));
+                sum += json_number_value(json_array_get(pe, k));
+                if (g == 0)
+                    CHECK(json_number_value(json_array_get(pe, k)) ==
+                          json_number_value(json_array_get(pi, k)));
+            }
+            CHECK_NEAR(sum, 1.0, 1e-12);
+            json_decref(r);
+            line = line ? strchr(line, '\n') : NULL;
+            line = line ? line + 1 : NULL;
+        }
+        free(out);
+    }
+    for (int l = 0; l < 2; l++)
+        CHECK(gap[0][l][0] == 0 && gap[0][l][1] == 0);          /* Gamma 0: the rewards */
+    CHECK(gap[1][0][1] > 0 && gap[1][1][1] > 5 * gap[1][0][1]); /* the poor feature */
+    snprintf(args, sizeof args, "score --model %s --candidates %s --pessimism -1", model, cands);
+    CHECK_INT(train(args, &out), 2);
+    free(out);
+    /* a model file without the record (the simulator's theta* file) */
+    char truth[128];
+    snprintf(truth, sizeof truth, "%s/theta3.json", dir);
+    f = fopen(truth, "w");
+    if (f) {
+        fputs("{\"theta\": [1, 0, 0]}\n", f);
+        fclose(f);
+    }
+    snprintf(args, sizeof args, "score --model %s --candidates %s --pessimism 1", truth, cands);
+    CHECK_INT(train(args, &out), 1);
+    CHECK(out && strstr(out, "no confidence record") != NULL);
+    free(out);
+}
+
 int main(void)
 {
     if (tmpdir_create(dir, sizeof dir, "train") != 0) {
@@ -483,6 +557,7 @@ int main(void)
     test_general();
     test_aup();
     test_release();
+    test_pessimism();
     if (tmpdir_remove(dir) != 0)
         check_record(0, __FILE__, __LINE__, "cleanup %s", dir);
     return check_summary();
