@@ -1,8 +1,9 @@
 /*
  * test_store.c — the SQLite store on a real file: migrations, the embedded
  * schema matching schema/00N_*.sql, group commit under many threads,
- * budget checks that concurrent submissions cannot both pass, append-only
- * labels, and integrity after all of it.
+ * budget checks that concurrent submissions cannot both pass, the nonce
+ * index exact under racing submissions and rebuilt after a restart,
+ * append-only labels, and integrity after all of it.
  */
 #include "annotators.h"
 #include "campaigns.h"
@@ -218,6 +219,161 @@ static void test_label_checks(void)
     sqlite3_close(db);
 }
 
+/* ---- the nonce index (labels.c): exact under racing submissions,
+ * consistent with the table, rebuilt after a restart ---- */
+
+#define RACERS 8
+#define RACE_ROUNDS 6
+
+struct racer {
+    pthread_barrier_t *go;
+    lp_label_item item;
+};
+
+static void *racer_main(void *arg)
+{
+    struct racer *r = arg;
+    pthread_barrier_wait(r->go);
+    CHECK_INT(lp_store_labels_submit(s, &r->item, 1), LP_OK);
+    return NULL;
+}
+
+/* Submits the RACERS items from as many threads at once. */
+static void race(struct racer *r)
+{
+    pthread_barrier_t go;
+    pthread_barrier_init(&go, NULL, RACERS);
+    pthread_t th[RACERS];
+    for (int t = 0; t < RACERS; t++) {
+        r[t].go = &go;
+        pthread_create(&th[t], NULL, racer_main, &r[t]);
+    }
+    for (int t = 0; t < RACERS; t++)
+        pthread_join(th[t], NULL);
+    pthread_barrier_destroy(&go);
+}
+
+static void check_index(size_t rows)
+{
+    lp_label_index_check ic;
+    CHECK_INT(lp_store_labels_check_index(s, &ic), LP_OK);
+    CHECK_INT(ic.rows, rows);
+    CHECK_INT(ic.missing, 0);
+    CHECK(ic.slots >= ic.rows && ic.slots * 4 <= ic.capacity * 3);
+}
+
+static void test_nonce_index(void)
+{
+    char err[256], npath[300];
+    snprintf(npath, sizeof npath, "%s/nonces.db", dir);
+    lp_store_opts o = {.path = npath, .sync_full = 1, .read_conns = 2};
+    CHECK_INT(lp_store_open(&o, &s, err, sizeof err), LP_OK);
+    check_index(0);
+    lp_campaign c = {.epsilon_min = 0.1,
+                     .epsilon_max = 2,
+                     .epsilon_budget = 1000,
+                     .epsilon_default = 1,
+                     .labels_per_task = 2};
+    snprintf(c.name, sizeof c.name, "nonces");
+    CHECK_INT(lp_store_campaign_create(s, &c), LP_OK);
+    enum { NTASKS = RACERS * RACE_ROUNDS + 2 * RACE_ROUNDS + 2 };
+    static lp_task_in tasks[NTASKS];
+    static char ids[NTASKS][16];
+    for (int i = 0; i < NTASKS; i++) {
+        snprintf(ids[i], sizeof ids[i], "n%d", i);
+        tasks[i] =
+            (lp_task_in){ids[i], "prompt", "r0", "r1", 0, NULL, NULL, 0, NULL, 0, LP_GOLD_NONE};
+    }
+    size_t loaded, skipped, n;
+    int64_t first, last;
+    CHECK_INT(lp_store_tasks_load(s, c.id, tasks, NTASKS, &loaded, &skipped, &first, &last), LP_OK);
+    uint8_t key1[32], key2[32];
+    int64_t a1 = enroll_new(c.id, key1), a2 = enroll_new(c.id, key2);
+    static lp_assignment as1[NTASKS], as2[NTASKS];
+    CHECK_INT(lp_store_assign(s, a1, NTASKS, as1, &n), LP_OK);
+    CHECK_INT(n, NTASKS);
+    CHECK_INT(lp_store_assign(s, a2, NTASKS, as2, &n), LP_OK);
+    CHECK_INT(n, NTASKS);
+    size_t stored = 0, next = 0;
+    struct racer r[RACERS];
+    for (int round = 0; round < RACE_ROUNDS; round++) {
+        /* one nonce on RACERS different tasks: exactly one wins */
+        for (int t = 0; t < RACERS; t++) {
+            make_item(&r[t].item, a1, as1[next++].task_id, 1.0);
+            memcpy(r[t].item.msg.nonce, r[0].item.msg.nonce, 16);
+        }
+        race(r);
+        int won = 0, replayed = 0;
+        for (int t = 0; t < RACERS; t++) {
+            won += r[t].item.rc == LP_OK;
+            replayed += r[t].item.rc == LP_EREPLAYED_NONCE;
+        }
+        CHECK_INT(won, 1);
+        CHECK_INT(replayed, RACERS - 1);
+        stored += 1;
+        /* RACERS different labels for one task: exactly one wins */
+        int64_t task = as1[next++].task_id;
+        for (int t = 0; t < RACERS; t++)
+            make_item(&r[t].item, a1, task, 1.0);
+        race(r);
+        won = 0;
+        int conflicting = 0;
+        for (int t = 0; t < RACERS; t++) {
+            won += r[t].item.rc == LP_OK;
+            conflicting += r[t].item.rc == LP_ECONFLICTING_LABEL;
+        }
+        CHECK_INT(won, 1);
+        CHECK_INT(conflicting, RACERS - 1);
+        stored += 1;
+        /* the same label RACERS times: stored once, one receipt for all */
+        make_item(&r[0].item, a1, as1[next++].task_id, 1.0);
+        for (int t = 1; t < RACERS; t++)
+            r[t].item = r[0].item;
+        race(r);
+        int fresh = 0;
+        for (int t = 0; t < RACERS; t++) {
+            CHECK_INT(r[t].item.rc, LP_OK);
+            fresh += !r[t].item.existing;
+            CHECK_INT(r[t].item.receipt.label_id, r[0].item.receipt.label_id);
+        }
+        CHECK_INT(fresh, 1);
+        stored += 1;
+    }
+    check_index(stored);
+
+    /* a nonce is the annotator's own: another annotator may carry it */
+    lp_label_item it[2];
+    make_item(&it[0], a1, as1[next].task_id, 1.0);
+    make_item(&it[1], a2, as2[next].task_id, 1.0);
+    memcpy(it[1].msg.nonce, it[0].msg.nonce, 16);
+    CHECK_INT(lp_store_labels_submit(s, it, 2), LP_OK);
+    CHECK_INT(it[0].rc, LP_OK);
+    CHECK_INT(it[1].rc, LP_OK);
+    stored += 2;
+    lp_label_item before = it[0];
+    check_index(stored);
+    lp_store_close(s);
+
+    /* rebuilt from the table after a restart: the same answers */
+    CHECK_INT(lp_store_open(&o, &s, err, sizeof err), LP_OK);
+    check_index(stored);
+    make_item(&it[0], a1, as1[next + 1].task_id, 1.0);
+    memcpy(it[0].msg.nonce, before.msg.nonce, 16); /* reused nonce, fresh task */
+    it[1] = before;                                /* a resend of a stored label */
+    CHECK_INT(lp_store_labels_submit(s, it, 2), LP_OK);
+    CHECK_INT(it[0].rc, LP_EREPLAYED_NONCE);
+    CHECK_INT(it[1].rc, LP_OK);
+    CHECK_INT(it[1].existing, 1);
+    CHECK_INT(it[1].receipt.label_id, before.receipt.label_id);
+    CHECK_INT(it[1].receipt.received_ms, before.receipt.received_ms);
+    make_item(&it[0], a1, as1[next + 1].task_id, 1.0); /* a fresh nonce passes */
+    CHECK_INT(lp_store_labels_submit(s, it, 1), LP_OK);
+    CHECK_INT(it[0].rc, LP_OK);
+    check_index(stored + 1);
+    lp_store_close(s);
+    s = NULL;
+}
+
 int main(void)
 {
     char err[256];
@@ -225,6 +381,7 @@ int main(void)
         return 1;
     snprintf(path, sizeof path, "%s/s.db", dir);
     test_schema_files();
+    test_nonce_index();
     lp_store_opts o = {.path = path, .sync_full = 1, .read_conns = 3};
     CHECK_INT(lp_store_open(&o, &s, err, sizeof err), LP_OK);
     lp_store_close(s);
