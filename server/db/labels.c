@@ -27,6 +27,7 @@ enum lstmt {
     L_TASK_EXISTS,
     L_NONCE_ROW,
     L_NONCE_ALL,
+    L_MAX_ID,
     L_INSERT,
     L_SPEND,
     L_COUNT
@@ -45,6 +46,7 @@ static const char *const LSQL[L_COUNT] = {
     [L_TASK_EXISTS] = "SELECT campaign FROM tasks WHERE id = ?1",
     [L_NONCE_ROW] = "SELECT annotator, nonce FROM labels WHERE id = ?1",
     [L_NONCE_ALL] = "SELECT id, annotator, nonce FROM labels ORDER BY id",
+    [L_MAX_ID] = "SELECT coalesce(max(id), 0) FROM labels",
     [L_INSERT] = "INSERT INTO labels (annotator, task, z, z_task, epsilon, nonce, "
                  "timestamp_ms, signature, received_ms) "
                  "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
@@ -265,10 +267,19 @@ static int nonce_used(struct lp_label_writer *w, sqlite3 *db, int64_t annotator,
 static int ni_load_fn(sqlite3 *db, void *ctx)
 {
     struct lp_label_writer *w = ctx;
-    sqlite3_stmt *st = w_stmt(w, db, L_NONCE_ALL);
+    /* ids only grow and labels are never deleted: the largest id bounds
+     * the count, and sizing the table once saves rehashing it as it grows */
+    sqlite3_stmt *st = w_stmt(w, db, L_MAX_ID);
     if (st == NULL)
         return LP_ESTORAGE;
-    int step, rc = LP_OK;
+    int step = sqlite3_step(st), rc = LP_OK;
+    if (step == SQLITE_ROW)
+        rc = ni_reserve(&w->nonces, (size_t)sqlite3_column_int64(st, 0));
+    sqlite3_reset(st);
+    if (step != SQLITE_ROW)
+        return lp_engine_fail(db, "nonce index size");
+    if (rc != LP_OK || (st = w_stmt(w, db, L_NONCE_ALL)) == NULL)
+        return rc != LP_OK ? rc : LP_ESTORAGE;
     while (rc == LP_OK && (step = sqlite3_step(st)) == SQLITE_ROW) {
         if (sqlite3_column_bytes(st, 2) != LP_NONCE_BYTES) /* the schema's CHECK forbids it */
             continue;
