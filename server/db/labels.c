@@ -264,6 +264,7 @@ static int nonce_used(struct lp_label_writer *w, sqlite3 *db, int64_t annotator,
 }
 
 /* Builds the index from the table (a job on the writer). */
+#define LOAD_BLOCK 64
 static int ni_load_fn(sqlite3 *db, void *ctx)
 {
     struct lp_label_writer *w = ctx;
@@ -280,15 +281,26 @@ static int ni_load_fn(sqlite3 *db, void *ctx)
         return lp_engine_fail(db, "nonce index size");
     if (rc != LP_OK || (st = w_stmt(w, db, L_NONCE_ALL)) == NULL)
         return rc != LP_OK ? rc : LP_ESTORAGE;
-    while (rc == LP_OK && (step = sqlite3_step(st)) == SQLITE_ROW) {
-        if (sqlite3_column_bytes(st, 2) != LP_NONCE_BYTES) /* the schema's CHECK forbids it */
-            continue;
-        rc = ni_reserve(&w->nonces, 1);
-        if (rc == LP_OK)
-            ni_add(&w->nonces,
-                   ni_hash(&w->nonces, sqlite3_column_int64(st, 1), sqlite3_column_blob(st, 2)),
-                   sqlite3_column_int64(st, 0));
-    }
+    /* rows are hashed a block at a time and their slots prefetched before
+     * the block is stored: on a large table every store misses the cache */
+    struct nonce_slot block[LOAD_BLOCK];
+    size_t n = 0;
+    do {
+        step = sqlite3_step(st);
+        if (step == SQLITE_ROW && sqlite3_column_bytes(st, 2) == LP_NONCE_BYTES) {
+            uint64_t h =
+                ni_hash(&w->nonces, sqlite3_column_int64(st, 1), sqlite3_column_blob(st, 2));
+            block[n++] = (struct nonce_slot){h, sqlite3_column_int64(st, 0)};
+            __builtin_prefetch(&w->nonces.slot[h & (w->nonces.cap - 1)], 1);
+        }
+        if (n == LOAD_BLOCK || (step != SQLITE_ROW && n > 0)) {
+            if ((rc = ni_reserve(&w->nonces, n)) != LP_OK)
+                break;
+            for (size_t i = 0; i < n; i++)
+                ni_add(&w->nonces, block[i].h, block[i].id);
+            n = 0;
+        }
+    } while (step == SQLITE_ROW);
     if (rc == LP_OK && step != SQLITE_DONE)
         rc = lp_engine_fail(db, "nonce index load");
     sqlite3_reset(st);

@@ -19,6 +19,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 static server_proc srv;
 
@@ -44,13 +45,31 @@ static long rss_kib(pid_t pid)
     return kib;
 }
 
-/* Starts the server on srv's database; *seconds from spawn to listening. */
-static void start(const char *const *args, double *seconds, long *kib)
+/* CPU seconds pid has used (/proc: user + system), or -1. */
+static double cpu_seconds(pid_t pid)
+{
+    char path[64];
+    snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
+    FILE *f = fopen(path, "r");
+    unsigned long utime = 0, stime = 0;
+    int got =
+        f != NULL && fscanf(f, "%*d (%*[^)]) %*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %lu %lu",
+                            &utime, &stime) == 2;
+    if (f != NULL)
+        fclose(f);
+    return got ? (double)(utime + stime) / (double)sysconf(_SC_CLK_TCK) : -1;
+}
+
+/* Starts the server on srv's database: *seconds from spawn to listening,
+ * the CPU it used meanwhile (robust to other load on the machine) and its
+ * resident memory then. */
+static void start(const char *const *args, double *seconds, double *cpu, long *kib)
 {
     int64_t t0 = lp_mono_ns();
     if (server_restart(&srv, args) != 0)
         die("could not start ldpref-server", NULL);
     *seconds = (double)(lp_mono_ns() - t0) / 1e9;
+    *cpu = cpu_seconds(srv.pid);
     *kib = rss_kib(srv.pid);
     if (server_stop(&srv) != 0)
         die("ldpref-server did not stop cleanly", NULL);
@@ -117,19 +136,21 @@ int main(int argc, char **argv)
     if (server_prepare(&srv) != 0)
         die("no temporary directory", NULL);
     const char *args[] = {"--sync", "full", NULL};
-    double s0, s1;
+    double s0, s1, c0, c1;
     long k0, k1;
-    start(args, &s0, &k0); /* creates the database */
-    start(args, &s0, &k0);
+    start(args, &s0, &c0, &k0); /* creates the database */
+    start(args, &s0, &c0, &k0);
     int64_t t0 = lp_mono_ns();
     fill(labels);
     double fill_s = (double)(lp_mono_ns() - t0) / 1e9;
-    start(args, &s1, &k1);
+    start(args, &s1, &c1, &k1);
     printf("BENCH startup_labels %lld labels\n", labels);
     printf("BENCH startup_fill %.1f s\n", fill_s);
     printf("BENCH startup_empty %.3f s\n", s0);
     printf("BENCH startup_with_labels %.3f s\n", s1);
     printf("BENCH startup_per_million_labels %.3f s\n", (s1 - s0) / ((double)labels / 1e6));
+    printf("BENCH startup_cpu_empty %.3f s\n", c0);
+    printf("BENCH startup_cpu_with_labels %.3f s\n", c1);
     printf("BENCH startup_rss_empty %.1f MiB\n", k0 / 1024.0);
     printf("BENCH startup_rss_with_labels %.1f MiB\n", k1 / 1024.0);
     printf("BENCH startup_rss_per_label %.1f bytes\n", (double)(k1 - k0) * 1024.0 / (double)labels);
