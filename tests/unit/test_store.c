@@ -374,6 +374,69 @@ static void test_nonce_index(void)
     s = NULL;
 }
 
+/* A database of schema 12 with labels: migrated (labels rebuilt without
+ * the (annotator, nonce) index, rows and triggers kept), and its nonces in
+ * the index. */
+static void test_migration_013(void)
+{
+    char err[256], opath[300];
+    snprintf(opath, sizeof opath, "%s/v12.db", dir);
+    sqlite3 *db = NULL;
+    CHECK_INT(sqlite3_open(opath, &db), SQLITE_OK);
+    for (int i = 0; i < 12; i++)
+        CHECK_INT(sqlite3_exec(db, LP_MIGRATIONS[i], NULL, NULL, NULL), SQLITE_OK);
+    char sql[2048];
+    long long now = (long long)lp_now_ms();
+    snprintf(sql, sizeof sql,
+             "PRAGMA user_version = 12;"
+             "INSERT INTO tasks (id, campaign, source_id, prompt, response0, response1, "
+             " created_ms) VALUES (1, 1, 's1', 'p', 'x', 'y', 0), (2, 1, 's2', 'p', 'x', 'y', 0);"
+             "INSERT INTO annotators (id, public_key, pseudonym, campaign, enrolled_ms) VALUES "
+             " (1, zeroblob(32), 'ann-1', 1, 0);"
+             "INSERT INTO assignments (annotator, task, swapped, created_ms, leased_ms) VALUES "
+             " (1, 1, 0, %lld, %lld), (1, 2, 0, %lld, %lld);"
+             "INSERT INTO labels (annotator, task, z, z_task, epsilon, nonce, timestamp_ms, "
+             " signature, received_ms) VALUES "
+             " (1, 1, 1, 1, 1.0, zeroblob(16), 0, randomblob(64), 0);",
+             now, now, now, now);
+    CHECK_INT(sqlite3_exec(db, sql, NULL, NULL, NULL), SQLITE_OK);
+    sqlite3_close(db);
+
+    lp_store_opts o = {.path = opath, .sync_full = 1, .read_conns = 1};
+    CHECK_INT(lp_store_open(&o, &s, err, sizeof err), LP_OK);
+    check_index(1);
+    lp_label_item it;
+    make_item(&it, 1, 2, 1.0);
+    memset(it.msg.nonce, 0, 16); /* the migrated label's nonce */
+    CHECK_INT(lp_store_labels_submit(s, &it, 1), LP_OK);
+    CHECK_INT(it.rc, LP_EREPLAYED_NONCE);
+    make_item(&it, 1, 2, 1.0);
+    CHECK_INT(lp_store_labels_submit(s, &it, 1), LP_OK);
+    CHECK_INT(it.rc, LP_OK);
+    check_index(2);
+    lp_store_close(s);
+    s = NULL;
+
+    CHECK_INT(sqlite3_open(opath, &db), SQLITE_OK);
+    static const char *const checks[][2] = {
+        {"SELECT count(*) FROM labels", "2"},
+        {"SELECT count(*) FROM pragma_index_list('labels')", "1"}, /* (annotator, task) */
+        {"SELECT count(*) FROM sqlite_master WHERE type = 'trigger' AND tbl_name = 'labels'", "4"},
+        {"SELECT labels FROM task_fill WHERE task = 2", "1"},           /* labels_fill */
+        {"SELECT labels FROM annotator_fill WHERE annotator = 1", "2"}, /* labels_views */
+        {"PRAGMA integrity_check", "ok"},
+    };
+    for (size_t i = 0; i < sizeof checks / sizeof checks[0]; i++) {
+        sqlite3_stmt *q;
+        CHECK_INT(sqlite3_prepare_v2(db, checks[i][0], -1, &q, NULL), SQLITE_OK);
+        CHECK(sqlite3_step(q) == SQLITE_ROW);
+        CHECK_STR((const char *)sqlite3_column_text(q, 0), checks[i][1]);
+        sqlite3_finalize(q);
+    }
+    CHECK(sqlite3_exec(db, "DELETE FROM labels", NULL, NULL, NULL) != SQLITE_OK);
+    sqlite3_close(db);
+}
+
 int main(void)
 {
     char err[256];
@@ -382,6 +445,7 @@ int main(void)
     snprintf(path, sizeof path, "%s/s.db", dir);
     test_schema_files();
     test_nonce_index();
+    test_migration_013();
     lp_store_opts o = {.path = path, .sync_full = 1, .read_conns = 3};
     CHECK_INT(lp_store_open(&o, &s, err, sizeof err), LP_OK);
     lp_store_close(s);
