@@ -8,8 +8,9 @@
  * at once; a score request past the admitted few is suspended as WAITING
  * until one ends, then ADMITTED) -> ACCUMULATE (body chunks, each growth of
  * the buffer reserved against the body budget) -> QUEUED (connection suspended, the job on a
- * worker) -> READY (the worker answered, or the writer committed its
- * labels; connection resumed) -> response queued.
+ * worker; a single label is verified and queued for the writer in the
+ * event loop itself, run_here) -> READY (the worker answered, or the writer
+ * committed its labels; connection resumed) -> response queued.
  *
  * Every request is logged once, in the completion callback (common/log.h):
  * its id, method, route, status, duration and client address, never a
