@@ -269,18 +269,20 @@ static int ni_load_fn(sqlite3 *db, void *ctx)
 {
     struct lp_label_writer *w = ctx;
     /* ids only grow and labels are never deleted: the largest id bounds
-     * the count, and sizing the table once saves rehashing it as it grows */
+     * the count, and sizing the table once saves rehashing it as it grows
+     * (a hint only: if that much cannot be had, the table grows as rows
+     * come) */
     sqlite3_stmt *st = w_stmt(w, db, L_MAX_ID);
     if (st == NULL)
         return LP_ESTORAGE;
     int step = sqlite3_step(st), rc = LP_OK;
     if (step == SQLITE_ROW)
-        rc = ni_reserve(&w->nonces, (size_t)sqlite3_column_int64(st, 0));
+        ni_reserve(&w->nonces, (size_t)sqlite3_column_int64(st, 0));
     sqlite3_reset(st);
     if (step != SQLITE_ROW)
         return lp_engine_fail(db, "nonce index size");
-    if (rc != LP_OK || (st = w_stmt(w, db, L_NONCE_ALL)) == NULL)
-        return rc != LP_OK ? rc : LP_ESTORAGE;
+    if ((st = w_stmt(w, db, L_NONCE_ALL)) == NULL)
+        return LP_ESTORAGE;
     /* rows are hashed a block at a time and their slots prefetched before
      * the block is stored: on a large table every store misses the cache */
     struct nonce_slot block[LOAD_BLOCK];
@@ -291,7 +293,8 @@ static int ni_load_fn(sqlite3 *db, void *ctx)
             uint64_t h =
                 ni_hash(&w->nonces, sqlite3_column_int64(st, 1), sqlite3_column_blob(st, 2));
             block[n++] = (struct nonce_slot){h, sqlite3_column_int64(st, 0)};
-            __builtin_prefetch(&w->nonces.slot[h & (w->nonces.cap - 1)], 1);
+            if (w->nonces.cap != 0)
+                __builtin_prefetch(&w->nonces.slot[h & (w->nonces.cap - 1)], 1);
         }
         if (n == LOAD_BLOCK || (step != SQLITE_ROW && n > 0)) {
             if ((rc = ni_reserve(&w->nonces, n)) != LP_OK)
