@@ -30,21 +30,6 @@ static void die(const char *what, sqlite3 *db)
     exit(1);
 }
 
-/* Resident set of pid in KiB (/proc), or -1. */
-static long rss_kib(pid_t pid)
-{
-    char path[64], line[256];
-    snprintf(path, sizeof path, "/proc/%d/status", (int)pid);
-    FILE *f = fopen(path, "r");
-    long kib = -1;
-    while (f != NULL && fgets(line, sizeof line, f) != NULL)
-        if (sscanf(line, "VmRSS: %ld kB", &kib) == 1)
-            break;
-    if (f != NULL)
-        fclose(f);
-    return kib;
-}
-
 /* CPU seconds pid has used (/proc: user + system), or -1. */
 static double cpu_seconds(pid_t pid)
 {
@@ -70,7 +55,7 @@ static void start(const char *const *args, double *seconds, double *cpu, long *k
         die("could not start ldpref-server", NULL);
     *seconds = (double)(lp_mono_ns() - t0) / 1e9;
     *cpu = cpu_seconds(srv.pid);
-    *kib = rss_kib(srv.pid);
+    *kib = server_status_field(srv.pid, "VmRSS");
     if (server_stop(&srv) != 0)
         die("ldpref-server did not stop cleanly", NULL);
 }

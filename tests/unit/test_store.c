@@ -253,6 +253,15 @@ static void race(struct racer *r)
     pthread_barrier_destroy(&go);
 }
 
+/* How many of the RACERS items ended with rc. */
+static int count_rc(const struct racer *r, int rc)
+{
+    int n = 0;
+    for (int t = 0; t < RACERS; t++)
+        n += r[t].item.rc == rc;
+    return n;
+}
+
 static void check_index(size_t rows)
 {
     lp_label_index_check ic;
@@ -303,27 +312,16 @@ static void test_nonce_index(void)
             memcpy(r[t].item.msg.nonce, r[0].item.msg.nonce, 16);
         }
         race(r);
-        int won = 0, replayed = 0;
-        for (int t = 0; t < RACERS; t++) {
-            won += r[t].item.rc == LP_OK;
-            replayed += r[t].item.rc == LP_EREPLAYED_NONCE;
-        }
-        CHECK_INT(won, 1);
-        CHECK_INT(replayed, RACERS - 1);
+        CHECK_INT(count_rc(r, LP_OK), 1);
+        CHECK_INT(count_rc(r, LP_EREPLAYED_NONCE), RACERS - 1);
         stored += 1;
         /* RACERS different labels for one task: exactly one wins */
         int64_t task = as1[next++].task_id;
         for (int t = 0; t < RACERS; t++)
             make_item(&r[t].item, a1, task, 1.0);
         race(r);
-        won = 0;
-        int conflicting = 0;
-        for (int t = 0; t < RACERS; t++) {
-            won += r[t].item.rc == LP_OK;
-            conflicting += r[t].item.rc == LP_ECONFLICTING_LABEL;
-        }
-        CHECK_INT(won, 1);
-        CHECK_INT(conflicting, RACERS - 1);
+        CHECK_INT(count_rc(r, LP_OK), 1);
+        CHECK_INT(count_rc(r, LP_ECONFLICTING_LABEL), RACERS - 1);
         stored += 1;
         /* the same label RACERS times: stored once, one receipt for all */
         make_item(&r[0].item, a1, as1[next++].task_id, 1.0);
