@@ -158,11 +158,13 @@ static int wc_flush(sqlite3 *db, void *ctx)
     return rc;
 }
 
+static int ni_load(sqlite3 *db, void *ctx);
+
 struct lp_label_writer *lp_label_writer_new(lp_txn_cache *cache)
 {
     struct lp_label_writer *w = calloc(1, sizeof *w);
     if (w != NULL)
-        *cache = (lp_txn_cache){.flush = wc_flush, .clear = wc_clear, .ctx = w};
+        *cache = (lp_txn_cache){.flush = wc_flush, .clear = wc_clear, .load = ni_load, .ctx = w};
     return w;
 }
 
@@ -263,30 +265,32 @@ static int nonce_used(struct lp_label_writer *w, sqlite3 *db, int64_t annotator,
     return LP_OK;
 }
 
-/* Builds the index from the table (a job on the writer). */
+/* Builds the index from the table: the engine's load, on the writer
+ * connection at open (engine.h), so with statements of its own. */
 #define LOAD_BLOCK 64
-static int ni_load_fn(sqlite3 *db, void *ctx)
+static int ni_load(sqlite3 *db, void *ctx)
 {
     struct lp_label_writer *w = ctx;
+    randombytes_buf(w->nonces.key, sizeof w->nonces.key);
     /* ids only grow and labels are never deleted: the largest id bounds
      * the count, and sizing the table once saves rehashing it as it grows
      * (a hint only: if that much cannot be had, the table grows as rows
      * come) */
-    sqlite3_stmt *st = w_stmt(w, db, L_MAX_ID);
-    if (st == NULL)
-        return LP_ESTORAGE;
-    int step = sqlite3_step(st), rc = LP_OK;
-    if (step == SQLITE_ROW)
-        ni_reserve(&w->nonces, (size_t)sqlite3_column_int64(st, 0));
-    sqlite3_reset(st);
-    if (step != SQLITE_ROW)
+    sqlite3_stmt *st = NULL;
+    if (sqlite3_prepare_v2(db, LSQL[L_MAX_ID], -1, &st, NULL) != SQLITE_OK ||
+        sqlite3_step(st) != SQLITE_ROW) {
+        sqlite3_finalize(st);
         return lp_engine_fail(db, "nonce index size");
-    if ((st = w_stmt(w, db, L_NONCE_ALL)) == NULL)
-        return LP_ESTORAGE;
+    }
+    ni_reserve(&w->nonces, (size_t)sqlite3_column_int64(st, 0));
+    sqlite3_finalize(st);
+    if (sqlite3_prepare_v2(db, LSQL[L_NONCE_ALL], -1, &st, NULL) != SQLITE_OK)
+        return lp_engine_fail(db, "nonce index load");
     /* rows are hashed a block at a time and their slots prefetched before
      * the block is stored: on a large table every store misses the cache */
     struct nonce_slot block[LOAD_BLOCK];
     size_t n = 0;
+    int step, rc = LP_OK;
     do {
         step = sqlite3_step(st);
         if (step == SQLITE_ROW && sqlite3_column_bytes(st, 2) == LP_NONCE_BYTES) {
@@ -306,14 +310,8 @@ static int ni_load_fn(sqlite3 *db, void *ctx)
     } while (step == SQLITE_ROW);
     if (rc == LP_OK && step != SQLITE_DONE)
         rc = lp_engine_fail(db, "nonce index load");
-    sqlite3_reset(st);
+    sqlite3_finalize(st);
     return rc;
-}
-
-int lp_label_writer_load(struct lp_label_writer *w)
-{
-    randombytes_buf(w->nonces.key, sizeof w->nonces.key);
-    return lp_engine_write(w->engine, ni_load_fn, w, 0, LP_JOB_BARE);
 }
 
 /* Checks the index against the table (a job on the writer). */

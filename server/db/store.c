@@ -30,11 +30,6 @@ int lp_store_open(const lp_store_opts *opts, lp_store **out, char *err, size_t e
         return rc;
     }
     lp_label_writer_attach(s->labels, s->engine);
-    if ((rc = lp_label_writer_load(s->labels)) != LP_OK) {
-        snprintf(err, errlen, "cannot read the labels' nonces");
-        lp_store_close(s);
-        return rc;
-    }
     s->lease_ms = opts->lease_ms > 0 ? opts->lease_ms : LP_LEASE_DEFAULT_MS;
     *out = s;
     return LP_OK;

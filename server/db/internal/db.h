@@ -42,9 +42,6 @@ void lp_tokens_free(struct lp_tokens *t);
  * closed). */
 struct lp_label_writer *lp_label_writer_new(lp_txn_cache *cache);
 void lp_label_writer_attach(struct lp_label_writer *w, lp_engine *e);
-/* Builds the nonce index from the labels table (on the writer); after
- * attach. LP_OK or LP_ESTORAGE / LP_ENO_MEMORY. */
-int lp_label_writer_load(struct lp_label_writer *w);
 void lp_label_writer_free(struct lp_label_writer *w);
 
 /* Every statement of views.c and stats.c, for the query-plan test
