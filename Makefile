@@ -23,7 +23,7 @@ QUICK   ?= 0
 # server's /v1/healthz. Its MAJOR.MINOR is the newest symbol-version node of
 # client/lib/libldpref.map (LDPREF_0.4): tests/unit/test_client_version.c
 # fails when they disagree.
-VERSION := 0.4.0
+VERSION := 0.5.0
 
 PKGS    := libmicrohttpd jansson libsodium sqlite3 libcurl openblas
 PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS) 2>/dev/null)

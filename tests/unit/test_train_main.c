@@ -467,6 +467,9 @@ static void test_release(void)
              "fit --mechanism laplace --epsilon 1 --candidates grid:5 --data %s --out %s", data,
              again);
     CHECK_INT(train(args, &out), 2);
+    free(out);
+}
+
 /* fit records the confidence record; score --pessimism adds the bounds
  * and the pessimistic policy; a model without a record is refused. */
 static void test_pessimism(void)
