@@ -121,6 +121,8 @@ LIB_HTTP     := $(BUILD)/libldpref-http.a
 LIB_CMD      := $(BUILD)/libldpref-servercmd.a
 LIB_SUPPORT  := $(BUILD)/libldpref-testsupport.a
 BINS         := $(BUILD)/ldpref $(BUILD)/ldpref-server $(BUILD)/ldpref-train
+# Manual pages, each from its binary's hidden --man (the tables --help prints).
+MANS         := $(patsubst $(BUILD)/%,$(BUILD)/man/%.1,$(BINS))
 # The server's layers in link order (highest first).
 SERVER_LIBS  := $(LIB_HTTP) $(LIB_API) $(LIB_SERVICE) $(LIB_DB) $(LIB_ENGINE) $(LIB_COMMON)
 # Everything internal, in link order (libldpref.a carries common/ as well).
@@ -136,7 +138,7 @@ STUDIES     := $(patsubst tests/study/%.c,$(BUILD)/study/%,$(wildcard tests/stud
 
 .PHONY: FORCE all test run install uninstall clean bench soak check-layers \
         fuzz fuzz-bins format check-format deps tests reproduce reproduce-live
-all: check-layers $(BINS) $(SO_CLIENT) $(BUILD)/ldpref.pc
+all: check-layers $(BINS) $(SO_CLIENT) $(BUILD)/ldpref.pc $(MANS)
 
 # Every object is compiled with -DLDPREF_VERSION: the stamp (rewritten only
 # when VERSION changes) rebuilds them when it does.
@@ -213,6 +215,11 @@ $(BUILD)/ldpref-server: $(call obj,server/cmd/server_main.c) $(LIB_CMD) $(SERVER
 $(BUILD)/ldpref-train: $(call obj,server/cmd/train_main.c) $(LIB_RESEARCH) $(LIB_ENGINE) $(LIB_COMMON)
 	$(CC) $(LDFLAGS) -o $@ $^ $(PKG_LIBS)
 
+$(BUILD)/man/%.1: $(BUILD)/% deploy/manpage.awk
+	@mkdir -p $(dir $@)
+	$< --man > $@.records && awk -v version=$(VERSION) -f deploy/manpage.awk $@.records > $@.tmp
+	@rm -f $@.records && mv $@.tmp $@
+
 $(BUILD)/ldpref.pc: client/lib/ldpref.pc.in
 	@mkdir -p $(dir $@)
 	sed -e 's|@PREFIX@|$(PREFIX)|g' -e 's|@VERSION@|$(VERSION)|g' $< > $@
@@ -286,8 +293,12 @@ $(BUILD)/fuzz/%: $(BUILD)/obj/tests/fuzz/%.o $(ALL_LIBS)
 	@mkdir -p $(dir $@)
 	$(CC) $(LDFLAGS) -fsanitize=fuzzer -o $@ $^ $(PKG_LIBS)
 
+# Any PREFIX works without LD_LIBRARY_PATH or ldconfig: the CLIs link
+# libldpref statically, and ldpref.pc's Libs carry an rpath to $(PREFIX)/lib
+# for programs built against libldpref.so (docs/client.md "Installing").
 install: all
-	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/lib/pkgconfig $(DESTDIR)$(PREFIX)/include
+	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/lib/pkgconfig $(DESTDIR)$(PREFIX)/include \
+	    $(DESTDIR)$(PREFIX)/share/man/man1
 	install -m 755 $(BINS) $(DESTDIR)$(PREFIX)/bin/
 	install -m 644 $(LIB_CLIENT) $(DESTDIR)$(PREFIX)/lib/
 	install -m 755 $(SO_CLIENT) $(DESTDIR)$(PREFIX)/lib/libldpref.so.$(VERSION)
@@ -295,11 +306,13 @@ install: all
 	ln -sf libldpref.so.0 $(DESTDIR)$(PREFIX)/lib/libldpref.so
 	install -m 644 client/lib/ldpref.h $(DESTDIR)$(PREFIX)/include/
 	install -m 644 $(BUILD)/ldpref.pc $(DESTDIR)$(PREFIX)/lib/pkgconfig/
+	install -m 644 $(MANS) $(DESTDIR)$(PREFIX)/share/man/man1/
 
 uninstall:
 	rm -f $(addprefix $(DESTDIR)$(PREFIX)/bin/,ldpref ldpref-server ldpref-train) \
 	      $(DESTDIR)$(PREFIX)/lib/libldpref.* $(DESTDIR)$(PREFIX)/include/ldpref.h \
-	      $(DESTDIR)$(PREFIX)/lib/pkgconfig/ldpref.pc
+	      $(DESTDIR)$(PREFIX)/lib/pkgconfig/ldpref.pc \
+	      $(addprefix $(DESTDIR)$(PREFIX)/share/man/man1/,ldpref.1 ldpref-server.1 ldpref-train.1)
 
 FORMAT_FILES = $(shell git ls-files '*.c' '*.h')
 format:
