@@ -1,6 +1,7 @@
 # ldpref — plain GNU make with pkg-config. Outputs go to $(BUILD).
 #
 #   make            build everything          make test     install deps, build, run all tests
+#   make test-install  the installed layout: docs/client.md's C blocks, pkg-config, man pages
 #   make run        install deps, build, serve on 127.0.0.1:8080
 #   make bench      all benchmarks            make install PREFIX=/usr/local
 #   make bench-flood  ingest alone and under a flood of anonymous score requests
@@ -137,7 +138,7 @@ BENCHES     := $(patsubst tests/bench/%.c,$(BUILD)/bench/%,$(wildcard tests/benc
 STUDIES     := $(patsubst tests/study/%.c,$(BUILD)/study/%,$(wildcard tests/study/*.c))
 
 .PHONY: FORCE all test run install uninstall clean bench soak check-layers \
-        fuzz fuzz-bins format check-format deps tests reproduce reproduce-live
+        fuzz fuzz-bins format check-format deps tests reproduce reproduce-live test-install
 all: check-layers $(BINS) $(SO_CLIENT) $(BUILD)/ldpref.pc $(MANS)
 
 # Every object is compiled with -DLDPREF_VERSION: the stamp (rewritten only
@@ -250,7 +251,12 @@ tests: all $(UNIT_TESTS) $(E2E_TESTS) $(FUZZ_REPLAY)
 # the new packages.
 test: deps
 	$(MAKE) tests
-	BUILD=$(BUILD) tests/run.sh
+	BUILD=$(BUILD) LDPREF_SAN=$(SAN) tests/run.sh
+
+# The installed layout alone (also part of `make test`): make install into a
+# temporary prefix, docs/client.md's C blocks, pkg-config, the manual pages.
+test-install: all
+	BUILD=$(BUILD) LDPREF_SAN=$(SAN) tests/install/run.sh
 
 deps:
 	deploy/install-deps.sh
