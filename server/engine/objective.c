@@ -158,6 +158,28 @@ static inline double label_grad(const lp_objective *ob, size_t i, double m, doub
     return lp_loss_point(&ob->o.loss, m, ob->ds->z[i] ? 1 : -1, &ob->k[i], g);
 }
 
+/* A vector square-chipo routine over at most `width` labels (sqchipo8,
+ * sqchipo4): writes g[0..width), returns the sum of the nb losses. */
+typedef double (*sqchipo_fn)(const lp_objective *ob, size_t i0, size_t nb, const double *m,
+                             double *g);
+
+/* Loss and derivatives of the nb rows of a block from i0 (margins m[]):
+ * square-chipo through sq, `width` labels at a time, the other losses
+ * through lp_loss_point. Sets g[0..nb), returns the sum of the losses. */
+static double block_losses(const lp_objective *ob, size_t i0, size_t nb, const double *m, double *g,
+                           sqchipo_fn sq, size_t width)
+{
+    double loss = 0.0;
+    if (ob->o.loss.kind == LP_LOSS_SQUARE_CHIPO) {
+        for (size_t b = 0; b < nb; b += width)
+            loss += sq(ob, i0 + b, nb - b < width ? nb - b : width, m + b, g + b);
+    } else {
+        for (size_t b = 0; b < nb; b++)
+            loss += label_grad(ob, i0 + b, m[b], &g[b]);
+    }
+    return loss;
+}
+
 /* Portable fused rows (float32 or float64 dense). */
 #define DEFINE_FUSED_PORTABLE(NAME, T, FIELD)                                                      \
     static void NAME(slice *s)                                                                     \
@@ -318,7 +340,6 @@ __attribute__((target("avx512f"))) static void fused_f32_avx512(slice *s)
     const double *th = s->theta;
     const float *X = ob->ds->xf;
     double *gr = s->grad, loss = 0.0;
-    int sq = ob->o.loss.kind == LP_LOSS_SQUARE_CHIPO;
     for (size_t i0 = s->r0; i0 < s->r1; i0 += F512_BLOCK) {
         size_t nb = s->r1 - i0 < F512_BLOCK ? s->r1 - i0 : F512_BLOCK;
         double m[F512_BLOCK] = {0}, g[F512_BLOCK] = {0};
@@ -340,12 +361,7 @@ __attribute__((target("avx512f"))) static void fused_f32_avx512(slice *s)
                 mm += (double)x[j] * th[j];
             m[b] = mm;
         }
-        if (sq) {
-            loss += sqchipo8(ob, i0, nb, m, g);
-        } else {
-            for (size_t b = 0; b < nb; b++)
-                loss += label_grad(ob, i0 + b, m[b], &g[b]);
-        }
+        loss += block_losses(ob, i0, nb, m, g, sqchipo8, F512_BLOCK);
         int any = 0, in_float_range = 1;
         for (size_t b = 0; b < nb; b++) {
             double a = fabs(g[b]);
@@ -464,7 +480,6 @@ __attribute__((target("avx2,fma"))) static void fused_f32_avx2(slice *s)
     const double *th = s->theta;
     const float *X = ob->ds->xf;
     double *gr = s->grad, loss = 0.0;
-    int sq = ob->o.loss.kind == LP_LOSS_SQUARE_CHIPO;
     for (size_t i0 = s->r0; i0 < s->r1; i0 += F256_BLOCK) {
         size_t nb = s->r1 - i0 < F256_BLOCK ? s->r1 - i0 : F256_BLOCK;
         double m[F256_BLOCK] = {0}, g[F256_BLOCK] = {0};
@@ -485,13 +500,7 @@ __attribute__((target("avx2,fma"))) static void fused_f32_avx2(slice *s)
                 mm += (double)x[j] * th[j];
             m[b] = mm;
         }
-        if (sq) {
-            for (size_t b = 0; b < nb; b += 4)
-                loss += sqchipo4(ob, i0 + b, nb - b < 4 ? nb - b : 4, m + b, g + b);
-        } else {
-            for (size_t b = 0; b < nb; b++)
-                loss += label_grad(ob, i0 + b, m[b], &g[b]);
-        }
+        loss += block_losses(ob, i0, nb, m, g, sqchipo4, 4);
         int any = 0;
         for (size_t b = 0; b < nb; b++)
             any |= g[b] != 0.0;
