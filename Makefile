@@ -2,6 +2,7 @@
 #
 #   make            build everything          make test     install deps, build, run all tests
 #   make test-install  the installed layout: docs/client.md's C blocks, pkg-config, man pages
+#   make test-python  the Python binding's tests alone (pytest, tests/python)
 #   make run        install deps, build, serve on 127.0.0.1:8080
 #   make bench      all benchmarks            make install PREFIX=/usr/local
 #   make bench-flood  ingest alone and under a flood of anonymous score requests
@@ -22,7 +23,7 @@ QUICK   ?= 0
 # server's /v1/healthz. Its MAJOR.MINOR is the newest symbol-version node of
 # client/lib/libldpref.map (LDPREF_0.4): tests/unit/test_client_version.c
 # fails when they disagree.
-VERSION := 0.4.0
+VERSION := 0.5.0
 
 PKGS    := libmicrohttpd jansson libsodium sqlite3 libcurl openblas
 PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
@@ -136,9 +137,11 @@ FUZZ_SRC    := $(wildcard tests/fuzz/fuzz_*.c)
 FUZZ_REPLAY := $(patsubst tests/fuzz/%.c,$(BUILD)/tests/replay_%,$(FUZZ_SRC))
 BENCHES     := $(patsubst tests/bench/%.c,$(BUILD)/bench/%,$(wildcard tests/bench/bench_*.c))
 STUDIES     := $(patsubst tests/study/%.c,$(BUILD)/study/%,$(wildcard tests/study/*.c))
+PY_TESTS    := $(BUILD)/tests/test_python
 
 .PHONY: FORCE all test run install uninstall clean bench soak check-layers \
-        fuzz fuzz-bins format check-format deps tests reproduce reproduce-live test-install
+        fuzz fuzz-bins format check-format deps tests reproduce reproduce-live test-install \
+        test-python
 all: check-layers $(BINS) $(SO_CLIENT) $(BUILD)/ldpref.pc $(MANS)
 
 # Every object is compiled with -DLDPREF_VERSION: the stamp (rewritten only
@@ -244,7 +247,16 @@ $(BUILD)/study/%: $(BUILD)/obj/tests/study/%.o $(ALL_LIBS)
 	@mkdir -p $(dir $@)
 	$(CC) $(LDFLAGS) -o $@ $^ $(PKG_LIBS)
 
-tests: all $(UNIT_TESTS) $(E2E_TESTS) $(FUZZ_REPLAY)
+tests: all $(UNIT_TESTS) $(E2E_TESTS) $(FUZZ_REPLAY) $(PY_TESTS)
+
+# The Python binding's tests (pytest, tests/python/run.sh) behind a wrapper
+# in $(BUILD)/tests, so tests/run.sh runs and counts them like a test binary.
+$(PY_TESTS): tests/python/run.sh
+	@mkdir -p $(dir $@)
+	printf '#!/bin/sh\nLDPREF_BUILD=$${LDPREF_BUILD:-$(BUILD)} exec "%s/tests/python/run.sh" "$$@"\n' \
+	    "$(CURDIR)" > $@ && chmod +x $@
+test-python: all $(PY_TESTS)
+	LDPREF_BUILD=$(BUILD) $(PY_TESTS)
 
 # Like `make run`, `make test` first installs what is missing (a fast no-op
 # when everything is there), then builds in a fresh make so pkg-config sees

@@ -120,7 +120,9 @@
       "with --ca-file or LDPREF_CA_FILE)")                                                         \
     X(82, TLS_FAILED, "tls_failed", 502,                                                           \
       "the TLS handshake with the server failed (is it an https:// URL for a plain HTTP "          \
-      "server?)")
+      "server?)")                                                                                  \
+    X(95, NO_CONFIDENCE, "no_confidence", 409,                                                     \
+      "the model has no confidence record, so it cannot give pessimistic scores (retrain it)")
 
 /* Codes as an enum: LP_OK, LP_EINVALID_ARGUMENT, ... */
 typedef enum lp_error {

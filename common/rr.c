@@ -77,7 +77,7 @@ int lp_bernoulli_from(double p, uint64_t (*next64)(void *state), void *state, in
     return LP_OK;
 }
 
-static uint64_t csprng_next64(void *state)
+uint64_t lp_csprng_next64(void *state)
 {
     (void)state;
     uint64_t v;
@@ -87,7 +87,7 @@ static uint64_t csprng_next64(void *state)
 
 int lp_bernoulli(double p, int *out)
 {
-    return lp_bernoulli_from(p, csprng_next64, NULL, out);
+    return lp_bernoulli_from(p, lp_csprng_next64, NULL, out);
 }
 
 int lp_rr_privatize(int y, double eps, int *z)

@@ -45,6 +45,13 @@ int lp_bernoulli(double p, int *out);
  */
 int lp_bernoulli_from(double p, uint64_t (*next64)(void *state), void *state, int *out);
 
+/*
+ * 64 bits from the OS CSPRNG (libsodium randombytes; lp_rng_init first).
+ * The state is ignored (NULL): the product's random source wherever an
+ * lp_prng-style callback is taken (e.g. a differentially private release).
+ */
+uint64_t lp_csprng_next64(void *state);
+
 /* Randomized response: *z = y flipped with probability q(eps). y in {0,1}. */
 int lp_rr_privatize(int y, double eps, int *z);
 

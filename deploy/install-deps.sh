@@ -10,7 +10,9 @@ set -euo pipefail
 # chromium: the headless browser of the web page test (e2e_ui); xxd: embeds
 # the page's files in libldpref at build time; openssl: the certificates of
 # the HTTPS test (e2e_tls); libunistring-dev: the memo's Unicode
-# normalization (NFKC, white space, case folding) in libldpref.
+# normalization (NFKC, white space, case folding) in libldpref. python3 and
+# its cffi, pytest, yaml, numpy, pip and setuptools: the Python binding
+# (client/python) and its tests (tests/python; pip installs it offline).
 # libnghttp2-dev ... libzstd-dev: the libraries libcurl.pc's Libs.private
 # names, so that `pkg-config --static --libs ldpref` links (Debian's
 # libcurl4-openssl-dev does not pull them in); man-db, groff-base: the
@@ -22,9 +24,11 @@ PKGS=(build-essential pkg-config
       man-db groff-base
       libncurses-dev tmux
       clang libclang-rt-dev clang-format gnuplot-nox
-      xxd chromium openssl)
+      xxd chromium openssl
+      python3 python3-cffi python3-pytest python3-yaml python3-numpy python3-pip
+      python3-setuptools)
 if [ "${1:-}" = "--dev" ]; then
-  PKGS+=(python3-numpy python3-scipy)
+  PKGS+=(python3-scipy)
 fi
 
 if ! command -v dpkg-query >/dev/null; then

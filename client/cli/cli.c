@@ -741,6 +741,20 @@ static int cmd_export(const struct cmd *cmd, ldpref_client *c, char **pos, int n
         return usage_error("--view corrupted exports the model's own campaign selection: drop "
                            "--campaign %s",
                            campaign);
+    const char *hf = cflag_value(cmd, "--hf"), *license = cflag_value(cmd, "--license");
+    if (hf && out)
+        return usage_error("--hf DIR writes a dataset directory: drop --out %s", out);
+    if (license && !hf)
+        return usage_error("--license %s needs --hf DIR", license);
+    if (hf) {
+        ldpref_hf_options o;
+        ldpref_hf_options_init(&o);
+        o.campaign = campaign, o.view = view, o.version = version, o.format = format;
+        o.license = license;
+        char *json = NULL;
+        int rc = ldpref_admin_export_hf(c, hf, &o, &json);
+        return print_text(rc, c, json, "admin export");
+    }
     int rc = out && strcmp(out, "-") != 0
                  ? ldpref_admin_export_format_path(c, campaign, view, version, format, out)
                  : ldpref_admin_export_format(c, campaign, view, version, format, stdout);
@@ -1058,19 +1072,61 @@ static int cmd_corruption(const struct cmd *cmd, ldpref_client *c, char **pos, i
     return print_text(rc, c, json, "admin corruption");
 }
 
+/* ldpref score --batch FILE: the file's items scored in one request, the
+ * answer's lines to stdout as they arrive. */
+static int score_batch(ldpref_client *c, const char *path, const char *v)
+{
+    int64_t version = 0;
+    int rc = v ? parse_id(v, "--version", &version) : 0;
+    if (rc != 0)
+        return rc;
+    FILE *f = fopen(path, "rb");
+    if (f == NULL) {
+        fprintf(stderr, "ldpref: %s: %s\n", path, strerror(errno));
+        return LDPREF_EIO;
+    }
+    char *body = NULL;
+    size_t len = 0, cap = 0, got;
+    do {
+        if (len + 65536 > cap) {
+            char *b = realloc(body, cap = (cap ? cap * 2 : 65536) + 65536);
+            if (b == NULL) {
+                free(body);
+                fclose(f);
+                return LDPREF_ENO_MEMORY;
+            }
+            body = b;
+        }
+        got = fread(body + len, 1, cap - len, f);
+        len += got;
+    } while (got > 0);
+    int bad = ferror(f);
+    fclose(f);
+    if (bad) {
+        free(body);
+        fprintf(stderr, "ldpref: %s: cannot read\n", path);
+        return LDPREF_EIO;
+    }
+    rc = ldpref_score_batch(c, body ? body : "", len, version, stdout);
+    free(body);
+    return rc != LDPREF_OK ? fail(rc, c, "score") : 0;
+}
+
 static int cmd_score(const struct cmd *cmd, ldpref_client *c, char **pos, int npos)
 {
     int ncand = 0, ntask = 0;
     const char **cands = cflag_values(cmd, "--candidate", &ncand);
     const char **tasks = cflag_values(cmd, "--task", &ntask);
     const char *prompt = cflag_value(cmd, "--prompt"), *file = cflag_value(cmd, "--request");
-    const char *v = cflag_value(cmd, "--version");
-    int modes = (prompt || ncand > 0) + (ntask > 0) + (file != NULL);
+    const char *v = cflag_value(cmd, "--version"), *batch = cflag_value(cmd, "--batch");
+    int modes = (prompt || ncand > 0) + (ntask > 0) + (file != NULL) + (batch != NULL);
     if (modes != 1) {
         fprintf(stderr, "ldpref: score needs exactly one of --prompt with --candidate, --task, "
-                        "or --request (see ldpref score --help)\n");
+                        "--request or --batch (see ldpref score --help)\n");
         return LDPREF_EINVALID_ARGUMENT;
     }
+    if (batch != NULL)
+        return score_batch(c, batch, v);
     if ((prompt == NULL) != (ncand == 0)) {
         fprintf(stderr, "ldpref: score: --prompt needs at least one --candidate, and "
                         "--candidate needs --prompt\n");
@@ -1116,6 +1172,14 @@ static int cmd_score(const struct cmd *cmd, ldpref_client *c, char **pos, int np
         if ((rc = parse_id(v, "--version", &version)) == 0)
             json_object_set_new(req, "version", json_integer(version));
     }
+    const char *g = cflag_value(cmd, "--gamma");
+    double gamma;
+    if (rc == 0 && g && (parse_double(g, &gamma) != 0 || !(gamma >= 0) || !isfinite(gamma)))
+        rc = usage_error("--gamma must be a finite number >= 0, not %s", g);
+    if (rc == 0 && g)
+        json_object_set_new(req, "gamma", json_real(gamma));
+    if (rc == 0 && cflag_value(cmd, "--pessimism") && !g)
+        json_object_set_new(req, "pessimism", json_true());
     char *text = rc == 0 ? json_text(req) : NULL, *json = NULL;
     json_decref(req);
     if (rc != 0)
@@ -1166,6 +1230,10 @@ static const struct cflag F_EXPORT[] = {
     {"--version", "V", "with --view corrupted: the model (default: the active one)"},
     {"--format", "F",
      "standard (default: TRL's text prompt/chosen/rejected) or conversational (turn lists)"},
+    {"--hf", "DIR",
+     "write a Hugging Face dataset directory (new or empty): a config per epsilon, a dataset "
+     "card with the privacy model"},
+    {"--license", "ID", "with --hf: the dataset card's licence id (default unknown)"},
     {NULL, NULL, NULL}};
 static const struct cflag F_SIM[] = {
     {"--simulate-ctl-alpha", "A",
@@ -1219,7 +1287,14 @@ static const struct cflag F_SCORE[] = {
     {"--candidate", "TEXT", "a candidate response (repeat, up to 1024)"},
     {"--task", "ID", "score a task's two responses (repeat, up to 1000)"},
     {"--request", "FILE.json", "send this score request object (features, ref_logprob, ...)"},
+    {"--batch", "FILE",
+     "score many prompts: JSON lines of {prompt, candidates} (or {items: [...]}); "
+     "one answer line per item to stdout"},
     {"--version", "V", "model version (default: the active model)"},
+    {"--pessimism", NULL,
+     "add each candidate's lower confidence bound (lower) and the pessimistic policy "
+     "(pessimistic) at the server's default Gamma"},
+    {"--gamma", "G", "the same at Gamma = G >= 0 (0: the bounds equal the rewards)"},
     {NULL, NULL, NULL}};
 
 static const struct cflag F_TOKEN_CREATE[] = {
@@ -1306,7 +1381,8 @@ static const struct cmd CMDS[] = {
      "the audit log of operator actions, with each row's hash (operator)", 0, 0, 2, F_AUDIT,
      cmd_audit},
     {"admin export",
-     "admin export [--out FILE] [--campaign C | --view corrupted [--version V]] [--format F]",
+     "admin export [--out FILE | --hf DIR [--license ID]] [--campaign C | --view corrupted "
+     "[--version V]] [--format F]",
      "export labels as JSONL (operator)", 0, 0, 2, F_EXPORT, cmd_export},
     {"admin retrain", "admin retrain [options] [--wait]",
      "start a training run; prints the run (with --wait: the final run) (operator)", 0, 0, 2,
@@ -1330,7 +1406,9 @@ static const struct cmd CMDS[] = {
     {"admin corruption", "admin corruption CAMPAIGN [--alpha A --strategy S --seed N --feature K]",
      "show (no options) or set server-side corruption for experiments (operator)", 1, 1, 2,
      F_CORRUPTION, cmd_corruption},
-    {"score", "score (--prompt P --candidate T... | --task ID... | --request F) [--version V]",
+    {"score",
+     "score (--prompt P --candidate T... | --task ID... | --request F | --batch F) [--version V] "
+     "[--pessimism | --gamma G]",
      "score candidates with the served (or a given) model", 0, 0, 3, F_SCORE, cmd_score},
 };
 #define NCMDS (sizeof CMDS / sizeof CMDS[0])

@@ -127,6 +127,8 @@ typedef enum ldpref_error {
     /* https: the server's certificate is not trusted; the TLS handshake failed */
     LDPREF_ECERTIFICATE_UNTRUSTED = 81,
     LDPREF_ETLS_FAILED = 82,
+    /* 409: pessimistic scores asked of a model without a confidence record */
+    LDPREF_ENO_CONFIDENCE = 95,
     LDPREF_ERROR_END /* one past the last code; grows when codes are added */
 } ldpref_error;
 
@@ -573,6 +575,39 @@ int ldpref_admin_export_format(ldpref_client *c, const char *campaign, const cha
 int ldpref_admin_export_format_path(ldpref_client *c, const char *campaign, const char *view,
                                     int64_t version, const char *format, const char *path);
 
+/*
+ * Since 0.5: the export as a Hugging Face dataset directory, which
+ * datasets.load_dataset(dir) reads without arguments (docs/client.md
+ * "Hugging Face datasets"). dir must not exist or be empty; it gets
+ * README.md (a dataset card: YAML front matter naming the configs, the
+ * licence and task categories; the privacy model, the user-level epsilon,
+ * how to debias, the corruption settings of a corrupted view) and
+ * data/<config>/train.jsonl for the configs "all" (the default: every row),
+ * "epsilon-<value>" (one per epsilon value, e.g. "epsilon-0.5") and
+ * "unprivatized" (epsilon null, when there are such labels). Each row is the
+ * export's line in the chosen format with "flip_prob" = 1/(1+e^epsilon) (0
+ * when epsilon is null) after "epsilon". Files are created mode 0600. An
+ * export without labels is LDPREF_ENO_LABELS; a failure removes what the
+ * call wrote. *json_out (may be NULL) gets a summary {"dir", "rows",
+ * "annotators", "user_epsilon" (the largest sum of one annotator's epsilons;
+ * null when no label was privatized), "unprivatized_annotators", "configs":
+ * [{"name", "epsilon", "flip_prob", "rows", "path"}]}.
+ */
+typedef struct ldpref_hf_options {
+    const char *campaign;    /* NULL: every campaign */
+    const char *view;        /* NULL/"clean", or "corrupted" (campaign NULL) */
+    int64_t version;         /* the corrupted view's model; 0: the active one */
+    const char *format;      /* LDPREF_EXPORT_STANDARD (NULL) or LDPREF_EXPORT_CONVERSATIONAL */
+    const char *license;     /* the card's licence id (a-z 0-9 . -); NULL: "unknown" */
+    const char *pretty_name; /* the card's title; NULL: "ldpref preference labels" */
+} ldpref_hf_options;
+
+/* Every field NULL or 0: the defaults above. */
+void ldpref_hf_options_init(ldpref_hf_options *o);
+
+int ldpref_admin_export_hf(ldpref_client *c, const char *dir, const ldpref_hf_options *o,
+                           char **json_out);
+
 /* ---------------------------------------------------------------------------
  * Learning (docs/protocol.md "Learning endpoints"). All but ldpref_score*
  * need options.operator_token (LDPREF_EUNAUTHORIZED without); ldpref_score*
@@ -669,6 +704,20 @@ int ldpref_admin_corruption_get(ldpref_client *c, const char *campaign, char **j
  * active model only when every label it was trained on was privatized
  * (else LDPREF_EMODEL_NOT_PUBLIC; docs/trust-model.md). */
 int ldpref_score(ldpref_client *c, const char *request_json, char **json_out);
+
+/* Largest number of prompts one batch may carry (protocol cap). Since 0.5. */
+#define LDPREF_SCORE_BATCH_MAX 10000
+
+/* POST /v1/score/batch: many prompts scored in one request. body (len
+ * bytes, borrowed) is JSON lines, one {"prompt", "candidates"} per line
+ * (as for ldpref_score), or one object {"items": [...]}; version 0 scores
+ * with the served model. The answer is written to out as it arrives: one
+ * line per item in order, {"index", "candidates"} or, for a bad item,
+ * {"index", "error", "message"} (the other items are still scored). The
+ * request needs options.operator_token with the score scope; a refusal of
+ * the whole batch (LDPREF_ETOO_MANY_CANDIDATES past LDPREF_SCORE_BATCH_MAX
+ * items, LDPREF_EMODEL_NOT_ACTIVE, ...) writes nothing. Since 0.5. */
+int ldpref_score_batch(ldpref_client *c, const char *body, size_t len, int64_t version, FILE *out);
 
 /*
  * Scores k (1..LDPREF_SCORE_CANDIDATES_MAX) candidate texts for prompt with

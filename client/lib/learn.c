@@ -19,6 +19,7 @@
 #include "error.h"
 #include "wire.h"
 
+#include <errno.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -322,6 +323,38 @@ int ldpref_score(ldpref_client *c, const char *request_json, char **json_out)
         return lpc_fail(c, LDPREF_EINVALID_ARGUMENT, "a score request object is required");
     return send_text(c, "POST", "/v1/score", request_json, "the score request", LPC_TOKEN_IF_SET,
                      LPC_RESP_CAP_LARGE, json_out);
+}
+
+int ldpref_score_batch(ldpref_client *c, const char *body, size_t len, int64_t version, FILE *out)
+{
+    if (c == NULL || body == NULL || out == NULL)
+        return lpc_fail(c, LDPREF_EINVALID_ARGUMENT, "a batch body and an output are required");
+    if (len == 0)
+        return lpc_fail(c, LDPREF_EINVALID_ARGUMENT, "the batch is empty");
+    if (version < 0)
+        return lpc_fail(c, LDPREF_EINVALID_ARGUMENT, "version must be >= 1 (0: the active model)");
+    char url[LPC_SERVER_MAX + 64];
+    int n = snprintf(url, sizeof url, "%s/v1/score/batch", c->server);
+    if (version > 0)
+        snprintf(url + n, sizeof url - (size_t)n, "?version=%lld", (long long)version);
+    lpc_http_req req = {.method = "POST",
+                        .url = url,
+                        .content_type = "application/x-ndjson",
+                        .body = body,
+                        .body_len = len,
+                        .bearer = c->operator_token[0] ? c->operator_token : NULL,
+                        .sink = out,
+                        .resp_cap = LPC_RESP_CAP_SMALL};
+    long status = 0;
+    char *err = NULL;
+    size_t err_len = 0;
+    int rc = lpc_http_do(c->http, &req, &status, &err, &err_len, c->errmsg, sizeof c->errmsg);
+    if (rc == LP_OK && (status < 200 || status >= 300))
+        rc = lpc_server_error(c, status, err, err_len);
+    free(err);
+    if (rc == LDPREF_OK && fflush(out) != 0)
+        rc = lpc_fail(c, LDPREF_EIO, "writing the scores: %s", strerror(errno));
+    return rc;
 }
 
 /* Builds {"prompt", "candidates": [{"text"}...], "version"?}. */

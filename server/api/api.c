@@ -244,6 +244,8 @@ static const route ROUTES[] = {
     {"POST", "/v1/models/activate", LP_ROUTE_MODELS, lp_api_models_activate, LP_SCOPE_ADMIN,
      CAP_BODY},
     {"POST", "/v1/score", LP_ROUTE_SCORE, lp_api_score, LP_SCOPE_SCORE, CAP_BATCH},
+    {"POST", "/v1/score/batch", LP_ROUTE_SCORE_BATCH, lp_api_score_batch, LP_SCOPE_SCORE,
+     CAP_UPLOAD},
     {"GET", "/v1/corruption", LP_ROUTE_CORRUPTION, lp_api_corruption_get, LP_SCOPE_ADMIN, CAP_BODY},
     {"PUT", "/v1/corruption", LP_ROUTE_CORRUPTION, lp_api_corruption_put, LP_SCOPE_ADMIN, CAP_BODY},
     {"GET", "/", LP_ROUTE_CONSOLE, lp_console_page, 0, CAP_BODY},
@@ -358,6 +360,7 @@ static int route_rate_class(const route *r)
 {
     switch (r->id) {
     case LP_ROUTE_SCORE:
+    case LP_ROUTE_SCORE_BATCH:
         return LP_RATE_SCORE;
     case LP_ROUTE_ANNOTATORS: /* POST /v1/annotators, enrollment */
         return LP_RATE_ENROLL;

@@ -132,6 +132,12 @@ void lp_api_set_learner(lp_api *api, struct lp_learner *learner);
 /* From now on /v1/healthz answers 503 unavailable. */
 void lp_api_set_draining(lp_api *api);
 
+/* 1 when a POST /v1/score body of len bytes can only be a request scored
+ * from its own candidates (no "task_ids", so no database reads, and no
+ * escape that could spell one): the HTTP layer may answer it on the event
+ * loop. */
+int lp_api_score_is_light(const char *body, size_t len);
+
 /* The route (method, path) matches, as its path ("/v1/labels"; a static
  * string), or NULL when none does: the request log's route name. When
  * body_cap is not NULL it gets the route's body size cap, so the HTTP layer

@@ -82,8 +82,9 @@ int lp_api_audit_kind(const char *method, const char *path, lp_route id, unsigne
         return strcmp(method, "POST") == 0     ? LP_AUDIT_SIGN_IN
                : strcmp(method, "DELETE") == 0 ? LP_AUDIT_SIGN_OUT
                                                : LP_AUDIT_NONE;
-    /* /v1/score is a POST that only reads. */
-    if (scope != 0 && id != LP_ROUTE_SCORE && strcmp(method, "GET") != 0)
+    /* /v1/score and /v1/score/batch are POSTs that only read. */
+    if (scope != 0 && id != LP_ROUTE_SCORE && id != LP_ROUTE_SCORE_BATCH &&
+        strcmp(method, "GET") != 0)
         return LP_AUDIT_ACTION;
     return LP_AUDIT_NONE;
 }

@@ -151,6 +151,29 @@ int lp_api_schedule_put(lp_api *api, const lp_request *req, lp_response *resp);
 int lp_api_models_get(lp_api *api, const lp_request *req, lp_response *resp);
 int lp_api_models_activate(lp_api *api, const lp_request *req, lp_response *resp);
 int lp_api_score(lp_api *api, const lp_request *req, lp_response *resp);
+/* POST /v1/score/batch (api_score_batch.c) */
+int lp_api_score_batch(lp_api *api, const lp_request *req, lp_response *resp);
+/* Query parameter key as a positive id: 0 when absent, -1 when not one
+ * (api_learn.c). */
+int64_t lp_api_param_id(const lp_request *req, const char *key);
+/* Shared by the two score routes (api_learn.c). Caps of one prompt's request. */
+#define SCORE_CANDIDATES_MAX 1024
+struct lp_score_arena;
+struct lp_score_req;
+/* The model a score request of who may use (version 0: the served one;
+ * docs/trust-model.md): LP_OK with *out referenced, or the refusal. */
+int lp_api_score_model(lp_api *api, const lp_principal *who, int64_t version, lp_served **out);
+/* {"model_version", "method", "loss", "link", "beta"} of sv (NULL: no memory). */
+json_t *lp_api_score_header(lp_served *sv);
+/* The single-pass reader (score_parse.h) with the route's caps: 1 read,
+ * 0 declined (parse with jansson), -1 out of memory. */
+int lp_api_score_fast_parse(const lp_api *api, const char *body, size_t len,
+                            struct lp_score_arena *a, struct lp_score_req *q);
+/* One prompt's candidates scored under sv into out ("candidates"): from
+ * parsed (the fast reader's) when not NULL, else from root, an object of
+ * "prompt" and "candidates" only. LP_OK or an error with msg. */
+int lp_api_score_item(lp_served *sv, const struct lp_score_req *parsed, const json_t *root,
+                      json_t *out, char *msg, size_t msglen);
 int lp_api_corruption_get(lp_api *api, const lp_request *req, lp_response *resp);
 int lp_api_corruption_put(lp_api *api, const lp_request *req, lp_response *resp);
 /* The label view model `version` was trained on (for the corrupted export):

@@ -10,9 +10,11 @@
 #include "auth.h"
 #include "campaigns.h"
 #include "clock.h"
+#include "confidence.h"
 #include "error.h"
 #include "log.h"
 #include "retrain.h"
+#include "score_parse.h"
 #include "taskfile.h"
 #include "tasks.h"
 #include "train_request.h"
@@ -23,7 +25,6 @@
 #include <string.h>
 #include <time.h>
 
-#define SCORE_CANDIDATES_MAX 1024
 #define SCORE_TASKS_MAX 1000
 #define RUNS_LIST_MAX 1000
 
@@ -68,6 +69,11 @@ static int64_t param_id(const lp_request *req, const char *key)
     char *end;
     long long x = strtoll(v, &end, 10);
     return *v != '\0' && *end == '\0' && x > 0 ? (int64_t)x : -1;
+}
+
+int64_t lp_api_param_id(const lp_request *req, const char *key)
+{
+    return param_id(req, key);
 }
 
 /* ---- runs ---- */
@@ -516,18 +522,39 @@ static int score_mixture(lp_served *sv, const score_item *items, const lp_sparse
     return rc;
 }
 
-/* Rewards and policy of K items under sv, appended to arr. */
-static int score_items(lp_served *sv, const score_item *items, size_t K, json_t *arr, char *msg,
-                       size_t msglen)
+/* Pessimistic scores (gamma >= 0) added to the K candidate objects of arr:
+ * each one's lower bound and the pessimistic policy's probability. */
+static int score_pessimism(lp_served *sv, const lp_sparse *f, const double *r, const double *lr,
+                           size_t K, double gamma, json_t *arr, char *msg, size_t msglen)
 {
-    int general = lp_served_is_general(sv);
+    double *lower = calloc(K, sizeof *lower), *pess = calloc(K, sizeof *pess);
+    int rc =
+        lower && pess ? lp_served_pessimism(sv, f, r, lr, K, gamma, lower, pess) : LP_ENO_MEMORY;
+    for (size_t k = 0; rc == LP_OK && k < K; k++) {
+        json_t *c = json_array_get(arr, json_array_size(arr) - K + k);
+        json_object_set_new(c, "lower", json_real(lower[k]));
+        json_object_set_new(c, "pessimistic", json_real(pess[k]));
+    }
+    free(lower);
+    free(pess);
+    return rc == LP_OK || rc == LP_ENO_MEMORY
+               ? rc
+               : lp_fail(LP_EINTERNAL, msg, msglen, "the bounds could not be computed");
+}
+
+/* Rewards and policy of K items under sv, appended to arr; with gamma >= 0
+ * (not NAN) also the pessimistic scores. */
+static int score_items(lp_served *sv, const score_item *items, size_t K, double gamma, json_t *arr,
+                       char *msg, size_t msglen)
+{
+    int general = lp_served_is_general(sv), keep = general || !isnan(gamma);
     double *r = calloc(K, sizeof *r), *lr = calloc(K, sizeof *lr);
     double *pi = calloc(K, sizeof *pi), *ratio = calloc(K, sizeof *ratio);
-    lp_sparse *f = calloc(general ? K : 1, sizeof *f);
+    lp_sparse *f = calloc(keep ? K : 1, sizeof *f);
     int rc = r && lr && pi && ratio && f ? LP_OK : LP_ENO_MEMORY;
     int all_ref = 1;
     for (size_t k = 0; k < K && rc == LP_OK; k++) {
-        lp_sparse *fk = &f[general ? k : 0];
+        lp_sparse *fk = &f[keep ? k : 0];
         rc = lp_served_features(sv, items[k].prompt, items[k].text, items[k].dense, items[k].dim,
                                 fk);
         if (rc == LP_EDIMENSION_MISMATCH)
@@ -546,7 +573,9 @@ static int score_items(lp_served *sv, const score_item *items, size_t K, json_t 
     for (size_t k = 0; k < K && rc == LP_OK && !general; k++)
         json_array_append_new(arr, json_pack("{s:f, s:f, s:f}", "reward", r[k], "probability",
                                              pi[k], "log_ratio", ratio[k]));
-    for (size_t k = 0; f && k < (general ? K : 1); k++)
+    if (rc == LP_OK && !general && !isnan(gamma))
+        rc = score_pessimism(sv, f, r, all_ref ? lr : NULL, K, gamma, arr, msg, msglen);
+    for (size_t k = 0; f && k < (keep ? K : 1); k++)
         lp_sparse_free(&f[k]);
     free(f);
     free(r);
@@ -577,8 +606,8 @@ static void free_items(score_item *items, size_t n)
     free(items);
 }
 
-static int score_tasks(lp_api *api, lp_served *sv, const json_t *ids, json_t *out, char *msg,
-                       size_t msglen)
+static int score_tasks(lp_api *api, lp_served *sv, const json_t *ids, double gamma, json_t *out,
+                       char *msg, size_t msglen)
 {
     if (!json_is_array(ids) || json_array_size(ids) == 0)
         return lp_fail(LP_EWRONG_TYPE, msg, msglen, "task_ids must be a non-empty array");
@@ -598,7 +627,7 @@ static int score_tasks(lp_api *api, lp_served *sv, const json_t *ids, json_t *ou
         json_t *cands = json_array();
         char why[LP_MSG_MAX] = "";
         if (rc == LP_OK)
-            rc = score_items(sv, items, 2, cands, why, sizeof why);
+            rc = score_items(sv, items, 2, gamma, cands, why, sizeof why);
         if (rc != LP_OK)
             lp_fail(rc, msg, msglen, "task %lld: %s", (long long)id,
                     why[0] ? why : lp_error_message(rc));
@@ -614,7 +643,36 @@ static int score_tasks(lp_api *api, lp_served *sv, const json_t *ids, json_t *ou
     return LP_OK;
 }
 
-static int score_prompt(lp_served *sv, const json_t *root, json_t *out, char *msg, size_t msglen)
+/* LP_OK when sv may score K candidates in one request. */
+static int check_count(lp_served *sv, size_t K, char *msg, size_t msglen)
+{
+    if (K > SCORE_CANDIDATES_MAX)
+        return lp_fail(LP_ETOO_MANY_CANDIDATES, msg, msglen, "at most %d candidates",
+                       SCORE_CANDIDATES_MAX);
+    if (lp_served_is_general(sv) && K > LP_GP_SERVE_MAX_K) /* self-play costs K^2 per round */
+        return lp_fail(LP_ETOO_MANY_CANDIDATES, msg, msglen,
+                       "at most %d candidates for a general-preference model", LP_GP_SERVE_MAX_K);
+    return LP_OK;
+}
+
+/* Scores K (>= 1) parsed candidates under sv: "candidates" into out. */
+static int score_candidates(lp_served *sv, const score_item *items, size_t K, double gamma,
+                            json_t *out, char *msg, size_t msglen)
+{
+    int rc = check_count(sv, K, msg, msglen);
+    if (rc != LP_OK)
+        return rc;
+    json_t *arr = json_array();
+    rc = arr ? score_items(sv, items, K, gamma, arr, msg, msglen) : LP_ENO_MEMORY;
+    if (rc == LP_OK)
+        json_object_set_new(out, "candidates", arr);
+    else
+        json_decref(arr);
+    return rc;
+}
+
+static int score_prompt(lp_served *sv, const json_t *root, double gamma, json_t *out, char *msg,
+                        size_t msglen)
 {
     const char *prompt = "";
     int rc = LP_OK;
@@ -628,12 +686,8 @@ static int score_prompt(lp_served *sv, const json_t *root, json_t *out, char *ms
     if (!json_is_array(cands) || json_array_size(cands) == 0)
         return lp_fail(LP_EWRONG_TYPE, msg, msglen, "candidates must be a non-empty array");
     size_t K = json_array_size(cands);
-    if (K > SCORE_CANDIDATES_MAX)
-        return lp_fail(LP_ETOO_MANY_CANDIDATES, msg, msglen, "at most %d candidates",
-                       SCORE_CANDIDATES_MAX);
-    if (lp_served_is_general(sv) && K > LP_GP_SERVE_MAX_K) /* self-play costs K^2 per round */
-        return lp_fail(LP_ETOO_MANY_CANDIDATES, msg, msglen,
-                       "at most %d candidates for a general-preference model", LP_GP_SERVE_MAX_K);
+    if ((rc = check_count(sv, K, msg, msglen)) != LP_OK)
+        return rc;
     score_item *items = calloc(K, sizeof *items);
     if (items == NULL)
         return lp_fail(LP_ENO_MEMORY, msg, msglen, "out of memory");
@@ -641,15 +695,76 @@ static int score_prompt(lp_served *sv, const json_t *root, json_t *out, char *ms
         items[k].prompt = prompt;
         rc = parse_candidate(json_array_get(cands, k), k, &items[k], msg, msglen);
     }
-    json_t *arr = json_array();
     if (rc == LP_OK)
-        rc = score_items(sv, items, K, arr, msg, msglen);
+        rc = score_candidates(sv, items, K, gamma, out, msg, msglen);
     free_items(items, K);
-    if (rc == LP_OK)
-        json_object_set_new(out, "candidates", arr);
-    else
-        json_decref(arr);
     return rc;
+}
+
+/* The fast reader's candidates as score items (features borrowed from the
+ * reader's arena), scored under sv into out. */
+static int score_parsed(lp_served *sv, const lp_score_req *q, json_t *out, char *msg, size_t msglen)
+{
+    score_item stack[8];
+    score_item *items = q->k <= 8 ? stack : calloc(q->k, sizeof *items);
+    if (items == NULL)
+        return lp_fail(LP_ENO_MEMORY, msg, msglen, "out of memory");
+    for (size_t k = 0; k < q->k; k++) {
+        const lp_score_cand *c = &q->cands[k];
+        items[k] = (score_item){.prompt = q->prompt ? q->prompt : "",
+                                .text = c->text,
+                                .dense = (double *)c->features,
+                                .dim = c->dim,
+                                .log_ref = c->ref_logprob,
+                                .has_ref = c->has_ref};
+    }
+    int rc = score_candidates(sv, items, q->k, NAN, out, msg, msglen);
+    if (items != stack)
+        free(items);
+    return rc;
+}
+
+int lp_api_score_fast_parse(const lp_api *api, const char *body, size_t len, lp_score_arena *a,
+                            lp_score_req *q)
+{
+    static const lp_score_caps caps = {SCORE_CANDIDATES_MAX, LP_FEATURES_MAX, LP_TASK_TEXT_MAX};
+    if (api->opts.json_depth < 4) /* the general reader would refuse the nesting */
+        return 0;
+    return lp_score_parse(body, len, &caps, a, q);
+}
+
+int lp_api_score_item(lp_served *sv, const lp_score_req *parsed, const json_t *root, json_t *out,
+                      char *msg, size_t msglen)
+{
+    static const char *const fields[] = {"prompt", "candidates", NULL};
+    if (parsed != NULL)
+        return score_parsed(sv, parsed, out, msg, msglen);
+    if (!json_is_object(root))
+        return lp_fail(LP_EWRONG_TYPE, msg, msglen, "expected an object");
+    int rc = lp_json_only_fields(root, fields, msg, msglen);
+    return rc == LP_OK ? score_prompt(sv, root, NAN, out, msg, msglen) : rc;
+}
+
+/* The request's pessimism: "gamma" (a number in [0, LP_CONF_GAMMA_MAX]) or
+ * "pessimism": true (gamma: the default) asks for it; *gamma stays NAN
+ * otherwise ("pessimism": false without gamma). */
+static int score_gamma(const json_t *root, double *gamma, char *msg, size_t msglen)
+{
+    const json_t *p = json_object_get(root, "pessimism"), *g = json_object_get(root, "gamma");
+    if (p != NULL && !json_is_boolean(p))
+        return lp_fail(LP_EWRONG_TYPE, msg, msglen, "pessimism must be true or false");
+    if (g != NULL && (!json_is_number(g) || !(json_number_value(g) >= 0.0) ||
+                      !(json_number_value(g) <= LP_CONF_GAMMA_MAX)))
+        return lp_fail(LP_EWRONG_TYPE, msg, msglen, "gamma must be a number from 0 to %g",
+                       LP_CONF_GAMMA_MAX);
+    if (g != NULL && p != NULL && !json_is_true(p))
+        return lp_fail(LP_EBAD_REQUEST, msg, msglen,
+                       "gamma asks for pessimism: drop \"pessimism\": false");
+    if (g != NULL)
+        *gamma = json_number_value(g);
+    else if (json_is_true(p))
+        *gamma = LP_CONF_DEFAULT_GAMMA;
+    return LP_OK;
 }
 
 /* The model a score request may use (docs/trust-model.md): the served one
@@ -658,7 +773,7 @@ static int score_prompt(lp_served *sv, const json_t *root, json_t *out, char *ms
  * when every label it was trained on was privatized; any other version
  * needs the admin scope, and without it the answer does not tell whether
  * the version exists. */
-static int score_model(lp_api *api, const lp_principal *who, int64_t version, lp_served **out)
+int lp_api_score_model(lp_api *api, const lp_principal *who, int64_t version, lp_served **out)
 {
     *out = NULL;
     lp_served *active = lp_learner_served(api->learner);
@@ -678,45 +793,81 @@ static int score_model(lp_api *api, const lp_principal *who, int64_t version, lp
     return LP_OK;
 }
 
+int lp_api_score_is_light(const char *body, size_t len)
+{
+    return body != NULL && memchr(body, '\\', len) == NULL &&
+           memmem(body, len, "task_ids", 8) == NULL;
+}
+
+json_t *lp_api_score_header(lp_served *sv)
+{
+    const lp_model *m = lp_served_model(sv);
+    return json_pack(
+        "{s:I, s:s, s:s, s:s, s:f}", "model_version", (json_int_t)lp_served_version(sv), "method",
+        lp_served_is_general(sv) ? "general" : "reward", "loss", lp_loss_name(m->loss.kind), "link",
+        m->link == LP_LINK_KL ? "kl" : "chimix", "beta", m->beta);
+}
+
 int lp_api_score(lp_api *api, const lp_request *req, lp_response *resp)
 {
     if (api->learner == NULL)
         return no_learner(resp);
     struct timespec t0, t1;
     clock_gettime(CLOCK_MONOTONIC, &t0);
-    static const char *const fields[] = {"prompt", "candidates", "task_ids", "version", NULL};
-    json_t *root = NULL;
-    if (lp_api_parse_body(api, req, &root, resp) != LP_OK)
-        return LP_API_DONE;
+    static const char *const fields[] = {"prompt", "candidates", "task_ids", "version",
+                                         "gamma",  "pessimism",  NULL};
     char msg[LP_MSG_MAX] = "";
-    int rc = json_is_object(root) ? LP_OK
-                                  : lp_fail(LP_EWRONG_TYPE, msg, sizeof msg, "expected an object");
-    if (rc == LP_OK)
-        rc = lp_json_only_fields(root, fields, msg, sizeof msg);
+    int rc = LP_OK;
     int64_t version = 0;
-    if (rc == LP_OK && json_object_get(root, "version") != NULL)
-        rc = lp_json_get_int(root, "version", 1, INT64_MAX, &version, msg, sizeof msg);
-    if (rc == LP_OK && json_object_get(root, "task_ids") != NULL &&
-        json_object_get(root, "candidates") != NULL)
-        rc = lp_fail(LP_EBAD_REQUEST, msg, sizeof msg, "give candidates or task_ids, not both");
+    /* the common request by the single-pass reader; anything it declines
+     * by jansson and the checks below */
+    lp_score_arena arena = {0};
+    lp_score_req fast;
+    int parsed = req->body != NULL && req->body_len > 0 &&
+                 lp_api_score_fast_parse(api, req->body, req->body_len, &arena, &fast) == 1;
+    json_t *root = NULL;
+    if (parsed) {
+        version = fast.version;
+    } else {
+        if (lp_api_parse_body(api, req, &root, resp) != LP_OK) {
+            lp_score_arena_free(&arena);
+            return LP_API_DONE;
+        }
+        rc = json_is_object(root) ? LP_OK
+                                  : lp_fail(LP_EWRONG_TYPE, msg, sizeof msg, "expected an object");
+        if (rc == LP_OK)
+            rc = lp_json_only_fields(root, fields, msg, sizeof msg);
+        if (rc == LP_OK && json_object_get(root, "version") != NULL)
+            rc = lp_json_get_int(root, "version", 1, INT64_MAX, &version, msg, sizeof msg);
+        if (rc == LP_OK && json_object_get(root, "task_ids") != NULL &&
+            json_object_get(root, "candidates") != NULL)
+            rc = lp_fail(LP_EBAD_REQUEST, msg, sizeof msg, "give candidates or task_ids, not both");
+    }
+    double gamma = NAN; /* NAN: no pessimistic scores (the fast reader declines gamma) */
+    if (rc == LP_OK && root != NULL)
+        rc = score_gamma(root, &gamma, msg, sizeof msg);
     lp_served *sv = NULL;
-    if (rc == LP_OK && (rc = score_model(api, req->principal, version, &sv)) != LP_OK)
+    if (rc == LP_OK && (rc = lp_api_score_model(api, req->principal, version, &sv)) != LP_OK)
         msg[0] = '\0';
+    if (rc == LP_OK && !isnan(gamma) && !lp_served_has_confidence(sv))
+        rc = lp_fail(LP_ENO_CONFIDENCE, msg, sizeof msg, "model %lld has no confidence record%s",
+                     (long long)lp_served_version(sv),
+                     lp_served_is_general(sv) ? " (a general-preference model has no rewards)"
+                                              : "; retrain to score pessimistically");
     json_t *out = NULL;
     if (rc == LP_OK) {
-        const lp_model *m = lp_served_model(sv);
-        out = json_pack("{s:I, s:s, s:s, s:s, s:f}", "model_version",
-                        (json_int_t)lp_served_version(sv), "method",
-                        lp_served_is_general(sv) ? "general" : "reward", "loss",
-                        lp_loss_name(m->loss.kind), "link", m->link == LP_LINK_KL ? "kl" : "chimix",
-                        "beta", m->beta);
-        const json_t *ids = json_object_get(root, "task_ids");
+        out = lp_api_score_header(sv);
+        const json_t *ids = root ? json_object_get(root, "task_ids") : NULL;
         rc = out == NULL ? LP_ENO_MEMORY
-             : ids       ? score_tasks(api, sv, ids, out, msg, sizeof msg)
-                         : score_prompt(sv, root, out, msg, sizeof msg);
+             : parsed    ? score_parsed(sv, &fast, out, msg, sizeof msg)
+             : ids       ? score_tasks(api, sv, ids, gamma, out, msg, sizeof msg)
+                         : score_prompt(sv, root, gamma, out, msg, sizeof msg);
+        if (rc == LP_OK && !isnan(gamma))
+            json_object_set_new(out, "gamma", json_real(gamma));
     }
     lp_served_unref(sv);
     json_decref(root);
+    lp_score_arena_free(&arena);
     if (rc != LP_OK) {
         json_decref(out);
         return lp_api_error(resp, rc, msg[0] ? msg : NULL);

@@ -14,15 +14,15 @@ static atomic_uint_least64_t labels_total;
 static atomic_uint_least64_t epsilon_micro; /* spent epsilon in units of 1e-6 */
 
 static const char *const ROUTE_NAMES[LP_ROUTE_COUNT] = {
-    "healthz",    "campaigns",  "enrollment_tokens",
-    "annotators", "revoke",     "tasks",
-    "tasks_next", "labels",     "labels_batch",
-    "stats",      "export",     "metrics",
-    "retrain",    "models",     "score",
-    "corruption", "tasks_skip", "progress",
-    "quality",    "console",    "annotator_list",
-    "task_list",  "tokens",     "audit",
-    "other",
+    "healthz",     "campaigns",  "enrollment_tokens",
+    "annotators",  "revoke",     "tasks",
+    "tasks_next",  "labels",     "labels_batch",
+    "stats",       "export",     "metrics",
+    "retrain",     "models",     "score",
+    "corruption",  "tasks_skip", "progress",
+    "quality",     "console",    "annotator_list",
+    "task_list",   "tokens",     "audit",
+    "score_batch", "other",
 };
 
 /* Score latency histogram: upper bounds in seconds, then +Inf. */

@@ -40,6 +40,7 @@ typedef enum lp_route {
     LP_ROUTE_TASK_LIST,
     LP_ROUTE_TOKENS,
     LP_ROUTE_AUDIT,
+    LP_ROUTE_SCORE_BATCH,
     LP_ROUTE_OTHER,
     LP_ROUTE_COUNT
 } lp_route;

@@ -15,6 +15,8 @@
  * whenever it wrote the model, also when the optimizer stopped before its
  * convergence test (a warning on stderr names the reason; FIT_NOTE).
  */
+#include "centralstudy.h"
+#include "confidence.h"
 #include "dataset.h"
 #include "error.h"
 #include "evaluate.h"
@@ -23,13 +25,17 @@
 #include "gstudy.h"
 #include "intransitive.h"
 #include "losses.h"
+#include "mechanism.h"
 #include "model.h"
 #include "objective.h"
+#include "pessimismstudy.h"
 #include "optimize.h"
 #include "policy.h"
 #include "prng.h"
+#include "rr.h"
 #include "simulate.h"
 #include "study.h"
+#include "userlevelstudy.h"
 #include "sweep.h"
 #include "wire.h"
 
@@ -212,6 +218,13 @@ typedef struct fit_cli {
     const char *data, *loss, *out, *optimizer, *kernel, *precision, *link, *l2, *method;
     double rmax, tau, bound, gtol, lr, beta, eta;
     int max_iter, memory, batch, epochs, threads, progress, quiet, folds, rounds;
+    /* a DP release (--mechanism): its budget, candidate set and center */
+    const char *mechanism, *candidates, *center;
+    double epsilon, radius;
+    int research;
+    /* aup: delta, the contribution cap and the optimizer */
+    double delta, concentration;
+    int user_cap, steps, user_batch;
     uint64_t seed;
     feat_cli feat;
 } fit_cli;
@@ -261,7 +274,7 @@ static int run_fit(const fit_cli *c, lp_dataset *ds, lp_model **out, char *msg, 
         fo.lr = c->lr;
     fo.batch = c->batch;
     fo.epochs = c->epochs;
-    fo.seed = c->seed;
+    fo.seed = c->seed == UINT64_MAX ? 0 : c->seed;
     fo.progress = c->progress;
     lp_model *m = NULL;
     int rc = c->folds == 0 ? lp_model_fit(ds, &oo, &fo, beta, &m)
@@ -335,6 +348,11 @@ static void fit_cli_init(fit_cli *c)
     c->epochs = 1;
     c->threads = 2;
     c->progress = isatty(2);
+    c->seed = UINT64_MAX; /* not given: 0 for SGD, the CSPRNG for a release's net */
+    c->mechanism = "none";
+    c->epsilon = NAN;
+    c->radius = 1.0;
+    c->delta = NAN;
     feat_cli_init(&c->feat);
 }
 
@@ -419,6 +437,130 @@ static int fit_general(const fit_cli *c)
     return rc == LP_OK ? 0 : fail("fit", rc, msg);
 }
 
+/* The summary of an AUP-RLHF release on stderr. */
+static void print_aup_release(const json_t *r, int research)
+{
+    const json_t *h = json_object_get(r, "halted_at");
+    fprintf(stderr,
+            "fit: aup (user-level epsilon %g, delta %g, %s randomness) on %lld annotators, %lld "
+            "labels used (cap %lld): %lld of %lld steps%s, tau %.4g, noise sigma %.4g per "
+            "coordinate\n",
+            json_number_value(json_object_get(r, "epsilon")),
+            json_number_value(json_object_get(r, "delta")),
+            research ? "SEEDED (research, not private)" : "CSPRNG",
+            json_integer_value(json_object_get(r, "annotators")),
+            json_integer_value(json_object_get(r, "labels_used")),
+            json_integer_value(json_object_get(r, "user_cap")),
+            json_integer_value(json_object_get(r, "steps_run")),
+            json_integer_value(json_object_get(r, "steps")),
+            json_is_integer(h) ? " (the concentration test halted training)" : "",
+            json_number_value(json_object_get(r, "tau")),
+            json_number_value(json_object_get(r, "sigma")));
+}
+
+/* fit --mechanism exponential|aup: a DP release (mechanism.h). */
+static int fit_release(const fit_cli *c)
+{
+    lp_release_opts ro;
+    lp_mechanism mech;
+    if (lp_mechanism_parse(c->mechanism, &mech) != LP_OK || mech == LP_MECH_NONE) {
+        fprintf(stderr, "ldpref-train fit: --mechanism must be none, exponential or aup\n");
+        return 2;
+    }
+    int aup = mech == LP_MECH_AUP;
+    if (isnan(c->epsilon) || (!aup && c->candidates == NULL) || (aup && isnan(c->delta)) ||
+        c->user_cap < 0 || c->steps < 0 || c->user_batch < 0) {
+        fprintf(stderr, "ldpref-train fit: a release needs --epsilon and --candidates "
+                        "(exponential) or --delta (aup); --user-cap, --steps, --user-batch >= 0\n");
+        return 2;
+    }
+    if (c->research && c->seed == UINT64_MAX) {
+        fprintf(stderr, "ldpref-train fit: --research needs --seed\n");
+        return 2;
+    }
+    lp_release_opts_init(&ro, mech, c->epsilon);
+    ro.beta = isnan(c->beta) ? 1.0 : c->beta;
+    ro.rmax = c->rmax;
+    ro.radius = c->radius;
+    ro.delta = aup ? c->delta : 0.0;
+    ro.user_cap = (size_t)c->user_cap;
+    ro.steps = c->steps;
+    ro.lr = c->lr;
+    ro.norm_bound = isinf(c->bound) ? 0.0 : c->bound;
+    ro.tau = c->concentration;
+    ro.batch = (size_t)c->user_batch;
+    char spec[128], msg[512] = "";
+    /* --seed fixes the net unless the spec has its own seed. */
+    const char *cands = c->candidates ? c->candidates : "";
+    snprintf(spec, sizeof spec, "%s%s", cands,
+             c->seed != UINT64_MAX && !aup && strstr(cands, ":seed=") == NULL ? ":seed=" : "");
+    if (c->seed != UINT64_MAX && !aup && strstr(cands, ":seed=") == NULL)
+        snprintf(spec + strlen(spec), sizeof spec - strlen(spec), "%llu",
+                 (unsigned long long)c->seed);
+    ro.candidates = spec;
+    lp_prng g;
+    if (c->research) {
+        lp_prng_seed(&g, c->seed);
+        ro.rand64 = lp_prng_next64;
+        ro.rand_state = &g;
+    } else if (lp_rng_init() != LP_OK) {
+        return fail("fit", LP_ERNG, "the OS random source is unavailable");
+    }
+    lp_model *center = NULL;
+    int rc = c->center ? lp_model_read(c->center, &center, msg, sizeof msg) : LP_OK;
+    if (rc != LP_OK)
+        return fail("fit", rc, msg);
+    lp_load_opts lo = {0};
+    if (!precision_pref(c->precision, &lo.prefer_f32)) {
+        lp_model_free(center);
+        fprintf(stderr, "ldpref-train fit: --precision must be auto, float or double\n");
+        return 2;
+    }
+    openblas_set_num_threads(c->threads);
+    lp_feat_spec fs;
+    feat_from_cli(&c->feat, &fs);
+    lp_featurizer *fz = lp_featurizer_new(&fs);
+    lo.fz = fz;
+    lp_dataset *ds = NULL;
+    lp_model *m = NULL;
+    rc = fz ? lp_dataset_load(c->data, &lo, &ds, NULL, msg, sizeof msg) : LP_EINVALID_ARGUMENT;
+    if (fz == NULL)
+        snprintf(msg, sizeof msg, "bad featurizer options");
+    if (rc == LP_OK && center != NULL && center->d != ds->d)
+        rc = lp_fail(LP_EINVALID_ARGUMENT, msg, sizeof msg,
+                     "--center has %zu features, the data %zu", center->d, ds->d);
+    ro.center = center ? center->theta : NULL;
+    if (rc == LP_OK)
+        rc = lp_release_fit(ds, ds->user, &ro, &m, msg, sizeof msg);
+    if (rc == LP_OK) {
+        m->text = ds->storage == LP_STORE_CSR;
+        m->feat = fs;
+        snprintf(m->source, sizeof m->source, "%s", c->data);
+        if (c->link)
+            m->link = strcmp(c->link, "kl") == 0 ? LP_LINK_KL : LP_LINK_CHIMIX;
+        if ((rc = lp_model_write(m, c->out)) != LP_OK)
+            snprintf(msg, sizeof msg, "cannot write %s", c->out);
+    }
+    if (rc == LP_OK && !c->quiet && aup)
+        print_aup_release(m->release, c->research);
+    else if (rc == LP_OK && !c->quiet) {
+        const json_t *cs = json_object_get(m->release, "candidates");
+        fprintf(stderr,
+                "fit: exponential mechanism (epsilon %g, %s randomness) on %zu labels x %zu "
+                "features: candidate %lld of %lld (%s, radius %g, seed %lld), |theta| %.4g\n",
+                c->epsilon, c->research ? "SEEDED (research, not private)" : "CSPRNG", ds->n, ds->d,
+                json_integer_value(json_object_get(m->release, "selected")),
+                json_integer_value(json_object_get(cs, "size")),
+                json_string_value(json_object_get(cs, "kind")), c->radius,
+                json_integer_value(json_object_get(cs, "seed")), m->res.theta_norm);
+    }
+    lp_model_free(m);
+    lp_model_free(center);
+    lp_dataset_free(ds);
+    lp_featurizer_free(fz);
+    return rc == LP_OK ? 0 : fail("fit", rc, msg);
+}
+
 static int cmd_fit(int argc, char **argv)
 {
     fit_cli c;
@@ -451,8 +593,36 @@ static int cmd_fit(int argc, char **argv)
          &c.lr},
         {"batch", "N", "SGD/Adam minibatch (default 1)", O_INT, &c.batch},
         {"epochs", "N", "SGD/Adam passes (default 1)", O_INT, &c.epochs},
-        {"seed", "S", "seed for SGD/Adam order (default 0)", O_U64, &c.seed},
+        {"seed", "S",
+         "seed for SGD/Adam order (default 0); a release: the random net's seed (default: "
+         "from the CSPRNG), with --research also the selection's",
+         O_U64, &c.seed},
         {"threads", "T", "threads for the loss/gradient pass (default 2)", O_INT, &c.threads},
+        {"mechanism", "M",
+         "none (default: a plain fit), exponential (a central-DP release, Algorithm 2) or aup "
+         "(user-level DP, AUP-RLHF)",
+         O_STR, &c.mechanism},
+        {"delta", "D", "aup: the release's delta, in (0, 1)", O_DBL, &c.delta},
+        {"user-cap", "M",
+         "aup: use each annotator's first M labels (default 0: all); annotators come from the "
+         "labels' \"annotator\" field (none: each label its own)",
+         O_INT, &c.user_cap},
+        {"steps", "T", "aup: gradient steps (default 100)", O_INT, &c.steps},
+        {"concentration", "TAU",
+         "aup: the concentration radius (default 2 G/sqrt(m), G the largest label gradient)", O_DBL,
+         &c.concentration},
+        {"user-batch", "N", "aup: annotators per step (default 0: all)", O_INT, &c.user_batch},
+        {"epsilon", "E", "release: the model's privacy budget, finite and > 0", O_DBL, &c.epsilon},
+        {"candidates", "SPEC",
+         "release: grid:G (small d), net:K, around:K (needs --center), optionally :seed=S", O_STR,
+         &c.candidates},
+        {"radius", "R", "release: the candidates' norm ball radius (default 1)", O_DBL, &c.radius},
+        {"center", "MODEL.json", "release: the model whose theta centers around:K", O_STR,
+         &c.center},
+        {"research", NULL,
+         "release: draw the selection from --seed instead of the CSPRNG (not private: research "
+         "only; recorded)",
+         O_FLAG, &c.research},
         {"kernel", "K", "dense kernel: fused (default) or blas", O_STR, &c.kernel},
         {"precision", "P", "dense storage: auto|float|double (auto: double up to 2^24 values)",
          O_STR, &c.precision},
@@ -489,6 +659,8 @@ static int cmd_fit(int argc, char **argv)
         c.beta = general ? 0.0 : 1.0;
     if (general)
         return fit_general(&c);
+    if (strcmp(c.mechanism, "none") != 0)
+        return fit_release(&c);
     lp_load_opts lo = {0};
     if (!precision_pref(c.precision, &lo.prefer_f32)) {
         fprintf(stderr, "ldpref-train fit: --precision must be auto, float or double\n");
@@ -510,6 +682,8 @@ static int cmd_fit(int argc, char **argv)
     }
     lp_model *m = NULL;
     rc = run_fit(&c, ds, &m, msg, sizeof msg);
+    if (rc == LP_OK && (rc = lp_conf_attach(m, ds)) != LP_OK)
+        snprintf(msg, sizeof msg, "the confidence record could not be computed");
     if (rc == LP_OK) {
         m->text = ds->storage == LP_STORE_CSR;
         m->feat = fs;
@@ -555,11 +729,22 @@ static void write_pair_fields(FILE *f, const double *f0, const double *f1, size_
         fprintf(f, "],\"z\":%d,\"epsilon\":%.17g,\"y\":%d}\n", z, eps, y);
 }
 
+/* The simulator's JSONL output; with user_labels > 0 each record names its
+ * annotator (label i: annotator i / user_labels). */
+typedef struct pair_out {
+    FILE *f;
+    size_t count, user_labels;
+} pair_out;
+
 static void write_pair(void *ctx, const double *f0, const double *f1, size_t d, int y, int z,
                        double eps)
 {
-    fputc('{', ctx);
-    write_pair_fields(ctx, f0, f1, d, y, z, eps);
+    pair_out *po = ctx;
+    fputc('{', po->f);
+    if (po->user_labels > 0)
+        fprintf(po->f, "\"annotator\":%zu,", po->count / po->user_labels);
+    po->count++;
+    write_pair_fields(po->f, f0, f1, d, y, z, eps);
 }
 
 static int write_theta(const char *path, const double *th, size_t d, const lp_sim_opts *o)
@@ -646,8 +831,8 @@ static int simulate_general(const lp_sim_opts *so, int prompts, double cycle, co
 static int cmd_simulate(int argc, char **argv)
 {
     const char *out = NULL, *theta_out = NULL, *order = "CTL", *adv = "flip", *pref = "bt";
-    int n = 1000, d = 16, K = 4, bk = 0, prompts = 200;
-    double eps = INFINITY, alpha = 0.0, sd = 2.0, cycle = 1.0;
+    int n = 1000, d = 16, K = 4, bk = 0, prompts = 200, user_labels = 0;
+    double eps = INFINITY, alpha = 0.0, sd = 2.0, cycle = 1.0, user_eps = NAN;
     uint64_t seed = 0;
     const opt t[] = {
         {"out", "DATA.jsonl", "write dense JSONL labels here (\"-\": stdout)", O_STR, &out},
@@ -671,6 +856,13 @@ static int cmd_simulate(int argc, char **argv)
          O_DBL, &cycle},
         {"prompts", "P", "intransitive: prompts with K candidates each (default 200)", O_INT,
          &prompts},
+        {"user-labels", "M",
+         "annotators that each give M consecutive labels (records carry \"annotator\"; "
+         "default 0: none)",
+         O_INT, &user_labels},
+        {"user-epsilon", "E",
+         "with --user-labels: an annotator's budget; each label gets RR at E/M (group privacy)",
+         O_DBL, &user_eps},
         {NULL, NULL, NULL, O_STR, NULL}};
     int p =
         parse_opts(argc, argv, t, "simulate", "--out DATA.jsonl --theta-out THETA.json [options]");
@@ -678,6 +870,13 @@ static int cmd_simulate(int argc, char **argv)
         return p == 1 ? 0 : 2;
     lp_sim_opts o;
     lp_sim_opts_init(&o);
+    if (user_labels < 0 || (!isnan(user_eps) && (user_labels < 1 || !(user_eps > 0)))) {
+        fprintf(stderr, "ldpref-train simulate: --user-labels must be >= 0; --user-epsilon needs "
+                        "--user-labels >= 1 and a value > 0\n");
+        return 2;
+    }
+    if (!isnan(user_eps))
+        eps = user_eps / user_labels;
     if (!out || !theta_out || n < 1 || d < 1 || K < 2 || bk < 0 ||
         lp_order_parse(order, &o.order) || lp_adversary_parse(adv, &o.adv)) {
         fprintf(stderr, "ldpref-train simulate: need --out, --theta-out, n,d >= 1, K >= 2, a "
@@ -707,8 +906,10 @@ static int cmd_simulate(int argc, char **argv)
         free(th);
         return fail("simulate", LP_EIO, out);
     }
+    pair_out po = {.f = f, .user_labels = (size_t)user_labels};
+    o.user_labels = (size_t)user_labels;
     o.on_pair = write_pair;
-    o.on_pair_ctx = f;
+    o.on_pair_ctx = &po;
     lp_dataset *ds = NULL;
     int rc = lp_simulate(&o, th, &ds);
     if (f != stdout && fclose(f) != 0 && rc == LP_OK)
@@ -816,8 +1017,33 @@ static int cmd_evaluate(int argc, char **argv)
 
 /* ---- score ------------------------------------------------------------ */
 
+/* "lower" (confidence.h) and "pessimistic" (the link's policy over the
+ * lower bounds) of K candidates, added to res. */
+static int score_pessimism(const lp_conf *conf, const lp_sparse *f, const double *r,
+                           const double *lref, size_t K, double beta, lp_link_kind link,
+                           double gamma, json_t *res)
+{
+    double *lo = calloc(2 * K, sizeof *lo), *pi = lo + K;
+    int rc = lo ? lp_conf_lower(conf, f, r, lref, K, gamma, lo, NULL) : LP_ENO_MEMORY;
+    if (rc == LP_OK)
+        rc = lp_policy_probs(link, lo, lref, K, beta, pi, NULL, NULL);
+    json_t *la = json_array(), *pa = json_array();
+    for (size_t k = 0; rc == LP_OK && k < K; k++) {
+        json_array_append_new(la, json_real(lo[k]));
+        json_array_append_new(pa, json_real(pi[k]));
+    }
+    json_object_set_new(res, "gamma", json_real(gamma));
+    json_object_set_new(res, "lower", la);
+    json_object_set_new(res, "pessimistic", pa);
+    free(lo);
+    return rc;
+}
+
+/* With pessimism (conf non-NULL), each candidate's lower bound at gamma and
+ * the pessimistic policy (the same link over the bounds) are added. */
 static int score_line(const lp_model *m, lp_featurizer *fz, json_t *o, double beta,
-                      lp_link_kind link, char *msg, size_t msglen)
+                      lp_link_kind link, const lp_conf *conf, double gamma, char *msg,
+                      size_t msglen)
 {
     const json_t *feats = json_object_get(o, "features");
     const json_t *resp = json_object_get(o, "responses");
@@ -838,13 +1064,15 @@ static int score_line(const lp_model *m, lp_featurizer *fz, json_t *o, double be
         if (fz == NULL)
             rc = lp_fail(LP_EWRONG_TYPE, msg, msglen, "the model has dense features");
     }
-    /* a general model keeps every candidate's features for its mixture */
-    lp_sparse *sv = calloc(m->general ? K : 1, sizeof *sv);
+    /* a general model keeps every candidate's features for its mixture,
+     * pessimism for the bounds */
+    int keep = m->general != NULL || conf != NULL;
+    lp_sparse *sv = calloc(keep ? K : 1, sizeof *sv);
     if (sv == NULL)
         rc = lp_fail(LP_ENO_MEMORY, msg, msglen, "out of memory");
     for (size_t k = 0; k < K && rc == LP_OK; k++) {
         const json_t *v = json_array_get(arr, k);
-        lp_sparse *fk = &sv[m->general ? k : 0];
+        lp_sparse *fk = &sv[keep ? k : 0];
         if (feats) {
             if (!json_is_array(v) || json_array_size(v) != m->d) {
                 rc = lp_fail(LP_EWRONG_TYPE, msg, msglen, "features[%zu] must have %zu numbers", k,
@@ -912,11 +1140,14 @@ static int score_line(const lp_model *m, lp_featurizer *fz, json_t *o, double be
         json_object_set_new(res, "rewards", ra);
         json_object_set_new(res, "probs", pa);
         json_object_set_new(res, "lambda", json_real(lambda));
+        if (conf != NULL && (rc = score_pessimism(conf, sv, r, lr ? lref : NULL, K, beta, link,
+                                                  gamma, res)) != LP_OK)
+            lp_fail(rc, msg, msglen, "the bounds could not be computed");
         json_dumpf(res, stdout, JSON_COMPACT | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(17));
         putchar('\n');
         json_decref(res);
     }
-    for (size_t k = 0; sv && k < (m->general ? K : 1); k++)
+    for (size_t k = 0; sv && k < (keep ? K : 1); k++)
         lp_sparse_free(&sv[k]);
     free(sv);
     free(r);
@@ -926,7 +1157,7 @@ static int score_line(const lp_model *m, lp_featurizer *fz, json_t *o, double be
 static int cmd_score(int argc, char **argv)
 {
     const char *model = NULL, *cand = NULL, *link = NULL;
-    double beta = NAN;
+    double beta = NAN, gamma = NAN;
     const opt t[] = {
         {"model", "MODEL.json", "the fitted model", O_STR, &model},
         {"candidates", "FILE",
@@ -935,23 +1166,37 @@ static int cmd_score(int argc, char **argv)
          O_STR, &cand},
         {"beta", "B", "policy temperature (default: the model's)", O_DBL, &beta},
         {"link", "L", "chimix|kl (default: the model's)", O_STR, &link},
+        {"pessimism", "GAMMA",
+         "add each candidate's lower confidence bound at GAMMA >= 0 (\"lower\") and the "
+         "pessimistic policy (\"pessimistic\"); the model needs its confidence record",
+         O_DBL, &gamma},
         {NULL, NULL, NULL, O_STR, NULL}};
     int p = parse_opts(argc, argv, t, "score", "--model MODEL.json --candidates FILE");
     if (p)
         return p == 1 ? 0 : 2;
-    if (!model || !cand) {
-        fprintf(stderr, "ldpref-train score: need --model and --candidates\n");
+    if (!model || !cand || (!isnan(gamma) && !(gamma >= 0 && gamma <= LP_CONF_GAMMA_MAX))) {
+        fprintf(stderr, "ldpref-train score: need --model and --candidates (--pessimism: "
+                        "0 <= GAMMA <= 1e6)\n");
         return 2;
     }
     char msg[512] = "";
     lp_model *m = NULL;
+    lp_conf *conf = NULL;
     int rc = lp_model_read(model, &m, msg, sizeof msg);
-    if (rc != LP_OK)
+    if (rc == LP_OK && !isnan(gamma) && (m->confidence == NULL || m->general != NULL))
+        rc = lp_fail(LP_ENO_CONFIDENCE, msg, sizeof msg,
+                     "%s has no confidence record (refit it with this version)", model);
+    else if (rc == LP_OK && !isnan(gamma))
+        rc = lp_conf_prepare(m->confidence, m->d, &conf, msg, sizeof msg);
+    if (rc != LP_OK) {
+        lp_model_free(m);
         return fail("score", rc, msg);
+    }
     lp_featurizer *fz = m->text ? lp_featurizer_new(&m->feat) : NULL;
     FILE *f = strcmp(cand, "-") == 0 ? stdin : fopen(cand, "r");
     if (f == NULL) {
         lp_model_free(m);
+        lp_conf_free(conf);
         lp_featurizer_free(fz);
         return fail("score", LP_EIO, cand);
     }
@@ -965,7 +1210,8 @@ static int cmd_score(int argc, char **argv)
         if (o == NULL || !json_is_object(o))
             rc = lp_fail(LP_EMALFORMED_JSON, msg, sizeof msg, "line %zu: %s", lineno,
                          o ? "not an object" : err.text);
-        else if ((rc = score_line(m, fz, o, isnan(beta) ? m->beta : beta, lk, m2, sizeof m2)))
+        else if ((rc = score_line(m, fz, o, isnan(beta) ? m->beta : beta, lk, conf, gamma, m2,
+                                  sizeof m2)))
             lp_fail(rc, msg, sizeof msg, "line %zu: %s", lineno, m2);
         json_decref(o);
     }
@@ -973,6 +1219,7 @@ static int cmd_score(int argc, char **argv)
     if (f != stdin)
         fclose(f);
     lp_featurizer_free(fz);
+    lp_conf_free(conf);
     lp_model_free(m);
     return rc == LP_OK ? 0 : fail("score", rc, msg);
 }
@@ -1276,7 +1523,86 @@ static int cmd_sweep(int argc, char **argv)
     return rc == LP_OK ? 0 : fail("sweep", rc, msg);
 }
 
+/* The pessimism block's verdict on stdout. */
+static int print_pessimism_verdict(const char *path, char *msg, size_t msglen)
+{
+    lp_pstudy ps;
+    lp_study_verdict v;
+    int rc = lp_pstudy_load(path, &ps, msg, msglen);
+    if (rc == LP_OK) {
+        lp_pstudy_verdict(&ps, &v);
+        printf("pessimism: %s: %s\n", lp_verdict_name(v.level), v.text);
+        lp_pstudy_clear(&ps);
+    }
+    return rc;
+}
+
+/* The pessimistic-scores study block (pessimismstudy.h). */
+static int cmd_pessimism_study(int argc, char **argv)
+{
+    const char *grid = "full", *out = NULL;
+    int seeds = 0, progress = 0, first = 0;
+    const opt t[] = {
+        {"grid", "NAME", "full (the study) or quick", O_STR, &grid},
+        {"seeds", "S", "seeds (default: the grid's)", O_INT, &seeds},
+        {"first-seed", "S",
+         "the first seed (default 0; the default Gamma was calibrated on "
+         "seeds from 1000)",
+         O_INT, &first},
+        {"out", "FILE.jsonl", "one JSON row per (eps, seed), every Gamma of the grid", O_STR, &out},
+        {"progress", NULL, "progress on stderr", O_FLAG, &progress},
+        {NULL, NULL, NULL, O_STR, NULL}};
+    int p = parse_opts(argc, argv, t, "pessimism-study", "--out FILE.jsonl [--grid NAME]");
+    if (p)
+        return p == 1 ? 0 : 2;
+    lp_pstudy_grid g;
+    if (out == NULL || lp_pstudy_grid_named(grid, &g) != LP_OK || seeds < 0 || first < 0) {
+        fprintf(stderr, "ldpref-train pessimism-study: need --out and --grid full|quick\n");
+        return 2;
+    }
+    if (seeds > 0)
+        g.seeds = seeds;
+    g.first_seed = first;
+    FILE *f = fopen(out, "w");
+    if (f == NULL)
+        return fail("pessimism-study", LP_EIO, out);
+    char msg[512] = "";
+    int rc = lp_pstudy_run(&g, f, progress, msg, sizeof msg);
+    if (fclose(f) != 0 && rc == LP_OK)
+        rc = lp_fail(LP_EIO, msg, sizeof msg, "cannot write %s", out);
+    return rc == LP_OK ? 0 : fail("pessimism-study", rc, msg);
+}
+
+/* The user-level block's verdict on stdout (the report checked the file). */
+static void print_userlevel_verdict(const char *path)
+{
+    lp_ul_study us;
+    lp_study_verdict v;
+    char msg[256];
+    if (lp_ul_load(path, &us, msg, sizeof msg) == LP_OK) {
+        lp_ul_verdict(&us, &v);
+        printf("userlevel: %s: %s\n", lp_verdict_name(v.level), v.text);
+        lp_ul_clear(&us);
+    }
+}
+
 /* Writes the study report (study.h) for a sweep's JSONL. */
+/* The central-model block's verdicts on stdout (centralstudy.h). */
+static int print_central_verdicts(const char *path, char *msg, size_t msglen)
+{
+    lp_cstudy cs;
+    lp_study_verdict v;
+    int rc = lp_cstudy_load(path, &cs, msg, msglen);
+    if (rc != LP_OK)
+        return rc;
+    lp_cstudy_verdict_excess(&cs, &v);
+    printf("central-excess: %s: %s\n", lp_verdict_name(v.level), v.text);
+    lp_cstudy_verdict_match(&cs, &v);
+    printf("central-local: %s: %s\n", lp_verdict_name(v.level), v.text);
+    lp_cstudy_clear(&cs);
+    return LP_OK;
+}
+
 static int cmd_report(int argc, char **argv)
 {
     lp_study_report_opts ro = {.sweep_seconds = NAN, .total_seconds = NAN};
@@ -1296,6 +1622,11 @@ static int cmd_report(int argc, char **argv)
         {"compare", "FILE", "verdicts.json of the full report: say whether each verdict agrees",
          O_STR, &ro.compare},
         {"general", "FILE", "JSONL of `ldpref-train general-study` to include", O_STR, &ro.general},
+        {"userlevel", "FILE", "JSONL of `ldpref-train userlevel-study` to include", O_STR,
+         &ro.userlevel},
+        {"central", "FILE", "JSONL of `ldpref-train central-study` to include", O_STR, &ro.central},
+        {"pessimism", "FILE", "JSONL of `ldpref-train pessimism-study` to include", O_STR,
+         &ro.pessimism},
         {NULL, NULL, NULL, O_STR, NULL}};
     int p = parse_opts(argc, argv, t, "report", "--in FILE.jsonl --dir DIR [options]");
     if (p)
@@ -1329,8 +1660,45 @@ static int cmd_report(int argc, char **argv)
             lp_gstudy_clear(&gs);
         }
     }
+    if (rc == LP_OK && ro.userlevel != NULL)
+        print_userlevel_verdict(ro.userlevel);
+    if (rc == LP_OK && ro.central != NULL)
+        rc = print_central_verdicts(ro.central, msg, sizeof msg);
+    if (rc == LP_OK && ro.pessimism != NULL)
+        rc = print_pessimism_verdict(ro.pessimism, msg, sizeof msg);
     lp_study_free(s);
     return rc == LP_OK ? 0 : fail("report", rc, msg);
+}
+
+/* The user-level study block (userlevelstudy.h). */
+static int cmd_userlevel_study(int argc, char **argv)
+{
+    const char *grid = "default", *out = NULL;
+    int seeds = 0, progress = 0;
+    const opt t[] = {
+        {"grid", "NAME", "default (the full study) or quick", O_STR, &grid},
+        {"seeds", "S", "seeds (default: the grid's)", O_INT, &seeds},
+        {"out", "FILE.jsonl", "one JSON row per (part, eps, m, n, seed, method)", O_STR, &out},
+        {"progress", NULL, "progress on stderr", O_FLAG, &progress},
+        {NULL, NULL, NULL, O_STR, NULL}};
+    int p = parse_opts(argc, argv, t, "userlevel-study", "--out FILE.jsonl [--grid NAME]");
+    if (p)
+        return p == 1 ? 0 : 2;
+    lp_ul_grid g;
+    if (out == NULL || lp_ul_grid_named(grid, &g) != LP_OK || seeds < 0) {
+        fprintf(stderr, "ldpref-train userlevel-study: need --out and --grid default|quick\n");
+        return 2;
+    }
+    if (seeds > 0)
+        g.seeds = seeds;
+    FILE *f = fopen(out, "w");
+    if (f == NULL)
+        return fail("userlevel-study", LP_EIO, out);
+    char msg[512] = "";
+    int rc = lp_ul_run(&g, f, progress, msg, sizeof msg);
+    if (fclose(f) != 0 && rc == LP_OK)
+        rc = lp_fail(LP_EIO, msg, sizeof msg, "cannot write %s", out);
+    return rc == LP_OK ? 0 : fail("userlevel-study", rc, msg);
 }
 
 /* The general-preference study block (gstudy.h). */
@@ -1373,6 +1741,37 @@ static int cmd_general_study(int argc, char **argv)
     return rc == LP_OK ? 0 : fail("general-study", rc, msg);
 }
 
+/* The central-model study block (centralstudy.h). */
+static int cmd_central_study(int argc, char **argv)
+{
+    const char *grid = "default", *out = NULL;
+    int seeds = 0, progress = 0;
+    const opt t[] = {{"grid", "NAME", "default (the full study) or quick", O_STR, &grid},
+                     {"seeds", "S", "seeds (default: the grid's)", O_INT, &seeds},
+                     {"out", "FILE.jsonl", "one JSON row per cell and seed", O_STR, &out},
+                     {"progress", NULL, "progress on stderr", O_FLAG, &progress},
+                     {NULL, NULL, NULL, O_STR, NULL}};
+    int p = parse_opts(argc, argv, t, "central-study", "--out FILE.jsonl [--grid NAME]");
+    if (p)
+        return p == 1 ? 0 : 2;
+    lp_cstudy_grid g;
+    if (out == NULL || lp_cstudy_grid_named(grid, &g) != LP_OK || seeds < 0) {
+        fprintf(stderr, "ldpref-train central-study: need --out and --grid default|quick\n");
+        return 2;
+    }
+    if (seeds > 0)
+        g.seeds = seeds;
+    openblas_set_num_threads(1);
+    FILE *f = fopen(out, "w");
+    if (f == NULL)
+        return fail("central-study", LP_EIO, out);
+    char msg[512] = "";
+    int rc = lp_cstudy_run(&g, f, progress, msg, sizeof msg);
+    if (fclose(f) != 0 && rc == LP_OK)
+        rc = lp_fail(LP_EIO, msg, sizeof msg, "cannot write %s", out);
+    return rc == LP_OK ? 0 : fail("central-study", rc, msg);
+}
+
 /* ---- main ------------------------------------------------------------- */
 
 static void usage(FILE *f)
@@ -1387,6 +1786,9 @@ static void usage(FILE *f)
                "  sweep     simulate/fit/evaluate over a grid of settings and seeds, JSONL rows\n"
                "  report    the study report (Markdown, gnuplot scripts) from a sweep's JSONL\n"
                "  general-study  duality gaps of Algorithm 3 vs Square chi-PO on cyclic data\n"
+               "  userlevel-study  error vs m at fixed n*m: RR at eps/m vs AUP-RLHF, JSONL rows\n"
+               "  central-study  the exponential mechanism's excess loss; central vs local\n"
+               "  pessimism-study  pessimistic vs greedy choice, coverage of the bounds\n"
                "  version   print the version\n");
 }
 
@@ -1471,6 +1873,12 @@ int main(int argc, char **argv)
         return cmd_report(argc - 2, argv + 2);
     if (strcmp(cmd, "general-study") == 0)
         return cmd_general_study(argc - 2, argv + 2);
+    if (strcmp(cmd, "userlevel-study") == 0)
+        return cmd_userlevel_study(argc - 2, argv + 2);
+    if (strcmp(cmd, "central-study") == 0)
+        return cmd_central_study(argc - 2, argv + 2);
+    if (strcmp(cmd, "pessimism-study") == 0)
+        return cmd_pessimism_study(argc - 2, argv + 2);
     fprintf(stderr, "ldpref-train: unknown command '%s'\n", cmd);
     usage(stderr);
     return 2;

@@ -100,6 +100,7 @@ void lp_dataset_free(lp_dataset *ds)
     free(ds->group);
     free(ds->sum_chosen);
     free(ds->sum_rejected);
+    free(ds->user);
     free(ds);
 }
 
@@ -271,6 +272,8 @@ typedef struct record {
     int z, y;
     double eps;
     const char *prompt, *a0, *a1;
+    int has_user;
+    int64_t user;
 } record;
 
 static int classify(const json_t *o, lp_data_format *fmt)
@@ -292,7 +295,50 @@ typedef struct loader {
     double *v0, *v1;
     size_t c0, c1;
     lp_sparse f0, f1;
+    int64_t *user; /* annotator ids of the rows so far (when the first record had one) */
+    size_t user_cap;
 } loader;
+
+/* The optional annotator field: "annotator" or "user", an integer >= 0 or a
+ * string (hashed). */
+static int read_user(const json_t *o, record *r, char *msg, size_t msglen)
+{
+    const json_t *a = json_object_get(o, "annotator"), *u = json_object_get(o, "user");
+    if (a != NULL && u != NULL)
+        return lp_fail(LP_EINVALID_ARGUMENT, msg, msglen,
+                       "give \"annotator\" or \"user\", not both");
+    const json_t *v = a ? a : u;
+    if (v == NULL)
+        return LP_OK;
+    if (json_is_integer(v) && json_integer_value(v) >= 0)
+        r->user = (int64_t)json_integer_value(v);
+    else if (json_is_string(v))
+        r->user = (int64_t)(lp_dataset_prompt_key(json_string_value(v)) & (uint64_t)INT64_MAX);
+    else
+        return lp_fail(LP_EWRONG_TYPE, msg, msglen, "\"%s\" must be an integer >= 0 or a string",
+                       a ? "annotator" : "user");
+    r->has_user = 1;
+    return LP_OK;
+}
+
+/* Records the row's annotator; all records or none must have one. */
+static int keep_user(loader *L, const record *r, char *msg, size_t msglen)
+{
+    size_t i = L->ds->n - 1;
+    if (r->has_user != (i == 0 ? r->has_user : L->user != NULL))
+        return lp_fail(LP_EINVALID_ARGUMENT, msg, msglen,
+                       "an annotator is given on some records but not on others");
+    if (!r->has_user)
+        return LP_OK;
+    if (i >= L->user_cap) {
+        size_t nc = lp_grow_cap(L->user_cap, i + 1, 64);
+        if (nc == 0 || lp_array_resize((void **)&L->user, nc, sizeof *L->user) != LP_OK)
+            return lp_fail(LP_ENO_MEMORY, msg, msglen, "out of memory");
+        L->user_cap = nc;
+    }
+    L->user[i] = r->user;
+    return LP_OK;
+}
 
 /* Handles one parsed record. */
 static int load_record(loader *L, const json_t *o, size_t lineno, char *msg, size_t msglen)
@@ -308,8 +354,8 @@ static int load_record(loader *L, const json_t *o, size_t lineno, char *msg, siz
     record r = {.y = -1};
     size_t n0 = 0, n1 = 0;
     if (f == LP_FMT_DENSE) {
-        static const char *const allowed[] = {"x0", "x1", "z",      "epsilon",
-                                              "id", "y",  "prompt", NULL};
+        static const char *const allowed[] = {"x0", "x1",     "z",    "epsilon",   "id",
+                                              "y",  "prompt", "user", "annotator", NULL};
         if ((rc = lp_json_only_fields(o, allowed, m, sizeof m)) != LP_OK)
             goto fail;
         if ((rc = read_vector(o, "x0", &L->v0, &L->c0, &n0, m, sizeof m)) != LP_OK ||
@@ -360,6 +406,8 @@ static int load_record(loader *L, const json_t *o, size_t lineno, char *msg, siz
             }
         }
     }
+    if ((rc = read_user(o, &r, m, sizeof m)) != LP_OK)
+        goto fail;
     if (r.dense && n0 != n1) {
         rc = lp_fail(LP_EINVALID_ARGUMENT, m, sizeof m,
                      "ragged vectors: %zu features for response 0, %zu for response 1", n0, n1);
@@ -405,6 +453,8 @@ static int load_record(loader *L, const json_t *o, size_t lineno, char *msg, siz
         }
         rc = lp_dataset_add_sparse(L->ds, &L->f0, &L->f1, r.z, r.eps, r.y, m, sizeof m);
     }
+    if (rc == LP_OK && (rc = keep_user(L, &r, m, sizeof m)) != LP_OK)
+        goto fail;
     if (rc == LP_OK) {
         if (r.prompt != NULL)
             L->ds->group[L->ds->n - 1] = lp_dataset_prompt_key(r.prompt);
@@ -499,6 +549,11 @@ done:
     free(line);
     free(L.v0);
     free(L.v1);
+    if (rc == LP_OK && L.ds != NULL) {
+        L.ds->user = L.user;
+        L.user = NULL;
+    }
+    free(L.user);
     lp_sparse_free(&L.f0);
     lp_sparse_free(&L.f1);
     if (f != stdin)
@@ -510,6 +565,17 @@ done:
     if (fmt != NULL)
         *fmt = L.fmt;
     *out = L.ds;
+    return LP_OK;
+}
+
+static int copy_users(lp_dataset *s, const lp_dataset *ds, const size_t *idx, size_t k)
+{
+    if (ds->user == NULL)
+        return LP_OK;
+    if ((s->user = malloc((k ? k : 1) * sizeof *s->user)) == NULL)
+        return LP_ENO_MEMORY;
+    for (size_t t = 0; t < k; t++)
+        s->user[t] = ds->user[idx[t]];
     return LP_OK;
 }
 
@@ -537,6 +603,10 @@ lp_dataset *lp_dataset_subset(const lp_dataset *ds, const size_t *idx, size_t k)
             s->group[s->n] = ds->group ? ds->group[i] : 0;
             s->n++;
         }
+        if (copy_users(s, ds, idx, k) != LP_OK) {
+            lp_dataset_free(s);
+            return NULL;
+        }
         free(s->sum_chosen); /* not tracked for subsets */
         free(s->sum_rejected);
         s->sum_chosen = s->sum_rejected = NULL;
@@ -563,6 +633,10 @@ lp_dataset *lp_dataset_subset(const lp_dataset *ds, const size_t *idx, size_t k)
         s->z[t] = ds->z[i];
         s->eps[t] = ds->eps[i];
         s->y[t] = ds->y ? ds->y[i] : -1;
+    }
+    if (copy_users(s, ds, idx, k) != LP_OK) {
+        lp_dataset_free(s);
+        return NULL;
     }
     return s;
 }

@@ -12,13 +12,19 @@
  * (detected from the first record; all records must agree):
  *   dense   {"x0": [d numbers], "x1": [d numbers], "z": 0|1,
  *            "epsilon": number|null}   (optional "id", "y": clean label,
- *            "prompt": the grouping key's text)
+ *            "prompt": the grouping key's text, "annotator" (or "user"):
+ *            who gave the label, an integer or a string)
  *   export  the server's /v1/export lines: {"prompt","chosen","rejected",
  *            "epsilon",..., "chosen_features"?, "rejected_features"?};
  *            chosen is a1 and z = 1 (the export is oriented by the
  *            privatized label); dense if both feature arrays are present.
  *   pairs   {"prompt","chosen","rejected", ...} without "epsilon"
  *            (e.g. OASST pairs): unprivatized, eps = +inf, chosen = a1.
+ * The export's "annotator" (the pseudonym) and the dense "annotator"/"user"
+ * field group labels by annotator for user-level privacy (aup.h): either
+ * every record has one or none does. Integers are kept, strings hashed to
+ * 63 bits (FNV-1a); without the field ds->user is NULL (each label its own
+ * annotator).
  * Text records are featurized with the caller's lp_featurizer. Every
  * rejection names the line: ragged vectors, non-numbers, values that are
  * not finite (or not representable in float32 storage), z not in {0,1},
@@ -61,6 +67,7 @@ typedef struct lp_dataset {
     /* Sums over labels of f(chosen) and f(rejected), chosen per z (for the
      * TRL reward metrics, which are linear in theta); NULL if unknown. */
     double *sum_chosen, *sum_rejected;
+    int64_t *user; /* n annotator ids, or NULL when the data has none */
 } lp_dataset;
 
 /* "float32", "float64" or "csr". */

@@ -242,7 +242,8 @@ json_t *lp_model_to_json(const lp_model *m)
     json_t *dsum = json_object();
     json_object_set_new(dsum, "source", json_string(m->source));
     json_object_set_new(dsum, "n", json_integer((json_int_t)m->n));
-    json_object_set_new(dsum, "n_z1", json_integer((json_int_t)m->n_z1));
+    /* A DP release shows no count of the labels it was computed from. */
+    json_object_set_new(dsum, "n_z1", m->release ? json_null() : json_integer((json_int_t)m->n_z1));
     json_t *hist = json_array();
     for (size_t b = 0; b < m->n_bins; b++) {
         json_t *e = json_object();

@@ -25,7 +25,8 @@
  *                   "accuracy_debiased_se", "accuracy_raw",
  *                   "not_converged"}]} | null,
  *    "release": {"mechanism", "epsilon", "delta", ...} (absent: a plain fit),
- *    "confidence": {"lambda", ...} (absent: not recorded),
+ *    "confidence": {"form", "lambda", "weighting", "labels", "weight_sum", "dim",
+ *                   "encoding", "sigma"} (confidence.h; absent: not recorded),
  *    "theta": [d numbers, in feature order]}
  *
  * A general-preference model (Algorithm 3) also has "method": "general"

@@ -55,12 +55,20 @@ static int ref_logs(const double *log_ref, size_t K, double *lr)
     return LP_OK;
 }
 
-/* sum_k pi_ref,k phi^{-1}((r_k - lam)/beta) with r already shifted. */
-static double chimix_mass(const double *r, const double *lr, size_t K, double beta, double lam)
+/* sum_k pi_ref,k phi^{-1}((r_k - lam)/beta) with r already shifted, and
+ * its derivative in lam into *slope (phi(y) = e^y + y, so dy/dlam =
+ * -1 / (beta (e^y + 1))). */
+static double chimix_mass(const double *r, const double *lr, size_t K, double beta, double lam,
+                          double *slope)
 {
-    double s = 0.0;
-    for (size_t k = 0; k < K; k++)
-        s += exp(lr[k] + lp_phi_inv_log((r[k] - lam) / beta));
+    double s = 0.0, d = 0.0;
+    for (size_t k = 0; k < K; k++) {
+        double y = lp_phi_inv_log((r[k] - lam) / beta);
+        double p = exp(lr[k] + y);
+        s += p;
+        d -= p / (beta * (exp(y) + 1.0));
+    }
+    *slope = d;
     return s;
 }
 
@@ -101,18 +109,30 @@ int lp_policy_probs(lp_link_kind link, const double *r, const double *log_ref, s
         lam_shifted = beta * lz;
     } else {
         /* Bracket: at lo every argument is >= 1 (mass >= 1); at hi every
-         * argument is <= 1 (mass <= 1). */
-        double lo = (rmin - rmax) - beta, hi = -beta;
+         * argument is <= 1 (mass <= 1). The mass is decreasing and convex
+         * in lam: Newton steps, kept inside the shrinking bracket (a step
+         * that leaves it bisects instead), until the step is within
+         * rounding or the bracket has no double left inside. */
+        double lo = (rmin - rmax) - beta, hi = -beta, lam = 0.5 * (lo + hi);
         for (int it = 0; it < 2000; it++) {
-            double mid = 0.5 * (lo + hi);
-            if (!(mid > lo && mid < hi))
+            double slope, g = chimix_mass(rs, lr, K, beta, lam, &slope) - 1.0;
+            if (g == 0.0)
                 break;
-            if (chimix_mass(rs, lr, K, beta, mid) >= 1.0)
-                lo = mid;
+            if (g > 0.0)
+                lo = lam;
             else
-                hi = mid;
+                hi = lam;
+            double next = slope < 0.0 ? lam - g / slope : NAN;
+            if (!(next > lo && next < hi))
+                next = 0.5 * (lo + hi);
+            if (!(next > lo && next < hi))
+                break;
+            double step = fabs(next - lam);
+            lam = next;
+            if (step <= 4.0 * DBL_EPSILON * fmax(1.0, fabs(lam)))
+                break;
         }
-        lam_shifted = 0.5 * (lo + hi);
+        lam_shifted = lam;
         for (size_t k = 0; k < K; k++) {
             double y = lp_phi_inv_log((rs[k] - lam_shifted) / beta);
             pi[k] = exp(lr[k] + y);

@@ -65,6 +65,11 @@
  * SCORE_POLL_MS), or after SCORE_WAIT_MAX_MS (workers.h). */
 #define SCORE_POLL_MS 2
 #define SCORE_WAIT_MAX_MS 200
+/* A score request of at most this many body bytes is answered on the event
+ * loop itself, without a hand-off, when no other request is in flight and
+ * it reads nothing from the database (lp_api_score_is_light): it costs tens
+ * of microseconds there, less than the hand-off to a worker. */
+#define SCORE_INLINE_MAX (64 * 1024)
 #define BUSY_RETRY_S 1 /* Retry-After of 503 server_busy */
 
 struct lp_http {
@@ -87,6 +92,7 @@ struct lp_http {
 };
 
 enum phase { WAITING, ADMITTED, ACCUMULATE, QUEUED, READY };
+enum scoring { SCORE_NONE, SCORE_ONE, SCORE_BATCH };
 
 struct req_state {
     lp_http *h;
@@ -96,7 +102,7 @@ struct req_state {
     size_t declared; /* Content-Length, 0 when absent */
     size_t reserved; /* bytes of h->body_budget this request holds */
     int refusal;     /* LP_EBODY_TOO_LARGE or LP_ESERVER_BUSY found while reading */
-    int scoring;     /* the route runs on h->scoring */
+    int scoring;     /* the route runs on h->scoring (SCORE_ONE or SCORE_BATCH) */
     int admitted;    /* holds one of h->score_slots */
     int in_flight;   /* counted in h->others_in_flight */
     struct req_state *waiting_next;
@@ -502,7 +508,10 @@ static enum MHD_Result on_headers(lp_http *h, struct MHD_Connection *conn, const
     snprintf(st->method, sizeof st->method, "%s", method);
     const char *route = lp_api_route_name(h->api, method, url, &st->limit);
     snprintf(st->route, sizeof st->route, "%s", route ? route : url);
-    st->scoring = route != NULL && strcmp(route, "/v1/score") == 0;
+    st->scoring = route == NULL                           ? SCORE_NONE
+                  : strcmp(route, "/v1/score") == 0       ? SCORE_ONE
+                  : strcmp(route, "/v1/score/batch") == 0 ? SCORE_BATCH
+                                                          : SCORE_NONE;
     request_id(st);
     client_addr(st);
     atomic_init(&st->phase, ACCUMULATE);
@@ -589,7 +598,10 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
     st->req.n_params = st->n_params;
     st->req.body = st->body;
     st->req.body_len = st->len;
-    if (h->per_connection) { /* this thread is the connection's own: it waits here */
+    if (h->per_connection || /* this thread is the connection's own: it waits here */
+        (st->scoring == SCORE_ONE && st->len <= SCORE_INLINE_MAX &&
+         atomic_load_explicit(&h->others_in_flight, memory_order_relaxed) == 0 &&
+         lp_api_score_is_light(st->body, st->len))) {
         lp_response resp;
         lp_api_handle(h->api, &st->req, &resp);
         body_release(st);

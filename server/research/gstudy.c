@@ -225,74 +225,34 @@ void lp_gstudy_clear(lp_gstudy *s)
     s->n = 0;
 }
 
+/* One row of the JSONL (lp_study_load_rows). */
+static int parse_row(const json_t *o, void *row)
+{
+    lp_gstudy_row *r = row;
+    const char *m = json_string_value(json_object_get(o, "method"));
+    if (m == NULL || lp_json_get_epsilon(o, "eps", &r->eps, NULL, 0) != LP_OK)
+        return -1;
+    r->cycle = json_number_value(json_object_get(o, "cycle"));
+    r->seed = (int)json_integer_value(json_object_get(o, "seed"));
+    r->general = strcmp(m, "general") == 0;
+    r->gap = json_number_value(json_object_get(o, "gap"));
+    r->beta = json_number_value(json_object_get(o, "beta"));
+    r->eta = json_number_value(json_object_get(o, "eta"));
+    r->rounds = (int)json_integer_value(json_object_get(o, "rounds"));
+    const json_t *cs = json_object_get(o, "cycle_share");
+    r->cycle_share = json_is_number(cs) ? json_number_value(cs) : NAN;
+    r->fit_seconds = json_number_value(json_object_get(o, "fit_seconds"));
+    r->top_agree = json_number_value(json_object_get(o, "top_agree"));
+    return 0;
+}
+
 int lp_gstudy_load(const char *path, lp_gstudy *out, char *msg, size_t msglen)
 {
-    memset(out, 0, sizeof *out);
-    FILE *f = fopen(path, "r");
-    if (f == NULL)
-        return lp_fail(LP_EIO, msg, msglen, "cannot read %s", path);
-    char line[4096];
-    size_t cap = 0, lineno = 0;
-    int rc = LP_OK;
-    while (rc == LP_OK && fgets(line, sizeof line, f) != NULL) {
-        lineno++;
-        json_t *o = json_loads(line, 0, NULL);
-        const char *m = o ? json_string_value(json_object_get(o, "method")) : NULL;
-        double eps = INFINITY;
-        if (m == NULL || lp_json_get_epsilon(o, "eps", &eps, NULL, 0) != LP_OK)
-            rc = lp_fail(LP_EMALFORMED_JSON, msg, msglen, "%s: line %zu is not a study row", path,
-                         lineno);
-        if (rc == LP_OK && out->n == cap) {
-            cap = cap ? 2 * cap : 64;
-            lp_gstudy_row *nr = realloc(out->rows, cap * sizeof *nr);
-            if (nr == NULL)
-                rc = lp_fail(LP_ENO_MEMORY, msg, msglen, "out of memory");
-            else
-                out->rows = nr;
-        }
-        if (rc == LP_OK) {
-            lp_gstudy_row *r = &out->rows[out->n++];
-            r->cycle = json_number_value(json_object_get(o, "cycle"));
-            r->eps = eps;
-            r->seed = (int)json_integer_value(json_object_get(o, "seed"));
-            r->general = strcmp(m, "general") == 0;
-            r->gap = json_number_value(json_object_get(o, "gap"));
-            r->beta = json_number_value(json_object_get(o, "beta"));
-            r->eta = json_number_value(json_object_get(o, "eta"));
-            r->rounds = (int)json_integer_value(json_object_get(o, "rounds"));
-            const json_t *cs = json_object_get(o, "cycle_share");
-            r->cycle_share = json_is_number(cs) ? json_number_value(cs) : NAN;
-            r->fit_seconds = json_number_value(json_object_get(o, "fit_seconds"));
-            r->top_agree = json_number_value(json_object_get(o, "top_agree"));
-        }
-        json_decref(o);
-    }
-    fclose(f);
-    if (rc != LP_OK)
-        lp_gstudy_clear(out);
+    void *rows = NULL;
+    int rc =
+        lp_study_load_rows(path, sizeof(lp_gstudy_row), parse_row, &rows, &out->n, msg, msglen);
+    out->rows = rows;
     return rc;
-}
-
-static int same_eps(double a, double b)
-{
-    return (isinf(a) && isinf(b)) || a == b;
-}
-
-static lp_study_stat stat_of(const double *v, size_t k)
-{
-    lp_study_stat st = {.count = k, .mean = NAN, .sd = NAN, .se = NAN};
-    if (k == 0)
-        return st;
-    double m = 0, q = 0;
-    for (size_t i = 0; i < k; i++)
-        m += v[i];
-    m /= (double)k;
-    for (size_t i = 0; i < k; i++)
-        q += (v[i] - m) * (v[i] - m);
-    st.mean = m;
-    st.sd = k > 1 ? sqrt(q / (double)(k - 1)) : NAN;
-    st.se = k > 1 ? st.sd / sqrt((double)k) : NAN;
-    return st;
 }
 
 /* Values of the rows at (S, eps): the method's gap (which = 0/1), the
@@ -304,7 +264,7 @@ static lp_study_stat collect(const lp_gstudy *s, double cycle, double eps, int w
     size_t k = 0;
     for (size_t i = 0; v && i < s->n; i++) {
         const lp_gstudy_row *r = &s->rows[i];
-        if (r->cycle != cycle || !same_eps(r->eps, eps))
+        if (r->cycle != cycle || !lp_study_same_eps(r->eps, eps))
             continue;
         if (which < 2 && r->general == which)
             v[k++] = r->gap;
@@ -313,11 +273,12 @@ static lp_study_stat collect(const lp_gstudy *s, double cycle, double eps, int w
         if (which == 2 && !r->general)
             for (size_t j = 0; j < s->n; j++) {
                 const lp_gstudy_row *q = &s->rows[j];
-                if (q->general && q->seed == r->seed && q->cycle == cycle && same_eps(q->eps, eps))
+                if (q->general && q->seed == r->seed && q->cycle == cycle &&
+                    lp_study_same_eps(q->eps, eps))
                     v[k++] = r->gap - q->gap;
             }
     }
-    lp_study_stat st = stat_of(v, k);
+    lp_study_stat st = lp_study_stat_values(v, k);
     free(v);
     return st;
 }
@@ -337,12 +298,6 @@ lp_study_stat lp_gstudy_agreement(const lp_gstudy *s, double cycle, double eps)
     return collect(s, cycle, eps, 3);
 }
 
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return x < y ? -1 : x > y;
-}
-
 /* Distinct values of cycle (which = 0) or eps (1), ascending (inf last). */
 static int distinct(const lp_gstudy *s, int which, double *out)
 {
@@ -351,11 +306,11 @@ static int distinct(const lp_gstudy *s, int which, double *out)
         double x = which ? s->rows[i].eps : s->rows[i].cycle;
         int seen = 0;
         for (int j = 0; j < k && !seen; j++)
-            seen = same_eps(out[j], x);
+            seen = lp_study_same_eps(out[j], x);
         if (!seen && k < LP_GSTUDY_MAX_VALUES)
             out[k++] = x;
     }
-    qsort(out, (size_t)k, sizeof *out, cmp_double);
+    qsort(out, (size_t)k, sizeof *out, lp_study_cmp_double);
     return k;
 }
 

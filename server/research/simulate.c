@@ -155,6 +155,12 @@ int lp_simulate(const lp_sim_opts *o, const double *theta_star, lp_dataset **out
             o->on_pair(o->on_pair_ctx, f0, f1, d, y, z, o->eps);
     }
     free(f);
+    if (rc == LP_OK && o->user_labels > 0) {
+        if ((ds->user = malloc(n * sizeof *ds->user)) == NULL)
+            rc = LP_ENO_MEMORY;
+        for (size_t i = 0; rc == LP_OK && i < n; i++)
+            ds->user[i] = (int64_t)(i / o->user_labels);
+    }
     if (rc != LP_OK) {
         lp_dataset_free(ds);
         return rc;

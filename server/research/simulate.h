@@ -67,6 +67,9 @@ typedef struct lp_sim_opts {
     double margin_sd;  /* > 0 */
     uint64_t seed;
     lp_storage storage; /* F32 or F64 */
+    /* Annotators: each contributes user_labels consecutive labels (label i
+     * is annotator i / user_labels; the dataset's user[] is set); 0: none. */
+    size_t user_labels;
     /* Optional observer of every generated pair (e.g. to write JSONL):
      * raw features f0, f1 (d values, borrowed for the call), clean y,
      * observed z. May be NULL. */

@@ -1,6 +1,9 @@
 /* study.c — aggregation, claim verdicts and the report of a sweep. See study.h. */
 #include "study.h"
+#include "centralstudy.h"
 #include "gstudy.h"
+#include "pessimismstudy.h"
+#include "userlevelstudy.h"
 
 #include "claims.h"
 
@@ -84,7 +87,7 @@ static int matches(const lp_sweep_row *r, const lp_study_filter *f)
            (f->loss < 0 || f->loss == (int)r->loss);
 }
 
-static lp_study_stat stat_of_values(const double *v, size_t k)
+lp_study_stat lp_study_stat_values(const double *v, size_t k)
 {
     lp_study_stat st = {k, NAN, NAN, NAN};
     if (k == 0)
@@ -107,7 +110,7 @@ lp_study_stat lp_study_stat_of(const lp_study *s, const lp_study_filter *f, cons
     for (size_t i = 0; v && i < s->n; i++)
         if (matches(&s->rows[i], f))
             v[k++] = lp_sweep_row_metric(&s->rows[i], metric);
-    lp_study_stat st = stat_of_values(v, k);
+    lp_study_stat st = lp_study_stat_values(v, k);
     free(v);
     return st;
 }
@@ -139,17 +142,61 @@ lp_study_stat lp_study_paired(const lp_study *s, const lp_study_filter *a, const
         if (ra && rb)
             v[k++] = lp_sweep_row_metric(ra, metric) - lp_sweep_row_metric(rb, metric);
     }
-    lp_study_stat st = stat_of_values(v, k);
+    lp_study_stat st = lp_study_stat_values(v, k);
     free(v);
     return st;
 }
 
 /* ---- the grid present in the data --------------------------------------------- */
 
-static int cmp_double(const void *a, const void *b)
+int lp_study_cmp_double(const void *a, const void *b)
 {
     double x = *(const double *)a, y = *(const double *)b;
     return x < y ? -1 : x > y;
+}
+
+int lp_study_same_eps(double a, double b)
+{
+    return (isinf(a) && isinf(b)) || a == b;
+}
+
+int lp_study_load_rows(const char *path, size_t size, int (*parse)(const json_t *o, void *row),
+                       void **rows, size_t *n, char *msg, size_t msglen)
+{
+    *rows = NULL;
+    *n = 0;
+    FILE *f = fopen(path, "r");
+    if (f == NULL)
+        return lp_fail(LP_EIO, msg, msglen, "cannot read %s", path);
+    char *line = NULL;
+    size_t lcap = 0, cap = 0, lineno = 0;
+    int rc = LP_OK;
+    while (rc == LP_OK && getline(&line, &lcap, f) >= 0) {
+        lineno++;
+        if (*n == cap) {
+            cap = cap ? 2 * cap : 64;
+            void *nr = realloc(*rows, cap * size);
+            if (nr == NULL)
+                rc = lp_fail(LP_ENO_MEMORY, msg, msglen, "out of memory");
+            else
+                *rows = nr;
+        }
+        json_t *o = rc == LP_OK ? json_loads(line, 0, NULL) : NULL;
+        if (rc == LP_OK && (o == NULL || parse(o, (char *)*rows + *n * size) != 0))
+            rc = lp_fail(LP_EMALFORMED_JSON, msg, msglen, "%s: line %zu is not a study row", path,
+                         lineno);
+        else if (rc == LP_OK)
+            (*n)++;
+        json_decref(o);
+    }
+    free(line);
+    fclose(f);
+    if (rc != LP_OK) {
+        free(*rows);
+        *rows = NULL;
+        *n = 0;
+    }
+    return rc;
 }
 
 /* Sorted distinct values of a numeric key among the rows of block. */
@@ -166,7 +213,7 @@ static int distinct(const lp_study *s, const char *block, const char *key, doubl
         if (!seen && k < MAXV)
             out[k++] = v;
     }
-    qsort(out, (size_t)k, sizeof *out, cmp_double);
+    qsort(out, (size_t)k, sizeof *out, lp_study_cmp_double);
     return k;
 }
 
@@ -1178,14 +1225,28 @@ static const char *agreement(const json_t *full, const char *id, lp_verdict_leve
     return b;
 }
 
+#define CENTRAL_EXCESS_TITLE                                                                       \
+    "central DP: the exponential mechanism's excess loss is within (8/ε) ln(K/ζ) and shrinks "   \
+    "with n and ε"
+#define CENTRAL_MATCH_TITLE                                                                        \
+    "central DP needs fewer labels than local randomized response at equal ε"
+#define USERLEVEL_TITLE                                                                            \
+    "user level: randomized response at ε/m loses accuracy as m grows at fixed n·m; AUP-RLHF "   \
+    "does not, and beats it"
 #define GENERAL_TITLE                                                                              \
     "general preferences: Algorithm 3's mixture has a smaller duality gap than a reward model "    \
     "when preferences cycle"
 
+/* A study block's verdict beside the sweep's claims (general, central, ...). */
+typedef struct block_verdict {
+    const char *id, *label, *title;
+    const lp_study_verdict *v;
+} block_verdict;
+
 /* DIR/verdicts.json: {"fits": N, "verdicts": [{"id", "title", "verdict"}, ...]}; the
- * general-preference block's verdict (gv, NULL: none) has id "general". */
+ * blocks' verdicts (nb of them) follow the claims. */
 static int write_verdicts(const lp_study *s, const char *dir, const lp_study_verdict *v,
-                          const lp_study_verdict *xv, const lp_study_verdict *gv, char *msg,
+                          const lp_study_verdict *xv, const block_verdict *bv, int nb, char *msg,
                           size_t msglen)
 {
     json_t *root = json_object(), *arr = json_array();
@@ -1202,11 +1263,11 @@ static int write_verdicts(const lp_study *s, const char *dir, const lp_study_ver
                             json_string(lp_verdict_name(i < 4 ? v[i].level : xv[i - 4].level)));
         json_array_append_new(arr, e);
     }
-    if (gv != NULL) {
+    for (int b = 0; b < nb; b++) {
         json_t *e = json_object();
-        json_object_set_new(e, "id", json_string("general"));
-        json_object_set_new(e, "title", json_string(GENERAL_TITLE));
-        json_object_set_new(e, "verdict", json_string(lp_verdict_name(gv->level)));
+        json_object_set_new(e, "id", json_string(bv[b].id));
+        json_object_set_new(e, "title", json_string(bv[b].title));
+        json_object_set_new(e, "verdict", json_string(lp_verdict_name(bv[b].v->level)));
         json_array_append_new(arr, e);
     }
     json_object_set_new(root, "verdicts", arr);
@@ -1241,6 +1302,39 @@ int lp_study_report(const lp_study *s, const lp_study_report_opts *o, char *msg,
         return rc;
     }
     lp_gstudy_verdict(&gs, &gv);
+    lp_cstudy cs = {0};
+    lp_study_verdict cstudy_v[2];
+    if (o->central != NULL && (rc = lp_cstudy_load(o->central, &cs, msg, msglen)) == LP_OK)
+        rc = lp_cstudy_plot(&cs, o->dir, msg, msglen);
+    if (rc != LP_OK) {
+        lp_gstudy_clear(&gs);
+        fclose(f);
+        return rc;
+    }
+    lp_cstudy_verdict_excess(&cs, &cstudy_v[0]);
+    lp_cstudy_verdict_match(&cs, &cstudy_v[1]);
+    lp_ul_study us = {0};
+    lp_study_verdict uv;
+    if (o->userlevel != NULL && (rc = lp_ul_load(o->userlevel, &us, msg, msglen)) != LP_OK) {
+        lp_gstudy_clear(&gs);
+        lp_cstudy_clear(&cs);
+        fclose(f);
+        return rc;
+    }
+    lp_ul_verdict(&us, &uv);
+    block_verdict bv[8];
+    int nb = 0;
+    if (o->general != NULL)
+        bv[nb++] = (block_verdict){"general", "G", GENERAL_TITLE, &gv};
+    if (o->central != NULL) {
+        bv[nb++] = (block_verdict){"central-excess", "C1", CENTRAL_EXCESS_TITLE, &cstudy_v[0]};
+        bv[nb++] = (block_verdict){"central-local", "C2", CENTRAL_MATCH_TITLE, &cstudy_v[1]};
+    }
+    lp_study_verdict pv;
+    if (o->pessimism != NULL && lp_pstudy_verdict_file(o->pessimism, &pv) == LP_OK)
+        bv[nb++] = (block_verdict){"pessimism", "P", LP_PSTUDY_TITLE, &pv};
+    if (o->userlevel != NULL)
+        bv[nb++] = (block_verdict){"userlevel", "U", USERLEVEL_TITLE, &uv};
     const lp_sweep_row *r0 = &s->rows[0];
     fprintf(f,
             "# Privacy and robustness study: do the papers' claims hold here?\n\n"
@@ -1279,10 +1373,11 @@ int lp_study_report(const lp_study *s, const lp_study_report_opts *o, char *msg,
             fprintf(f, " %s |", agreement(full, id, lv, title));
         fputc('\n', f);
     }
-    if (o->general != NULL) {
-        fprintf(f, "| G | %s | **%s** |", GENERAL_TITLE, lp_verdict_name(gv.level));
+    for (int b = 0; b < nb; b++) {
+        fprintf(f, "| %s | %s | **%s** |", bv[b].label, bv[b].title,
+                lp_verdict_name(bv[b].v->level));
         if (full)
-            fprintf(f, " %s |", agreement(full, "general", gv.level, GENERAL_TITLE));
+            fprintf(f, " %s |", agreement(full, bv[b].id, bv[b].v->level, bv[b].title));
         fputc('\n', f);
     }
     json_decref(full);
@@ -1290,7 +1385,7 @@ int lp_study_report(const lp_study *s, const lp_study_report_opts *o, char *msg,
         fprintf(f, "\nA verdict that differs from the full report's comes from a grid too small "
                    "to decide the claim (fewer n, ε, α and seeds); the full report's verdict "
                    "stands.\n");
-    rc = write_verdicts(s, o->dir, v, xv, o->general ? &gv : NULL, msg, msglen);
+    rc = write_verdicts(s, o->dir, v, xv, bv, nb, msg, msglen);
     if (rc != LP_OK) {
         free(xv);
         fclose(f);
@@ -1386,6 +1481,13 @@ int lp_study_report(const lp_study *s, const lp_study_report_opts *o, char *msg,
     if (o->general != NULL)
         lp_gstudy_section(f, &gs, &gv);
     lp_gstudy_clear(&gs);
+    if (o->userlevel != NULL)
+        lp_ul_section(f, o->dir, &us, &uv);
+    lp_ul_clear(&us);
+    if (o->central != NULL)
+        lp_cstudy_section(f, &cs, &cstudy_v[0], &cstudy_v[1]);
+    lp_cstudy_clear(&cs);
+    int prc = o->pessimism ? lp_pstudy_report(f, o->dir, o->pessimism, msg, msglen) : LP_OK;
 
     fprintf(f, "\n## Real data: OASST, 5-fold held-out accuracy\n\n");
     FILE *cv = o->cv_table ? fopen(o->cv_table, "r") : NULL;
@@ -1464,7 +1566,7 @@ int lp_study_report(const lp_study *s, const lp_study_report_opts *o, char *msg,
     int bad = ferror(f);
     if (fclose(f) != 0 || bad)
         return lp_fail(LP_EIO, msg, msglen, "cannot write %s", path);
-    return LP_OK;
+    return prc;
 }
 
 /* ---- helpers shared with the claim modules ------------------------------------ */

@@ -15,6 +15,7 @@
 
 #include "sweep.h"
 
+#include <jansson.h>
 #include <stddef.h>
 
 typedef struct lp_study {
@@ -41,6 +42,20 @@ typedef struct lp_study_stat {
     size_t count;
     double mean, sd, se; /* sample sd; se = sd / sqrt(count); NAN if count = 0 */
 } lp_study_stat;
+
+/* Mean, sample sd and SE of k values (sd 0 for one value; NAN for none). */
+lp_study_stat lp_study_stat_values(const double *v, size_t k);
+/* qsort comparison of doubles, ascending (+inf last). */
+int lp_study_cmp_double(const void *a, const void *b);
+/* Whether two eps values are the same (+inf equals +inf). */
+int lp_study_same_eps(double a, double b);
+
+/* Reads a JSONL file of study rows: parse fills one row of size bytes from
+ * a line's object (nonzero: not a row). *rows (malloc'd, caller frees) and
+ * *n hold the rows. 0, LP_EIO, LP_EMALFORMED_JSON (msg names the line) or
+ * LP_ENO_MEMORY; nothing is kept on error. */
+int lp_study_load_rows(const char *path, size_t size, int (*parse)(const json_t *o, void *row),
+                       void **rows, size_t *n, char *msg, size_t msglen);
 
 /* A metric (lp_sweep_row_metric key) over the matching rows. */
 lp_study_stat lp_study_stat_of(const lp_study *s, const lp_study_filter *f, const char *metric);
@@ -114,6 +129,9 @@ typedef struct lp_study_report_opts {
     const char *compare;    /* verdicts.json of the committed full report, or NULL:
                              * each verdict then says whether it agrees with it */
     const char *general;    /* JSONL of the general-preference block (gstudy.h), or NULL */
+    const char *userlevel;  /* JSONL of the user-level block (userlevelstudy.h), or NULL */
+    const char *central;    /* JSONL of the central-model block (centralstudy.h), or NULL */
+    const char *pessimism;  /* JSONL of the pessimistic-scores block (pessimismstudy.h), or NULL */
 } lp_study_report_opts;
 
 /* Writes DIR/README.md, DIR/verdicts.json (every claim's id, title and

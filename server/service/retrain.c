@@ -3,6 +3,7 @@
 #include "retrain.h"
 
 #include "clock.h"
+#include "confidence.h"
 #include "curve.h"
 #include "error.h"
 #include "log.h"
@@ -344,8 +345,9 @@ static int fit_model(lp_learner *l, const lp_train_request *req, const lp_snapsh
         if (rc == LP_ENO_LABELS)
             return lp_fail(LP_ETRAINING_FAILED, msg, msglen,
                            "the general method needs a prompt with two distinct responses");
-    } else
-        rc = lp_model_fit_cv(sn->ds, &oo, &fo, req->beta, &co, &m);
+    } else if ((rc = lp_model_fit_cv(sn->ds, &oo, &fo, req->beta, &co, &m)) == LP_OK &&
+               (rc = lp_conf_attach(m, sn->ds)) != LP_OK) /* pessimistic scores' record */
+        lp_model_free(m);
     if (rc == LP_ENO_MEMORY)
         return lp_fail(rc, msg, msglen, "out of memory");
     if (rc != LP_OK)

@@ -1,6 +1,7 @@
 /* served.c — models that answer score requests. See served.h. */
 #include "served.h"
 
+#include "confidence.h"
 #include "error.h"
 #include "policy.h"
 #include "wire.h"
@@ -18,6 +19,7 @@ struct lp_served {
     int64_t version;
     lp_label_privacy privacy;
     lp_model *model;
+    lp_conf *conf;           /* the factored confidence record, or NULL */
     pthread_mutex_t fz_lock; /* guards the featurizer pool */
     lp_featurizer *fz_pool[FZ_POOL];
     int fz_free;
@@ -39,8 +41,15 @@ int lp_served_new(int64_t version, const char *model_json, const lp_label_privac
     json_decref(root);
     if (rc != LP_OK)
         return rc;
+    lp_conf *conf = NULL; /* factored once here, not per request */
+    if (m->confidence != NULL && m->general == NULL &&
+        (rc = lp_conf_prepare(m->confidence, m->d, &conf, msg, msglen)) != LP_OK) {
+        lp_model_free(m);
+        return rc;
+    }
     lp_served *sv = calloc(1, sizeof *sv);
     if (sv == NULL) {
+        lp_conf_free(conf);
         lp_model_free(m);
         return lp_fail(LP_ENO_MEMORY, msg, msglen, "out of memory");
     }
@@ -49,6 +58,7 @@ int lp_served_new(int64_t version, const char *model_json, const lp_label_privac
     if (privacy != NULL)
         sv->privacy = *privacy; /* else known = 0 */
     sv->model = m;
+    sv->conf = conf;
     pthread_mutex_init(&sv->fz_lock, NULL);
     *out = sv;
     return LP_OK;
@@ -66,6 +76,7 @@ void lp_served_unref(lp_served *sv)
     for (int i = 0; i < sv->fz_free; i++)
         lp_featurizer_free(sv->fz_pool[i]);
     pthread_mutex_destroy(&sv->fz_lock);
+    lp_conf_free(sv->conf);
     lp_model_free(sv->model);
     free(sv);
 }
@@ -161,6 +172,20 @@ int lp_served_policy(const lp_served *sv, const double *rewards, const double *l
 {
     return lp_policy_probs(sv->model->link, rewards, log_ref, K, sv->model->beta, pi, log_ratio,
                            NULL);
+}
+
+int lp_served_has_confidence(const lp_served *sv)
+{
+    return sv->conf != NULL;
+}
+
+int lp_served_pessimism(const lp_served *sv, const lp_sparse *f, const double *r,
+                        const double *log_ref, size_t K, double gamma, double *lower, double *pess)
+{
+    if (sv->conf == NULL)
+        return LP_ENO_CONFIDENCE;
+    int rc = lp_conf_lower(sv->conf, f, r, log_ref, K, gamma, lower, NULL);
+    return rc != LP_OK ? rc : lp_served_policy(sv, lower, log_ref, K, pess, NULL);
 }
 
 int lp_served_is_general(const lp_served *sv)

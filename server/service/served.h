@@ -56,6 +56,18 @@ double lp_served_reward(const lp_served *sv, const lp_sparse *f);
 int lp_served_policy(const lp_served *sv, const double *rewards, const double *log_ref, size_t K,
                      double *pi, double *log_ratio);
 
+/* Whether the model can give pessimistic scores: a reward model whose file
+ * has a confidence record (confidence.h), factored when the model was
+ * loaded. */
+int lp_served_has_confidence(const lp_served *sv);
+/* Pessimistic scores of K candidates: features f[K], rewards r[K] (from
+ * lp_served_reward), reference log-probabilities log_ref[K] (NULL: uniform)
+ * and Gamma >= 0 give each candidate's lower bound lower[K] and the
+ * pessimistic policy pess[K] (the model's link and beta over the bounds).
+ * Returns 0, LP_ENO_CONFIDENCE, LP_EINVALID_ARGUMENT or LP_ENO_MEMORY. */
+int lp_served_pessimism(const lp_served *sv, const lp_sparse *f, const double *r,
+                        const double *log_ref, size_t K, double gamma, double *lower, double *pess);
+
 /* Whether the model is a general-preference mixture (Algorithm 3): it has
  * no rewards; lp_served_mixture scores its candidates. */
 int lp_served_is_general(const lp_served *sv);

@@ -19,7 +19,9 @@
  *   a majority vote learns no more than one epsilon-LDP draw, and the
  *   ledger was charged one epsilon;
  * - an export of 200 MB streams into its file (created 0600, also over an
- *   existing 0644 file) with the CLI's peak RSS under 64 MB;
+ *   existing 0644 file) with the CLI's peak RSS under 64 MB; as a Hugging
+ *   Face dataset (--hf) the same answer, one 200 MB line, is refused
+ *   (protocol_error, 36) within the same bound and leaves no directory;
  * - while `ldpref answer ID -` waits for the server, /proc/PID/cmdline holds
  *   no choice (and it does hold it for `ldpref answer ID b`: the check can
  *   see one).
@@ -258,6 +260,22 @@ static void test_export(const char *key)
     unlink(path);
 }
 
+/* A Hugging Face export of the same 200 MB (one line, not the export's
+ * format) is refused as a protocol error with the CLI staying small, and
+ * leaves no directory behind. */
+static void test_export_hf(const char *key)
+{
+    char path[256];
+    snprintf(path, sizeof path, "%s/dataset", dir);
+    const char *args[] = {"--token", "op_hostile", "admin", "export", "--hf", path, NULL};
+    struct child r = cli(key, args, NULL);
+    figure("export --hf cli", &r);
+    CHECK_INT(r.status, LDPREF_EPROTOCOL);
+    CHECK(r.maxrss_kb < RSS_MAX_KB);
+    struct stat st;
+    CHECK(stat(path, &st) != 0 && errno == ENOENT);
+}
+
 /* ---- near-duplicates -------------------------------------------------------- */
 
 #define PROMPT "Which reply explains photosynthesis better?"
@@ -482,6 +500,7 @@ int main(void)
         test_huge(h, key);
         test_trickle_and_shapes(h, key);
         test_export(key);
+        test_export_hf(key);
     }
     test_variants(h);
     if (getenv("E2E_CHOICE_IN_ARGV") == NULL)

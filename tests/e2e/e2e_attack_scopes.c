@@ -74,6 +74,7 @@ static const struct want {
     {"GET", "/v1/models", ADMIN},
     {"POST", "/v1/models/activate", ADMIN},
     {"POST", "/v1/score", SCORE},
+    {"POST", "/v1/score/batch", SCORE},
     {"GET", "/v1/corruption", ADMIN},
     {"PUT", "/v1/corruption", ADMIN},
     {"GET", "/", NONE},

@@ -79,18 +79,11 @@ static void load_tasks(void)
 /* One annotator answers every task with a draw from the true preference. */
 static void annotate(int k, lp_prng *g)
 {
-    char *json = NULL;
-    CHECK_ERR(ldpref_admin_enrollment_tokens(op, "rps", 1, &json), LP_OK);
-    char *token = json ? first_enrollment_token(json) : NULL;
-    char key[512], file[64];
-    snprintf(file, sizeof file, "a%d.key", k);
-    CHECK_ERR(annotator_key_ensure(srv.dir, file, key, sizeof key), LP_OK);
-    ldpref_options o;
-    annotator_options_init(&o, srv.url, key, INFINITY, INFINITY);
-    ldpref_client *c = NULL;
-    CHECK_ERR(ldpref_client_open(&o, &c), LP_OK);
-    ldpref_enrollment en;
-    CHECK_ERR(ldpref_enroll(c, token, &en), LP_OK);
+    char name[32];
+    snprintf(name, sizeof name, "a%d", k);
+    ldpref_client *c = annotator_enrolled(&srv, op, "rps", name, INFINITY, INFINITY);
+    if (c == NULL)
+        return;
     ldpref_task *tasks = NULL;
     size_t n = 0;
     CHECK_ERR(ldpref_next_tasks(c, 1000, &tasks, &n), LP_OK);
@@ -107,8 +100,6 @@ static void annotate(int k, lp_prng *g)
     free(items);
     ldpref_tasks_free(tasks, n);
     ldpref_client_close(c);
-    free(token);
-    free(json);
 }
 
 static json_t *parse(char *text)

@@ -11,12 +11,16 @@
  * where the claim itself has a tolerance ("about -1/2", "about 1"), that
  * tolerance; no check compares with an expected number from a past run.
  */
+#include "centralstudy.h"
 #include "check.h"
 #include "claims.h"
 #include "error.h"
+#include "confidence.h"
 #include "gstudy.h"
+#include "pessimismstudy.h"
 #include "rr.h"
 #include "study.h"
+#include "userlevelstudy.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -339,6 +343,126 @@ static void check_general(const char *dir)
     lp_gstudy_clear(&g);
 }
 
+/* Central DP (the exponential mechanism): one row per cell and seed; in
+ * every excess cell the exact probability of exceeding the theorem's bound
+ * (8/eps) ln(K/zeta) is at most zeta, and every sampled excess is within
+ * [0, 4n]; at every eps the per-label expected excess at the largest n is
+ * below that at the smallest by more than K_SE paired standard errors. */
+static void check_central(const char *dir)
+{
+    char path[600], msg[512] = "";
+    snprintf(path, sizeof path, "%s/central.jsonl", dir);
+    lp_cstudy c;
+    CHECK_ERR(lp_cstudy_load(path, &c, msg, sizeof msg), LP_OK);
+    lp_cstudy_grid g;
+    CHECK_ERR(lp_cstudy_grid_named("quick", &g), LP_OK);
+    CHECK_INT(c.n, (size_t)(g.seeds * (g.nn * g.neps + g.nmeps * (1 + g.ladder))));
+    for (size_t i = 0; i < c.n; i++) {
+        const lp_cstudy_row *r = &c.rows[i];
+        if (r->part != LP_CSTUDY_EXCESS)
+            continue;
+        check_record(r->tail <= g.zeta && r->excess >= 0 && r->excess <= 4.0 * (double)r->n,
+                     __FILE__, __LINE__, "n=%zu eps=%g seed %d: tail %.3g, excess %.3g", r->n,
+                     r->eps, r->seed, r->tail, r->excess);
+    }
+    for (int e = 0; e < g.neps; e++) {
+        double d[64];
+        int k = 0;
+        for (size_t i = 0; i < c.n; i++)
+            for (size_t j = 0; j < c.n && k < 64; j++) {
+                const lp_cstudy_row *a = &c.rows[i], *b = &c.rows[j];
+                if (a->part == LP_CSTUDY_EXCESS && b->part == LP_CSTUDY_EXCESS &&
+                    a->eps == g.eps[e] && b->eps == g.eps[e] && a->seed == b->seed &&
+                    a->n == g.n[0] && b->n == g.n[g.nn - 1])
+                    d[k++] = a->expected_excess / (double)a->n - b->expected_excess / (double)b->n;
+            }
+        lp_study_stat st = lp_study_stat_values(d, (size_t)k);
+        fprintf(stderr,
+                "central eps=%g: per-label excess falls by %.4g +- %.4g from n=%zu to %zu\n",
+                g.eps[e], st.mean, st.se, g.n[0], g.n[g.nn - 1]);
+        CHECK(k == g.seeds && st.mean > K_SE * st.se && st.mean > 0);
+    }
+    snprintf(path, sizeof path, "%s/README.md", dir);
+    CHECK(file_has(path, "## Central DP: the exponential mechanism"));
+    snprintf(path, sizeof path, "%s/verdicts.json", dir);
+    CHECK(file_has(path, "central-excess") && file_has(path, "central-local"));
+    snprintf(path, sizeof path, "%s/central_excess.svg", dir);
+    CHECK(file_has(path, "</svg>"));
+    lp_cstudy_clear(&c);
+}
+
+/* Pessimistic scores: one row per (eps, seed); the coverage of the bound
+ * grows with Gamma in every row and reaches the nominal 95% at the default
+ * Gamma (within K_SE SE) at every eps; the bound is wider along the poorly
+ * covered features in every row; the report has the section and its plot. */
+static void check_pessimism(const char *dir)
+{
+    char path[600], msg[512] = "";
+    snprintf(path, sizeof path, "%s/pessimism.jsonl", dir);
+    lp_pstudy p;
+    CHECK_ERR(lp_pstudy_load(path, &p, msg, sizeof msg), LP_OK);
+    lp_pstudy_grid grid;
+    CHECK_ERR(lp_pstudy_grid_named("quick", &grid), LP_OK);
+    CHECK_INT(p.n, (size_t)(grid.neps * grid.seeds));
+    int def = -1, monotone = 1, wider = 1;
+    for (int j = 0; j < grid.ngamma; j++)
+        def = grid.gamma[j] == LP_CONF_DEFAULT_GAMMA ? j : def;
+    CHECK(def > 0);
+    for (size_t i = 0; i < p.n; i++) {
+        for (int j = 1; j < p.rows[i].ngamma; j++)
+            monotone &= p.rows[i].coverage[j] >= p.rows[i].coverage[j - 1];
+        wider &= p.rows[i].width_poor > 3 * p.rows[i].width_good;
+    }
+    CHECK(monotone);
+    CHECK(wider);
+    for (int e = 0; e < grid.neps && def > 0; e++) {
+        lp_study_stat c = lp_pstudy_coverage(&p, grid.eps[e], def);
+        fprintf(stderr, "pessimism eps=%g: coverage at Gamma %g: %.4f +- %.4f\n", grid.eps[e],
+                grid.gamma[def], c.mean, c.se);
+        CHECK(c.count == (size_t)grid.seeds && c.mean + K_SE * c.se >= 0.95);
+    }
+    snprintf(path, sizeof path, "%s/README.md", dir);
+    CHECK(file_has(path, "## Pessimistic scores"));
+    CHECK(file_has(path, "| P | pessimistic scores"));
+    snprintf(path, sizeof path, "%s/pessimism.svg", dir);
+    check_record(file_has(path, "</svg>"), __FILE__, __LINE__, "%s is a complete SVG", path);
+    lp_pstudy_clear(&p);
+}
+
+/* User level: one row per cell, seed and method; every fit has a finite
+ * error and every AUP-RLHF release ran; AUP-RLHF's noise scales with tau ~
+ * 1/sqrt(m) at a fixed batch (m = 1 and 4 in the quick grid: sigma halves,
+ * within the 5% the features' norms move tau); the report's section, the
+ * verdict and the plot are there. */
+static void check_userlevel(const char *dir)
+{
+    char path[600], msg[512] = "";
+    snprintf(path, sizeof path, "%s/userlevel.jsonl", dir);
+    lp_ul_study u;
+    CHECK_ERR(lp_ul_load(path, &u, msg, sizeof msg), LP_OK);
+    lp_ul_grid g;
+    CHECK_ERR(lp_ul_grid_named("quick", &g), LP_OK);
+    CHECK_INT(u.n, (size_t)(g.seeds * 2 * (g.nm + g.nusers) * g.neps));
+    double s1 = NAN, s4 = NAN;
+    int finite = 1;
+    for (size_t i = 0; i < u.n; i++) {
+        const lp_ul_row *r = &u.rows[i];
+        finite &= !r->refused && isfinite(r->error) && (!r->aup || r->steps_run > 0);
+        if (r->aup && !r->annotators_part && r->seed == 0)
+            *(r->m == 1 ? &s1 : &s4) = r->sigma;
+    }
+    CHECK(finite);
+    fprintf(stderr, "userlevel: AUP-RLHF sigma %.4g at m = 1, %.4g at m = 4\n", s1, s4);
+    CHECK(fabs(s4 / s1 - 0.5) < 0.025);
+    snprintf(path, sizeof path, "%s/README.md", dir);
+    CHECK(file_has(path, "## User-level privacy: randomized response at ε/m against AUP-RLHF"));
+    snprintf(path, sizeof path, "%s/verdicts.json", dir);
+    CHECK(file_has(path, "\"userlevel\""));
+    snprintf(path, sizeof path, "%s/userlevel.svg", dir);
+    CHECK(file_has(path, "</svg>"));
+    lp_ul_clear(&u);
+}
+
 int main(void)
 {
     const char *build = getenv("LDPREF_BUILD") ? getenv("LDPREF_BUILD") : "build";
@@ -367,6 +491,9 @@ int main(void)
     check_eps01();
     check_orders();
     check_general(dir);
+    check_central(dir);
+    check_pessimism(dir);
+    check_userlevel(dir);
     lp_study_free(S);
     return check_summary();
 }

@@ -9,6 +9,9 @@
 #
 # Steps: `ldpref-train sweep` (simulate, fit, evaluate in-process on JOBS
 # worker threads), `ldpref-train general-study` (general preferences),
+# `ldpref-train userlevel-study` (user-level privacy: RR at eps/m vs AUP-RLHF),
+# `ldpref-train central-study` (the exponential mechanism, central vs local),
+# `ldpref-train pessimism-study` (pessimistic scores),
 # `ldpref-train cv` on the OASST pairs (full run only; the
 # pairs ship in tests/data/oasst-en100/), `ldpref-train report` (tables,
 # verdicts, gnuplot scripts), then gnuplot draws the SVGs. Needs gnuplot
@@ -26,9 +29,9 @@ OASST=${OASST:-tests/data/oasst-en100/en_100.pairs.jsonl}
 TRAIN="$BUILD/ldpref-train"
 
 if [ "$QUICK" = 1 ]; then
-  OUT=${OUT:-$BUILD/study-quick}; GRID=quick; SEEDS=4; CMD="make reproduce QUICK=1"
+  OUT=${OUT:-$BUILD/study-quick}; GRID=quick; PGRID=quick; SEEDS=4; CMD="make reproduce QUICK=1"
 else
-  OUT=${OUT:-docs/results}; GRID=default; SEEDS=5; CMD="make reproduce"
+  OUT=${OUT:-docs/results}; GRID=default; PGRID=full; SEEDS=5; CMD="make reproduce"
 fi
 command -v gnuplot >/dev/null || {
   echo "reproduce: gnuplot not found (deploy/install-deps.sh installs gnuplot-nox)" >&2; exit 1; }
@@ -45,6 +48,12 @@ echo "reproduce: grid '$GRID', $SEEDS seeds, $rows fits, $JOBS worker threads ->
 "$TRAIN" sweep --grid "$GRID" --seeds "$SEEDS" --jobs "$JOBS" --out "$OUT/sweep.jsonl" --progress
 echo "reproduce: general preferences (Algorithm 3 vs Square chi-PO on cyclic data)" >&2
 "$TRAIN" general-study --grid "$GRID" --out "$OUT/general.jsonl"
+echo "reproduce: user-level privacy (RR at eps/m vs AUP-RLHF)" >&2
+"$TRAIN" userlevel-study --grid "$GRID" --out "$OUT/userlevel.jsonl"
+echo "reproduce: central DP (the exponential mechanism; central vs local)" >&2
+"$TRAIN" central-study --grid "$GRID" --out "$OUT/central.jsonl"
+echo "reproduce: pessimistic scores (lower confidence bounds vs greedy choice)" >&2
+"$TRAIN" pessimism-study --grid "$PGRID" --out "$OUT/pessimism.jsonl"
 t1=$(now)
 
 CV=()
@@ -62,7 +71,8 @@ NAME=sweep.jsonl
 [ "$QUICK" != 1 ] && NAME=sweep.jsonl.gz
 [ "$QUICK" = 1 ] && [ -r docs/results/verdicts.json ] && CV+=(--compare docs/results/verdicts.json)
 "$TRAIN" report --in "$OUT/sweep.jsonl" --dir "$OUT" --name "$NAME" "${CV[@]}" \
-  --general "$OUT/general.jsonl" \
+  --general "$OUT/general.jsonl" --central "$OUT/central.jsonl" --pessimism "$OUT/pessimism.jsonl" \
+  --userlevel "$OUT/userlevel.jsonl" \
   --command "$CMD" --sweep-seconds "$sweep_s" --total-seconds "$total_s" --machine "$machine"
 (cd "$OUT" && for g in gp/*.gp; do gnuplot "$g"; done)
 # The full run's JSONL is committed compressed (gzip -n: no name or time, so

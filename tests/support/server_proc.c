@@ -64,14 +64,27 @@ static int spawn(server_proc *s, const char *const *extra_args)
 {
     char bin[512];
     server_bin_path("ldpref-server", bin, sizeof bin);
-    const char *argv[32] = {bin, "--port", "0", "--db", s->db, "--threads", "4"};
-    int argc = 7;
-    for (int i = 0; extra_args && extra_args[i] && argc < 30; i++)
+    /* $LDPREF_SERVER_WRAPPER: words run before the server (a profiler,
+     * e.g. "valgrind --tool=callgrind"), for benchmarks that attribute
+     * costs. */
+    const char *argv[48];
+    int argc = 0;
+    char wrap[512] = "", *save = NULL;
+    const char *w = getenv("LDPREF_SERVER_WRAPPER");
+    snprintf(wrap, sizeof wrap, "%s", w ? w : "");
+    for (char *t = strtok_r(wrap, " ", &save); t != NULL && argc < 12;
+         t = strtok_r(NULL, " ", &save))
+        argv[argc++] = t;
+    const char *exe = argc > 0 ? argv[0] : bin;
+    const char *base[] = {bin, "--port", "0", "--db", s->db, "--threads", "4"};
+    for (size_t i = 0; i < sizeof base / sizeof *base; i++)
+        argv[argc++] = base[i];
+    for (int i = 0; extra_args && extra_args[i] && argc < 46; i++)
         argv[argc++] = extra_args[i];
     argv[argc] = NULL;
 
     int out_fd;
-    pid_t pid = spawn_logged(bin, argv, NULL, s->log, &out_fd);
+    pid_t pid = spawn_logged(exe, argv, NULL, s->log, &out_fd);
     if (pid < 0)
         return -1;
     s->pid = pid;

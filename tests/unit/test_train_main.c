@@ -16,6 +16,11 @@
  *   writes a model with "method": "general" and its rounds; `score` answers
  *   with mixture probabilities that sum to 1, win probabilities and no
  *   rewards; bad general options are usage errors.
+ * - central DP releases: `fit --mechanism exponential` writes a model whose
+ *   theta is a candidate of the recorded set, with the release record and
+ *   no label count; --research --seed reproduces a release byte for byte,
+ *   the CSPRNG draws a fresh net seed; around:K is centered on --center's
+ *   theta; epsilon = inf, randomized labels and a missing spec are refused.
  */
 #include "check.h"
 #include "error.h"
@@ -293,6 +298,252 @@ static void test_general(void)
     free(out);
 }
 
+/* simulate --user-labels / --user-epsilon and fit --mechanism aup. */
+static void test_aup(void)
+{
+    char args[1024], data[128], truth[128], model[128], *out = NULL;
+    snprintf(data, sizeof data, "%s/users.jsonl", dir);
+    snprintf(truth, sizeof truth, "%s/users_truth.json", dir);
+    snprintf(model, sizeof model, "%s/users_model.json", dir);
+    snprintf(args, sizeof args,
+             "simulate --n 3000 --d 3 --user-labels 3 --user-epsilon 6 --seed 2 --out %s "
+             "--theta-out %s",
+             data, truth);
+    CHECK_INT(train(args, &out), 0);
+    free(out);
+    FILE *f = fopen(data, "r");
+    char line[4096] = "";
+    int lines = 0, last_annotator = -1;
+    while (f && fgets(line, sizeof line, f) != NULL) {
+        json_t *o = json_loads(line, 0, NULL);
+        last_annotator = (int)json_integer_value(json_object_get(o, "annotator"));
+        if (lines == 0)
+            CHECK_NEAR(json_number_value(json_object_get(o, "epsilon")), 2.0, 1e-12);
+        json_decref(o);
+        lines++;
+    }
+    if (f)
+        fclose(f);
+    CHECK_INT(lines, 3000);
+    CHECK_INT(last_annotator, 999);
+
+    snprintf(args, sizeof args,
+             "fit --mechanism aup --epsilon 8 --delta 1e-5 --user-cap 2 --steps 5 --research "
+             "--seed 3 --data %s --out %s",
+             data, model);
+    CHECK_INT(train(args, &out), 0);
+    CHECK(out && strstr(out, "fit: aup (user-level epsilon 8, delta 1e-05, SEEDED") != NULL);
+    CHECK(out && strstr(out, "on 1000 annotators, 2000 labels used (cap 2)") != NULL);
+    free(out);
+    json_t *m = json_load_file(model, 0, NULL);
+    const json_t *r = json_object_get(m, "release");
+    CHECK_STR(json_string_value(json_object_get(r, "mechanism")), "aup");
+    CHECK_INT(json_integer_value(json_object_get(r, "steps_run")), 5);
+    CHECK(json_is_null(json_object_get(json_object_get(m, "data"), "n_z1")));
+    CHECK_INT(json_array_size(json_object_get(m, "theta")), 3);
+    json_decref(m);
+
+    snprintf(args, sizeof args, "fit --mechanism aup --epsilon 8 --data %s --out %s", data, model);
+    CHECK_INT(train(args, &out), 2); /* no --delta */
+    free(out);
+    snprintf(args, sizeof args, "fit --mechanism aup --epsilon inf --delta 1e-5 --data %s --out %s",
+             data, model);
+    CHECK_INT(train(args, &out), 1);
+    CHECK(out && strstr(out, "invalid_argument") != NULL);
+    free(out);
+}
+
+/* A release's record from a model file (new reference) or NULL. */
+static json_t *release_of(const char *path, json_t **doc)
+{
+    *doc = json_load_file(path, 0, NULL);
+    return json_object_get(*doc, "release");
+}
+
+static void test_release(void)
+{
+    char args[1024], data[128], model[128], again[128], around[128], *out = NULL;
+    snprintf(data, sizeof data, "%s/raw.jsonl", dir);
+    snprintf(model, sizeof model, "%s/rel.json", dir);
+    snprintf(again, sizeof again, "%s/rel2.json", dir);
+    snprintf(around, sizeof around, "%s/rel3.json", dir);
+    snprintf(args, sizeof args, "simulate --n 400 --d 2 --seed 1 --out %s --theta-out %s/t.json",
+             data, dir);
+    CHECK_INT(train(args, &out), 0);
+    free(out);
+    snprintf(args, sizeof args,
+             "fit --mechanism exponential --epsilon 2 --candidates grid:11 --radius 3 --data %s "
+             "--out %s",
+             data, model);
+    CHECK_INT(train(args, &out), 0);
+    CHECK(out && strstr(out, "exponential mechanism (epsilon 2, CSPRNG") != NULL);
+    free(out);
+    json_t *doc, *r = release_of(model, &doc);
+    CHECK_STR(json_string_value(json_object_get(r, "mechanism")), "exponential");
+    CHECK_STR(json_string_value(json_object_get(r, "random_source")), "csprng");
+    json_t *cs = json_object_get(r, "candidates");
+    CHECK_STR(json_string_value(json_object_get(cs, "kind")), "grid");
+    CHECK(json_is_null(json_object_get(json_object_get(doc, "data"), "n_z1")));
+    /* theta is a grid point: coordinates -3 + 0.6 j. */
+    for (size_t j = 0; j < 2; j++) {
+        double t = json_number_value(json_array_get(json_object_get(doc, "theta"), j));
+        double steps = (t + 3.0) / 0.6;
+        CHECK(fabs(steps - round(steps)) < 1e-9);
+    }
+    json_decref(doc);
+
+    /* Research mode: the same seed, the same release, recorded as seeded. */
+    for (int i = 0; i < 2; i++) {
+        snprintf(args, sizeof args,
+                 "fit --mechanism exponential --epsilon 1 --candidates net:64 --radius 2 --seed 5 "
+                 "--research --quiet --data %s --out %s",
+                 data, i ? again : model);
+        CHECK_INT(train(args, &out), 0);
+        free(out);
+    }
+    char *a = NULL, *b = NULL;
+    json_t *da = json_load_file(model, 0, NULL), *db = json_load_file(again, 0, NULL);
+    a = json_dumps(da, JSON_SORT_KEYS);
+    b = json_dumps(db, JSON_SORT_KEYS);
+    CHECK(a && b && strcmp(a, b) == 0);
+    CHECK_STR(json_string_value(json_object_get(json_object_get(da, "release"), "random_source")),
+              "seeded");
+    CHECK_INT(json_integer_value(json_object_get(
+                  json_object_get(json_object_get(da, "release"), "candidates"), "seed")),
+              5);
+    free(a);
+    free(b);
+    json_decref(da);
+    json_decref(db);
+
+    /* Without --seed the net's seed comes from the CSPRNG: two releases differ in it. */
+    json_int_t seeds[2];
+    for (int i = 0; i < 2; i++) {
+        snprintf(args, sizeof args,
+                 "fit --mechanism exponential --epsilon 1 --candidates net:16 --quiet --data %s "
+                 "--out %s",
+                 data, again);
+        CHECK_INT(train(args, &out), 0);
+        free(out);
+        r = release_of(again, &doc);
+        seeds[i] = json_integer_value(json_object_get(json_object_get(r, "candidates"), "seed"));
+        json_decref(doc);
+    }
+    CHECK(seeds[0] != seeds[1]);
+
+    /* around:K on the first release's theta. */
+    snprintf(args, sizeof args,
+             "fit --mechanism exponential --epsilon 1 --candidates around:32:seed=3 --radius 0.5 "
+             "--center %s --quiet --data %s --out %s",
+             model, data, around);
+    CHECK_INT(train(args, &out), 0);
+    free(out);
+    json_t *dc = json_load_file(model, 0, NULL);
+    r = release_of(around, &doc);
+    json_t *center = json_object_get(json_object_get(r, "candidates"), "center");
+    CHECK(json_equal(center, json_object_get(dc, "theta")));
+    json_decref(doc);
+    json_decref(dc);
+
+    /* Refusals. */
+    snprintf(args, sizeof args,
+             "fit --mechanism exponential --epsilon inf --candidates grid:5 --data %s --out %s",
+             data, again);
+    CHECK_INT(train(args, &out), 1);
+    CHECK(out && strstr(out, "finite epsilon") != NULL);
+    free(out);
+    snprintf(args, sizeof args, "fit --mechanism exponential --epsilon 1 --data %s --out %s", data,
+             again);
+    CHECK_INT(train(args, &out), 2);
+    free(out);
+    snprintf(args, sizeof args,
+             "fit --mechanism exponential --epsilon 1 --candidates grid:5 --data %s/plain.jsonl "
+             "--out %s",
+             dir, again);
+    CHECK_INT(train(args, &out), 1);
+    CHECK(out && strstr(out, "unrandomized labels") != NULL);
+    free(out);
+    snprintf(args, sizeof args,
+             "fit --mechanism laplace --epsilon 1 --candidates grid:5 --data %s --out %s", data,
+             again);
+    CHECK_INT(train(args, &out), 2);
+    free(out);
+}
+
+/* fit records the confidence record; score --pessimism adds the bounds
+ * and the pessimistic policy; a model without a record is refused. */
+static void test_pessimism(void)
+{
+    char data[128], model[128], cands[128], args[1024], *out = NULL;
+    snprintf(data, sizeof data, "%s/poor.jsonl", dir);
+    snprintf(model, sizeof model, "%s/poor.json", dir);
+    snprintf(cands, sizeof cands, "%s/poor_cands.jsonl", dir);
+    const double scale[3] = {1, 1, 0.01}; /* feature 2 barely varies */
+    write_data(data, scale, 11);
+    snprintf(args, sizeof args, "fit --data %s --out %s --l2 0.5 --folds 0 --quiet", data, model);
+    CHECK_INT(train(args, &out), 0);
+    free(out);
+    json_t *m = json_load_file(model, 0, NULL);
+    const json_t *c = json_object_get(m, "confidence");
+    CHECK_STR(json_string_value(json_object_get(c, "form")), "full");
+    CHECK_INT(json_integer_value(json_object_get(c, "labels")), 200);
+    CHECK_NEAR(json_number_value(json_object_get(c, "weight_sum")), 200 * pow(tanh(0.5), 2), 1e-9);
+    json_decref(m);
+    FILE *f;
+    /* line 1 steps along a covered feature, line 2 along the poor one */
+    f = fopen(cands, "w");
+    if (f) {
+        fputs("{\"features\":[[0,0,0],[1,0,0]]}\n{\"features\":[[0,0,0],[0,0,1]]}\n", f);
+        fclose(f);
+    }
+    double gap[2][2][2]; /* [gamma][line][candidate] */
+    const char *gammas[2] = {"0", "2"};
+    for (int g = 0; g < 2; g++) {
+        snprintf(args, sizeof args, "score --model %s --candidates %s --pessimism %s", model, cands,
+                 gammas[g]);
+        CHECK_INT(train(args, &out), 0);
+        const char *line = out;
+        for (int l = 0; l < 2; l++) {
+            json_t *r = line ? json_loads(line, JSON_DISABLE_EOF_CHECK, NULL) : NULL;
+            const json_t *rw = json_object_get(r, "rewards"), *lo = json_object_get(r, "lower"),
+                         *pi = json_object_get(r, "probs"), *pe = json_object_get(r, "pessimistic");
+            CHECK_INT(json_array_size(lo), 2);
+            double sum = 0;
+            for (size_t k = 0; k < 2; k++) {
+                gap[g][l][k] = json_number_value(json_array_get(rw, k)) -
+                               json_number_value(json_array_get(lo, k));
+                sum += json_number_value(json_array_get(pe, k));
+                if (g == 0)
+                    CHECK(json_number_value(json_array_get(pe, k)) ==
+                          json_number_value(json_array_get(pi, k)));
+            }
+            CHECK_NEAR(sum, 1.0, 1e-12);
+            json_decref(r);
+            line = line ? strchr(line, '\n') : NULL;
+            line = line ? line + 1 : NULL;
+        }
+        free(out);
+    }
+    for (int l = 0; l < 2; l++)
+        CHECK(gap[0][l][0] == 0 && gap[0][l][1] == 0);          /* Gamma 0: the rewards */
+    CHECK(gap[1][0][1] > 0 && gap[1][1][1] > 5 * gap[1][0][1]); /* the poor feature */
+    snprintf(args, sizeof args, "score --model %s --candidates %s --pessimism -1", model, cands);
+    CHECK_INT(train(args, &out), 2);
+    free(out);
+    /* a model file without the record (the simulator's theta* file) */
+    char truth[128];
+    snprintf(truth, sizeof truth, "%s/theta3.json", dir);
+    f = fopen(truth, "w");
+    if (f) {
+        fputs("{\"theta\": [1, 0, 0]}\n", f);
+        fclose(f);
+    }
+    snprintf(args, sizeof args, "score --model %s --candidates %s --pessimism 1", truth, cands);
+    CHECK_INT(train(args, &out), 1);
+    CHECK(out && strstr(out, "no confidence record") != NULL);
+    free(out);
+}
+
 int main(void)
 {
     if (tmpdir_create(dir, sizeof dir, "train") != 0) {
@@ -304,6 +555,9 @@ int main(void)
     test_l2_auto();
     test_usage();
     test_general();
+    test_aup();
+    test_release();
+    test_pessimism();
     if (tmpdir_remove(dir) != 0)
         check_record(0, __FILE__, __LINE__, "cleanup %s", dir);
     return check_summary();
