@@ -6,6 +6,7 @@
 #   make run        install deps, build, serve on 127.0.0.1:8080
 #   make bench      all benchmarks            make install PREFIX=/usr/local
 #   make bench-flood  ingest alone and under a flood of anonymous score requests
+#   make bench-startup  server start-up time and memory on 10^7 labels
 #   make soak       60 s of mixed load with the server's memory sampled (a benchmark)
 #   make SAN=1 BUILD=build/asan test          sanitizer build of the tests
 #   make fuzz       libFuzzer binaries (clang)
@@ -285,7 +286,7 @@ run: deps
 reproduce: all
 	BUILD=$(BUILD) QUICK=$(QUICK) tests/study/reproduce.sh
 
-bench: bench-ingest bench-flood bench-train bench-score bench-metrics bench-guard bench-audit
+bench: bench-ingest bench-flood bench-train bench-score bench-metrics bench-guard bench-audit bench-startup
 # Each benchmark is a script tests/bench/<name>.sh printing "BENCH <name> <value> <unit>".
 bench-%: all $(BENCHES)
 	BUILD=$(BUILD) tests/bench/$*.sh
