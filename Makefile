@@ -1,10 +1,12 @@
 # ldpref — plain GNU make with pkg-config. Outputs go to $(BUILD).
 #
 #   make            build everything          make test     install deps, build, run all tests
+#   make test-install  the installed layout: docs/client.md's C blocks, pkg-config, man pages
 #   make test-python  the Python binding's tests alone (pytest, tests/python)
 #   make run        install deps, build, serve on 127.0.0.1:8080
 #   make bench      all benchmarks            make install PREFIX=/usr/local
 #   make bench-flood  ingest alone and under a flood of anonymous score requests
+#   make bench-startup  server start-up time and memory on 10^7 labels
 #   make soak       60 s of mixed load with the server's memory sampled (a benchmark)
 #   make SAN=1 BUILD=build/asan test          sanitizer build of the tests
 #   make fuzz       libFuzzer binaries (clang)
@@ -122,6 +124,8 @@ LIB_HTTP     := $(BUILD)/libldpref-http.a
 LIB_CMD      := $(BUILD)/libldpref-servercmd.a
 LIB_SUPPORT  := $(BUILD)/libldpref-testsupport.a
 BINS         := $(BUILD)/ldpref $(BUILD)/ldpref-server $(BUILD)/ldpref-train
+# Manual pages, each from its binary's hidden --man (the tables --help prints).
+MANS         := $(patsubst $(BUILD)/%,$(BUILD)/man/%.1,$(BINS))
 # The server's layers in link order (highest first).
 SERVER_LIBS  := $(LIB_HTTP) $(LIB_API) $(LIB_SERVICE) $(LIB_DB) $(LIB_ENGINE) $(LIB_COMMON)
 # Everything internal, in link order (libldpref.a carries common/ as well).
@@ -137,8 +141,9 @@ STUDIES     := $(patsubst tests/study/%.c,$(BUILD)/study/%,$(wildcard tests/stud
 PY_TESTS    := $(BUILD)/tests/test_python
 
 .PHONY: FORCE all test run install uninstall clean bench soak check-layers \
-        fuzz fuzz-bins format check-format deps tests reproduce reproduce-live test-python
-all: check-layers $(BINS) $(SO_CLIENT) $(BUILD)/ldpref.pc
+        fuzz fuzz-bins format check-format deps tests reproduce reproduce-live test-install \
+        test-python
+all: check-layers $(BINS) $(SO_CLIENT) $(BUILD)/ldpref.pc $(MANS)
 
 # Every object is compiled with -DLDPREF_VERSION: the stamp (rewritten only
 # when VERSION changes) rebuilds them when it does.
@@ -215,6 +220,11 @@ $(BUILD)/ldpref-server: $(call obj,server/cmd/server_main.c) $(LIB_CMD) $(SERVER
 $(BUILD)/ldpref-train: $(call obj,server/cmd/train_main.c) $(LIB_RESEARCH) $(LIB_ENGINE) $(LIB_COMMON)
 	$(CC) $(LDFLAGS) -o $@ $^ $(PKG_LIBS)
 
+$(BUILD)/man/%.1: $(BUILD)/% deploy/manpage.awk
+	@mkdir -p $(dir $@)
+	$< --man > $@.records && awk -v version=$(VERSION) -f deploy/manpage.awk $@.records > $@.tmp
+	@rm -f $@.records && mv $@.tmp $@
+
 $(BUILD)/ldpref.pc: client/lib/ldpref.pc.in
 	@mkdir -p $(dir $@)
 	sed -e 's|@PREFIX@|$(PREFIX)|g' -e 's|@VERSION@|$(VERSION)|g' $< > $@
@@ -254,7 +264,12 @@ test-python: all $(PY_TESTS)
 # the new packages.
 test: deps
 	$(MAKE) tests
-	BUILD=$(BUILD) tests/run.sh
+	BUILD=$(BUILD) LDPREF_SAN=$(SAN) tests/run.sh
+
+# The installed layout alone (also part of `make test`): make install into a
+# temporary prefix, docs/client.md's C blocks, pkg-config, the manual pages.
+test-install: all
+	BUILD=$(BUILD) LDPREF_SAN=$(SAN) tests/install/run.sh
 
 deps:
 	deploy/install-deps.sh
@@ -271,7 +286,7 @@ run: deps
 reproduce: all
 	BUILD=$(BUILD) QUICK=$(QUICK) tests/study/reproduce.sh
 
-bench: bench-ingest bench-flood bench-train bench-score bench-metrics bench-guard bench-audit
+bench: bench-ingest bench-flood bench-train bench-score bench-metrics bench-guard bench-audit bench-startup
 # Each benchmark is a script tests/bench/<name>.sh printing "BENCH <name> <value> <unit>".
 bench-%: all $(BENCHES)
 	BUILD=$(BUILD) tests/bench/$*.sh
@@ -297,8 +312,12 @@ $(BUILD)/fuzz/%: $(BUILD)/obj/tests/fuzz/%.o $(ALL_LIBS)
 	@mkdir -p $(dir $@)
 	$(CC) $(LDFLAGS) -fsanitize=fuzzer -o $@ $^ $(PKG_LIBS)
 
+# Any PREFIX works without LD_LIBRARY_PATH or ldconfig: the CLIs link
+# libldpref statically, and ldpref.pc's Libs carry an rpath to $(PREFIX)/lib
+# for programs built against libldpref.so (docs/client.md "Installing").
 install: all
-	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/lib/pkgconfig $(DESTDIR)$(PREFIX)/include
+	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/lib/pkgconfig $(DESTDIR)$(PREFIX)/include \
+	    $(DESTDIR)$(PREFIX)/share/man/man1
 	install -m 755 $(BINS) $(DESTDIR)$(PREFIX)/bin/
 	install -m 644 $(LIB_CLIENT) $(DESTDIR)$(PREFIX)/lib/
 	install -m 755 $(SO_CLIENT) $(DESTDIR)$(PREFIX)/lib/libldpref.so.$(VERSION)
@@ -306,11 +325,13 @@ install: all
 	ln -sf libldpref.so.0 $(DESTDIR)$(PREFIX)/lib/libldpref.so
 	install -m 644 client/lib/ldpref.h $(DESTDIR)$(PREFIX)/include/
 	install -m 644 $(BUILD)/ldpref.pc $(DESTDIR)$(PREFIX)/lib/pkgconfig/
+	install -m 644 $(MANS) $(DESTDIR)$(PREFIX)/share/man/man1/
 
 uninstall:
 	rm -f $(addprefix $(DESTDIR)$(PREFIX)/bin/,ldpref ldpref-server ldpref-train) \
 	      $(DESTDIR)$(PREFIX)/lib/libldpref.* $(DESTDIR)$(PREFIX)/include/ldpref.h \
-	      $(DESTDIR)$(PREFIX)/lib/pkgconfig/ldpref.pc
+	      $(DESTDIR)$(PREFIX)/lib/pkgconfig/ldpref.pc \
+	      $(addprefix $(DESTDIR)$(PREFIX)/share/man/man1/,ldpref.1 ldpref-server.1 ldpref-train.1)
 
 FORMAT_FILES = $(shell git ls-files '*.c' '*.h')
 format:

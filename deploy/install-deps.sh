@@ -13,9 +13,15 @@ set -euo pipefail
 # normalization (NFKC, white space, case folding) in libldpref. python3 and
 # its cffi, pytest, yaml, numpy, pip and setuptools: the Python binding
 # (client/python) and its tests (tests/python; pip installs it offline).
+# libnghttp2-dev ... libzstd-dev: the libraries libcurl.pc's Libs.private
+# names, so that `pkg-config --static --libs ldpref` links (Debian's
+# libcurl4-openssl-dev does not pull them in); man-db, groff-base: the
+# manual pages' check (tests/install/run.sh).
 PKGS=(build-essential pkg-config
       libmicrohttpd-dev libjansson-dev libsodium-dev libsqlite3-dev sqlite3
       libcurl4-openssl-dev libopenblas-dev liblbfgs-dev libunistring-dev
+      libnghttp2-dev librtmp-dev libssh2-1-dev libpsl-dev libkrb5-dev libldap-dev libzstd-dev
+      man-db groff-base
       libncurses-dev tmux
       clang libclang-rt-dev clang-format gnuplot-nox
       xxd chromium openssl

@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Runs every test binary under $BUILD (unit, end-to-end, fuzz-corpus replay),
+# Runs every test binary under $BUILD (unit, end-to-end, fuzz-corpus replay)
+# and the installed-layout test (tests/install/run.sh),
 # prints each binary's own summary, and closes with the total
 # "N passed, N failed" line. Exit status is non-zero if anything failed.
 set -u
@@ -36,5 +37,8 @@ done
 for t in "$BUILD"/tests/e2e_*; do
   [ -x "$t" ] && run_one "$(basename "$t")" "$t"
 done
+# The installed layout: make install into a temporary prefix, the
+# docs/client.md C blocks, pkg-config, the manual pages.
+run_one "install" tests/install/run.sh
 echo "$total_pass passed, $total_fail failed"
 [ "$total_fail" -eq 0 ]

@@ -1492,15 +1492,22 @@ static const struct cmd CMDS[] = {
 };
 #define NCMDS (sizeof CMDS / sizeof CMDS[0])
 
-static void print_globals(FILE *out)
+/* man: the manual page's records (deploy/manpage.awk) instead of --help text. */
+static void print_globals(FILE *out, int man)
 {
-    fprintf(out, "\nGlobal options (flag, environment variable):\n");
+    fprintf(out, man ? "@sh\tGLOBAL OPTIONS\n@tx\tEach has an environment variable; flags win "
+                       "over the environment.\n"
+                     : "\nGlobal options (flag, environment variable):\n");
     for (int i = 0; i < G_COUNT; i++) {
         char left[64];
         snprintf(left, sizeof left, "%s %s", GOPTS[i].flag, GOPTS[i].arg);
-        fprintf(out, "  %-26s %-26s %s\n", left, GOPTS[i].env, GOPTS[i].help);
+        if (man)
+            fprintf(out, "@op\t%s\t%s (environment: %s)\n", left, GOPTS[i].help, GOPTS[i].env);
+        else
+            fprintf(out, "  %-26s %-26s %s\n", left, GOPTS[i].env, GOPTS[i].help);
     }
-    fprintf(out, "\nExit status: 0 on success, otherwise the error code number "
+    fprintf(out, man ? "@sh\tEXIT STATUS\n@tx\t" : "\nExit status: ");
+    fprintf(out, "0 on success, otherwise the error code number "
                  "(e.g. 24 local_budget_exceeded, 35 network_error).\n");
 }
 
@@ -1513,19 +1520,27 @@ static void main_help(FILE *out)
         fprintf(out, "  %-44s %s\n", CMDS[i].usage, CMDS[i].summary);
     fprintf(out, "  %-44s %s\n", "version, --version", "print the library version");
     fprintf(out, "\nRun `ldpref COMMAND --help` for a command's options.\n");
-    print_globals(out);
+    print_globals(out, 0);
 }
 
-static void cmd_help(const struct cmd *cmd)
+/* A command's --help, or with man its manual page subsection (records). */
+static void cmd_help(const struct cmd *cmd, int man)
 {
-    printf("usage: ldpref [global options] %s\n\n%s\n", cmd->usage, cmd->summary);
+    if (man)
+        printf("@ss\tldpref %s\n@tx\t%s\n", cmd->usage, cmd->summary);
+    else
+        printf("usage: ldpref [global options] %s\n\n%s\n", cmd->usage, cmd->summary);
     if (cmd->flags) {
-        printf("\nOptions:\n");
+        if (!man)
+            printf("\nOptions:\n");
         for (int i = 0; cmd->flags[i].flag; i++) {
             char left[64];
             snprintf(left, sizeof left, "%s%s%s", cmd->flags[i].flag, cmd->flags[i].arg ? " " : "",
                      cmd->flags[i].arg ? cmd->flags[i].arg : "");
-            printf("  %-26s %s\n", left, cmd->flags[i].help);
+            if (man)
+                printf("@op\t%s\t%s\n", left, cmd->flags[i].help);
+            else
+                printf("  %-26s %s\n", left, cmd->flags[i].help);
         }
     }
     if (strcmp(cmd->name, "answer") == 0 || strcmp(cmd->name, "answer-batch") == 0)
@@ -1586,7 +1601,28 @@ static void cmd_help(const struct cmd *cmd)
                "Prints the server's answer: model_version, loss,\n"
                "link, beta and per candidate reward, probability and log_ratio (for --task,\n"
                "\"tasks\": [{\"task_id\", \"candidates\"}]).\n");
-    print_globals(stdout);
+    if (!man)
+        print_globals(stdout, 0);
+}
+
+/* The hidden --man: the manual page's records, from the tables --help prints. */
+static void man_page(void)
+{
+    printf("@th\tldpref\tprivate pairwise preference labels: the annotator's and operator's "
+           "client\n"
+           "@synopsis\tldpref [global options] COMMAND [args]\n"
+           "@synopsis\tldpref COMMAND --help\n"
+           "@synopsis\tldpref --version\n"
+           "@sh\tDESCRIPTION\n"
+           "@tx\tYour true answer is randomized on this device (randomized response) before "
+           "anything is sent. The library behind this command, libldpref, is described in "
+           "docs/client.md of the source tree.\n");
+    print_globals(stdout, 1);
+    printf("@sh\tCOMMANDS\n");
+    for (size_t i = 0; i < NCMDS; i++)
+        cmd_help(&CMDS[i], 1);
+    printf("@ss\tldpref version, ldpref --version\n@tx\tprint the library version\n"
+           "@sh\tSEE ALSO\n@tx\tldpref-server(1), ldpref-train(1)\n");
 }
 
 /* The --simulate-ctl-* flags into the options (answer, answer-batch). */
@@ -1651,6 +1687,10 @@ static int match_flag(const char *flag, int has_arg, char **argv, int i, int arg
 
 int main(int argc, char **argv)
 {
+    if (argc == 2 && strcmp(argv[1], "--man") == 0) {
+        man_page();
+        return 0;
+    }
     static char default_key[LDPREF_PATH_MAX];
     const char *home = getenv("HOME");
     snprintf(default_key, sizeof default_key, "%s/.config/ldpref/key", home ? home : ".");
@@ -1726,7 +1766,7 @@ int main(int argc, char **argv)
         return usage_error("unknown command \"%s\"", name);
     }
     if (help) {
-        cmd_help(cmd);
+        cmd_help(cmd, 0);
         free(words);
         return 0;
     }

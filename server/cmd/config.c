@@ -333,26 +333,66 @@ int lp_config_load(lp_config *cfg, int argc, char **argv, lp_config_getenv_fn ge
     return 0;
 }
 
+/* "--name ARG" as --help shows it: STR, X, N or the choices. */
+static void option_flag(const opt_def *o, char *flag, size_t len)
+{
+    char names[128] = " ";
+    if (CHOICES[o->type] != NULL)
+        choice_list(CHOICES[o->type], names + 1, sizeof names - 1);
+    snprintf(flag, len, "--%s%s", o->name,
+             o->type == OPT_FLAG   ? ""
+             : o->type == OPT_STR  ? " STR"
+             : o->type == OPT_REAL ? " X"
+             : CHOICES[o->type]    ? names
+                                   : " N");
+}
+
+/* The environment variable and default as --help shows them ("" if none). */
+static void option_source(const opt_def *o, char *text, size_t len)
+{
+    if (o->type != OPT_FLAG)
+        snprintf(text, len, "%s; default %s", o->env, *o->def ? o->def : "unset");
+    else if (o->env != NULL)
+        snprintf(text, len, "%s=1", o->env);
+    else
+        text[0] = '\0';
+}
+
+#define PRECEDENCE                                                                                 \
+    "Precedence: defaults < environment < flags. Sizes accept K, M, G; X is a decimal number."
+
 void lp_config_usage(FILE *out, const char *prog)
 {
     fprintf(out, "usage: %s [options]\n\nOptions (environment variable; default):\n", prog);
     for (size_t i = 0; i < N_OPTIONS; i++) {
-        const opt_def *o = &OPTIONS[i];
-        char flag[64], names[128] = " ";
-        if (CHOICES[o->type] != NULL)
-            choice_list(CHOICES[o->type], names + 1, sizeof names - 1);
-        snprintf(flag, sizeof flag, "--%s%s", o->name,
-                 o->type == OPT_FLAG   ? ""
-                 : o->type == OPT_STR  ? " STR"
-                 : o->type == OPT_REAL ? " X"
-                 : CHOICES[o->type]    ? names
-                                       : " N");
-        fprintf(out, "  %-28s %s\n", flag, o->help);
-        if (o->type != OPT_FLAG)
-            fprintf(out, "  %-28s (%s; default %s)\n", "", o->env, *o->def ? o->def : "unset");
-        else if (o->env != NULL)
-            fprintf(out, "  %-28s (%s=1)\n", "", o->env);
+        char flag[64], source[160];
+        option_flag(&OPTIONS[i], flag, sizeof flag);
+        option_source(&OPTIONS[i], source, sizeof source);
+        fprintf(out, "  %-28s %s\n", flag, OPTIONS[i].help);
+        if (*source)
+            fprintf(out, "  %-28s (%s)\n", "", source);
     }
-    fprintf(out, "\nPrecedence: defaults < environment < flags. Sizes accept K, M, G; X is a "
-                 "decimal number.\n");
+    fprintf(out, "\n" PRECEDENCE "\n");
+}
+
+void lp_config_man(FILE *out)
+{
+    fprintf(out, "@th\tldpref-server\tthe ldpref collection and training service\n"
+                 "@synopsis\tldpref-server [options]\n"
+                 "@sh\tDESCRIPTION\n"
+                 "@tx\tServes the ldpref HTTP API: enrollment, tasks, signed privatized labels, "
+                 "operator requests, retraining and scoring, over one SQLite database. Every "
+                 "option can also be set through its environment variable.\n"
+                 "@sh\tOPTIONS\n");
+    for (size_t i = 0; i < N_OPTIONS; i++) {
+        char flag[64], source[160];
+        option_flag(&OPTIONS[i], flag, sizeof flag);
+        option_source(&OPTIONS[i], source, sizeof source);
+        fprintf(out, "@op\t%s\t%s%s%s%s\n", flag, OPTIONS[i].help, *source ? " (" : "", source,
+                *source ? ")" : "");
+    }
+    fprintf(out, "@tx\t" PRECEDENCE "\n"
+                 "@sh\tSEE ALSO\n"
+                 "@tx\tldpref(1), ldpref-train(1); docs/server.md and docs/operators.md in the "
+                 "source tree.\n");
 }

@@ -82,6 +82,9 @@ int lp_config_load(lp_config *cfg, int argc, char **argv, lp_config_getenv_fn ge
 
 /* Writes the --help text (generated from the option table) to out. */
 void lp_config_usage(FILE *out, const char *prog);
+/* The manual page's records (the Makefile's manpage.awk turns them into
+ * roff), from the same table: "@tag<TAB>field..." lines. */
+void lp_config_man(FILE *out);
 
 /* "full" or "normal". */
 const char *lp_config_sync_name(int64_t sync);

@@ -121,6 +121,10 @@ int main(int argc, char **argv)
 {
     lp_config cfg;
     char err[512];
+    if (argc == 2 && strcmp(argv[1], "--man") == 0) { /* hidden: the build's manual page */
+        lp_config_man(stdout);
+        return 0;
+    }
     if (lp_config_load(&cfg, argc, argv, NULL, err, sizeof err) != 0) {
         fprintf(stderr, "ldpref-server: %s\n", err);
         return 2;

@@ -58,15 +58,23 @@ typedef struct opt {
     void *ptr;
 } opt;
 
+/* Set by the hidden --man: --help prints the manual page's records
+ * (deploy/manpage.awk) instead of text; man_summary is the command's line. */
+static int man_mode;
+static const char *man_summary = "";
+
 static void print_help(const char *cmd, const char *synopsis, const opt *t)
 {
-    printf("usage: ldpref-train %s %s\n\noptions:\n", cmd, synopsis);
+    if (man_mode)
+        printf("@ss\tldpref-train %s %s\n@tx\t%s\n", cmd, synopsis, man_summary);
+    else
+        printf("usage: ldpref-train %s %s\n\noptions:\n", cmd, synopsis);
     for (; t->name; t++) {
         char lhs[64];
         snprintf(lhs, sizeof lhs, "--%s%s%s", t->name, t->arg ? " " : "", t->arg ? t->arg : "");
-        printf("  %-26s %s\n", lhs, t->help);
+        printf(man_mode ? "@op\t%s\t%s\n" : "  %-26s %s\n", lhs, t->help);
     }
-    printf("  %-26s %s\n", "--help", "show this help");
+    printf(man_mode ? "@op\t%s\t%s\n" : "  %-26s %s\n", "--help", "show this help");
 }
 
 static double parse_double(const char *s, int *ok)
@@ -1784,8 +1792,58 @@ static void usage(FILE *f)
                "  version   print the version\n");
 }
 
+/* The hidden --man: the manual page's records. The commands and their
+ * summaries are read from usage(); each command's section is its own
+ * --help, run through main in man_mode, so the page comes from the same
+ * tables and dispatch as --help. */
+int main(int argc, char **argv);
+static int man_page(void)
+{
+    char *text = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&text, &len);
+    if (f == NULL)
+        return 1;
+    usage(f);
+    if (fclose(f) != 0)
+        return 1;
+    printf("@th\tldpref-train\tfit, evaluate and study preference models offline\n"
+           "@synopsis\tldpref-train COMMAND [options]\n"
+           "@synopsis\tldpref-train COMMAND --help\n"
+           "@synopsis\tldpref-train --version\n"
+           "@sh\tDESCRIPTION\n"
+           "@tx\tThe offline side of ldpref: the server's training engine on files, the "
+           "simulations and the privacy/robustness study. docs/training.md of the source tree "
+           "describes the losses, data formats and the study.\n"
+           "@sh\tCOMMANDS\n");
+    fflush(stdout);
+    man_mode = 1;
+    int rc = 0;
+    char *save = NULL;
+    for (char *line = strtok_r(text, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
+        char name[64];
+        int at = 0;
+        if (strncmp(line, "  ", 2) != 0 || sscanf(line, " %63s %n", name, &at) != 1)
+            continue; /* not a command line of usage() */
+        if (strcmp(name, "version") == 0) {
+            printf("@ss\tldpref-train version, ldpref-train --version\n@tx\t%s\n", line + at);
+            continue;
+        }
+        char prog[] = "ldpref-train", help[] = "--help", *args[] = {prog, name, help, NULL};
+        man_summary = line + at;
+        rc |= main(3, args);
+        fflush(stdout);
+    }
+    printf("@sh\tEXIT STATUS\n@tx\t0 success, 1 runtime failure, 2 usage error.\n"
+           "@sh\tSEE ALSO\n@tx\tldpref(1), ldpref-server(1)\n");
+    free(text);
+    return rc;
+}
+
 int main(int argc, char **argv)
 {
+    if (argc == 2 && strcmp(argv[1], "--man") == 0)
+        return man_page();
     if (argc < 2) {
         usage(stderr);
         return 2;

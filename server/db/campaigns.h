@@ -19,7 +19,7 @@ typedef struct lp_campaign {
     int allow_infinite;
     int64_t labels_per_task; /* >= 1; 0 on create: 1 */
     int64_t annotator_quota; /* labels + open leases per annotator; 0: none */
-    /* schema/013: central (1): annotators send true labels and models leave
+    /* schema/014: central (1): annotators send true labels and models leave
      * only through a private release; the release budget (pure epsilon,
      * 0: none; total delta of approximate releases, 0: none) and the
      * per-annotator contribution cap m (0: none) */

@@ -653,6 +653,12 @@ int lp_engine_open(const lp_store_opts *opts, const lp_txn_cache *cache, lp_engi
         exec_sql(e->wdb, WRITER_PRAGMAS, err, errlen) != LP_OK ||
         completion_watch(e, err, errlen) != LP_OK)
         goto fail;
+    int load_rc = e->txn.load != NULL ? e->txn.load(e->wdb, e->txn.ctx) : LP_OK;
+    if (load_rc != LP_OK) {
+        snprintf(err, errlen, "cannot build the writer's in-memory state: %s",
+                 load_rc == LP_ENO_MEMORY ? "out of memory" : sqlite3_errmsg(e->wdb));
+        goto fail;
+    }
     lp_dbfiles_opened(&e->files, opts->marker);
     e->wal_dirty = 1; /* what an earlier run left in the WAL goes at the first idle upkeep */
     for (int i = 0; i < n_read; i++) {

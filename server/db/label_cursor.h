@@ -46,7 +46,7 @@ typedef struct lp_label_privacy {
      * INFINITY when any label was not privatized */
     double epsilon_per_annotator;
     /* 1: the model was not fitted on the labels but released from them by a
-     * differentially private mechanism (schema/013; set by the learner and
+     * differentially private mechanism (schema/014; set by the learner and
      * read back from the registry, never by the cursor) */
     int released;
 } lp_label_privacy;

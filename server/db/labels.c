@@ -14,12 +14,24 @@
 #include "error.h"
 
 #include <math.h>
+#include <sodium.h>
 #include <stdlib.h>
 #include <string.h>
 
 /* The writer's statements, resolved through the engine's statement cache on
  * first use and kept here: the ingest path does no lookup per label. */
-enum lstmt { L_ANNOT, L_EXISTING, L_ASSIGNED, L_TASK_EXISTS, L_NONCE, L_INSERT, L_SPEND, L_COUNT };
+enum lstmt {
+    L_ANNOT,
+    L_EXISTING,
+    L_ASSIGNED,
+    L_TASK_EXISTS,
+    L_NONCE_ROW,
+    L_NONCE_ALL,
+    L_MAX_ID,
+    L_INSERT,
+    L_SPEND,
+    L_COUNT
+};
 
 static const char *const LSQL[L_COUNT] = {
     [L_ANNOT] = "SELECT a.revoked, a.epsilon_spent, a.campaign, c.epsilon_min, c.epsilon_max, "
@@ -32,7 +44,9 @@ static const char *const LSQL[L_COUNT] = {
     [L_ASSIGNED] = "SELECT swapped FROM assignments WHERE annotator = ?1 AND task = ?2 "
                    "AND skipped = 0",
     [L_TASK_EXISTS] = "SELECT campaign FROM tasks WHERE id = ?1",
-    [L_NONCE] = "SELECT 1 FROM labels WHERE annotator = ?1 AND nonce = ?2",
+    [L_NONCE_ROW] = "SELECT annotator, nonce FROM labels WHERE id = ?1",
+    [L_NONCE_ALL] = "SELECT id, annotator, nonce FROM labels ORDER BY id",
+    [L_MAX_ID] = "SELECT coalesce(max(id), 0) FROM labels",
     [L_INSERT] = "INSERT INTO labels (annotator, task, z, z_task, epsilon, nonce, "
                  "timestamp_ms, signature, received_ms) "
                  "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
@@ -61,8 +75,34 @@ struct wc_entry {
     double spent, eps_min, eps_max, budget;
 };
 
+/*
+ * The nonce index: which (annotator, nonce) pairs labels already carry,
+ * answered without an index in SQL (schema/013). Each label has a slot
+ * {h, id}: h a SipHash of (annotator, nonce) under a key drawn at start (so
+ * that chosen nonces cannot crowd one part of the table), id its row.
+ * Open addressing with linear probing; h == 0 marks an empty slot; at most
+ * 3/4 full. A slot whose h matches is confirmed by reading its row by id,
+ * so the answer is exact whatever the hash does, and a slot left by a
+ * transaction that did not commit (its row gone, or its id reused by
+ * another label) is harmless: the row read tells. Invariant: every label
+ * of the database, committed or in the open transaction, has its slot.
+ * Only the writer thread touches it; it is built from the table when the
+ * store opens.
+ */
+struct nonce_slot {
+    uint64_t h;
+    int64_t id;
+};
+
+struct nonce_index {
+    struct nonce_slot *slot;
+    size_t cap, n; /* cap: a power of two, or 0 */
+    uint8_t key[crypto_shorthash_KEYBYTES];
+};
+
 struct lp_label_writer {
     lp_engine *engine;
+    struct nonce_index nonces;
     sqlite3_stmt *st[L_COUNT]; /* owned by the engine's cache */
     struct wc_entry slot[WC_SLOTS];
     uint32_t dirty[WC_MAX]; /* slots whose spent must be written back */
@@ -118,11 +158,13 @@ static int wc_flush(sqlite3 *db, void *ctx)
     return rc;
 }
 
+static int ni_load(sqlite3 *db, void *ctx);
+
 struct lp_label_writer *lp_label_writer_new(lp_txn_cache *cache)
 {
     struct lp_label_writer *w = calloc(1, sizeof *w);
     if (w != NULL)
-        *cache = (lp_txn_cache){.flush = wc_flush, .clear = wc_clear, .ctx = w};
+        *cache = (lp_txn_cache){.flush = wc_flush, .clear = wc_clear, .load = ni_load, .ctx = w};
     return w;
 }
 
@@ -133,7 +175,178 @@ void lp_label_writer_attach(struct lp_label_writer *w, lp_engine *e)
 
 void lp_label_writer_free(struct lp_label_writer *w)
 {
+    if (w != NULL)
+        free(w->nonces.slot);
     free(w);
+}
+
+/* ---- the nonce index ---- */
+
+static uint64_t ni_hash(const struct nonce_index *ni, int64_t annotator, const uint8_t *nonce)
+{
+    uint8_t in[8 + LP_NONCE_BYTES], out[crypto_shorthash_BYTES];
+    uint64_t a = (uint64_t)annotator, h;
+    memcpy(in, &a, 8);
+    memcpy(in + 8, nonce, LP_NONCE_BYTES);
+    crypto_shorthash(out, in, sizeof in, ni->key);
+    memcpy(&h, out, sizeof h);
+    return h != 0 ? h : 1;
+}
+
+static void ni_put(struct nonce_slot *slot, size_t cap, uint64_t h, int64_t id)
+{
+    size_t i = (size_t)h & (cap - 1);
+    while (slot[i].h != 0)
+        i = (i + 1) & (cap - 1);
+    slot[i] = (struct nonce_slot){h, id};
+}
+
+/* Makes room for `more` slots (rehashing into a larger table as needed). */
+static int ni_reserve(struct nonce_index *ni, size_t more)
+{
+    if ((ni->n + more) * 4 <= ni->cap * 3)
+        return LP_OK;
+    size_t cap = ni->cap ? ni->cap : 1024;
+    while ((ni->n + more) * 4 > cap * 3)
+        cap *= 2;
+    struct nonce_slot *slot = calloc(cap, sizeof *slot);
+    if (slot == NULL)
+        return LP_ENO_MEMORY;
+    for (size_t i = 0; i < ni->cap; i++)
+        if (ni->slot[i].h != 0)
+            ni_put(slot, cap, ni->slot[i].h, ni->slot[i].id);
+    free(ni->slot);
+    ni->slot = slot;
+    ni->cap = cap;
+    return LP_OK;
+}
+
+/* Records label id's (annotator, nonce) hash; room reserved beforehand. */
+static void ni_add(struct nonce_index *ni, uint64_t h, int64_t id)
+{
+    ni_put(ni->slot, ni->cap, h, id);
+    ni->n++;
+}
+
+/* Whether row id carries (annotator, nonce): *same 1 or 0. */
+static int nonce_row_is(struct lp_label_writer *w, sqlite3 *db, int64_t id, int64_t annotator,
+                        const uint8_t *nonce, int *same)
+{
+    sqlite3_stmt *st = w_stmt(w, db, L_NONCE_ROW);
+    if (st == NULL)
+        return LP_ESTORAGE;
+    sqlite3_bind_int64(st, 1, id);
+    int step = sqlite3_step(st);
+    *same = step == SQLITE_ROW && sqlite3_column_int64(st, 0) == annotator &&
+            sqlite3_column_bytes(st, 1) == LP_NONCE_BYTES &&
+            memcmp(sqlite3_column_blob(st, 1), nonce, LP_NONCE_BYTES) == 0;
+    sqlite3_reset(st);
+    if (step != SQLITE_ROW && step != SQLITE_DONE)
+        return lp_engine_fail(db, "nonce lookup");
+    return LP_OK;
+}
+
+/* Whether a label of annotator already carries nonce (*used), as a
+ * SELECT inside the current transaction would tell. */
+static int nonce_used(struct lp_label_writer *w, sqlite3 *db, int64_t annotator,
+                      const uint8_t *nonce, uint64_t h, int *used)
+{
+    const struct nonce_index *ni = &w->nonces;
+    *used = 0;
+    if (ni->cap == 0)
+        return LP_OK;
+    for (size_t i = (size_t)h & (ni->cap - 1); ni->slot[i].h != 0; i = (i + 1) & (ni->cap - 1)) {
+        if (ni->slot[i].h != h)
+            continue;
+        int rc = nonce_row_is(w, db, ni->slot[i].id, annotator, nonce, used);
+        if (rc != LP_OK || *used)
+            return rc;
+    }
+    return LP_OK;
+}
+
+/* Builds the index from the table: the engine's load, on the writer
+ * connection at open (engine.h), so with statements of its own. */
+#define LOAD_BLOCK 64
+static int ni_load(sqlite3 *db, void *ctx)
+{
+    struct lp_label_writer *w = ctx;
+    randombytes_buf(w->nonces.key, sizeof w->nonces.key);
+    /* ids only grow and labels are never deleted: the largest id bounds
+     * the count, and sizing the table once saves rehashing it as it grows
+     * (a hint only: if that much cannot be had, the table grows as rows
+     * come) */
+    sqlite3_stmt *st = NULL;
+    if (sqlite3_prepare_v2(db, LSQL[L_MAX_ID], -1, &st, NULL) != SQLITE_OK ||
+        sqlite3_step(st) != SQLITE_ROW) {
+        sqlite3_finalize(st);
+        return lp_engine_fail(db, "nonce index size");
+    }
+    ni_reserve(&w->nonces, (size_t)sqlite3_column_int64(st, 0));
+    sqlite3_finalize(st);
+    if (sqlite3_prepare_v2(db, LSQL[L_NONCE_ALL], -1, &st, NULL) != SQLITE_OK)
+        return lp_engine_fail(db, "nonce index load");
+    /* rows are hashed a block at a time and their slots prefetched before
+     * the block is stored: on a large table every store misses the cache */
+    struct nonce_slot block[LOAD_BLOCK];
+    size_t n = 0;
+    int step, rc = LP_OK;
+    do {
+        step = sqlite3_step(st);
+        if (step == SQLITE_ROW && sqlite3_column_bytes(st, 2) == LP_NONCE_BYTES) {
+            uint64_t h =
+                ni_hash(&w->nonces, sqlite3_column_int64(st, 1), sqlite3_column_blob(st, 2));
+            block[n++] = (struct nonce_slot){h, sqlite3_column_int64(st, 0)};
+            if (w->nonces.cap != 0)
+                __builtin_prefetch(&w->nonces.slot[h & (w->nonces.cap - 1)], 1);
+        }
+        if (n == LOAD_BLOCK || (step != SQLITE_ROW && n > 0)) {
+            if ((rc = ni_reserve(&w->nonces, n)) != LP_OK)
+                break;
+            for (size_t i = 0; i < n; i++)
+                ni_add(&w->nonces, block[i].h, block[i].id);
+            n = 0;
+        }
+    } while (step == SQLITE_ROW);
+    if (rc == LP_OK && step != SQLITE_DONE)
+        rc = lp_engine_fail(db, "nonce index load");
+    sqlite3_finalize(st);
+    return rc;
+}
+
+/* Checks the index against the table (a job on the writer). */
+struct ni_check {
+    struct lp_label_writer *w;
+    lp_label_index_check *out;
+};
+
+static int ni_check_fn(sqlite3 *db, void *ctx)
+{
+    struct ni_check *c = ctx;
+    const struct nonce_index *ni = &c->w->nonces;
+    *c->out = (lp_label_index_check){.slots = ni->n, .capacity = ni->cap};
+    sqlite3_stmt *st = w_stmt(c->w, db, L_NONCE_ALL);
+    if (st == NULL)
+        return LP_ESTORAGE;
+    int step;
+    while ((step = sqlite3_step(st)) == SQLITE_ROW) {
+        int64_t id = sqlite3_column_int64(st, 0);
+        uint64_t h = ni_hash(ni, sqlite3_column_int64(st, 1), sqlite3_column_blob(st, 2));
+        int found = 0;
+        for (size_t i = (size_t)h & (ni->cap - 1); ni->cap && ni->slot[i].h != 0;
+             i = (i + 1) & (ni->cap - 1))
+            found |= ni->slot[i].h == h && ni->slot[i].id == id;
+        c->out->rows++;
+        c->out->missing += !found;
+    }
+    sqlite3_reset(st);
+    return step == SQLITE_DONE ? LP_OK : lp_engine_fail(db, "nonce index check");
+}
+
+int lp_store_labels_check_index(lp_store *s, lp_label_index_check *out)
+{
+    struct ni_check c = {s->labels, out};
+    return lp_engine_write(s->engine, ni_check_fn, &c, 0, LP_JOB_BARE);
 }
 
 /* The entry for annotator id, read from the database on a miss. *out is
@@ -184,7 +397,7 @@ static int wc_get(struct lp_label_writer *w, sqlite3 *db, int64_t id, struct wc_
  * rejection, or LP_OK when the label is an identical resend (receipt
  * filled). swapped < 0: not assigned. */
 static int label_checks(struct lp_label_writer *w, sqlite3 *db, lp_label_item *it,
-                        const struct wc_entry *a, int swapped, int64_t now)
+                        const struct wc_entry *a, int swapped, int64_t now, uint64_t nonce_h)
 {
     const lp_label_msg *m = &it->msg;
     /* an existing label for (annotator, task): idempotent resend or conflict */
@@ -234,16 +447,11 @@ static int label_checks(struct lp_label_writer *w, sqlite3 *db, lp_label_item *i
     }
 
     /* nonce */
-    if ((st = w_stmt(w, db, L_NONCE)) == NULL)
-        return LP_ESTORAGE;
-    sqlite3_bind_int64(st, 1, it->annotator);
-    sqlite3_bind_blob(st, 2, m->nonce, LP_NONCE_BYTES, SQLITE_STATIC);
-    step = sqlite3_step(st);
-    sqlite3_reset(st);
-    if (step == SQLITE_ROW)
+    int used, rc = nonce_used(w, db, it->annotator, m->nonce, nonce_h, &used);
+    if (rc != LP_OK)
+        return rc;
+    if (used)
         return LP_EREPLAYED_NONCE;
-    if (step != SQLITE_DONE)
-        return lp_engine_fail(db, "nonce lookup");
 
     /* epsilon range, then budget (basic composition; an allowed infinity
      * is outside the accounting: such a campaign has opted out of privacy) */
@@ -259,14 +467,14 @@ static int label_checks(struct lp_label_writer *w, sqlite3 *db, lp_label_item *i
 }
 
 /*
- * One label. Fast path: when the label is assigned and passes the checks
- * that need no lookup (timestamp, epsilon range, budget), insert it at
- * once; the UNIQUE (annotator, task) and (annotator, nonce) constraints
- * then prove there was neither an existing label nor a used nonce, so the
- * outcome is the one the ordered checks would give. Anything else — a
- * resend, a conflict, a rejection — goes through label_checks, which runs
- * the checks in protocol order. Nothing is written for a rejected label
- * (the INSERT is the only write, and a failed statement leaves nothing).
+ * One label. Fast path: when the label is assigned, passes the checks that
+ * need no lookup (timestamp, epsilon range, budget) and its nonce is not in
+ * the nonce index, insert it at once; the UNIQUE (annotator, task)
+ * constraint then proves there was no existing label, so the outcome is the
+ * one the ordered checks would give. Anything else — a resend, a conflict,
+ * a reused nonce, a rejection — goes through label_checks, which runs the
+ * checks in protocol order. Nothing is written for a rejected label (the
+ * INSERT is the only write, and a failed statement leaves nothing).
  */
 static int store_label(struct lp_label_writer *w, sqlite3 *db, lp_label_item *it, int64_t now)
 {
@@ -295,8 +503,14 @@ static int store_label(struct lp_label_writer *w, sqlite3 *db, lp_label_item *it
                 (inf ? a->allow_inf
                      : m->epsilon >= a->eps_min && m->epsilon <= a->eps_max &&
                            a->spent + m->epsilon <= a->budget * (1.0 + 1e-12));
-    if (!clean)
-        return label_checks(w, db, it, a, swapped, now);
+    uint64_t nonce_h = ni_hash(&w->nonces, it->annotator, m->nonce);
+    int used = 0;
+    if (clean && (rc = nonce_used(w, db, it->annotator, m->nonce, nonce_h, &used)) != LP_OK)
+        return rc;
+    if (!clean || used)
+        return label_checks(w, db, it, a, swapped, now, nonce_h);
+    if (ni_reserve(&w->nonces, 1) != LP_OK) /* before the insert: its slot must fit */
+        return LP_ENO_MEMORY;
 
     if ((st = w_stmt(w, db, L_INSERT)) == NULL)
         return LP_ESTORAGE;
@@ -318,9 +532,10 @@ static int store_label(struct lp_label_writer *w, sqlite3 *db, lp_label_item *it
         if ((sqlite3_extended_errcode(db) & 0xff) != SQLITE_CONSTRAINT ||
             sqlite3_get_autocommit(db))
             return lp_engine_fail(db, "label insert");
-        return label_checks(w, db, it, a, swapped, now);
+        return label_checks(w, db, it, a, swapped, now, nonce_h);
     }
     it->receipt.label_id = sqlite3_last_insert_rowid(db);
+    ni_add(&w->nonces, nonce_h, it->receipt.label_id);
     it->receipt.task_id = m->task_id;
     it->receipt.z = m->z;
     it->receipt.epsilon = m->epsilon;

@@ -42,4 +42,13 @@ int lp_store_labels_submit(lp_store *s, lp_label_item *items, size_t n);
 int lp_store_labels_submit_async(lp_store *s, lp_label_item *items, size_t n,
                                  void (*done)(void *ctx), void *ctx);
 
+/* The nonce index (labels.c) against the labels table, for tests: rows
+ * read, rows whose (annotator, nonce) has no slot with their id (0 when
+ * consistent), slots and capacity (slots >= rows; more only after a
+ * transaction that did not commit). */
+typedef struct lp_label_index_check {
+    size_t rows, missing, slots, capacity;
+} lp_label_index_check;
+int lp_store_labels_check_index(lp_store *s, lp_label_index_check *out);
+
 #endif

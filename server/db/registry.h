@@ -68,7 +68,7 @@ typedef struct lp_train_settings {
     int text_bigrams, text_cross_prompt, text_length;
     int threads;
     int activate;
-    /* schema/013: a private release ("" none; "exponential", "aup"), its
+    /* schema/014: a private release ("" none; "exponential", "aup"), its
      * epsilon and delta, and the exponential mechanism's candidate set */
     char mechanism[16];
     double release_epsilon, release_delta;
@@ -162,7 +162,7 @@ typedef struct lp_model_record {
     /* the privacy of the labels it was trained on (known 0: trained before
      * the record existed) */
     lp_label_privacy privacy;
-    /* the release that produced it (schema/013): mechanism "" when none */
+    /* the release that produced it (schema/014): mechanism "" when none */
     char mechanism[16];
     double release_epsilon, release_delta;
     char *summary; /* the model file without theta (JSON text), owned */

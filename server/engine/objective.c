@@ -125,6 +125,23 @@ lp_simd lp_objective_simd_used(const lp_objective *ob)
     return ob->o.simd == LP_SIMD_AUTO || ob->o.simd > best ? best : ob->o.simd;
 }
 
+static const char *const simd_names[] = {"auto", "none", "avx2", "avx512"};
+
+const char *lp_simd_name(lp_simd s)
+{
+    return s >= LP_SIMD_AUTO && s <= LP_SIMD_AVX512 ? simd_names[s] : "?";
+}
+
+int lp_simd_parse(const char *name, lp_simd *out)
+{
+    for (int s = LP_SIMD_AUTO; s <= LP_SIMD_AVX512; s++)
+        if (strcmp(name, simd_names[s]) == 0) {
+            *out = (lp_simd)s;
+            return 0;
+        }
+    return -1;
+}
+
 /* A kernel's input: rows [r0, r1) (one chunk), its own gradient accumulator. */
 typedef struct slice {
     const lp_objective *ob;
@@ -134,12 +151,33 @@ typedef struct slice {
     double loss;
     double *grad; /* d, zeroed by the caller */
     float *mbuf;  /* BLAS kernel scratch: BLAS_BLOCK margins */
-    double *xbuf; /* AVX2 float32 kernel scratch: 4 rows widened to double */
 } slice;
 
 static inline double label_grad(const lp_objective *ob, size_t i, double m, double *g)
 {
     return lp_loss_point(&ob->o.loss, m, ob->ds->z[i] ? 1 : -1, &ob->k[i], g);
+}
+
+/* A vector square-chipo routine over at most `width` labels (sqchipo8,
+ * sqchipo4): writes g[0..width), returns the sum of the nb losses. */
+typedef double (*sqchipo_fn)(const lp_objective *ob, size_t i0, size_t nb, const double *m,
+                             double *g);
+
+/* Loss and derivatives of the nb rows of a block from i0 (margins m[]):
+ * square-chipo through sq, `width` labels at a time, the other losses
+ * through lp_loss_point. Sets g[0..nb), returns the sum of the losses. */
+static double block_losses(const lp_objective *ob, size_t i0, size_t nb, const double *m, double *g,
+                           sqchipo_fn sq, size_t width)
+{
+    double loss = 0.0;
+    if (ob->o.loss.kind == LP_LOSS_SQUARE_CHIPO) {
+        for (size_t b = 0; b < nb; b += width)
+            loss += sq(ob, i0 + b, nb - b < width ? nb - b : width, m + b, g + b);
+    } else {
+        for (size_t b = 0; b < nb; b++)
+            loss += label_grad(ob, i0 + b, m[b], &g[b]);
+    }
+    return loss;
 }
 
 /* Portable fused rows (float32 or float64 dense). */
@@ -181,67 +219,26 @@ __attribute__((target("avx2,fma"))) static inline double hsum256(__m256d v)
     return _mm_cvtsd_f64(lo) + _mm_cvtsd_f64(_mm_unpackhi_pd(lo, lo));
 }
 
-/* AVX2 fused rows, float32 storage. Rows go in blocks of 4: each row is
- * widened to double once (into s->xbuf, L1-resident) while its margin is
- * accumulated, then the block's four g_i x_i are added to the gradient in
- * one sweep, so the gradient is loaded and stored once per 4 rows and no
- * float is converted twice. */
-__attribute__((target("avx2,fma"))) static void fused_f32_avx2(slice *s)
-{
-    const lp_objective *ob = s->ob;
-    size_t d = ob->ds->d, d8 = d & ~(size_t)7;
-    const double *th = s->theta;
-    double *gr = s->grad, loss = 0.0;
-    double *xb = s->xbuf; /* 4 * d doubles */
-    for (size_t i0 = s->r0; i0 < s->r1; i0 += 4) {
-        size_t nb = s->r1 - i0 < 4 ? s->r1 - i0 : 4;
-        double g[4] = {0, 0, 0, 0};
-        int any = 0;
-        for (size_t b = 0; b < nb; b++) {
-            const float *x = ob->ds->xf + (i0 + b) * d;
-            double *w = xb + b * d;
-            __m256d a0 = _mm256_setzero_pd(), a1 = a0;
-            for (size_t j = 0; j < d8; j += 8) {
-                __m256 f = _mm256_loadu_ps(x + j);
-                __m256d lo = _mm256_cvtps_pd(_mm256_castps256_ps128(f));
-                __m256d hi = _mm256_cvtps_pd(_mm256_extractf128_ps(f, 1));
-                _mm256_storeu_pd(w + j, lo);
-                _mm256_storeu_pd(w + j + 4, hi);
-                a0 = _mm256_fmadd_pd(lo, _mm256_loadu_pd(th + j), a0);
-                a1 = _mm256_fmadd_pd(hi, _mm256_loadu_pd(th + j + 4), a1);
-            }
-            double m = hsum256(_mm256_add_pd(a0, a1));
-            for (size_t j = d8; j < d; j++) {
-                w[j] = (double)x[j];
-                m += w[j] * th[j];
-            }
-            loss += label_grad(ob, i0 + b, m, &g[b]);
-            any |= g[b] != 0.0;
-        }
-        if (!any)
-            continue;
-        const double *w0 = xb, *w1 = xb + d, *w2 = xb + 2 * d, *w3 = xb + 3 * d;
-        if (nb < 4) { /* tail block: unused rows contribute g = 0 x (stale) = 0 */
-            for (size_t b = nb; b < 4; b++)
-                for (size_t j = 0; j < d; j++)
-                    xb[b * d + j] = 0.0;
-        }
-        __m256d g0 = _mm256_set1_pd(g[0]), g1 = _mm256_set1_pd(g[1]);
-        __m256d g2 = _mm256_set1_pd(g[2]), g3 = _mm256_set1_pd(g[3]);
-        size_t d4 = d & ~(size_t)3;
-        for (size_t j = 0; j < d4; j += 4) {
-            __m256d acc = _mm256_loadu_pd(gr + j);
-            acc = _mm256_fmadd_pd(_mm256_loadu_pd(w0 + j), g0, acc);
-            acc = _mm256_fmadd_pd(_mm256_loadu_pd(w1 + j), g1, acc);
-            acc = _mm256_fmadd_pd(_mm256_loadu_pd(w2 + j), g2, acc);
-            acc = _mm256_fmadd_pd(_mm256_loadu_pd(w3 + j), g3, acc);
-            _mm256_storeu_pd(gr + j, acc);
-        }
-        for (size_t j = d4; j < d; j++)
-            gr[j] += w0[j] * g[0] + w1[j] * g[1] + w2[j] * g[2] + w3[j] * g[3];
-    }
-    s->loss = loss;
-}
+/* exp(r) for |r| <= ln2/2: Taylor coefficients of degree 13 down to 0
+ * (Horner order), and ln 2 split in two for the range reduction
+ * r = x - k ln2. Shared by the AVX-512 and AVX2 tanh. */
+static const double exp_taylor[14] = {1.0 / 6227020800.0,
+                                      1.0 / 479001600.0,
+                                      1.0 / 39916800.0,
+                                      1.0 / 3628800.0,
+                                      1.0 / 362880.0,
+                                      1.0 / 40320.0,
+                                      1.0 / 5040.0,
+                                      1.0 / 720.0,
+                                      1.0 / 120.0,
+                                      1.0 / 24.0,
+                                      1.0 / 6.0,
+                                      0.5,
+                                      1.0,
+                                      1.0};
+#define LN2_HI 6.93147180369123816490e-01
+#define LN2_LO 1.90821492927058770002e-10
+#define LOG2_E 1.4426950408889634
 
 /* AVX-512: tanh(y) for 8 doubles, via t = exp(-2|y|) and (1-t)/(1+t).
  * |y| is clamped at 20 (tanh = +-1 in double beyond 19.1); exp by
@@ -257,27 +254,13 @@ __attribute__((target("avx512f"))) static inline __m512d tanh8(__m512d y)
     const __m512d one = _mm512_set1_pd(1.0);
     __m512d a = _mm512_min_pd(_mm512_abs_pd(y), _mm512_set1_pd(20.0));
     __m512d x = _mm512_mul_pd(a, _mm512_set1_pd(-2.0));
-    __m512d k = _mm512_roundscale_pd(_mm512_mul_pd(x, _mm512_set1_pd(1.4426950408889634)),
+    __m512d k = _mm512_roundscale_pd(_mm512_mul_pd(x, _mm512_set1_pd(LOG2_E)),
                                      _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-    __m512d r = _mm512_fnmadd_pd(k, _mm512_set1_pd(6.93147180369123816490e-01), x);
-    r = _mm512_fnmadd_pd(k, _mm512_set1_pd(1.90821492927058770002e-10), r);
-    static const double c[14] = {1.0 / 6227020800.0,
-                                 1.0 / 479001600.0,
-                                 1.0 / 39916800.0,
-                                 1.0 / 3628800.0,
-                                 1.0 / 362880.0,
-                                 1.0 / 40320.0,
-                                 1.0 / 5040.0,
-                                 1.0 / 720.0,
-                                 1.0 / 120.0,
-                                 1.0 / 24.0,
-                                 1.0 / 6.0,
-                                 0.5,
-                                 1.0,
-                                 1.0};
-    __m512d p = _mm512_set1_pd(c[0]);
+    __m512d r = _mm512_fnmadd_pd(k, _mm512_set1_pd(LN2_HI), x);
+    r = _mm512_fnmadd_pd(k, _mm512_set1_pd(LN2_LO), r);
+    __m512d p = _mm512_set1_pd(exp_taylor[0]);
     for (int i = 1; i < 14; i++)
-        p = _mm512_fmadd_pd(p, r, _mm512_set1_pd(c[i]));
+        p = _mm512_fmadd_pd(p, r, _mm512_set1_pd(exp_taylor[i]));
     __m512d t = _mm512_scalef_pd(p, k);
     __m512d th = _mm512_div_pd(_mm512_sub_pd(one, t), _mm512_add_pd(one, t));
     /* copy y's sign bit */
@@ -357,7 +340,6 @@ __attribute__((target("avx512f"))) static void fused_f32_avx512(slice *s)
     const double *th = s->theta;
     const float *X = ob->ds->xf;
     double *gr = s->grad, loss = 0.0;
-    int sq = ob->o.loss.kind == LP_LOSS_SQUARE_CHIPO;
     for (size_t i0 = s->r0; i0 < s->r1; i0 += F512_BLOCK) {
         size_t nb = s->r1 - i0 < F512_BLOCK ? s->r1 - i0 : F512_BLOCK;
         double m[F512_BLOCK] = {0}, g[F512_BLOCK] = {0};
@@ -379,12 +361,7 @@ __attribute__((target("avx512f"))) static void fused_f32_avx512(slice *s)
                 mm += (double)x[j] * th[j];
             m[b] = mm;
         }
-        if (sq) {
-            loss += sqchipo8(ob, i0, nb, m, g);
-        } else {
-            for (size_t b = 0; b < nb; b++)
-                loss += label_grad(ob, i0 + b, m[b], &g[b]);
-        }
+        loss += block_losses(ob, i0, nb, m, g, sqchipo8, F512_BLOCK);
         int any = 0, in_float_range = 1;
         for (size_t b = 0; b < nb; b++) {
             double a = fabs(g[b]);
@@ -413,6 +390,137 @@ __attribute__((target("avx512f"))) static void fused_f32_avx512(slice *s)
             }
         }
         for (; j < d; j++) { /* column tail; short or out-of-range blocks: all columns */
+            double acc = gr[j];
+            for (size_t b = 0; b < nb; b++)
+                acc += (double)xb[b * d + j] * g[b];
+            gr[j] = acc;
+        }
+    }
+    s->loss = loss;
+}
+
+/* AVX2: tanh(y) for 4 doubles, the same computation as tanh8 (same
+ * clamp, range reduction and polynomial; 2^k is built in the exponent
+ * bits, exact for k in [-58, 0]), so the two agree bit for bit. y must not
+ * be NaN. */
+__attribute__((target("avx2,fma"))) static inline __m256d tanh4(__m256d y)
+{
+    const __m256d one = _mm256_set1_pd(1.0), sign = _mm256_set1_pd(-0.0);
+    __m256d a = _mm256_min_pd(_mm256_andnot_pd(sign, y), _mm256_set1_pd(20.0));
+    __m256d x = _mm256_mul_pd(a, _mm256_set1_pd(-2.0));
+    __m256d k = _mm256_round_pd(_mm256_mul_pd(x, _mm256_set1_pd(LOG2_E)),
+                                _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    __m256d r = _mm256_fnmadd_pd(k, _mm256_set1_pd(LN2_HI), x);
+    r = _mm256_fnmadd_pd(k, _mm256_set1_pd(LN2_LO), r);
+    __m256d p = _mm256_set1_pd(exp_taylor[0]);
+    for (int i = 1; i < 14; i++)
+        p = _mm256_fmadd_pd(p, r, _mm256_set1_pd(exp_taylor[i]));
+    __m256i e = _mm256_cvtepi32_epi64(_mm256_cvtpd_epi32(k));
+    e = _mm256_slli_epi64(_mm256_add_epi64(e, _mm256_set1_epi64x(1023)), 52);
+    __m256d t = _mm256_mul_pd(p, _mm256_castsi256_pd(e));
+    __m256d th = _mm256_div_pd(_mm256_sub_pd(one, t), _mm256_add_pd(one, t));
+    return _mm256_or_pd(th, _mm256_and_pd(y, sign));
+}
+
+/* Square-chipo loss and derivative for nb <= 4 labels, the AVX2 form of
+ * sqchipo8 (same clip rule, tanh4). Writes g[0..4) (0 from lane nb on);
+ * returns the sum of the nb losses. */
+__attribute__((target("avx2,fma"))) static double sqchipo4(const lp_objective *ob, size_t i0,
+                                                           size_t nb, const double *m, double *g)
+{
+    double cz[4] = {0}, l[4], lane[4] = {0, 1, 2, 3};
+    for (size_t b = 0; b < nb; b++)
+        cz[b] = ob->ds->z[i0 + b] ? ob->k[i0 + b].c : -ob->k[i0 + b].c;
+    const __m256d zero = _mm256_setzero_pd();
+    __m256d R = _mm256_set1_pd(2.0 * ob->o.loss.rmax), mv = _mm256_loadu_pd(m);
+    __m256d absm = _mm256_andnot_pd(_mm256_set1_pd(-0.0), mv);
+    __m256d inside = _mm256_cmp_pd(absm, R, _CMP_LT_OQ);
+    __m256d pos = _mm256_cmp_pd(mv, zero, _CMP_GT_OQ);
+    __m256d out = _mm256_blendv_pd(_mm256_sub_pd(zero, R), R, pos);
+    __m256d mc = _mm256_blendv_pd(out, mv, inside);
+    __m256d p = tanh4(_mm256_mul_pd(mc, _mm256_set1_pd(0.5)));
+    __m256d e = _mm256_sub_pd(p, _mm256_loadu_pd(cz));
+    __m256d gv = _mm256_mul_pd(e, _mm256_fnmadd_pd(p, p, _mm256_set1_pd(1.0)));
+    __m256d live = _mm256_cmp_pd(_mm256_loadu_pd(lane), _mm256_set1_pd((double)nb), _CMP_LT_OQ);
+    _mm256_storeu_pd(g, _mm256_and_pd(gv, _mm256_and_pd(inside, live)));
+    _mm256_storeu_pd(l, _mm256_mul_pd(e, e));
+    double loss = 0.0;
+    for (size_t b = 0; b < nb; b++)
+        loss += l[b];
+    return loss;
+}
+
+/* 4 floats widened to 4 doubles. */
+__attribute__((target("avx2,fma"))) static inline __m256d cvt4(const float *x)
+{
+    return _mm256_cvtps_pd(_mm_loadu_ps(x));
+}
+
+/* AVX2+FMA fused rows, float32 storage: the AVX-512 kernel's design on
+ * 256-bit registers, everything in double.
+ *
+ * Contract: rows [s->r0, s->r1) of ds->xf, theta in double; adds
+ * sum_i g_i x_i into the double gradient s->grad and sets s->loss. Any d.
+ * Rows go in blocks of F256_BLOCK, each row read from memory once:
+ *   1. margins: 4 floats at a time widened in registers (vcvtps2pd) and
+ *      FMA'd with theta into 4 independent accumulators;
+ *   2. g_i = loss'(m_i) (square-chipo: 4 rows at once through sqchipo4;
+ *      the other losses: lp_loss_point);
+ *   3. the block's rows, still in L1, widened again 4 columns at a time and
+ *      FMA'd into the gradient: each gradient value is loaded and stored
+ *      once per block.
+ * No software prefetch: the rows are read in address order, which the
+ * hardware prefetcher follows (an explicit prefetch one block ahead
+ * measured no faster). Deterministic: fixed blocks and order. */
+#define F256_BLOCK 8
+__attribute__((target("avx2,fma"))) static void fused_f32_avx2(slice *s)
+{
+    const lp_objective *ob = s->ob;
+    size_t d = ob->ds->d, d4 = d & ~(size_t)3;
+    const double *th = s->theta;
+    const float *X = ob->ds->xf;
+    double *gr = s->grad, loss = 0.0;
+    for (size_t i0 = s->r0; i0 < s->r1; i0 += F256_BLOCK) {
+        size_t nb = s->r1 - i0 < F256_BLOCK ? s->r1 - i0 : F256_BLOCK;
+        double m[F256_BLOCK] = {0}, g[F256_BLOCK] = {0};
+        for (size_t b = 0; b < nb; b++) {
+            const float *x = X + (i0 + b) * d;
+            __m256d a0 = _mm256_setzero_pd(), a1 = a0, a2 = a0, a3 = a0;
+            size_t j = 0;
+            for (; j + 16 <= d; j += 16) {
+                a0 = _mm256_fmadd_pd(cvt4(x + j), _mm256_loadu_pd(th + j), a0);
+                a1 = _mm256_fmadd_pd(cvt4(x + j + 4), _mm256_loadu_pd(th + j + 4), a1);
+                a2 = _mm256_fmadd_pd(cvt4(x + j + 8), _mm256_loadu_pd(th + j + 8), a2);
+                a3 = _mm256_fmadd_pd(cvt4(x + j + 12), _mm256_loadu_pd(th + j + 12), a3);
+            }
+            for (; j < d4; j += 4)
+                a0 = _mm256_fmadd_pd(cvt4(x + j), _mm256_loadu_pd(th + j), a0);
+            double mm = hsum256(_mm256_add_pd(_mm256_add_pd(a0, a1), _mm256_add_pd(a2, a3)));
+            for (; j < d; j++)
+                mm += (double)x[j] * th[j];
+            m[b] = mm;
+        }
+        loss += block_losses(ob, i0, nb, m, g, sqchipo4, 4);
+        int any = 0;
+        for (size_t b = 0; b < nb; b++)
+            any |= g[b] != 0.0;
+        if (!any)
+            continue;
+        const float *xb = X + i0 * d;
+        size_t j = 0;
+        if (nb == F256_BLOCK) {
+            __m256d gv[F256_BLOCK];
+            for (size_t b = 0; b < F256_BLOCK; b++)
+                gv[b] = _mm256_set1_pd(g[b]);
+            for (; j < d4; j += 4) {
+                __m256d acc = _mm256_loadu_pd(gr + j);
+#pragma GCC unroll 8
+                for (size_t b = 0; b < F256_BLOCK; b++)
+                    acc = _mm256_fmadd_pd(cvt4(xb + b * d + j), gv[b], acc);
+                _mm256_storeu_pd(gr + j, acc);
+            }
+        }
+        for (; j < d; j++) { /* column tail; short blocks: all columns */
             double acc = gr[j];
             for (size_t b = 0; b < nb; b++)
                 acc += (double)xb[b * d + j] * g[b];
@@ -590,18 +698,14 @@ double lp_objective_eval(lp_objective *ob, const double *theta, double *grad)
         T = (int)K;
     rows_fn rows = pick_rows(ob);
     int blas = rows == blas_rows && ds->storage == LP_STORE_F32;
-    int xb = rows == fused_f32_avx2;
     double *acc = calloc(K * d, sizeof *acc), *closs = malloc(K * sizeof *closs);
     float *thf = blas ? malloc(d * sizeof *thf) : NULL;
     float *mbuf = blas ? malloc((size_t)T * BLAS_BLOCK * sizeof *mbuf) : NULL;
-    double *xbuf = xb ? malloc((size_t)T * 4 * d * sizeof *xbuf) : NULL;
-    if (acc == NULL || closs == NULL || (blas && (thf == NULL || mbuf == NULL)) ||
-        (xb && xbuf == NULL)) {
+    if (acc == NULL || closs == NULL || (blas && (thf == NULL || mbuf == NULL))) {
         free(acc);
         free(closs);
         free(thf);
         free(mbuf);
-        free(xbuf);
         return NAN; /* out of memory: the optimizer treats NaN as failure */
     }
     if (blas)
@@ -619,8 +723,7 @@ double lp_objective_eval(lp_objective *ob, const double *theta, double *grad)
         w[t] = (worker){.proto = {.ob = ob,
                                   .theta = theta,
                                   .theta_f = thf,
-                                  .mbuf = mbuf ? mbuf + (size_t)t * BLAS_BLOCK : NULL,
-                                  .xbuf = xbuf ? xbuf + (size_t)t * 4 * d : NULL},
+                                  .mbuf = mbuf ? mbuf + (size_t)t * BLAS_BLOCK : NULL},
                         .rows = rows,
                         .nchunks = K,
                         .next = &next,
@@ -656,6 +759,5 @@ double lp_objective_eval(lp_objective *ob, const double *theta, double *grad)
     free(closs);
     free(thf);
     free(mbuf);
-    free(xbuf);
     return (loss + ob->o.l2 * reg) * inv_n;
 }

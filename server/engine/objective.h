@@ -75,5 +75,8 @@ int lp_objective_simd(void);
 lp_simd lp_objective_simd_best(void);
 /* The instruction set ob's fused kernels use: its option capped by the CPU. */
 lp_simd lp_objective_simd_used(const lp_objective *ob);
+/* "auto", "none", "avx2", "avx512"; parse returns 0, or -1 for another name. */
+const char *lp_simd_name(lp_simd s);
+int lp_simd_parse(const char *name, lp_simd *out);
 
 #endif

@@ -52,7 +52,7 @@ typedef struct lp_train_request {
     lp_feat_spec text;
     int threads;
     int activate;
-    /* a private release of one central campaign (schema/013): mechanism ""
+    /* a private release of one central campaign (schema/014): mechanism ""
      * (none), "exponential" or "aup"; its epsilon (finite, > 0) and delta
      * (aup: (0, 1); exponential: 0); the exponential mechanism's candidate
      * set ("" : the mechanism's default) */

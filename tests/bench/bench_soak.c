@@ -349,23 +349,6 @@ struct sample {
     long rss_kib, threads, fds;
 };
 
-static long status_field(pid_t pid, const char *name)
-{
-    char path[64], line[256];
-    snprintf(path, sizeof path, "/proc/%d/status", (int)pid);
-    FILE *f = fopen(path, "r");
-    long v = -1;
-    size_t n = strlen(name);
-    while (f != NULL && fgets(line, sizeof line, f) != NULL)
-        if (strncmp(line, name, n) == 0 && line[n] == ':') {
-            v = strtol(line + n + 1, NULL, 10);
-            break;
-        }
-    if (f != NULL)
-        fclose(f);
-    return v;
-}
-
 static long open_files(pid_t pid)
 {
     char path[64];
@@ -476,7 +459,7 @@ int main(void)
     if (first <= 0)
         die("the first retrain failed");
 
-    long rss0 = status_field(srv.pid, "VmRSS");
+    long rss0 = server_status_field(srv.pid, "VmRSS");
     pthread_t th[SINGLE_THREADS + SCORE_THREADS + 2];
     int nt = 0;
     for (int i = 0; i < SINGLE_THREADS; i++)
@@ -491,8 +474,8 @@ int main(void)
     for (int i = 0; i <= seconds; i++) {
         while (now_s() < t0 + i)
             usleep(10000);
-        s[i] = (struct sample){now_s() - t0, status_field(srv.pid, "VmRSS"),
-                               status_field(srv.pid, "Threads"), open_files(srv.pid)};
+        s[i] = (struct sample){now_s() - t0, server_status_field(srv.pid, "VmRSS"),
+                               server_status_field(srv.pid, "Threads"), open_files(srv.pid)};
     }
     atomic_store(&stopping, 1);
     for (int i = 0; i < nt; i++)

@@ -3,7 +3,9 @@
  * stream signed labels at the real server (durable settings, the default);
  * the server is killed with SIGKILL mid-stream and restarted on the same
  * database. Every label whose receipt reached a client must be in the
- * export, and SQLite's integrity check must say "ok".
+ * export, and SQLite's integrity check must say "ok". After the restart a
+ * resend gets its receipt again and a reused nonce is still refused (the
+ * nonce index is rebuilt from what the database holds).
  */
 #include "check.h"
 #include "clock.h"
@@ -33,6 +35,8 @@ struct writer {
     int ntasks;
     int64_t acked[PER_WRITER]; /* label ids whose receipt arrived */
     int nacked;
+    int attempted;           /* tasks[0..attempted) were sent */
+    lp_label_msg last_acked; /* the last label whose receipt arrived */
 };
 
 static void *stream(void *arg)
@@ -41,8 +45,10 @@ static void *stream(void *arg)
     for (int i = 0; i < w->ntasks; i++) {
         lp_label_msg m = raw_label(&w->ann, w->tasks[i], i & 1, 1.0);
         http_reply r;
+        w->attempted = i + 1;
         long status = raw_post_label(srv.url, &m, &r);
         if (status == 201) {
+            w->last_acked = m;
             json_t *j = json_loads(r.body, 0, NULL);
             w->acked[w->nacked++] = json_integer_value(json_object_get(j, "label_id"));
             __atomic_add_fetch(&acked_so_far, 1, __ATOMIC_SEQ_CST);
@@ -132,6 +138,47 @@ static int test_kill_mid_stream(void)
 }
 
 /* After a restart every acknowledged label is in the export. */
+/* The error name of a reply, "" if none. */
+static void reply_error(const http_reply *r, char *out, size_t outlen)
+{
+    json_t *j = json_loads(r->body ? r->body : "", 0, NULL);
+    const char *e = json_string_value(json_object_get(j, "error"));
+    snprintf(out, outlen, "%s", e ? e : "");
+    json_decref(j);
+}
+
+/* After the restart, the nonce index rebuilt from what survived: a resend
+ * of an acknowledged label gets its receipt again, and its nonce on a task
+ * never sent before is refused as replayed. */
+static void test_nonces_after_restart(void)
+{
+    struct writer *wr = NULL;
+    for (int i = 0; i < WRITERS && wr == NULL; i++)
+        if (w[i].nacked > 0 && w[i].attempted < w[i].ntasks)
+            wr = &w[i];
+    CHECK(wr != NULL);
+    if (wr == NULL)
+        return;
+    http_reply r;
+    CHECK_INT(raw_post_label(srv.url, &wr->last_acked, &r), 200);
+    json_t *j = json_loads(r.body, 0, NULL);
+    CHECK_INT(json_integer_value(json_object_get(j, "label_id")), wr->acked[wr->nacked - 1]);
+    json_decref(j);
+    http_reply_free(&r);
+
+    lp_label_msg m = raw_label(&wr->ann, wr->tasks[wr->attempted], 1, 1.0);
+    memcpy(m.nonce, wr->last_acked.nonce, sizeof m.nonce);
+    raw_resign(&wr->ann, &m);
+    char err[64];
+    raw_post_label(srv.url, &m, &r);
+    reply_error(&r, err, sizeof err);
+    CHECK_STR(err, "replayed_nonce");
+    http_reply_free(&r);
+    m = raw_label(&wr->ann, wr->tasks[wr->attempted], 1, 1.0); /* a fresh nonce */
+    CHECK_INT(raw_post_label(srv.url, &m, &r), 201);
+    http_reply_free(&r);
+}
+
 static void test_acknowledged_labels_survive(int acked)
 {
     http_reply r;
@@ -158,6 +205,7 @@ static void test_acknowledged_labels_survive(int acked)
                  "%d of %d acknowledged labels missing after kill -9 (%d stored)", missing, acked,
                  nstored);
     free(stored);
+    test_nonces_after_restart();
     CHECK_INT(server_stop(&srv), 0);
 }
 

@@ -255,3 +255,20 @@ long long server_db_count(const server_proc *s, const char *table)
     snprintf(sql, sizeof sql, "SELECT count(*) FROM %s", table);
     return server_db_scalar(s, sql, NULL);
 }
+
+long server_status_field(pid_t pid, const char *name)
+{
+    char path[64], line[256];
+    snprintf(path, sizeof path, "/proc/%d/status", (int)pid);
+    FILE *f = fopen(path, "r");
+    long v = -1;
+    size_t n = strlen(name);
+    while (f != NULL && fgets(line, sizeof line, f) != NULL)
+        if (strncmp(line, name, n) == 0 && line[n] == ':') {
+            v = strtol(line + n + 1, NULL, 10);
+            break;
+        }
+    if (f != NULL)
+        fclose(f);
+    return v;
+}

@@ -48,6 +48,8 @@ void server_kill(server_proc *s);
 long long server_db_scalar(const server_proc *s, const char *sql, const char *arg);
 /* server_db_scalar of "SELECT count(*) FROM <table>". */
 long long server_db_count(const server_proc *s, const char *table);
+/* A number field of /proc/PID/status ("VmRSS" in KiB, "Threads"), or -1. */
+long server_status_field(pid_t pid, const char *name);
 /* Stops the server if running and removes the temporary directory. */
 void server_cleanup(server_proc *s);
 

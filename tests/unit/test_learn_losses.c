@@ -468,6 +468,9 @@ static void kernels_check_against(lp_dataset *df, lp_dataset *dd, lp_objective_o
             for (int threads = 1; threads <= 3; threads++) {
                 oo.threads = threads;
                 lp_objective *ob = lp_objective_new(st ? dd : df, &oo);
+                /* The level asked for is the level run (no silent fallback). */
+                check_record(lp_objective_simd_used(ob) == (lp_simd)simd, __FILE__, __LINE__,
+                             "simd %d asked, %d used", simd, (int)lp_objective_simd_used(ob));
                 double f = lp_objective_eval(ob, theta, g);
                 check_record(fabs(f - ref->f) <= ref->ftol, __FILE__, __LINE__,
                              "%s simd %d %s d=%zu: F %.17g vs ref %.17g (tol %.3g)", loss, simd,
@@ -524,8 +527,10 @@ static void test_kernels_vs_reference(void)
         free(ref.gtol);
         free(ref.gabs);
     }
-    printf("# fused kernels checked up to simd level %d (3 = AVX-512)\n",
-           (int)lp_objective_simd_best());
+    printf("# fused kernels checked at levels:");
+    for (int simd = LP_SIMD_NONE; simd <= (int)lp_objective_simd_best(); simd++)
+        printf(" %s", lp_simd_name((lp_simd)simd));
+    printf("\n");
 }
 
 /* A per-label derivative beyond float's range (eps = 1e-40: c(eps) ~ 2e40)

@@ -1,8 +1,9 @@
 /*
  * test_store.c — the SQLite store on a real file: migrations, the embedded
  * schema matching schema/00N_*.sql, group commit under many threads,
- * budget checks that concurrent submissions cannot both pass, append-only
- * labels, and integrity after all of it.
+ * budget checks that concurrent submissions cannot both pass, the nonce
+ * index exact under racing submissions and rebuilt after a restart,
+ * append-only labels, and integrity after all of it.
  */
 #include "annotators.h"
 #include "campaigns.h"
@@ -87,7 +88,8 @@ static void test_schema_files(void)
                                         "schema/010_operator_tokens.sql",
                                         "schema/011_audit.sql",
                                         "schema/012_model_privacy.sql",
-                                        "schema/013_central_campaigns.sql"};
+                                        "schema/013_labels_append.sql",
+                                        "schema/014_central_campaigns.sql"};
     CHECK_INT(LP_MIGRATION_COUNT, (int)(sizeof files / sizeof files[0]));
     for (size_t i = 0; i < sizeof files / sizeof files[0]; i++) {
         FILE *f = fopen(files[i], "rb");
@@ -218,6 +220,222 @@ static void test_label_checks(void)
     sqlite3_close(db);
 }
 
+/* ---- the nonce index (labels.c): exact under racing submissions,
+ * consistent with the table, rebuilt after a restart ---- */
+
+#define RACERS 8
+#define RACE_ROUNDS 6
+
+struct racer {
+    pthread_barrier_t *go;
+    lp_label_item item;
+};
+
+static void *racer_main(void *arg)
+{
+    struct racer *r = arg;
+    pthread_barrier_wait(r->go);
+    CHECK_INT(lp_store_labels_submit(s, &r->item, 1), LP_OK);
+    return NULL;
+}
+
+/* Submits the RACERS items from as many threads at once. */
+static void race(struct racer *r)
+{
+    pthread_barrier_t go;
+    pthread_barrier_init(&go, NULL, RACERS);
+    pthread_t th[RACERS];
+    for (int t = 0; t < RACERS; t++) {
+        r[t].go = &go;
+        pthread_create(&th[t], NULL, racer_main, &r[t]);
+    }
+    for (int t = 0; t < RACERS; t++)
+        pthread_join(th[t], NULL);
+    pthread_barrier_destroy(&go);
+}
+
+/* How many of the RACERS items ended with rc. */
+static int count_rc(const struct racer *r, int rc)
+{
+    int n = 0;
+    for (int t = 0; t < RACERS; t++)
+        n += r[t].item.rc == rc;
+    return n;
+}
+
+static void check_index(size_t rows)
+{
+    lp_label_index_check ic;
+    CHECK_INT(lp_store_labels_check_index(s, &ic), LP_OK);
+    CHECK_INT(ic.rows, rows);
+    CHECK_INT(ic.missing, 0);
+    CHECK(ic.slots >= ic.rows && ic.slots * 4 <= ic.capacity * 3);
+}
+
+static void test_nonce_index(void)
+{
+    char err[256], npath[300];
+    snprintf(npath, sizeof npath, "%s/nonces.db", dir);
+    lp_store_opts o = {.path = npath, .sync_full = 1, .read_conns = 2};
+    CHECK_INT(lp_store_open(&o, &s, err, sizeof err), LP_OK);
+    check_index(0);
+    lp_campaign c = {.epsilon_min = 0.1,
+                     .epsilon_max = 2,
+                     .epsilon_budget = 1000,
+                     .epsilon_default = 1,
+                     .labels_per_task = 2};
+    snprintf(c.name, sizeof c.name, "nonces");
+    CHECK_INT(lp_store_campaign_create(s, &c), LP_OK);
+    enum { NTASKS = RACERS * RACE_ROUNDS + 2 * RACE_ROUNDS + 2 };
+    static lp_task_in tasks[NTASKS];
+    static char ids[NTASKS][16];
+    for (int i = 0; i < NTASKS; i++) {
+        snprintf(ids[i], sizeof ids[i], "n%d", i);
+        tasks[i] =
+            (lp_task_in){ids[i], "prompt", "r0", "r1", 0, NULL, NULL, 0, NULL, 0, LP_GOLD_NONE};
+    }
+    size_t loaded, skipped, n;
+    int64_t first, last;
+    CHECK_INT(lp_store_tasks_load(s, c.id, tasks, NTASKS, &loaded, &skipped, &first, &last), LP_OK);
+    uint8_t key1[32], key2[32];
+    int64_t a1 = enroll_new(c.id, key1), a2 = enroll_new(c.id, key2);
+    static lp_assignment as1[NTASKS], as2[NTASKS];
+    CHECK_INT(lp_store_assign(s, a1, NTASKS, as1, &n), LP_OK);
+    CHECK_INT(n, NTASKS);
+    CHECK_INT(lp_store_assign(s, a2, NTASKS, as2, &n), LP_OK);
+    CHECK_INT(n, NTASKS);
+    size_t stored = 0, next = 0;
+    struct racer r[RACERS];
+    for (int round = 0; round < RACE_ROUNDS; round++) {
+        /* one nonce on RACERS different tasks: exactly one wins */
+        for (int t = 0; t < RACERS; t++) {
+            make_item(&r[t].item, a1, as1[next++].task_id, 1.0);
+            memcpy(r[t].item.msg.nonce, r[0].item.msg.nonce, 16);
+        }
+        race(r);
+        CHECK_INT(count_rc(r, LP_OK), 1);
+        CHECK_INT(count_rc(r, LP_EREPLAYED_NONCE), RACERS - 1);
+        stored += 1;
+        /* RACERS different labels for one task: exactly one wins */
+        int64_t task = as1[next++].task_id;
+        for (int t = 0; t < RACERS; t++)
+            make_item(&r[t].item, a1, task, 1.0);
+        race(r);
+        CHECK_INT(count_rc(r, LP_OK), 1);
+        CHECK_INT(count_rc(r, LP_ECONFLICTING_LABEL), RACERS - 1);
+        stored += 1;
+        /* the same label RACERS times: stored once, one receipt for all */
+        make_item(&r[0].item, a1, as1[next++].task_id, 1.0);
+        for (int t = 1; t < RACERS; t++)
+            r[t].item = r[0].item;
+        race(r);
+        int fresh = 0;
+        for (int t = 0; t < RACERS; t++) {
+            CHECK_INT(r[t].item.rc, LP_OK);
+            fresh += !r[t].item.existing;
+            CHECK_INT(r[t].item.receipt.label_id, r[0].item.receipt.label_id);
+        }
+        CHECK_INT(fresh, 1);
+        stored += 1;
+    }
+    check_index(stored);
+
+    /* a nonce is the annotator's own: another annotator may carry it */
+    lp_label_item it[2];
+    make_item(&it[0], a1, as1[next].task_id, 1.0);
+    make_item(&it[1], a2, as2[next].task_id, 1.0);
+    memcpy(it[1].msg.nonce, it[0].msg.nonce, 16);
+    CHECK_INT(lp_store_labels_submit(s, it, 2), LP_OK);
+    CHECK_INT(it[0].rc, LP_OK);
+    CHECK_INT(it[1].rc, LP_OK);
+    stored += 2;
+    lp_label_item before = it[0];
+    check_index(stored);
+    lp_store_close(s);
+
+    /* rebuilt from the table after a restart: the same answers */
+    CHECK_INT(lp_store_open(&o, &s, err, sizeof err), LP_OK);
+    check_index(stored);
+    make_item(&it[0], a1, as1[next + 1].task_id, 1.0);
+    memcpy(it[0].msg.nonce, before.msg.nonce, 16); /* reused nonce, fresh task */
+    it[1] = before;                                /* a resend of a stored label */
+    CHECK_INT(lp_store_labels_submit(s, it, 2), LP_OK);
+    CHECK_INT(it[0].rc, LP_EREPLAYED_NONCE);
+    CHECK_INT(it[1].rc, LP_OK);
+    CHECK_INT(it[1].existing, 1);
+    CHECK_INT(it[1].receipt.label_id, before.receipt.label_id);
+    CHECK_INT(it[1].receipt.received_ms, before.receipt.received_ms);
+    make_item(&it[0], a1, as1[next + 1].task_id, 1.0); /* a fresh nonce passes */
+    CHECK_INT(lp_store_labels_submit(s, it, 1), LP_OK);
+    CHECK_INT(it[0].rc, LP_OK);
+    check_index(stored + 1);
+    lp_store_close(s);
+    s = NULL;
+}
+
+/* A database of schema 12 with labels: migrated (labels rebuilt without
+ * the (annotator, nonce) index, rows and triggers kept), and its nonces in
+ * the index. */
+static void test_migration_013(void)
+{
+    char err[256], opath[300];
+    snprintf(opath, sizeof opath, "%s/v12.db", dir);
+    sqlite3 *db = NULL;
+    CHECK_INT(sqlite3_open(opath, &db), SQLITE_OK);
+    for (int i = 0; i < 12; i++)
+        CHECK_INT(sqlite3_exec(db, LP_MIGRATIONS[i], NULL, NULL, NULL), SQLITE_OK);
+    char sql[2048];
+    long long now = (long long)lp_now_ms();
+    snprintf(sql, sizeof sql,
+             "PRAGMA user_version = 12;"
+             "INSERT INTO tasks (id, campaign, source_id, prompt, response0, response1, "
+             " created_ms) VALUES (1, 1, 's1', 'p', 'x', 'y', 0), (2, 1, 's2', 'p', 'x', 'y', 0);"
+             "INSERT INTO annotators (id, public_key, pseudonym, campaign, enrolled_ms) VALUES "
+             " (1, zeroblob(32), 'ann-1', 1, 0);"
+             "INSERT INTO assignments (annotator, task, swapped, created_ms, leased_ms) VALUES "
+             " (1, 1, 0, %lld, %lld), (1, 2, 0, %lld, %lld);"
+             "INSERT INTO labels (annotator, task, z, z_task, epsilon, nonce, timestamp_ms, "
+             " signature, received_ms) VALUES "
+             " (1, 1, 1, 1, 1.0, zeroblob(16), 0, randomblob(64), 0);",
+             now, now, now, now);
+    CHECK_INT(sqlite3_exec(db, sql, NULL, NULL, NULL), SQLITE_OK);
+    sqlite3_close(db);
+
+    lp_store_opts o = {.path = opath, .sync_full = 1, .read_conns = 1};
+    CHECK_INT(lp_store_open(&o, &s, err, sizeof err), LP_OK);
+    check_index(1);
+    lp_label_item it;
+    make_item(&it, 1, 2, 1.0);
+    memset(it.msg.nonce, 0, 16); /* the migrated label's nonce */
+    CHECK_INT(lp_store_labels_submit(s, &it, 1), LP_OK);
+    CHECK_INT(it.rc, LP_EREPLAYED_NONCE);
+    make_item(&it, 1, 2, 1.0);
+    CHECK_INT(lp_store_labels_submit(s, &it, 1), LP_OK);
+    CHECK_INT(it.rc, LP_OK);
+    check_index(2);
+    lp_store_close(s);
+    s = NULL;
+
+    CHECK_INT(sqlite3_open(opath, &db), SQLITE_OK);
+    static const char *const checks[][2] = {
+        {"SELECT count(*) FROM labels", "2"},
+        {"SELECT count(*) FROM pragma_index_list('labels')", "1"}, /* (annotator, task) */
+        {"SELECT count(*) FROM sqlite_master WHERE type = 'trigger' AND tbl_name = 'labels'", "4"},
+        {"SELECT labels FROM task_fill WHERE task = 2", "1"},           /* labels_fill */
+        {"SELECT labels FROM annotator_fill WHERE annotator = 1", "2"}, /* labels_views */
+        {"PRAGMA integrity_check", "ok"},
+    };
+    for (size_t i = 0; i < sizeof checks / sizeof checks[0]; i++) {
+        sqlite3_stmt *q;
+        CHECK_INT(sqlite3_prepare_v2(db, checks[i][0], -1, &q, NULL), SQLITE_OK);
+        CHECK(sqlite3_step(q) == SQLITE_ROW);
+        CHECK_STR((const char *)sqlite3_column_text(q, 0), checks[i][1]);
+        sqlite3_finalize(q);
+    }
+    CHECK(sqlite3_exec(db, "DELETE FROM labels", NULL, NULL, NULL) != SQLITE_OK);
+    sqlite3_close(db);
+}
+
 int main(void)
 {
     char err[256];
@@ -225,6 +443,8 @@ int main(void)
         return 1;
     snprintf(path, sizeof path, "%s/s.db", dir);
     test_schema_files();
+    test_nonce_index();
+    test_migration_013();
     lp_store_opts o = {.path = path, .sync_full = 1, .read_conns = 3};
     CHECK_INT(lp_store_open(&o, &s, err, sizeof err), LP_OK);
     lp_store_close(s);

@@ -47,11 +47,16 @@ typedef struct lp_engine lp_engine;
 /* Work on one connection: returns LP_OK or an LP_E* code. */
 typedef int (*lp_job_fn)(sqlite3 *db, void *ctx);
 
-/* The transaction cache (see above); both functions run on the writer
- * thread. flush returns LP_OK or LP_ESTORAGE (the transaction then fails). */
+/* The transaction cache (see above); flush and clear run on the writer
+ * thread. flush returns LP_OK or LP_ESTORAGE (the transaction then fails).
+ * load, if set, is called once by lp_engine_open on the writer connection,
+ * after the migrations and before the writer thread starts (no
+ * transaction, nothing else running; whatever the storage's health); it
+ * returns LP_OK or an error, which fails the open. */
 typedef struct lp_txn_cache {
     int (*flush)(sqlite3 *db, void *ctx);
     void (*clear)(void *ctx);
+    int (*load)(sqlite3 *db, void *ctx);
     void *ctx;
 } lp_txn_cache;
 

@@ -1,6 +1,6 @@
--- 013_central_campaigns.sql — trusted-curator (central) campaigns, their
+-- 014_central_campaigns.sql — trusted-curator (central) campaigns, their
 -- model-release budget, per-annotator contribution caps and the release
--- record of every model (PRAGMA user_version = 13).
+-- record of every model (PRAGMA user_version = 14).
 --
 -- trust: 'local' (labels are randomized on the annotator's device) or
 -- 'central' (annotators send their true labels; only models released by a
