@@ -121,6 +121,19 @@
     X(82, TLS_FAILED, "tls_failed", 502,                                                           \
       "the TLS handshake with the server failed (is it an https:// URL for a plain HTTP "          \
       "server?)")                                                                                  \
+    X(89, CENTRAL_NEEDS_MECHANISM, "central_needs_mechanism", 409,                                 \
+      "a central campaign's models are released only through a differentially private "            \
+      "mechanism: give mechanism and epsilon (and delta for aup)")                                 \
+    X(90, RELEASE_BUDGET_EXHAUSTED, "release_budget_exhausted", 409,                               \
+      "this release would spend more than the campaign's remaining model-release budget")          \
+    X(91, CENTRAL_LABELS_PRIVATE, "central_labels_private", 403,                                   \
+      "a central campaign's labels are the annotators' true answers: they are never exported or "  \
+      "served, only models released by a private mechanism")                                       \
+    X(92, BAD_CAMPAIGN_SETTINGS, "bad_campaign_settings", 400,                                     \
+      "the campaign's trust, release budget, contribution cap and epsilon settings do not fit "    \
+      "together")                                                                                  \
+    X(93, MECHANISM_NEEDS_CENTRAL, "mechanism_needs_central", 400,                                 \
+      "a private release (mechanism) trains on one central campaign: name it in campaign")         \
     X(95, NO_CONFIDENCE, "no_confidence", 409,                                                     \
       "the model has no confidence record, so it cannot give pessimistic scores (retrain it)")
 

@@ -300,11 +300,15 @@ static int cmd_next(const struct cmd *cmd, ldpref_client *c, char **pos, int npo
         return fail(rc, c, "next");
     for (size_t i = 0; i < n; i++) {
         const ldpref_task *t = &tasks[i];
-        print_json(json_pack("{s:I, s:s, s:o, s:s, s:s, s:s, s:o, s:o, s:o}", "task_id",
+        int central = ldpref_task_central(c, t), raw = ldpref_task_sends_true_answer(c, t);
+        if (central)
+            fprintf(stderr, "task %lld: %s\n", (long long)t->task_id, cli_central_notice(raw));
+        print_json(json_pack("{s:I, s:s, s:o, s:s, s:s, s:s, s:o, s:o, s:o, s:s, s:b}", "task_id",
                              (json_int_t)t->task_id, "campaign", t->campaign, "context",
                              context_json(t), "prompt", t->prompt, "a", t->a, "b", t->b, "epsilon",
                              eps_json(t->epsilon_proposed), "epsilon_min", eps_json(t->epsilon_min),
-                             "epsilon_max", eps_json(t->epsilon_max)));
+                             "epsilon_max", eps_json(t->epsilon_max), "trust",
+                             central ? "central" : "local", "sends_true_answer", raw));
     }
     ldpref_tasks_free(tasks, n);
     return 0;
@@ -605,9 +609,62 @@ static int cmd_campaign_create(const struct cmd *cmd, ldpref_client *c, char **p
         return usage_error("--quota must be an integer >= 1, not %s", v);
     s.labels_per_task = (int)k;
     s.annotator_quota = q;
+    /* central campaigns and contribution caps (docs/operators.md) */
+    json_t *extra = json_object();
+    const char *trust = cflag_value(cmd, "--trust");
+    if (extra != NULL && trust != NULL) {
+        json_object_set_new(extra, "trust", json_string(trust));
+        if (strcmp(trust, "central") == 0) { /* true answers, unless the flags say otherwise */
+            if (cflag_value(cmd, "--epsilon-default") == NULL)
+                s.epsilon_default = INFINITY;
+            s.allow_infinite = 1;
+        }
+    }
+    static const char *const reals[] = {"--release-epsilon", "release_epsilon", "--release-delta",
+                                        "release_delta", NULL};
+    for (int i = 0; extra != NULL && reals[i]; i += 2) {
+        double x;
+        if ((v = cflag_value(cmd, reals[i])) == NULL)
+            continue;
+        if (parse_double(v, &x) != 0) {
+            json_decref(extra);
+            return usage_error("not a number: %s", v);
+        }
+        json_object_set_new(extra, reals[i + 1], json_real(x));
+    }
+    if (extra != NULL && (v = cflag_value(cmd, "--contribution-cap")) != NULL) {
+        long m;
+        if (parse_long(v, 1, 1000000, &m) != 0) {
+            json_decref(extra);
+            return usage_error("--contribution-cap must be an integer in 1..1000000, not %s", v);
+        }
+        json_object_set_new(extra, "contribution_cap", json_integer(m));
+        /* a local campaign proposes the user-level budget over m labels
+         * (the server checks it is exactly that) */
+        if (cflag_value(cmd, "--epsilon-default") == NULL && !isinf(s.epsilon_default))
+            s.epsilon_default = s.epsilon_budget / (double)m;
+    }
+    char *extra_text = extra ? json_dumps(extra, JSON_COMPACT) : NULL;
+    json_decref(extra);
+    if (extra_text == NULL)
+        return fail(LDPREF_ENO_MEMORY, c, "admin campaign-create");
     char *json = NULL;
-    int rc = ldpref_admin_campaign_create(c, &s, &json);
+    int rc = ldpref_admin_campaign_create_with(c, &s, extra_text, &json);
+    free(extra_text);
     return print_text(rc, c, json, "admin campaign-create");
+}
+
+static int cmd_campaign_update(const struct cmd *cmd, ldpref_client *c, char **pos, int npos)
+{
+    double eps = NAN, delta = NAN;
+    const char *v;
+    if ((v = cflag_value(cmd, "--release-epsilon")) != NULL && parse_double(v, &eps) != 0)
+        return usage_error("--release-epsilon: not a number: %s", v);
+    if ((v = cflag_value(cmd, "--release-delta")) != NULL && parse_double(v, &delta) != 0)
+        return usage_error("--release-delta: not a number: %s", v);
+    char *json = NULL;
+    int rc = ldpref_admin_campaign_update(c, pos[0], eps, delta, &json);
+    return print_text(rc, c, json, "admin campaign-update");
 }
 
 static int cmd_revoke(const struct cmd *cmd, ldpref_client *c, char **pos, int npos)
@@ -770,9 +827,12 @@ static int cmd_export(const struct cmd *cmd, ldpref_client *c, char **pos, int n
  */
 static int train_flags(const struct cmd *cmd, json_t *req)
 {
-    static const char *const strings[] = {"--loss", "loss", "--campaign", "campaign", NULL};
-    static const char *const reals[] = {"--beta", "beta",         "--rmax",     "rmax", "--l2",
-                                        "l2",     "--norm-bound", "norm_bound", NULL};
+    static const char *const strings[] = {"--loss",       "loss",        "--campaign",
+                                          "campaign",     "--mechanism", "mechanism",
+                                          "--candidates", "candidates",  NULL};
+    static const char *const reals[] = {
+        "--beta",     "beta",      "--rmax",  "rmax",    "--l2",  "l2", "--norm-bound",
+        "norm_bound", "--epsilon", "epsilon", "--delta", "delta", NULL};
     const char *v;
     for (int i = 0; strings[i]; i += 2)
         if ((v = cflag_value(cmd, strings[i])) != NULL)
@@ -1213,6 +1273,17 @@ static const struct cflag F_CAMPAIGN_CREATE[] = {
     {"--epsilon-default", "X", "epsilon proposed to clients (default 1)"},
     {"--labels-per-task", "K", "labels each task needs, from different annotators (default 1)"},
     {"--quota", "Q", "at most Q labels per annotator (default: no quota)"},
+    {"--trust", "T",
+     "local (default: labels randomized on the device) or central (annotators send true "
+     "labels; only released models are private)"},
+    {"--release-epsilon", "E", "central: the model-release budget (pure DP epsilon, required)"},
+    {"--release-delta", "D", "central: the total delta approximate (aup) releases may spend"},
+    {"--contribution-cap", "M",
+     "at most M labels per annotator (the quota); local: proposes budget / M per label"},
+    {NULL, NULL, NULL}};
+static const struct cflag F_CAMPAIGN_UPDATE[] = {
+    {"--release-epsilon", "E", "the new model-release budget (not below what was spent)"},
+    {"--release-delta", "D", "the new delta total"},
     {NULL, NULL, NULL}};
 static const struct cflag F_CAMPAIGN_VIEW[] = {
     {"--bucket-s", "S",
@@ -1254,6 +1325,10 @@ static const struct cflag F_SIM[] = {
         {"--max-iter", "N", "optimizer iterations, 1..100000 (default 500)"},                      \
         {"--features", "F", "auto (default), dense or text"},                                      \
         {"--no-activate", NULL, "do not serve the model when the run succeeds"},                   \
+        {"--mechanism", "M", "central campaigns: release by exponential or aup (required there)"}, \
+        {"--epsilon", "E", "with --mechanism: the release's epsilon (finite, > 0)"},               \
+        {"--delta", "D", "with --mechanism aup: the release's delta in (0, 1)"},                   \
+        {"--candidates", "SPEC", "exponential: grid:G, net:K or around:K (default net:256)"},      \
     {                                                                                              \
         "--request", "FILE.json", "start from this retrain request object; flags override it"      \
     }
@@ -1345,6 +1420,10 @@ static const struct cmd CMDS[] = {
      "create one-time enrollment tokens (operator)", 0, 0, 2, F_TOKENS, cmd_enroll_token},
     {"admin campaign-create", "admin campaign-create NAME [options]",
      "create a campaign (operator)", 1, 1, 2, F_CAMPAIGN_CREATE, cmd_campaign_create},
+    {"admin campaign-update",
+     "admin campaign-update NAME [--release-epsilon E] [--release-delta D]",
+     "change a central campaign's model-release budget (operator)", 1, 1, 2, F_CAMPAIGN_UPDATE,
+     cmd_campaign_update},
     {"admin revoke", "admin revoke KEY|PSEUDONYM",
      "revoke an annotator by its key or its pseudonym ann-... (operator)", 1, 1, 2, NULL,
      cmd_revoke},

@@ -46,7 +46,11 @@ static const char *const MODELS_COLUMNS[] = {"version",
                                              "privacy.privatized",
                                              "privacy.unprivatized_labels",
                                              "privacy.epsilon_max",
-                                             "privacy.epsilon_per_annotator",
+                                             "privacy.user_level_epsilon",
+                                             "privacy.public",
+                                             "privacy.mechanism",
+                                             "privacy.release_epsilon",
+                                             "privacy.release_delta",
                                              "duration_ms",
                                              "created_at",
                                              NULL};
@@ -710,4 +714,15 @@ void cli_print_answer(const char *command, const char *text, cli_format f)
         putc('\n', stdout);
     }
     json_decref(root);
+}
+
+const char *cli_central_notice(int true_answer)
+{
+    return true_answer
+               ? "CENTRAL CAMPAIGN: your answer is sent as it is, not randomized. The server "
+                 "sees your true answer; only the models it releases (through a differentially "
+                 "private mechanism) are private."
+               : "CENTRAL CAMPAIGN: the server would see your true answer; only its released "
+                 "models are private. This device does not send true answers: your epsilon caps "
+                 "are finite (--epsilon-cap inf --epsilon-total-cap inf send them).";
 }

@@ -41,6 +41,12 @@ typedef enum cli_format { FORMAT_AUTO = 0, FORMAT_TABLE, FORMAT_JSON, FORMAT_JSO
 /* "table", "json", "jsonl" (or "auto"). 0, or -1 if unknown. */
 int cli_format_parse(const char *name, cli_format *out);
 
+/* The notice an annotator sees before answering a task of a central
+ * campaign (ldpref_task_central): what the server sees, what is private,
+ * and whether this device sends the true answer (true_answer, from
+ * ldpref_task_sends_true_answer). Static text. */
+const char *cli_central_notice(int true_answer);
+
 /* A command's column choice for one of its tables, where the generic
  * columns (every key) are poor: the dotted keys to show, in order.
  * Columns no record has are left out; when none is left, the generic

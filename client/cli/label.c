@@ -13,6 +13,8 @@
  */
 #include "label.h"
 
+#include "format.h"
+
 #define NCURSES_WIDECHAR 1
 #include <curses.h>
 #include <errno.h>
@@ -526,6 +528,21 @@ static void draw_bar(int y, const char *left, const char *right)
     attroff(A_REVERSE);
 }
 
+/* Draws text wrapped from row y (at most NOTE_LINES_MAX rows) in attr;
+ * returns the next free row. */
+static int draw_note(int y, const char *text, attr_t attr)
+{
+    struct lines l = {0};
+    if (wrap(&l, text, COLS - 1, 1) == 0) {
+        attron(attr);
+        for (size_t i = 0; i < l.n && i < NOTE_LINES_MAX; i++)
+            mvaddwstr(y++, 0, l.v[i]);
+        attroff(attr);
+    }
+    lines_free(&l);
+    return y;
+}
+
 static void draw(struct session *s)
 {
     erase();
@@ -541,16 +558,10 @@ static void draw(struct session *s)
     draw_bar(0, head, "? help ");
     put_text(1, 1, s->status, COLS - 2);
     int y = 2;
-    if (s->note[0]) {
-        struct lines l = {0};
-        if (wrap(&l, s->note, COLS - 1, 1) == 0) {
-            attron(A_BOLD);
-            for (size_t i = 0; i < l.n && i < NOTE_LINES_MAX; i++)
-                mvaddwstr(y++, 0, l.v[i]);
-            attroff(A_BOLD);
-        }
-        lines_free(&l);
-    }
+    if (ldpref_task_central(s->c, t)) /* before the annotator answers */
+        y = draw_note(y, cli_central_notice(ldpref_task_sends_true_answer(s->c, t)), A_REVERSE);
+    if (s->note[0])
+        y = draw_note(y, s->note, A_BOLD);
     mvhline(y++, 0, ACS_HLINE, COLS);
     s->body_rows = LINES - 1 - y;
     struct doc d = {0};

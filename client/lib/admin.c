@@ -150,6 +150,12 @@ void ldpref_campaign_init(ldpref_campaign *s)
 
 int ldpref_admin_campaign_create(ldpref_client *c, const ldpref_campaign *s, char **json_out)
 {
+    return ldpref_admin_campaign_create_with(c, s, NULL, json_out);
+}
+
+int ldpref_admin_campaign_create_with(ldpref_client *c, const ldpref_campaign *s,
+                                      const char *extra_json, char **json_out)
+{
     clear_out(json_out);
     if (c == NULL || s == NULL)
         return LDPREF_EINVALID_ARGUMENT;
@@ -180,8 +186,38 @@ int ldpref_admin_campaign_create(ldpref_client *c, const ldpref_campaign *s, cha
         json_decref(req);
         return lpc_fail(c, LDPREF_ENO_MEMORY, "out of memory");
     }
+    if (extra_json != NULL) { /* its fields replace the spec's */
+        json_error_t err;
+        json_t *extra = json_loads(extra_json, 0, &err);
+        int bad = !json_is_object(extra) || json_object_update(req, extra) != 0;
+        json_decref(extra);
+        if (bad) {
+            json_decref(req);
+            return lpc_fail(c, LDPREF_EINVALID_ARGUMENT, "extra fields: not a JSON object");
+        }
+    }
     long status = 0;
     int rc = lpc_call_json(c, "POST", "/v1/campaigns", req, 1, LPC_RESP_CAP_SMALL, &resp, &status);
+    json_decref(req);
+    return rc != LDPREF_OK ? rc : lpc_give_json(c, resp, json_out);
+}
+
+int ldpref_admin_campaign_update(ldpref_client *c, const char *name, double release_epsilon,
+                                 double release_delta, char **json_out)
+{
+    clear_out(json_out);
+    if (c == NULL || name == NULL)
+        return LDPREF_EINVALID_ARGUMENT;
+    json_t *req = json_pack("{s:s}", "name", name), *resp = NULL;
+    if (req != NULL && !isnan(release_epsilon))
+        json_object_set_new(req, "release_epsilon", json_real(release_epsilon));
+    if (req != NULL && !isnan(release_delta))
+        json_object_set_new(req, "release_delta", json_real(release_delta));
+    if (req == NULL)
+        return lpc_fail(c, LDPREF_ENO_MEMORY, "out of memory");
+    long status = 0;
+    int rc = lpc_call_json(c, "POST", "/v1/campaigns/update", req, 1, LPC_RESP_CAP_SMALL, &resp,
+                           &status);
     json_decref(req);
     return rc != LDPREF_OK ? rc : lpc_give_json(c, resp, json_out);
 }

@@ -107,6 +107,12 @@ static int memo_find(lpc_ledger *l, const lpc_task_meta *m, uint8_t key[LPC_MEMO
     return rc;
 }
 
+int ldpref_task_sends_true_answer(const ldpref_client *c, const ldpref_task *t)
+{
+    return c != NULL && t != NULL && isinf(c->cap_label) && isinf(c->cap_total) &&
+           isinf(t->epsilon_proposed) && t->epsilon_proposed > 0;
+}
+
 /* The epsilon for a new label: never above the own cap, the proposal or
  * the campaign's max; LDPREF_EEPSILON_OUT_OF_RANGE below the campaign's min.
  * Infinity (no privatization) only when both the own cap and the campaign's

@@ -22,7 +22,6 @@
 
 #define LPC_TEXT_MAX 65536 /* prompt / response / one turn, bytes (protocol cap) */
 #define LPC_TURNS_MAX 32   /* context turns of one task (protocol cap) */
-#define LPC_CAMPAIGN_MAX 128
 
 void ldpref_options_init(ldpref_options *o)
 {
@@ -467,6 +466,16 @@ static int parse_context(const json_t *obj, ldpref_task *t, char *msg, size_t ms
     return LP_OK;
 }
 
+/* The task's "trust": 1 central, 0 local or absent (a server before 0.5),
+ * -1 anything else. */
+static int task_trust(const json_t *obj)
+{
+    const json_t *t = json_object_get(obj, "trust");
+    if (t == NULL || (json_is_string(t) && strcmp(json_string_value(t), "local") == 0))
+        return 0;
+    return json_is_string(t) && strcmp(json_string_value(t), "central") == 0 ? 1 : -1;
+}
+
 /* Parses one task object of the next-tasks answer into t (strings copied). */
 static int parse_task(const json_t *obj, ldpref_task *t, char *msg, size_t msglen)
 {
@@ -486,6 +495,8 @@ static int parse_task(const json_t *obj, ldpref_task *t, char *msg, size_t msgle
         return LP_EPROTOCOL;
     if (!lp_campaign_name_valid(campaign, LPC_CAMPAIGN_MAX))
         return lp_fail(LP_EPROTOCOL, msg, msglen, "a task's campaign name is not [A-Za-z0-9._-]");
+    if (task_trust(obj) < 0)
+        return lp_fail(LP_EPROTOCOL, msg, msglen, "a task's \"trust\" is not local or central");
     t->campaign = strdup(campaign);
     t->prompt = strdup(prompt);
     t->a = strdup(a);
@@ -573,6 +584,8 @@ int ldpref_next_tasks(ldpref_client *c, int count, ldpref_task **tasks, size_t *
         rc = parse_task(json_array_get(arr, i), &out[i], msg, sizeof msg);
         if (rc != LP_OK)
             rc = lpc_fail(c, rc, "task %zu of the answer: %s", i, msg);
+        else if (task_trust(json_array_get(arr, i)) == 1)
+            snprintf(c->central_campaign, sizeof c->central_campaign, "%s", out[i].campaign);
     }
     json_decref(resp);
     if (rc == LDPREF_OK)
@@ -584,4 +597,10 @@ int ldpref_next_tasks(ldpref_client *c, int count, ldpref_task **tasks, size_t *
     *tasks = out;
     *n = count_got;
     return LDPREF_OK;
+}
+
+int ldpref_task_central(const ldpref_client *c, const ldpref_task *t)
+{
+    return c != NULL && t != NULL && t->campaign != NULL && c->central_campaign[0] != '\0' &&
+           strcmp(c->central_campaign, t->campaign) == 0;
 }

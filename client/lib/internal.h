@@ -20,6 +20,7 @@
 
 #define LPC_ERRMSG_MAX 512
 #define LPC_SERVER_MAX 1024
+#define LPC_CAMPAIGN_MAX 128 /* longest campaign name */
 
 struct ldpref_client {
     char server[LPC_SERVER_MAX];           /* server URL without trailing '/' */
@@ -36,6 +37,9 @@ struct ldpref_client {
     lpc_http *http;              /* owned */
     lpc_ledger *ledger;          /* owned; opened on first use */
     lpc_ctl ctl;                 /* CTL simulation settings; ctl.alpha 0 = off */
+    /* the campaign the last fetched tasks said is central ("trust":
+     * "central"), "" when none did (ldpref_task_central) */
+    char central_campaign[LPC_CAMPAIGN_MAX + 1];
     char errmsg[LPC_ERRMSG_MAX];
 };
 

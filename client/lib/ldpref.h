@@ -127,6 +127,12 @@ typedef enum ldpref_error {
     /* https: the server's certificate is not trusted; the TLS handshake failed */
     LDPREF_ECERTIFICATE_UNTRUSTED = 81,
     LDPREF_ETLS_FAILED = 82,
+    /* Since 0.5: central campaigns (docs/operators.md "Central campaigns") */
+    LDPREF_ECENTRAL_NEEDS_MECHANISM = 89,  /* a central campaign's retrain needs a mechanism */
+    LDPREF_ERELEASE_BUDGET_EXHAUSTED = 90, /* the release would exceed the release budget */
+    LDPREF_ECENTRAL_LABELS_PRIVATE = 91,   /* a central campaign's labels are never served */
+    LDPREF_EBAD_CAMPAIGN_SETTINGS = 92,    /* trust, budgets, cap and epsilons do not fit */
+    LDPREF_EMECHANISM_NEEDS_CENTRAL = 93,  /* a mechanism trains on one central campaign */
     /* 409: pessimistic scores asked of a model without a confidence record */
     LDPREF_ENO_CONFIDENCE = 95,
     LDPREF_ERROR_END /* one past the last code; grows when codes are added */
@@ -289,6 +295,23 @@ typedef struct ldpref_task {
  * content, never the text) so that ldpref_answer_id() can answer them later.
  */
 int ldpref_next_tasks(ldpref_client *c, int count, ldpref_task **tasks, size_t *n);
+
+/*
+ * Since 0.5: trusted-curator (central) campaigns. ldpref_task_central: 1
+ * when the server said task t (fetched by this handle) belongs to a central
+ * campaign: there the server sees an annotator's true answer and only the
+ * models it releases through a differentially private mechanism are
+ * private. ldpref_task_sends_true_answer: 1 when answering t from this
+ * handle would send the true answer unrandomized: only when the campaign
+ * proposes no privatization (epsilon null) AND both of this handle's own
+ * caps (max_epsilon_per_label, max_epsilon_total) are infinite; a
+ * campaign's setting alone never makes the client send a raw label (with
+ * finite caps it randomizes, or refuses with LDPREF_ELOCAL_BUDGET_EXCEEDED
+ * when only the total is finite). Show both to the annotator before
+ * they answer.
+ */
+int ldpref_task_central(const ldpref_client *c, const ldpref_task *t);
+int ldpref_task_sends_true_answer(const ldpref_client *c, const ldpref_task *t);
 
 /*
  * Since 0.4: the largest task (bytes of its JSON in the server's answer) the
@@ -463,6 +486,18 @@ void ldpref_campaign_init(ldpref_campaign *spec);
 
 /* Creates a campaign. *json_out (may be NULL) gets the server's campaign. */
 int ldpref_admin_campaign_create(ldpref_client *c, const ldpref_campaign *spec, char **json_out);
+/* Since 0.5: as ldpref_admin_campaign_create, with the fields of extra_json
+ * (a JSON object text, NULL: none) added to the request, replacing the
+ * spec's: "trust" ("local" | "central"), "release_epsilon",
+ * "release_delta", "contribution_cap" (docs/protocol.md "POST
+ * /v1/campaigns"). */
+int ldpref_admin_campaign_create_with(ldpref_client *c, const ldpref_campaign *spec,
+                                      const char *extra_json, char **json_out);
+/* Since 0.5: sets a central campaign's model-release budget; NAN leaves a
+ * value as it is (POST /v1/campaigns/update). LDPREF_EBAD_CAMPAIGN_SETTINGS
+ * for a local campaign or a budget below what was spent. */
+int ldpref_admin_campaign_update(ldpref_client *c, const char *name, double release_epsilon,
+                                 double release_delta, char **json_out);
 
 /* Revokes an annotator: its key (base64url) or, since 0.4, its pseudonym
  * ("ann-...", as the operator's views show it). LDPREF_EUNKNOWN_KEY when

@@ -244,7 +244,8 @@ static json_t *budget_json(ldpref_client *c)
     ldpref_budget b;
     if (ldpref_budget_get(c, &b) != LDPREF_OK)
         return json_null();
-    return json_pack("{s:f, s:o, s:o, s:I, s:I}", "spent", b.spent, "max_epsilon_total",
+    /* spent is infinite once a true answer was sent (a central campaign) */
+    return json_pack("{s:o, s:o, s:o, s:I, s:I}", "spent", eps_json(b.spent), "max_epsilon_total",
                      eps_json(b.max_epsilon_total), "max_epsilon_per_label",
                      eps_json(b.max_epsilon_per_label), "labels", (json_int_t)b.labels, "pending",
                      (json_int_t)b.pending);
@@ -268,7 +269,7 @@ static void drop_task_after(ldpref_ui *ui, int rc)
 
 /* The task as the page shows it: the earlier turns ("context", oldest
  * first, [] when none), the prompt and the two responses. */
-static json_t *task_json(const ldpref_task *t)
+static json_t *task_json(const ldpref_client *c, const ldpref_task *t)
 {
     json_t *context = json_array();
     for (size_t i = 0; context && i < t->n_context; i++)
@@ -277,11 +278,13 @@ static json_t *task_json(const ldpref_task *t)
             json_decref(context);
             context = NULL;
         }
-    return json_pack("{s:I, s:s, s:o, s:s, s:s, s:s, s:o, s:o, s:o}", "task_id",
+    return json_pack("{s:I, s:s, s:o, s:s, s:s, s:s, s:o, s:o, s:o, s:s, s:b}", "task_id",
                      (json_int_t)t->task_id, "campaign", t->campaign, "context", context, "prompt",
                      t->prompt, "a", t->a, "b", t->b, "epsilon", eps_json(t->epsilon_proposed),
                      "epsilon_min", eps_json(t->epsilon_min), "epsilon_max",
-                     eps_json(t->epsilon_max));
+                     eps_json(t->epsilon_max), "trust",
+                     ldpref_task_central(c, t) ? "central" : "local", "sends_true_answer",
+                     ldpref_task_sends_true_answer(c, t));
 }
 
 /* GET /api/task: the task on screen, fetched from the server when there is
@@ -299,7 +302,7 @@ static enum MHD_Result api_task(ldpref_ui *ui, struct MHD_Connection *conn)
         if (rc != LDPREF_OK)
             return send_error(conn, 0, rc, ldpref_errmsg(ui->c));
     }
-    return send_json(conn, MHD_HTTP_OK, json_pack("{s:o}", "task", task_json(&ui->task[0])));
+    return send_json(conn, MHD_HTTP_OK, json_pack("{s:o}", "task", task_json(ui->c, &ui->task[0])));
 }
 
 /* The request body as a JSON object with an integer task_id equal to the

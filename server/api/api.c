@@ -209,6 +209,8 @@ static const route ROUTES[] = {
     {"GET", "/v1/healthz", LP_ROUTE_HEALTHZ, healthz, 0, CAP_BODY},
     {"POST", "/v1/campaigns", LP_ROUTE_CAMPAIGNS, lp_api_campaign_create, LP_SCOPE_ADMIN, CAP_BODY},
     {"GET", "/v1/campaigns", LP_ROUTE_CAMPAIGNS, lp_api_campaign_list, LP_SCOPE_ADMIN, CAP_BODY},
+    {"POST", "/v1/campaigns/update", LP_ROUTE_CAMPAIGNS, lp_api_campaign_update, LP_SCOPE_ADMIN,
+     CAP_BODY},
     {"GET", "/v1/campaigns/view", LP_ROUTE_CAMPAIGNS, lp_api_campaign_view, LP_SCOPE_ADMIN,
      CAP_BODY},
     {"POST", "/v1/enrollment-tokens", LP_ROUTE_ENROLL_TOKENS, lp_api_enroll_tokens, LP_SCOPE_ADMIN,
@@ -399,9 +401,9 @@ static int public_model(lp_api *api)
     if (api->learner == NULL)
         return LP_OK;
     lp_served *sv = lp_learner_served(api->learner);
-    int rc = sv == NULL                                               ? LP_ENO_ACTIVE_MODEL
-             : lp_label_privacy_all_privatized(lp_served_privacy(sv)) ? LP_OK
-                                                                      : LP_EMODEL_NOT_PUBLIC;
+    int rc = sv == NULL                                       ? LP_ENO_ACTIVE_MODEL
+             : lp_label_privacy_public(lp_served_privacy(sv)) ? LP_OK
+                                                              : LP_EMODEL_NOT_PUBLIC;
     lp_served_unref(sv);
     return rc;
 }

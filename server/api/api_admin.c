@@ -7,6 +7,7 @@
 
 #include "annotators.h"
 #include "auth.h"
+#include "budget.h"
 #include "campaigns.h"
 #include "clock.h"
 #include "error.h"
@@ -29,14 +30,32 @@
 
 /* ---- campaigns ---- */
 
-static json_t *campaign_json(const lp_campaign *c)
+static json_t *positive_or_null(double v)
 {
-    return json_pack("{s:I, s:s, s:f, s:f, s:b, s:f, s:o, s:I, s:o}", "id", (json_int_t)c->id,
-                     "name", c->name, "epsilon_min", c->epsilon_min, "epsilon_max", c->epsilon_max,
-                     "allow_infinite", c->allow_infinite, "epsilon_budget", c->epsilon_budget,
-                     "epsilon_default", lp_json_epsilon(c->epsilon_default), "labels_per_task",
-                     (json_int_t)c->labels_per_task, "annotator_quota",
-                     c->annotator_quota > 0 ? json_integer(c->annotator_quota) : json_null());
+    return v > 0 ? json_real(v) : json_null();
+}
+
+/* A campaign as on the wire; a central one with what its releases spent
+ * (read from s; NULL: left out). */
+static json_t *campaign_json(lp_store *s, const lp_campaign *c)
+{
+    json_t *o = json_pack(
+        "{s:I, s:s, s:f, s:f, s:b, s:f, s:o, s:I, s:o, s:s, s:o, s:o, s:o}", "id",
+        (json_int_t)c->id, "name", c->name, "epsilon_min", c->epsilon_min, "epsilon_max",
+        c->epsilon_max, "allow_infinite", c->allow_infinite, "epsilon_budget", c->epsilon_budget,
+        "epsilon_default", lp_json_epsilon(c->epsilon_default), "labels_per_task",
+        (json_int_t)c->labels_per_task, "annotator_quota",
+        c->annotator_quota > 0 ? json_integer(c->annotator_quota) : json_null(), "trust",
+        c->central ? "central" : "local", "release_epsilon", positive_or_null(c->release_epsilon),
+        "release_delta", positive_or_null(c->release_delta), "contribution_cap",
+        c->contribution_cap > 0 ? json_integer(c->contribution_cap) : json_null());
+    double eps = 0, delta = 0;
+    if (o != NULL && c->central && s != NULL &&
+        lp_store_release_spent(s, c->id, &eps, &delta) == LP_OK) {
+        json_object_set_new(o, "release_epsilon_spent", json_real(eps));
+        json_object_set_new(o, "release_delta_spent", json_real(delta));
+    }
+    return o;
 }
 
 /* The largest labels_per_task and annotator_quota accepted. */
@@ -57,6 +76,95 @@ static int opt_distribution(const json_t *o, lp_campaign *c, char *msg, size_t m
         rc = lp_json_get_int(o, "annotator_quota", 1, ANNOTATOR_QUOTA_MAX, &c->annotator_quota, msg,
                              ml);
     return rc;
+}
+
+/* The largest contribution cap accepted. */
+#define CONTRIBUTION_CAP_MAX 1000000
+
+/* release_epsilon (finite > 0) and release_delta (in [0, 1)), each
+ * optional, into c; LP_EBAD_CAMPAIGN_SETTINGS otherwise. */
+static int opt_release_budget(const json_t *o, lp_campaign *c, char *msg, size_t ml)
+{
+    const json_t *e = json_object_get(o, "release_epsilon"),
+                 *d = json_object_get(o, "release_delta");
+    if (e != NULL &&
+        (!json_is_number(e) || !isfinite(json_number_value(e)) || !(json_number_value(e) > 0)))
+        return lp_fail(LP_EBAD_CAMPAIGN_SETTINGS, msg, ml,
+                       "field \"release_epsilon\" must be a finite number > 0");
+    if (d != NULL &&
+        (!json_is_number(d) || !(json_number_value(d) >= 0) || !(json_number_value(d) < 1)))
+        return lp_fail(LP_EBAD_CAMPAIGN_SETTINGS, msg, ml,
+                       "field \"release_delta\" must be a number in [0, 1)");
+    if (e != NULL)
+        c->release_epsilon = json_number_value(e);
+    if (d != NULL)
+        c->release_delta = json_number_value(d);
+    return LP_OK;
+}
+
+/* trust, release_epsilon, release_delta and contribution_cap, checked
+ * against each other and against the epsilon fields (already in c; given:
+ * whether epsilon_default and allow_infinite were in the request).
+ * LP_EBAD_CAMPAIGN_SETTINGS names the conflict. */
+static int opt_trust(const json_t *o, lp_campaign *c, int default_given, int infinite_given,
+                     char *msg, size_t ml)
+{
+    const json_t *t = json_object_get(o, "trust");
+    if (t != NULL && (!json_is_string(t) || (strcmp(json_string_value(t), "local") != 0 &&
+                                             strcmp(json_string_value(t), "central") != 0)))
+        return lp_fail(LP_EBAD_CAMPAIGN_SETTINGS, msg, ml,
+                       "field \"trust\" must be \"local\" or \"central\"");
+    c->central = t != NULL && strcmp(json_string_value(t), "central") == 0;
+    const json_t *e = json_object_get(o, "release_epsilon"),
+                 *d = json_object_get(o, "release_delta");
+    c->release_epsilon = c->release_delta = 0;
+    int rc = opt_release_budget(o, c, msg, ml);
+    if (rc != LP_OK)
+        return rc;
+    if (json_object_get(o, "contribution_cap") != NULL &&
+        (rc = lp_json_get_int(o, "contribution_cap", 1, CONTRIBUTION_CAP_MAX, &c->contribution_cap,
+                              msg, ml)) != LP_OK)
+        return rc;
+    if (c->contribution_cap > 0) { /* the cap is the quota */
+        if (c->annotator_quota > 0 && c->annotator_quota != c->contribution_cap)
+            return lp_fail(LP_EBAD_CAMPAIGN_SETTINGS, msg, ml,
+                           "contribution_cap %lld is the annotator quota: annotator_quota must be "
+                           "absent or equal",
+                           (long long)c->contribution_cap);
+        c->annotator_quota = c->contribution_cap;
+    }
+    if (c->central) {
+        if (!(c->release_epsilon > 0))
+            return lp_fail(LP_EBAD_CAMPAIGN_SETTINGS, msg, ml,
+                           "a central campaign needs \"release_epsilon\": the finite budget its "
+                           "model releases spend");
+        if ((default_given && !isinf(c->epsilon_default)) || (infinite_given && !c->allow_infinite))
+            return lp_fail(LP_EBAD_CAMPAIGN_SETTINGS, msg, ml,
+                           "a central campaign takes true labels: epsilon_default must be null "
+                           "or absent and allow_infinite true or absent");
+        c->epsilon_default = INFINITY;
+        c->allow_infinite = 1;
+        return LP_OK;
+    }
+    if (e != NULL || d != NULL)
+        return lp_fail(LP_EBAD_CAMPAIGN_SETTINGS, msg, ml,
+                       "release_epsilon and release_delta are the budget of a central campaign's "
+                       "model releases: set \"trust\": \"central\"");
+    if (c->contribution_cap > 0) { /* the user-level budget spread over m labels */
+        double per_label = lp_budget_per_label(c->epsilon_budget, c->contribution_cap);
+        if (default_given && !(fabs(c->epsilon_default - per_label) <= LP_BUDGET_SLACK * per_label))
+            return lp_fail(LP_EBAD_CAMPAIGN_SETTINGS, msg, ml,
+                           "with contribution_cap %lld and epsilon_budget %g the proposed "
+                           "epsilon is %g per label: epsilon_default must be absent or equal",
+                           (long long)c->contribution_cap, c->epsilon_budget, per_label);
+        if (per_label < c->epsilon_min || per_label > c->epsilon_max)
+            return lp_fail(LP_EBAD_CAMPAIGN_SETTINGS, msg, ml,
+                           "epsilon_budget / contribution_cap = %g per label lies outside "
+                           "[epsilon_min, epsilon_max] = [%g, %g]",
+                           per_label, c->epsilon_min, c->epsilon_max);
+        c->epsilon_default = per_label;
+    }
+    return LP_OK;
 }
 
 /* An optional positive finite number field; LP_EBAD_EPSILON otherwise. */
@@ -93,6 +201,10 @@ int lp_api_campaign_create(lp_api *api, const lp_request *req, lp_response *resp
                                          "epsilon_default",
                                          "labels_per_task",
                                          "annotator_quota",
+                                         "trust",
+                                         "release_epsilon",
+                                         "release_delta",
+                                         "contribution_cap",
                                          NULL};
     char msg[LP_MSG_MAX];
     json_t *root = NULL;
@@ -123,7 +235,10 @@ int lp_api_campaign_create(lp_api *api, const lp_request *req, lp_response *resp
         if (ai != NULL && !json_is_boolean(ai))
             rc = lp_fail(LP_EWRONG_TYPE, msg, sizeof msg,
                          "field \"allow_infinite\" must be a boolean");
-        c.allow_infinite = ai != NULL && json_is_true(ai);
+        const json_t *trust = json_object_get(root, "trust"); /* central: true by default */
+        c.allow_infinite =
+            ai != NULL ? json_is_true(ai)
+                       : json_is_string(trust) && strcmp(json_string_value(trust), "central") == 0;
         if (rc == LP_OK && isinf(c.epsilon_default) && !c.allow_infinite)
             rc = lp_fail(LP_EBAD_EPSILON, msg, sizeof msg,
                          "epsilon_default may be null (no privatization) only when "
@@ -136,13 +251,59 @@ int lp_api_campaign_create(lp_api *api, const lp_request *req, lp_response *resp
     if (rc == LP_OK)
         rc = opt_distribution(root, &c, msg, sizeof msg);
     if (rc == LP_OK)
+        rc = opt_trust(root, &c, json_object_get(root, "epsilon_default") != NULL,
+                       json_object_get(root, "allow_infinite") != NULL, msg, sizeof msg);
+    if (rc == LP_OK)
         snprintf(c.name, sizeof c.name, "%s", name);
     json_decref(root);
     if (rc != LP_OK)
         return lp_api_error(resp, rc, msg);
     if ((rc = lp_store_campaign_create(api->store, &c)) != LP_OK)
         return lp_api_error(resp, rc, NULL);
-    return lp_api_json(resp, 201, campaign_json(&c));
+    return lp_api_json(resp, 201, campaign_json(api->store, &c));
+}
+
+int lp_api_campaign_update(lp_api *api, const lp_request *req, lp_response *resp)
+{
+    static const char *const fields[] = {"name", "release_epsilon", "release_delta", NULL};
+    char msg[LP_MSG_MAX] = "";
+    json_t *root = NULL;
+    if (lp_api_parse_body(api, req, &root, resp) != LP_OK)
+        return LP_API_DONE;
+    const char *name = NULL;
+    lp_campaign c;
+    int rc = json_is_object(root)
+                 ? LP_OK
+                 : lp_fail(LP_EWRONG_TYPE, msg, sizeof msg, "expected a JSON object");
+    if (rc == LP_OK)
+        rc = lp_json_only_fields(root, fields, msg, sizeof msg);
+    if (rc == LP_OK)
+        rc = lp_json_get_string(root, "name", LP_CAMPAIGN_NAME_MAX, &name, msg, sizeof msg);
+    if (rc == LP_OK && (rc = lp_store_campaign_by_name(api->store, name, &c)) != LP_OK)
+        snprintf(msg, sizeof msg, "no campaign named \"%.64s\"", name);
+    if (rc == LP_OK && !c.central)
+        rc = lp_fail(LP_EBAD_CAMPAIGN_SETTINGS, msg, sizeof msg,
+                     "campaign \"%s\" is local: only a central campaign has a release budget",
+                     c.name);
+    if (rc == LP_OK)
+        rc = opt_release_budget(root, &c, msg, sizeof msg);
+    double spent_eps = 0, spent_delta = 0;
+    if (rc == LP_OK)
+        rc = lp_store_release_spent(api->store, c.id, &spent_eps, &spent_delta);
+    if (rc == LP_OK) {
+        if (c.release_epsilon * (1 + LP_BUDGET_SLACK) < spent_eps ||
+            c.release_delta * (1 + LP_BUDGET_SLACK) < spent_delta)
+            rc = lp_fail(LP_EBAD_CAMPAIGN_SETTINGS, msg, sizeof msg,
+                         "the releases of \"%s\" already spent epsilon %g, delta %g: a budget "
+                         "cannot be set below what was spent",
+                         c.name, spent_eps, spent_delta);
+    }
+    json_decref(root);
+    if (rc == LP_OK)
+        rc = lp_store_campaign_set_budget(api->store, &c);
+    if (rc != LP_OK)
+        return lp_api_error(resp, rc, msg[0] ? msg : NULL);
+    return lp_api_json(resp, 200, campaign_json(api->store, &c));
 }
 
 int lp_api_campaign_list(lp_api *api, const lp_request *req, lp_response *resp)
@@ -154,7 +315,7 @@ int lp_api_campaign_list(lp_api *api, const lp_request *req, lp_response *resp)
         return lp_api_error(resp, rc, NULL);
     json_t *arr = json_array();
     for (size_t i = 0; i < n && arr; i++)
-        json_array_append_new(arr, campaign_json(&cs[i]));
+        json_array_append_new(arr, campaign_json(api->store, &cs[i]));
     free(cs);
     return lp_api_json(resp, 200, json_pack("{s:o}", "campaigns", arr));
 }
@@ -527,11 +688,28 @@ static void export_free(void *ctx)
     free(es);
 }
 
-/* The received labels of a campaign (NULL: all). LP_EUNKNOWN_CAMPAIGN. */
-static int export_open(lp_store *s, const char *campaign, lp_label_cursor **out)
+/* LP_ECENTRAL_LABELS_PRIVATE (msg) when campaign id is a central one: its
+ * labels are true answers and never leave the server. */
+int lp_api_labels_servable(lp_store *s, int64_t id, char *msg, size_t ml)
+{
+    lp_campaign c;
+    if (id == 0 || lp_store_campaign_by_id(s, id, &c) != LP_OK || !c.central)
+        return LP_OK;
+    return lp_fail(LP_ECENTRAL_LABELS_PRIVATE, msg, ml,
+                   "campaign \"%s\" is central: its labels are the annotators' true answers and "
+                   "are never exported or served; only its released models leave the server",
+                   c.name);
+}
+
+/* The received labels of a campaign (NULL: every local one).
+ * LP_EUNKNOWN_CAMPAIGN, LP_ECENTRAL_LABELS_PRIVATE. */
+static int export_open(lp_store *s, const char *campaign, lp_label_cursor **out, char *msg,
+                       size_t ml)
 {
     lp_campaign c = {.id = 0};
     int rc = campaign != NULL ? lp_store_campaign_by_name(s, campaign, &c) : LP_OK;
+    if (rc == LP_OK)
+        rc = lp_api_labels_servable(s, c.id, msg, ml);
     return rc == LP_OK ? lp_label_cursor_open(s, c.id, 0, out) : rc;
 }
 
@@ -565,9 +743,11 @@ int lp_api_export(lp_api *api, const lp_request *req, lp_response *resp)
         lp_view_spec spec;
         rc = lp_api_model_view(api, v, &spec, &es->settings, &es->anti, msg, sizeof msg);
         if (rc == LP_OK)
+            rc = lp_api_labels_servable(api->store, spec.campaign, msg, sizeof msg);
+        if (rc == LP_OK)
             rc = lp_view_open(api->store, &spec, &es->view, NULL, NULL, msg, sizeof msg);
     } else {
-        rc = export_open(api->store, lp_api_param(req, "campaign"), &es->cur);
+        rc = export_open(api->store, lp_api_param(req, "campaign"), &es->cur, msg, sizeof msg);
     }
     if (rc != LP_OK) {
         export_free(es);

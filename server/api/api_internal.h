@@ -87,6 +87,10 @@ int lp_api_progress(lp_api *api, const lp_request *req, lp_response *resp);
 
 /* handlers (api_admin.c) */
 int lp_api_campaign_create(lp_api *api, const lp_request *req, lp_response *resp);
+/* LP_OK unless campaign id (0: none) is central, whose labels are never
+ * served: LP_ECENTRAL_LABELS_PRIVATE with msg. */
+int lp_api_labels_servable(lp_store *s, int64_t id, char *msg, size_t ml);
+int lp_api_campaign_update(lp_api *api, const lp_request *req, lp_response *resp);
 int lp_api_campaign_list(lp_api *api, const lp_request *req, lp_response *resp);
 int lp_api_enroll_tokens(lp_api *api, const lp_request *req, lp_response *resp);
 int lp_api_revoke(lp_api *api, const lp_request *req, lp_response *resp);

@@ -329,12 +329,12 @@ int lp_api_next(lp_api *api, const lp_request *req, lp_response *resp)
         lp_task t;
         if ((rc = lp_store_task_get(api->store, as[i].task_id, &t)) != LP_OK)
             break;
-        json_t *o = json_pack("{s:I, s:s, s:s, s:s, s:s, s:o, s:f, s:f}", "task_id",
-                              (json_int_t)t.id, "campaign", c.name, "prompt", t.prompt, "a",
-                              as[i].swapped ? t.response1 : t.response0, "b",
-                              as[i].swapped ? t.response0 : t.response1, "epsilon",
-                              lp_json_epsilon(c.epsilon_default), "epsilon_min", c.epsilon_min,
-                              "epsilon_max", c.epsilon_max);
+        json_t *o = json_pack(
+            "{s:I, s:s, s:s, s:s, s:s, s:o, s:f, s:f, s:s}", "task_id", (json_int_t)t.id,
+            "campaign", c.name, "prompt", t.prompt, "a", as[i].swapped ? t.response1 : t.response0,
+            "b", as[i].swapped ? t.response0 : t.response1, "epsilon",
+            lp_json_epsilon(c.epsilon_default), "epsilon_min", c.epsilon_min, "epsilon_max",
+            c.epsilon_max, "trust", c.central ? "central" : "local");
         lp_task_clear(&t);
         json_t *context = NULL;
         if (o != NULL && (rc = lp_api_context(api, as[i].task_id, &context)) == LP_OK)

@@ -311,16 +311,24 @@ static json_t *summary_field(const json_t *summary, const char *key)
  * trained before the record existed: never served anonymously); epsilons
  * null where there is none (bounds) or infinite (per annotator), as a
  * label's unprivatized epsilon is null. */
-static json_t *privacy_json(const lp_label_privacy *p)
+static json_t *privacy_json(const lp_model_view *m)
 {
+    const lp_label_privacy *p = &m->privacy;
     if (!p->known)
         return json_null();
-    return json_pack("{s:I, s:I, s:I, s:b, s:o, s:o, s:o}", "labels", (json_int_t)p->labels,
-                     "annotators", (json_int_t)p->annotators, "unprivatized_labels",
-                     (json_int_t)p->unprivatized, "privatized", lp_label_privacy_all_privatized(p),
-                     "epsilon_min", real_or_null(p->epsilon_min), "epsilon_max",
-                     real_or_null(p->epsilon_max), "epsilon_per_annotator",
-                     real_or_null(p->epsilon_per_annotator));
+    /* user_level_epsilon: what the labels cost the annotator who spent the
+     * most on them (basic composition); a release's own guarantee is in
+     * "release" */
+    return json_pack(
+        "{s:I, s:I, s:I, s:b, s:o, s:o, s:o, s:o, s:b, s:o, s:o, s:o}", "labels",
+        (json_int_t)p->labels, "annotators", (json_int_t)p->annotators, "unprivatized_labels",
+        (json_int_t)p->unprivatized, "privatized", lp_label_privacy_all_privatized(p),
+        "epsilon_min", real_or_null(p->epsilon_min), "epsilon_max", real_or_null(p->epsilon_max),
+        "epsilon_per_annotator", real_or_null(p->epsilon_per_annotator), "user_level_epsilon",
+        real_or_null(p->epsilon_per_annotator), "public", lp_label_privacy_public(p), "mechanism",
+        m->mechanism[0] ? json_string(m->mechanism) : json_null(), "release_epsilon",
+        m->mechanism[0] ? json_real(m->release_epsilon) : json_null(), "release_delta",
+        m->mechanism[0] ? json_real(m->release_delta) : json_null());
 }
 
 /* A model object: its provenance (campaign, cut-off, feature plan,
@@ -346,7 +354,8 @@ static json_t *model_json(const lp_model_view *m, int64_t active, int with_model
                   "active", m->version == active);
     if (o != NULL) {
         json_object_set_new(o, "validation", summary_field(summary, "validation"));
-        json_object_set_new(o, "privacy", privacy_json(&m->privacy));
+        json_object_set_new(o, "privacy", privacy_json(m));
+        json_object_set_new(o, "release", summary_field(summary, "release"));
     }
     json_decref(summary);
     if (o != NULL && with_model)
@@ -785,7 +794,7 @@ int lp_api_score_model(lp_api *api, const lp_principal *who, int64_t version, lp
     }
     if (active == NULL)
         return LP_ENO_ACTIVE_MODEL;
-    if (who == NULL && !lp_label_privacy_all_privatized(lp_served_privacy(active))) {
+    if (who == NULL && !lp_label_privacy_public(lp_served_privacy(active))) {
         lp_served_unref(active);
         return LP_EMODEL_NOT_PUBLIC;
     }

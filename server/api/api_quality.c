@@ -123,6 +123,8 @@ static json_t *planning_json(const lp_campaign *c, const lp_quality_report *r, d
 static int campaign_report(lp_api *api, const lp_campaign *c, size_t bootstrap,
                            lp_quality_data *data, lp_quality_report *r)
 {
+    if (c->central) /* true answers: not even their agreement leaves the server */
+        return LP_ECENTRAL_LABELS_PRIVATE;
     int rc = lp_store_quality_read(api->store, c->id, data);
     if (rc != LP_OK)
         return rc;
@@ -149,14 +151,16 @@ int lp_api_quality(lp_api *api, const lp_request *req, lp_response *resp)
     lp_campaign c;
     int rc = lp_store_campaign_by_name(api->store, name, &c);
     if (rc != LP_OK) {
-        char msg[LP_MSG_MAX];
-        snprintf(msg, sizeof msg, "no campaign named \"%.64s\"", name);
-        return lp_api_error(resp, rc, rc == LP_EUNKNOWN_CAMPAIGN ? msg : NULL);
+        char unknown[LP_MSG_MAX];
+        snprintf(unknown, sizeof unknown, "no campaign named \"%.64s\"", name);
+        return lp_api_error(resp, rc, rc == LP_EUNKNOWN_CAMPAIGN ? unknown : NULL);
     }
     lp_quality_data data;
     lp_quality_report r;
-    if ((rc = campaign_report(api, &c, LP_QUALITY_BOOTSTRAP, &data, &r)) != LP_OK)
-        return lp_api_error(resp, rc, NULL);
+    char msg[LP_MSG_MAX] = "";
+    if ((rc = lp_api_labels_servable(api->store, c.id, msg, sizeof msg)) != LP_OK ||
+        (rc = campaign_report(api, &c, LP_QUALITY_BOOTSTRAP, &data, &r)) != LP_OK)
+        return lp_api_error(resp, rc, msg[0] ? msg : NULL);
     json_t *list = json_array();
     for (size_t j = 0; j < r.n_annotators && list; j++)
         json_array_append_new(list, annotator_json(&data.annotators[j], &r.annotators[j]));

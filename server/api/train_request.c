@@ -1,6 +1,7 @@
 /* train_request.c — the retrain request on the wire. See train_request.h. */
 #include "train_request.h"
 
+#include "budget.h"
 #include "campaigns.h"
 #include "error.h"
 #include "wire.h"
@@ -71,9 +72,9 @@ static int check_fields(const json_t *obj, const char *const *allowed, const cha
 }
 
 static const char *const REQUEST_FIELDS[] = {
-    "loss",  "method",   "campaign",   "cutoff",    "seed",     "beta",   "rmax",
-    "tau",   "l2",       "norm_bound", "optimizer", "max_iter", "epochs", "lr",
-    "batch", "features", "text",       "threads",   "activate", NULL};
+    "loss", "method",     "campaign",  "cutoff",    "seed",    "beta",  "rmax",       "tau",
+    "l2",   "norm_bound", "optimizer", "max_iter",  "epochs",  "lr",    "batch",      "features",
+    "text", "threads",    "activate",  "mechanism", "epsilon", "delta", "candidates", NULL};
 static const char *const TEXT_FIELDS[] = {"dim", "bigrams", "cross_prompt", "length", NULL};
 
 static int parse_text(const json_t *t, lp_feat_spec *spec, char *msg, size_t msglen)
@@ -107,6 +108,91 @@ static int parse_string_choice(const json_t *obj, const char *name, const char *
     return LP_OK;
 }
 
+/* mechanism, epsilon, delta and candidates of a private release of campaign
+ * c (central 0 when no campaign or a local one was named), checked against
+ * what the campaign's releases have spent (before any work). */
+static int parse_release(lp_store *s, const json_t *obj, lp_train_request *r, const lp_campaign *c,
+                         char *msg, size_t msglen)
+{
+    const char *mech = NULL, *cand = NULL;
+    int rc;
+    /* null is absent: the normalized request (lp_train_request_json) names
+     * every field, and a client may send it back */
+    if ((!json_is_null(json_object_get(obj, "mechanism")) &&
+         (rc = parse_string_choice(obj, "mechanism", &mech, msg, msglen)) != LP_OK) ||
+        (!json_is_null(json_object_get(obj, "candidates")) &&
+         (rc = parse_string_choice(obj, "candidates", &cand, msg, msglen)) != LP_OK))
+        return rc;
+    int has_eps = json_object_get(obj, "epsilon") != NULL,
+        has_delta =
+            json_object_get(obj, "delta") != NULL && !json_is_null(json_object_get(obj, "delta"));
+    if (mech == NULL) {
+        if (c->central)
+            return lp_fail(LP_ECENTRAL_NEEDS_MECHANISM, msg, msglen,
+                           "campaign \"%s\" is central: its labels are true answers, and a model "
+                           "leaves it only through a private release (\"mechanism\": "
+                           "\"exponential\" or \"aup\", with \"epsilon\")",
+                           c->name);
+        if ((has_eps && !json_is_null(json_object_get(obj, "epsilon"))) || has_delta ||
+            cand != NULL)
+            return lp_fail(LP_EBAD_HYPERPARAMETER, msg, msglen,
+                           "\"epsilon\", \"delta\" and \"candidates\" belong to a release: give "
+                           "\"mechanism\"");
+        return LP_OK;
+    }
+    if (strcmp(mech, "exponential") != 0 && strcmp(mech, "aup") != 0)
+        return lp_fail(LP_EBAD_HYPERPARAMETER, msg, msglen,
+                       "\"mechanism\" must be exponential or aup");
+    if (!c->central)
+        return lp_fail(LP_EMECHANISM_NEEDS_CENTRAL, msg, msglen,
+                       "a private release trains on one central campaign: name it in "
+                       "\"campaign\"");
+    if (r->general)
+        return lp_fail(LP_EBAD_HYPERPARAMETER, msg, msglen,
+                       "\"method\": \"general\" has no private release");
+    int aup = strcmp(mech, "aup") == 0;
+    const json_t *e = json_object_get(obj, "epsilon"), *d = json_object_get(obj, "delta");
+    if (!has_eps || !json_is_number(e) || !isfinite(json_number_value(e)) ||
+        !(json_number_value(e) > 0))
+        return lp_fail(LP_EBAD_EPSILON, msg, msglen,
+                       "a release needs \"epsilon\": a finite number > 0 (no release is "
+                       "private at infinity)");
+    double delta = 0;
+    if (has_delta &&
+        (!json_is_number(d) || !(json_number_value(d) >= 0) || !(json_number_value(d) < 1)))
+        return lp_fail(LP_EBAD_HYPERPARAMETER, msg, msglen, "\"delta\" must be in [0, 1)");
+    if (has_delta)
+        delta = json_number_value(d);
+    if (aup && !(delta > 0))
+        return lp_fail(LP_EBAD_HYPERPARAMETER, msg, msglen,
+                       "\"mechanism\": \"aup\" is (epsilon, delta)-DP: give \"delta\" in (0, 1)");
+    if (!aup && delta != 0)
+        return lp_fail(LP_EBAD_HYPERPARAMETER, msg, msglen,
+                       "\"mechanism\": \"exponential\" is pure DP: \"delta\" must be 0 or "
+                       "absent");
+    if (cand != NULL && (aup || strlen(cand) >= sizeof r->candidates))
+        return lp_fail(LP_EBAD_HYPERPARAMETER, msg, msglen,
+                       "\"candidates\" (the exponential mechanism's set) must be shorter than %zu "
+                       "characters",
+                       sizeof r->candidates);
+    snprintf(r->mechanism, sizeof r->mechanism, "%s", mech);
+    snprintf(r->candidates, sizeof r->candidates, "%s", cand ? cand : "");
+    r->release_epsilon = json_number_value(e);
+    r->release_delta = delta;
+    double spent_eps = 0, spent_delta = 0;
+    if ((rc = lp_store_release_spent(s, c->id, &spent_eps, &spent_delta)) != LP_OK)
+        return lp_fail(rc, msg, msglen, "cannot read the release budget");
+    rc = lp_budget_check(c->release_epsilon, c->release_delta, spent_eps, spent_delta,
+                         r->release_epsilon, r->release_delta);
+    if (rc != LP_OK)
+        return lp_fail(rc, msg, msglen,
+                       "campaign \"%s\": a release of epsilon %g, delta %g does not fit the budget "
+                       "(epsilon %g of %g spent, delta %g of %g spent)",
+                       c->name, r->release_epsilon, r->release_delta, spent_eps, c->release_epsilon,
+                       spent_delta, c->release_delta);
+    return LP_OK;
+}
+
 int lp_train_request_parse(lp_store *s, const json_t *obj, int default_threads, lp_train_request *r,
                            char *msg, size_t msglen)
 {
@@ -121,6 +207,7 @@ int lp_train_request_parse(lp_store *s, const json_t *obj, int default_threads, 
     }
     if ((rc = check_fields(obj, REQUEST_FIELDS, "", msg, msglen)) != LP_OK)
         goto out;
+    lp_campaign central = {.central = 0}; /* the named campaign */
     const char *loss = "square-chipo", *optimizer = NULL, *features = "auto", *method = "reward";
     if ((rc = parse_string_choice(obj, "loss", &loss, msg, msglen)) != LP_OK ||
         (rc = parse_string_choice(obj, "method", &method, msg, msglen)) != LP_OK ||
@@ -240,7 +327,9 @@ int lp_train_request_parse(lp_store *s, const json_t *obj, int default_threads, 
         }
         r->campaign = c.id;
         snprintf(r->campaign_name, sizeof r->campaign_name, "%s", c.name);
+        central = c;
     }
+    rc = parse_release(s, obj, r, &central, msg, msglen);
 out:
     json_decref(owned);
     return rc;
@@ -256,7 +345,7 @@ json_t *lp_train_request_json(const lp_train_request *r)
     const char *features = r->features == LP_FEATURES_DENSE  ? "dense"
                            : r->features == LP_FEATURES_TEXT ? "text"
                                                              : "auto";
-    return json_pack(
+    json_t *o = json_pack(
         "{s:s, s:s, s:o, s:o, s:I, s:f, s:f, s:f, s:o, s:o, s:s, s:i, s:i, s:f, s:i, "
         "s:s, s:{s:I, s:b, s:b, s:b}, s:i, s:b}",
         "method", r->general ? "general" : "reward", "loss", lp_loss_name(r->loss.kind), "campaign",
@@ -269,4 +358,10 @@ json_t *lp_train_request_json(const lp_train_request *r)
         "features", features, "text", "dim", (json_int_t)r->text.hash_dim, "bigrams",
         r->text.bigrams, "cross_prompt", r->text.cross_prompt, "length", r->text.length, "threads",
         r->threads, "activate", r->activate);
+    if (o != NULL && r->mechanism[0] != '\0') /* a release: its fields too */
+        json_object_update_new(
+            o, json_pack("{s:s, s:f, s:f, s:o}", "mechanism", r->mechanism, "epsilon",
+                         r->release_epsilon, "delta", r->release_delta, "candidates",
+                         r->candidates[0] ? json_string(r->candidates) : json_null()));
+    return o;
 }

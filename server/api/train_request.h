@@ -18,8 +18,8 @@
  * LP_EUNKNOWN_FIELD, LP_EUNKNOWN_CAMPAIGN. */
 int lp_train_request_parse(lp_store *s, const json_t *obj, int default_threads,
                            lp_train_request *out, char *msg, size_t msglen);
-/* The normalized request as JSON (every field explicit); new reference, or
- * NULL when out of memory. */
+/* The normalized request as JSON (every field explicit; the release fields
+ * only for a release); new reference, or NULL when out of memory. */
 json_t *lp_train_request_json(const lp_train_request *r);
 
 #endif

@@ -12,13 +12,22 @@
 
 #define CAMPAIGN_COLS                                                                              \
     "SELECT id, name, epsilon_min, epsilon_max, allow_infinite, epsilon_budget, "                  \
-    "epsilon_default, labels_per_task, coalesce(annotator_quota, 0) FROM campaigns "
+    "epsilon_default, labels_per_task, coalesce(annotator_quota, 0), trust = 'central', "          \
+    "coalesce(release_epsilon, 0), coalesce(release_delta, 0), coalesce(contribution_cap, 0) "     \
+    "FROM campaigns "
 
 static const char SQL_EXISTS[] = "SELECT 1 FROM campaigns WHERE name = ?1";
 static const char SQL_INSERT[] = "INSERT INTO campaigns (name, epsilon_min, epsilon_max, "
                                  "allow_infinite, epsilon_budget, epsilon_default, created_ms, "
-                                 "labels_per_task, annotator_quota) "
-                                 "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)";
+                                 "labels_per_task, annotator_quota, trust, release_epsilon, "
+                                 "release_delta, contribution_cap) "
+                                 "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)";
+static const char SQL_SET_BUDGET[] =
+    "UPDATE campaigns SET release_epsilon = ?2, release_delta = ?3 WHERE name = ?1";
+static const char SQL_SPENT[] =
+    "SELECT coalesce(sum(p.release_epsilon), 0), coalesce(sum(p.release_delta), 0) "
+    "FROM model_privacy p JOIN models m ON m.version = p.model "
+    "WHERE m.campaign = ?1 AND p.mechanism IS NOT NULL";
 static const char SQL_BY_NAME[] = CAMPAIGN_COLS "WHERE name = ?1";
 static const char SQL_BY_ID[] = CAMPAIGN_COLS "WHERE id = ?1";
 static const char SQL_LIST[] = CAMPAIGN_COLS "ORDER BY id";
@@ -59,6 +68,13 @@ static int create_fn(sqlite3 *db, void *ctx)
     sqlite3_bind_int64(st, 8, c->labels_per_task);
     if (c->annotator_quota > 0)
         sqlite3_bind_int64(st, 9, c->annotator_quota);
+    sqlite3_bind_text(st, 10, c->central ? "central" : "local", -1, SQLITE_STATIC);
+    if (c->release_epsilon > 0)
+        sqlite3_bind_double(st, 11, c->release_epsilon);
+    if (c->release_delta > 0)
+        sqlite3_bind_double(st, 12, c->release_delta);
+    if (c->contribution_cap > 0)
+        sqlite3_bind_int64(st, 13, c->contribution_cap);
     if (sqlite3_step(st) != SQLITE_DONE)
         return lp_engine_fail(db, "campaign insert");
     sqlite3_reset(st);
@@ -84,6 +100,76 @@ static void read_campaign(sqlite3_stmt *st, lp_campaign *c)
     c->epsilon_default = sqlite3_column_double(st, 6);
     c->labels_per_task = sqlite3_column_int64(st, 7);
     c->annotator_quota = sqlite3_column_int64(st, 8);
+    c->central = sqlite3_column_int(st, 9);
+    c->release_epsilon = sqlite3_column_double(st, 10);
+    c->release_delta = sqlite3_column_double(st, 11);
+    c->contribution_cap = sqlite3_column_int64(st, 12);
+}
+
+struct budget_job {
+    lp_engine *engine;
+    lp_campaign *c;
+};
+
+static int set_budget_fn(sqlite3 *db, void *ctx)
+{
+    struct budget_job *j = ctx;
+    sqlite3_stmt *st = lp_engine_stmt(j->engine, db, SQL_SET_BUDGET);
+    if (st == NULL)
+        return LP_ESTORAGE;
+    sqlite3_bind_text(st, 1, j->c->name, -1, SQLITE_STATIC);
+    if (j->c->release_epsilon > 0)
+        sqlite3_bind_double(st, 2, j->c->release_epsilon);
+    else
+        sqlite3_bind_null(st, 2);
+    if (j->c->release_delta > 0)
+        sqlite3_bind_double(st, 3, j->c->release_delta);
+    else
+        sqlite3_bind_null(st, 3);
+    int step = sqlite3_step(st);
+    sqlite3_reset(st);
+    if (step != SQLITE_DONE)
+        return lp_engine_fail(db, "campaign budget");
+    return sqlite3_changes(db) == 1 ? LP_OK : LP_EUNKNOWN_CAMPAIGN;
+}
+
+int lp_store_campaign_set_budget(lp_store *s, lp_campaign *c)
+{
+    struct budget_job j = {s->engine, c};
+    int rc = lp_engine_write(s->engine, set_budget_fn, &j, 1, 0);
+    return rc == LP_OK ? lp_store_campaign_by_name(s, c->name, c) : rc;
+}
+
+struct spent_query {
+    lp_engine *engine;
+    int64_t campaign;
+    double epsilon, delta;
+};
+
+static int spent_fn(sqlite3 *db, void *ctx)
+{
+    struct spent_query *q = ctx;
+    sqlite3_stmt *st = lp_engine_stmt(q->engine, db, SQL_SPENT);
+    if (st == NULL)
+        return LP_ESTORAGE;
+    sqlite3_bind_int64(st, 1, q->campaign);
+    int rc = LP_ESTORAGE;
+    if (sqlite3_step(st) == SQLITE_ROW) {
+        q->epsilon = sqlite3_column_double(st, 0);
+        q->delta = sqlite3_column_double(st, 1);
+        rc = LP_OK;
+    }
+    sqlite3_reset(st);
+    return rc;
+}
+
+int lp_store_release_spent(lp_store *s, int64_t campaign, double *epsilon, double *delta)
+{
+    struct spent_query q = {.engine = s->engine, .campaign = campaign};
+    int rc = lp_engine_read(s->engine, spent_fn, &q);
+    *epsilon = q.epsilon;
+    *delta = q.delta;
+    return rc;
 }
 
 struct get_query {

@@ -19,10 +19,23 @@ typedef struct lp_campaign {
     int allow_infinite;
     int64_t labels_per_task; /* >= 1; 0 on create: 1 */
     int64_t annotator_quota; /* labels + open leases per annotator; 0: none */
+    /* schema/014: central (1): annotators send true labels and models leave
+     * only through a private release; the release budget (pure epsilon,
+     * 0: none; total delta of approximate releases, 0: none) and the
+     * per-annotator contribution cap m (0: none) */
+    int central;
+    double release_epsilon, release_delta;
+    int64_t contribution_cap;
 } lp_campaign;
 
 /* Creates c (id is filled in). LP_ECAMPAIGN_EXISTS if the name is taken. */
 int lp_store_campaign_create(lp_store *s, lp_campaign *c);
+/* Replaces the release budget (release_epsilon, release_delta) of the
+ * campaign c->name; the other fields of c are read back. LP_EUNKNOWN_CAMPAIGN. */
+int lp_store_campaign_set_budget(lp_store *s, lp_campaign *c);
+/* What a campaign's releases spent so far (basic composition: the sums of
+ * its models' release epsilons and deltas). */
+int lp_store_release_spent(lp_store *s, int64_t campaign, double *epsilon, double *delta);
 /* LP_EUNKNOWN_CAMPAIGN if there is no such campaign. */
 int lp_store_campaign_by_name(lp_store *s, const char *name, lp_campaign *out);
 int lp_store_campaign_by_id(lp_store *s, int64_t id, lp_campaign *out);

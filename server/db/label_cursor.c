@@ -16,12 +16,16 @@ struct lp_label_cursor {
     int64_t campaign, cutoff;
 };
 
-/* ?1 cut-off, ?2 campaign (0: all) */
-#define RANGE                                                                                      \
-    "FROM labels l JOIN tasks t ON t.id = l.task WHERE l.id <= ?1 AND (?2 = 0 OR t.campaign = ?2)"
+/* ?2 campaign, or 0: every local campaign (a central campaign's true labels
+ * are read only when it is named) */
+#define CAMPAIGN_MATCH                                                                             \
+    "(t.campaign = ?2 OR (?2 = 0 AND t.campaign NOT IN "                                           \
+    "(SELECT id FROM campaigns WHERE trust = 'central')))"
+/* ?1 cut-off, ?2 campaign */
+#define RANGE "FROM labels l JOIN tasks t ON t.id = l.task WHERE l.id <= ?1 AND " CAMPAIGN_MATCH
 
 static const char SQL_NEWEST[] = "SELECT COALESCE(MAX(l.id), 0) FROM labels l "
-                                 "JOIN tasks t ON t.id = l.task WHERE ?2 = 0 OR t.campaign = ?2";
+                                 "JOIN tasks t ON t.id = l.task WHERE " CAMPAIGN_MATCH;
 static const char SQL_SUMMARY[] = "SELECT COUNT(*), COALESCE(SUM(t.features0 IS NULL), 0), "
                                   "MIN(length(t.features0)), MAX(length(t.features0)) " RANGE;
 /* Per annotator: its labels, its unprivatized ones (epsilon NULL), the
@@ -34,10 +38,10 @@ static const char SQL_PRIVACY[] =
 static const char SQL_ROWS[] =
     "SELECT l.id, l.task, t.campaign, l.timestamp_ms, l.received_ms, c.name, a.pseudonym, "
     "t.prompt, t.response0, t.response1, l.z_task, l.epsilon, t.features0, t.features1, "
-    "t.reference_preferred "
+    "t.reference_preferred, l.annotator "
     "FROM labels l JOIN tasks t ON t.id = l.task JOIN annotators a ON a.id = l.annotator "
     "JOIN campaigns c ON c.id = t.campaign "
-    "WHERE l.id <= ?1 AND (?2 = 0 OR t.campaign = ?2) ORDER BY l.id";
+    "WHERE l.id <= ?1 AND " CAMPAIGN_MATCH " ORDER BY l.id";
 
 /* Prepares sql with the range bound (?1 cut-off, ?2 campaign). */
 static sqlite3_stmt *range_stmt(lp_label_cursor *c, const char *sql)
@@ -111,6 +115,11 @@ int lp_label_privacy_all_privatized(const lp_label_privacy *p)
     return p->known && p->labels > 0 && p->unprivatized == 0;
 }
 
+int lp_label_privacy_public(const lp_label_privacy *p)
+{
+    return p->known && p->labels > 0 && (p->released || p->unprivatized == 0);
+}
+
 static double column_or_nan(sqlite3_stmt *st, int col)
 {
     return sqlite3_column_type(st, col) == SQLITE_NULL ? NAN : sqlite3_column_double(st, col);
@@ -167,6 +176,7 @@ int lp_label_cursor_next(lp_label_cursor *c, lp_label_row *row)
     }
     row->reference_preferred =
         sqlite3_column_type(st, 14) == SQLITE_NULL ? -1 : sqlite3_column_int(st, 14);
+    row->annotator_id = sqlite3_column_int64(st, 15);
     return 1;
 }
 

@@ -17,7 +17,7 @@
 /* One label. Strings and feature blobs are borrowed until the next
  * lp_label_cursor_next or close. */
 typedef struct lp_label_row {
-    int64_t label_id, task_id, campaign_id, timestamp_ms, received_ms;
+    int64_t label_id, task_id, campaign_id, timestamp_ms, received_ms, annotator_id;
     const char *campaign, *pseudonym, *prompt, *response0, *response1; /* campaign: its name */
     int z_task;              /* as received, in the task's order (1: response 1 preferred) */
     double epsilon;          /* +INFINITY when not privatized */
@@ -45,15 +45,24 @@ typedef struct lp_label_privacy {
     /* the largest sum of one annotator's label epsilons (basic composition);
      * INFINITY when any label was not privatized */
     double epsilon_per_annotator;
+    /* 1: the model was not fitted on the labels but released from them by a
+     * differentially private mechanism (schema/014; set by the learner and
+     * read back from the registry, never by the cursor) */
+    int released;
 } lp_label_privacy;
 
 /* 1 when the record is known and every label was privatized: only then is a
  * model trained on the labels post-processing of epsilon-LDP reports. */
 int lp_label_privacy_all_privatized(const lp_label_privacy *p);
+/* 1 when a model with this record may be served to anyone (--public-score):
+ * every label privatized (post-processing of epsilon-LDP reports) or the
+ * model a DP release (post-processing of the release, docs/trust-model.md). */
+int lp_label_privacy_public(const lp_label_privacy *p);
 
 typedef struct lp_label_cursor lp_label_cursor;
 
-/* Opens a cursor over the labels of a campaign (0: every campaign) with
+/* Opens a cursor over the labels of a campaign (0: every local campaign;
+ * a central campaign's labels are read only when it is named) with
  * id <= cutoff (0: the newest label at open). LP_ESTORAGE, LP_ENO_MEMORY.
  * Close with lp_label_cursor_close. */
 int lp_label_cursor_open(lp_store *s, int64_t campaign, int64_t cutoff, lp_label_cursor **out);

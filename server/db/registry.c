@@ -1,6 +1,7 @@
 /* registry.c — learning records in SQLite. See registry.h. */
 #include "registry.h"
 
+#include "budget.h"
 #include "buf.h"
 #include "clock.h"
 #include "db.h"
@@ -211,15 +212,16 @@ static lp_run_status status_parse(const unsigned char *t)
 #define SETTINGS_FIELDS                                                                            \
     "loss, campaign, cutoff, seed, beta, rmax, tau, l2, norm_bound, optimizer, max_iter, "         \
     "epochs, lr, batch, features, text_dim, text_bigrams, text_cross_prompt, text_length, "        \
-    "threads, activate, l2_auto"
+    "threads, activate, l2_auto, mechanism, release_epsilon, release_delta, candidates"
 /* The columns of train_settings ts read by read_settings, in its order. */
 #define SETTINGS_COLS                                                                              \
     "ts.loss, ts.campaign, ts.cutoff, ts.seed, ts.beta, ts.rmax, ts.tau, ts.l2, ts.norm_bound, "   \
     "ts.optimizer, ts.max_iter, ts.epochs, ts.lr, ts.batch, ts.features, ts.text_dim, "            \
     "ts.text_bigrams, ts.text_cross_prompt, ts.text_length, ts.threads, ts.activate, "             \
-    "(SELECT name FROM campaigns WHERE id = ts.campaign), ts.l2_auto"
+    "(SELECT name FROM campaigns WHERE id = ts.campaign), ts.l2_auto, ts.mechanism, "              \
+    "ts.release_epsilon, ts.release_delta, ts.candidates"
 
-#define SETTINGS_NCOLS 23 /* the columns of SETTINGS_COLS */
+#define SETTINGS_NCOLS 27 /* the columns of SETTINGS_COLS */
 /* Reads SETTINGS_COLS starting at column col. */
 static void read_settings(sqlite3_stmt *st, int col, lp_train_settings *t)
 {
@@ -249,6 +251,10 @@ static void read_settings(sqlite3_stmt *st, int col, lp_train_settings *t)
     t->activate = sqlite3_column_int(st, col + 20);
     copy_text(st, col + 21, t->campaign_name, sizeof t->campaign_name);
     t->l2_auto = sqlite3_column_int(st, col + 22);
+    copy_text(st, col + 23, t->mechanism, sizeof t->mechanism);
+    t->release_epsilon = sqlite3_column_double(st, col + 24);
+    t->release_delta = sqlite3_column_double(st, col + 25);
+    copy_text(st, col + 26, t->candidates, sizeof t->candidates);
 }
 
 /* Appends a train_settings row; *id gets its id. */
@@ -257,7 +263,8 @@ static int settings_insert(sqlite3 *db, const lp_train_settings *t, int64_t *id)
     sqlite3_stmt *st;
     if (prep(db,
              "INSERT INTO train_settings (" SETTINGS_FIELDS ") VALUES (?1, ?2, ?3, ?4, ?5, ?6, "
-             "?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20, ?21, ?22)",
+             "?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20, ?21, ?22, ?23, "
+             "?24, ?25, ?26)",
              &st) != LP_OK)
         return LP_ESTORAGE;
     sqlite3_bind_text(st, 1, t->loss, -1, SQLITE_STATIC);
@@ -282,6 +289,12 @@ static int settings_insert(sqlite3 *db, const lp_train_settings *t, int64_t *id)
     sqlite3_bind_int(st, 20, t->threads);
     sqlite3_bind_int(st, 21, t->activate);
     sqlite3_bind_int(st, 22, t->l2_auto);
+    if (t->mechanism[0] != '\0') {
+        sqlite3_bind_text(st, 23, t->mechanism, -1, SQLITE_STATIC);
+        sqlite3_bind_double(st, 24, t->release_epsilon);
+        sqlite3_bind_double(st, 25, t->release_delta);
+        sqlite3_bind_text(st, 26, t->candidates, -1, SQLITE_STATIC);
+    }
     int rc = exec_done(db, st);
     if (rc == LP_OK)
         *id = sqlite3_last_insert_rowid(db);
@@ -615,7 +628,8 @@ static int model_privacy_insert(sqlite3 *db, const lp_model_record *m)
     sqlite3_stmt *st;
     if (prep(db,
              "INSERT INTO model_privacy (model, labels, annotators, unprivatized, epsilon_min, "
-             "epsilon_max, epsilon_per_annotator) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+             "epsilon_max, epsilon_per_annotator, mechanism, release_epsilon, release_delta) "
+             "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
              &st) != LP_OK)
         return LP_ESTORAGE;
     sqlite3_bind_int64(st, 1, m->version);
@@ -625,7 +639,40 @@ static int model_privacy_insert(sqlite3 *db, const lp_model_record *m)
     bind_real_or_null(st, 5, p->epsilon_min);
     bind_real_or_null(st, 6, p->epsilon_max);
     bind_real_or_null(st, 7, p->epsilon_per_annotator); /* NULL: infinite */
+    if (m->mechanism[0] != '\0') {
+        sqlite3_bind_text(st, 8, m->mechanism, -1, SQLITE_STATIC);
+        sqlite3_bind_double(st, 9, m->release_epsilon);
+        sqlite3_bind_double(st, 10, m->release_delta);
+    }
     return exec_done(db, st);
+}
+
+/* In the model's transaction: LP_ERELEASE_BUDGET_EXHAUSTED when its release
+ * does not fit what its campaign has left (budget.h). */
+static int release_budget_check(sqlite3 *db, const lp_model_record *m)
+{
+    if (m->mechanism[0] == '\0')
+        return LP_OK;
+    if (!m->privacy.known || m->campaign == 0)
+        return LP_EINVALID_ARGUMENT; /* a release is of one campaign, recorded */
+    sqlite3_stmt *st;
+    if (prep(db,
+             "SELECT coalesce(c.release_epsilon, 0), coalesce(c.release_delta, 0), "
+             "(SELECT coalesce(sum(p.release_epsilon), 0) FROM model_privacy p JOIN models x ON "
+             "x.version = p.model WHERE x.campaign = c.id AND p.mechanism IS NOT NULL), "
+             "(SELECT coalesce(sum(p.release_delta), 0) FROM model_privacy p JOIN models x ON "
+             "x.version = p.model WHERE x.campaign = c.id AND p.mechanism IS NOT NULL) "
+             "FROM campaigns c WHERE c.id = ?1",
+             &st) != LP_OK)
+        return LP_ESTORAGE;
+    sqlite3_bind_int64(st, 1, m->campaign);
+    int rc = LP_EUNKNOWN_CAMPAIGN;
+    if (sqlite3_step(st) == SQLITE_ROW)
+        rc = lp_budget_check(sqlite3_column_double(st, 0), sqlite3_column_double(st, 1),
+                             sqlite3_column_double(st, 2), sqlite3_column_double(st, 3),
+                             m->release_epsilon, m->release_delta);
+    sqlite3_finalize(st);
+    return rc;
 }
 
 static int model_add_fn(sqlite3 *db, void *ctx)
@@ -633,6 +680,9 @@ static int model_add_fn(sqlite3 *db, void *ctx)
     struct model_add *a = ctx;
     lp_model_record *m = a->m;
     sqlite3_stmt *st;
+    int rc = release_budget_check(db, m);
+    if (rc != LP_OK)
+        return rc;
     if (prep(db,
              "INSERT INTO models (run, loss, campaign, cutoff, labels, duration_ms, model, "
              "created_ms, summary, features, dim, text_dim, text_bigrams, text_cross_prompt, "
@@ -659,7 +709,7 @@ static int model_add_fn(sqlite3 *db, void *ctx)
         sqlite3_bind_int(st, 15, m->text_cross_max);
         sqlite3_bind_int(st, 16, m->text_length);
     }
-    int rc = exec_done(db, st);
+    rc = exec_done(db, st);
     if (rc != LP_OK)
         return rc;
     m->version = sqlite3_last_insert_rowid(db);
@@ -683,13 +733,15 @@ int lp_registry_model_add(lp_store *s, lp_model_record *m, int activate)
     "m.created_ms, m.summary, c.name, m.features, m.dim, m.text_dim, m.text_bigrams, "             \
     "m.text_cross_prompt, m.text_cross_max, m.text_length, p.model IS NOT NULL, p.labels, "        \
     "p.annotators, p.unprivatized, p.epsilon_min, p.epsilon_max, "                                 \
-    "p.epsilon_per_annotator, " SETTINGS_COLS ", "
+    "p.epsilon_per_annotator, p.mechanism, p.release_epsilon, p.release_delta, " SETTINGS_COLS     \
+    ", "
 #define MODEL_FROM                                                                                 \
     " FROM models m LEFT JOIN campaigns c ON c.id = m.campaign "                                   \
     "LEFT JOIN training_runs r ON r.id = m.run LEFT JOIN train_settings ts ON ts.id = r.settings " \
     "LEFT JOIN model_privacy p ON p.model = m.version "
 #define MODEL_PRIVACY_COL 17 /* the first privacy column of MODEL_COLS */
-#define MODEL_SETTINGS_COL (MODEL_PRIVACY_COL + 7)
+#define MODEL_RELEASE_COL (MODEL_PRIVACY_COL + 7)
+#define MODEL_SETTINGS_COL (MODEL_RELEASE_COL + 3)
 
 /* The privacy columns of MODEL_COLS; unknown when the model has no row. A
  * NULL epsilon_per_annotator is infinite, NULL bounds are "none". */
@@ -734,6 +786,10 @@ static void read_model(sqlite3_stmt *st, lp_model_record *m, int with_model)
     m->text_cross_max = sqlite3_column_int(st, 15);
     m->text_length = sqlite3_column_int(st, 16);
     read_model_privacy(st, &m->privacy);
+    copy_text(st, MODEL_RELEASE_COL, m->mechanism, sizeof m->mechanism);
+    m->privacy.released = m->privacy.known && m->mechanism[0] != '\0';
+    m->release_epsilon = sqlite3_column_double(st, MODEL_RELEASE_COL + 1);
+    m->release_delta = sqlite3_column_double(st, MODEL_RELEASE_COL + 2);
     read_settings(st, MODEL_SETTINGS_COL, &m->settings);
     if (with_model)
         m->model = lp_engine_column_dup(st, MODEL_SETTINGS_COL + SETTINGS_NCOLS);

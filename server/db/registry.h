@@ -68,6 +68,11 @@ typedef struct lp_train_settings {
     int text_bigrams, text_cross_prompt, text_length;
     int threads;
     int activate;
+    /* schema/014: a private release ("" none; "exponential", "aup"), its
+     * epsilon and delta, and the exponential mechanism's candidate set */
+    char mechanism[16];
+    double release_epsilon, release_delta;
+    char candidates[64];
 } lp_train_settings;
 
 /* ---- training runs ---- */
@@ -157,6 +162,9 @@ typedef struct lp_model_record {
     /* the privacy of the labels it was trained on (known 0: trained before
      * the record existed) */
     lp_label_privacy privacy;
+    /* the release that produced it (schema/014): mechanism "" when none */
+    char mechanism[16];
+    double release_epsilon, release_delta;
     char *summary; /* the model file without theta (JSON text), owned */
     char *model;   /* model file JSON text, owned; NULL when listed */
 } lp_model_record;
@@ -164,7 +172,10 @@ typedef struct lp_model_record {
 void lp_model_record_clear(lp_model_record *m);
 /* Appends a model with its corruption rows, its privacy record (when
  * known) (everything borrowed) and, when activate is set, its activation,
- * in one transaction; fills version and created_ms. */
+ * in one transaction; fills version and created_ms. A release (mechanism
+ * set) is checked against its campaign's release budget in the same
+ * transaction: LP_ERELEASE_BUDGET_EXHAUSTED stores nothing, so concurrent
+ * releases never spend more than the budget together. */
 int lp_registry_model_add(lp_store *s, lp_model_record *m, int activate);
 /* With the model text. LP_EUNKNOWN_MODEL. */
 int lp_registry_model_get(lp_store *s, int64_t version, lp_model_record *out);

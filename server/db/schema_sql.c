@@ -748,8 +748,47 @@ static const char MIGRATION_013[] =
     "    ON CONFLICT (campaign, minute) DO UPDATE SET labels = labels + 1;\n"
     "END;\n";
 
+static const char MIGRATION_014[] =
+    "-- 014_central_campaigns.sql — trusted-curator (central) campaigns, their\n"
+    "-- model-release budget, per-annotator contribution caps and the release\n"
+    "-- record of every model (PRAGMA user_version = 14).\n"
+    "--\n"
+    "-- trust: 'local' (labels are randomized on the annotator's device) or\n"
+    "-- 'central' (annotators send their true labels; only models released by a\n"
+    "-- differentially private mechanism leave the server). release_epsilon: the\n"
+    "-- campaign's model-release budget in pure DP (NULL: none, no release);\n"
+    "-- release_delta: the total delta of approximate-DP releases (NULL: 0).\n"
+    "-- contribution_cap: the most labels one annotator gives (m; NULL: none).\n"
+    "-- A model's mechanism, release_epsilon and release_delta: the release that\n"
+    "-- produced it (NULL: none, the model was fitted on the labels directly).\n"
+    "-- The spent totals of a campaign are sums over its models' releases (basic\n"
+    "-- composition), checked and written in the transaction that stores a model.\n"
+    "-- train_settings keep a request's mechanism, epsilon, delta and candidate\n"
+    "-- set so that a stored run or schedule replays the same release.\n"
+    "\n"
+    "ALTER TABLE campaigns ADD COLUMN trust TEXT NOT NULL DEFAULT 'local'\n"
+    "    CHECK (trust IN ('local', 'central'));\n"
+    "ALTER TABLE campaigns ADD COLUMN release_epsilon REAL\n"
+    "    CHECK (release_epsilon IS NULL OR release_epsilon > 0);\n"
+    "ALTER TABLE campaigns ADD COLUMN release_delta REAL\n"
+    "    CHECK (release_delta IS NULL OR (release_delta >= 0 AND release_delta < 1));\n"
+    "ALTER TABLE campaigns ADD COLUMN contribution_cap INTEGER\n"
+    "    CHECK (contribution_cap IS NULL OR contribution_cap >= 1);\n"
+    "\n"
+    "ALTER TABLE model_privacy ADD COLUMN mechanism TEXT\n"
+    "    CHECK (mechanism IS NULL OR mechanism IN ('exponential', 'aup'));\n"
+    "ALTER TABLE model_privacy ADD COLUMN release_epsilon REAL\n"
+    "    CHECK (release_epsilon IS NULL OR release_epsilon > 0);\n"
+    "ALTER TABLE model_privacy ADD COLUMN release_delta REAL\n"
+    "    CHECK (release_delta IS NULL OR (release_delta >= 0 AND release_delta < 1));\n"
+    "\n"
+    "ALTER TABLE train_settings ADD COLUMN mechanism TEXT;\n"
+    "ALTER TABLE train_settings ADD COLUMN release_epsilon REAL;\n"
+    "ALTER TABLE train_settings ADD COLUMN release_delta REAL;\n"
+    "ALTER TABLE train_settings ADD COLUMN candidates TEXT;\n";
+
 const char *const LP_MIGRATIONS[] = {MIGRATION_001, MIGRATION_002, MIGRATION_003, MIGRATION_004,
                                      MIGRATION_005, MIGRATION_006, MIGRATION_007, MIGRATION_008,
                                      MIGRATION_009, MIGRATION_010, MIGRATION_011, MIGRATION_012,
-                                     MIGRATION_013};
+                                     MIGRATION_013, MIGRATION_014};
 const int LP_MIGRATION_COUNT = (int)(sizeof LP_MIGRATIONS / sizeof LP_MIGRATIONS[0]);

@@ -2,13 +2,17 @@
  * See retrain.h. */
 #include "retrain.h"
 
+#include "budget.h"
+#include "campaigns.h"
 #include "clock.h"
 #include "confidence.h"
 #include "curve.h"
 #include "error.h"
 #include "log.h"
+#include "mechanism.h"
 #include "model.h"
 #include "objective.h"
+#include "rr.h"
 #include "wire.h"
 
 #include <math.h>
@@ -51,6 +55,10 @@ void lp_train_settings_from_request(const lp_train_request *r, lp_train_settings
     t->text_length = r->text.length;
     t->threads = r->threads;
     t->activate = r->activate;
+    snprintf(t->mechanism, sizeof t->mechanism, "%s", r->mechanism);
+    t->release_epsilon = r->release_epsilon;
+    t->release_delta = r->release_delta;
+    snprintf(t->candidates, sizeof t->candidates, "%s", r->candidates);
 }
 
 static int feature_mode_parse(const char *name, lp_feature_mode *out)
@@ -96,6 +104,10 @@ int lp_train_request_from_settings(const lp_train_settings *t, lp_train_request 
     r->text.length = t->text_length;
     r->threads = t->threads;
     r->activate = t->activate;
+    snprintf(r->mechanism, sizeof r->mechanism, "%s", t->mechanism);
+    r->release_epsilon = t->release_epsilon;
+    r->release_delta = t->release_delta;
+    snprintf(r->candidates, sizeof r->candidates, "%s", t->candidates);
     return LP_OK;
 }
 
@@ -147,6 +159,9 @@ static int model_view_from_record(lp_model_record *m, lp_model_view *v)
     v->n_corruption = m->n_corruption;
     v->anti_model = m->anti_model;
     v->privacy = m->privacy;
+    snprintf(v->mechanism, sizeof v->mechanism, "%s", m->mechanism);
+    v->release_epsilon = m->release_epsilon;
+    v->release_delta = m->release_delta;
     v->summary = m->summary;
     v->model = m->model;
     m->corruption = NULL;
@@ -373,6 +388,63 @@ static int fit_model(lp_learner *l, const lp_train_request *req, const lp_snapsh
     return LP_OK;
 }
 
+/* LP_OK when the request's release fits what its campaign has left
+ * (checked again when the model is stored: registry.h). */
+static int release_fits(lp_learner *l, const lp_train_request *req, char *msg, size_t msglen)
+{
+    lp_campaign c;
+    double eps = 0, delta = 0;
+    int rc = lp_store_campaign_by_id(l->s, req->campaign, &c);
+    if (rc == LP_OK)
+        rc = lp_store_release_spent(l->s, c.id, &eps, &delta);
+    if (rc != LP_OK)
+        return lp_fail(rc, msg, msglen, "cannot read the release budget");
+    rc = lp_budget_check(c.release_epsilon, c.release_delta, eps, delta, req->release_epsilon,
+                         req->release_delta);
+    return rc == LP_OK ? LP_OK
+                       : lp_fail(rc, msg, msglen,
+                                 "campaign \"%s\": the release does not fit the budget (epsilon "
+                                 "%g of %g spent)",
+                                 c.name, eps, c.release_epsilon);
+}
+
+/* Releases a model from the snapshot by the request's private mechanism
+ * (mechanism.h): the labels are a central campaign's true answers, grouped
+ * by annotator; the randomness is the OS CSPRNG's. */
+static int release_model(lp_learner *l, const lp_train_request *req, const lp_snapshot *sn,
+                         lp_model **out, char *msg, size_t msglen)
+{
+    lp_mechanism mech;
+    if (lp_mechanism_parse(req->mechanism, &mech) != LP_OK)
+        return lp_fail(LP_EINVALID_ARGUMENT, msg, msglen, "unknown mechanism \"%s\"",
+                       req->mechanism);
+    lp_campaign c;
+    int rc = lp_store_campaign_by_id(l->s, req->campaign, &c);
+    if (rc != LP_OK)
+        return lp_fail(rc, msg, msglen, "cannot read the campaign");
+    lp_release_opts o;
+    lp_release_opts_init(&o, mech, req->release_epsilon);
+    o.delta = req->release_delta;
+    o.beta = req->beta;
+    o.rmax = req->loss.rmax;
+    o.candidates = req->candidates[0] ? req->candidates : LP_RELEASE_CANDIDATES_DEFAULT;
+    if (isfinite(req->fit.norm_bound)) /* the candidates' ball; aup's projection */
+        o.radius = o.norm_bound = req->fit.norm_bound;
+    o.user_cap = (size_t)c.contribution_cap; /* m > 0: user-level */
+    pthread_mutex_lock(&l->lock);
+    l->run.iterations = 0;
+    pthread_mutex_unlock(&l->lock);
+    char why[LP_MSG_MAX] = "";
+    rc = lp_release_fit(sn->ds, sn->user, &o, out, why, sizeof why);
+    if (rc == LP_ENO_MEMORY)
+        return lp_fail(rc, msg, msglen, "out of memory");
+    if (rc != LP_OK)
+        return lp_fail(rc == LP_EINVALID_ARGUMENT ? LP_EBAD_HYPERPARAMETER : LP_ETRAINING_FAILED,
+                       msg, msglen, "the %s release failed: %s", req->mechanism,
+                       why[0] ? why : lp_error_name(rc));
+    return LP_OK;
+}
+
 /* The privacy of a model trained on labels of privacy own through a view
  * that also consulted another model (corruption strategy "anti"), whose
  * record is other: counted over both sets of labels. Where the two share
@@ -400,10 +472,13 @@ static int execute(lp_learner *l, char *msg, size_t msglen)
     lp_train_request req = l->req; /* the worker's own copy; req is immutable while queued */
     set_status(l, LP_RUN_SNAPSHOT);
     persist_run(l);
+    int rc;
+    if (req.mechanism[0] != '\0' && (rc = release_fits(l, &req, msg, msglen)) != LP_OK)
+        return rc; /* a scheduled release after the budget ran out: no work */
 
     lp_corruption *cs = NULL;
     size_t ncs = 0;
-    int rc = lp_registry_corruption_active(l->s, &cs, &ncs);
+    rc = lp_registry_corruption_active(l->s, &cs, &ncs);
     if (rc != LP_OK)
         return lp_fail(rc, msg, msglen, "cannot read the corruption settings");
     if (req.campaign != 0) { /* only the trained campaign's settings are in force */
@@ -427,7 +502,8 @@ static int execute(lp_learner *l, char *msg, size_t msglen)
                        .cancel = &l->cancel,
                        .pause = yield_to_requests,
                        .pause_ctx = l,
-                       .general = req.general};
+                       .general = req.general,
+                       .users = req.mechanism[0] != '\0'};
     lp_snapshot sn;
     rc = lp_snapshot_build(l->s, &vs, &sn, msg, msglen);
     int64_t anti_version = anti ? lp_served_version(anti) : 0;
@@ -450,7 +526,8 @@ static int execute(lp_learner *l, char *msg, size_t msglen)
 
     int64_t t0 = lp_now_ms();
     lp_model *m = NULL;
-    rc = fit_model(l, &req, &sn, &m, msg, msglen);
+    rc = req.mechanism[0] ? release_model(l, &req, &sn, &m, msg, msglen)
+                          : fit_model(l, &req, &sn, &m, msg, msglen);
     int64_t duration = lp_now_ms() - t0;
     if (rc == LP_OK && atomic_load(&l->cancel))
         rc = lp_fail(LP_ECANCELLED, msg, msglen, "cancelled");
@@ -492,6 +569,12 @@ static int execute(lp_learner *l, char *msg, size_t msglen)
                            .summary = summary_text,
                            .model = model_text};
     snprintf(rec.loss, sizeof rec.loss, "%s", lp_loss_name(req.loss.kind));
+    if (req.mechanism[0] != '\0') { /* a release spends from its campaign's budget */
+        snprintf(rec.mechanism, sizeof rec.mechanism, "%s", req.mechanism);
+        rec.release_epsilon = req.release_epsilon;
+        rec.release_delta = req.release_delta;
+        rec.privacy.released = 1;
+    }
     snprintf(rec.features, sizeof rec.features, "%s", text ? "text" : "dense");
     lp_model_free(m);
     lp_snapshot_clear(&sn);

@@ -30,6 +30,11 @@
 
 #include <stdint.h>
 
+/* The exponential mechanism's candidate set when a request names none
+ * (server/engine/expmech.h): a random net of 256 points in the ball of
+ * radius norm_bound (1 when none). */
+#define LP_RELEASE_CANDIDATES_DEFAULT "net:256"
+
 /* A validated retrain request (docs/design.md §3.5; docs/protocol.md); the
  * handler layer parses it from JSON (server/api/train_request.h). */
 typedef struct lp_train_request {
@@ -47,6 +52,13 @@ typedef struct lp_train_request {
     lp_feat_spec text;
     int threads;
     int activate;
+    /* a private release of one central campaign (schema/014): mechanism ""
+     * (none), "exponential" or "aup"; its epsilon (finite, > 0) and delta
+     * (aup: (0, 1); exponential: 0); the exponential mechanism's candidate
+     * set ("" : the mechanism's default) */
+    char mechanism[16];
+    double release_epsilon, release_delta;
+    char candidates[64];
 } lp_train_request;
 
 /* The request as a stored settings record (registry.h). */
@@ -73,9 +85,11 @@ typedef struct lp_model_view {
     size_t n_corruption;
     int64_t anti_model;
     lp_label_privacy privacy; /* of the labels it was trained on (known 0: unknown) */
-    char *summary;            /* the model artifact without theta: link, beta, features,
-                                 hyper, data, metrics (model.h; JSON text, owned) */
-    char *model;              /* the model file (JSON text, owned); NULL in lists */
+    char mechanism[16];       /* the release that produced it ("" : none) */
+    double release_epsilon, release_delta;
+    char *summary; /* the model artifact without theta: link, beta, features,
+                      hyper, data, metrics (model.h; JSON text, owned) */
+    char *model;   /* the model file (JSON text, owned); NULL in lists */
 } lp_model_view;
 
 /* Frees what the view owns (NULL ok). */

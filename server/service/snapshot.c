@@ -2,6 +2,7 @@
  * cursor (server/db/label_cursor.h). See snapshot.h. */
 #include "snapshot.h"
 
+#include "buf.h"
 #include "error.h"
 #include "label_cursor.h"
 #include "wire.h"
@@ -196,6 +197,7 @@ int lp_view_next(lp_view *v, lp_view_row *row, char *msg, size_t msglen)
     *row = (lp_view_row){.label_id = r.label_id,
                          .task_id = r.task_id,
                          .campaign = r.campaign_id,
+                         .annotator = r.annotator_id,
                          .timestamp_ms = r.timestamp_ms,
                          .received_ms = r.received_ms,
                          .campaign_name = r.campaign,
@@ -267,6 +269,7 @@ void lp_snapshot_clear(lp_snapshot *sn)
         return;
     lp_dataset_free(sn->ds);
     lp_gp_data_free(sn->general);
+    free(sn->user);
     memset(sn, 0, sizeof *sn);
 }
 
@@ -310,7 +313,16 @@ int lp_snapshot_build(lp_store *s, const lp_view_spec *spec, lp_snapshot *out, c
     lp_view_row row;
     int got;
     char why[200];
+    size_t user_cap = 0;
     while ((got = lp_view_next(v, &row, msg, msglen)) == 1) {
+        if (spec->users) {
+            if (lp_array_reserve((void **)&out->user, &user_cap, out->ds->n, sizeof *out->user,
+                                 1024) != LP_OK) {
+                got = -lp_fail(LP_ENO_MEMORY, msg, msglen, "out of memory");
+                break;
+            }
+            out->user[out->ds->n] = row.annotator;
+        }
         rc = out->mode == LP_FEATURES_DENSE
                  ? lp_dataset_add_dense(out->ds, row.x0, row.x1, row.z_view, row.epsilon, -1, why,
                                         sizeof why)

@@ -51,10 +51,12 @@ typedef struct lp_view_spec {
     void *pause_ctx;
     int general; /* lp_snapshot_build: also group the labels by prompt for
                     Algorithm 3 (lp_snapshot.general) */
+    int users;   /* lp_snapshot_build: also keep each label's annotator
+                    (lp_snapshot.user), for user-level releases */
 } lp_view_spec;
 
 typedef struct lp_view_row {
-    int64_t label_id, task_id, campaign, timestamp_ms, received_ms;
+    int64_t label_id, task_id, campaign, timestamp_ms, received_ms, annotator;
     const char *campaign_name, *pseudonym, *prompt, *response0, *response1;
     int z;                   /* as received, task orientation */
     int z_view;              /* after corruption */
@@ -98,6 +100,7 @@ typedef struct lp_snapshot {
     size_t corrupted;         /* labels whose view differs from the received label */
     lp_gp_data *general;      /* owned; the same labels by prompt when spec->general */
     lp_label_privacy privacy; /* of exactly the labels in ds */
+    int64_t *user;            /* owned; with spec->users: the annotator of row i */
 } lp_snapshot;
 
 /* Reads the whole view into a dataset. LP_ENO_LABELS if it is empty;

@@ -370,7 +370,7 @@ int main(void)
     const char *const models[] = {"ldpref", "admin", "models", "--format", "table", NULL};
     CHECK_INT(run_tool(models, env, &table), 0);
     CHECK(table && strstr(table, "privatized") && strstr(table, "unprivatized_labels") &&
-          strstr(table, "epsilon_per_annotator"));
+          strstr(table, "user_level_epsilon"));
     free(table);
 
     /* Default: the attacker without a token is refused, whatever the version. */

@@ -45,6 +45,7 @@ static const struct want {
     {"GET", "/v1/healthz", NONE},
     {"POST", "/v1/campaigns", ADMIN},
     {"GET", "/v1/campaigns", ADMIN},
+    {"POST", "/v1/campaigns/update", ADMIN},
     {"GET", "/v1/campaigns/view", ADMIN},
     {"POST", "/v1/enrollment-tokens", ADMIN},
     {"POST", "/v1/annotators", NONE},

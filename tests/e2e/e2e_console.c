@@ -25,6 +25,7 @@
 #include "annotator_client.h"
 #include "cdp.h"
 #include "check.h"
+#include "console_page.h"
 #include "files.h"
 #include "http_socket.h"
 #include "ldpref.h"
@@ -444,79 +445,6 @@ static void make_data(ldpref_client *op)
 
 /* ---- the browser ---------------------------------------------------------- */
 
-static int eval_true(cdp *b, const char *expr)
-{
-    json_t *v = cdp_eval(b, expr);
-    int yes = json_is_true(v);
-    if (!yes)
-        fprintf(stderr, "false: %s\n", expr);
-    json_decref(v);
-    return yes;
-}
-
-static char *eval_text(cdp *b, const char *expr)
-{
-    json_t *v = cdp_eval(b, expr);
-    char *s = strdup(json_string_value(v) ?: "");
-    json_decref(v);
-    return s;
-}
-
-/* Waits until the console shows page `name`, rendered, with no error. */
-static int wait_page(cdp *b, const char *name)
-{
-    char expr[300];
-    snprintf(expr, sizeof expr,
-             "document.getElementById('view').dataset.page === '%s' && "
-             "!document.getElementById('view').hasAttribute('aria-busy')",
-             name);
-    int ok = cdp_wait_true(b, expr, 15000);
-    /* Every value on the page is text: nothing shows an object's name. */
-    ok = ok && eval_true(b, "!/\\[object |undefined|NaN/.test(document.body.innerText)");
-    char *err = eval_text(b, "document.getElementById('error').hidden ? '' : "
-                             "document.getElementById('error').textContent");
-    if (err[0])
-        fprintf(stderr, "page %s shows an error: %s\n", name, err);
-    ok = ok && err[0] == '\0';
-    free(err);
-    return ok;
-}
-
-static int go(cdp *b, const char *name)
-{
-    char expr[200];
-    snprintf(expr, sizeof expr,
-             "document.getElementById('view').dataset.page = ''; location.hash = '#%s'; true",
-             name);
-    json_decref(cdp_eval(b, expr));
-    return wait_page(b, name);
-}
-
-/* Saves the page, scrolled to the element of the CSS selector `at` (NULL:
- * the top), as console-NAME.png. */
-static void screenshot(cdp *b, const char *name, const char *at)
-{
-    const char *build = getenv("LDPREF_BUILD") ? getenv("LDPREF_BUILD") : "build";
-    char dir[512], path[700];
-    snprintf(dir, sizeof dir, "%s/test-output", build);
-    mkdir(dir, 0755);
-    snprintf(path, sizeof path, "%s/console-%s.png", dir, name);
-    char scroll[200];
-    snprintf(scroll, sizeof scroll,
-             at ? "document.querySelector('%s').scrollIntoView(true)" : "window.scrollTo(0, 0)",
-             at);
-    json_decref(cdp_eval(b, scroll));
-    CHECK_INT(cdp_screenshot(b, path), 0);
-    struct stat st;
-    CHECK(stat(path, &st) == 0 && st.st_size > 5000);
-    /* The pages (not the sign-in form or the narrow window) for the docs. */
-    const char *docs = getenv("LDPREF_CONSOLE_SCREENSHOTS");
-    if (docs && docs[0] && strcmp(name, "signin") != 0 && strcmp(name, "narrow") != 0) {
-        snprintf(path, sizeof path, "%s/%s.png", docs, name);
-        CHECK_INT(cdp_screenshot(b, path), 0);
-    }
-}
-
 /* 1 if the server offers GET path (with the bearer token): the views of
  * campaigns, annotators and tasks came to the server after the console,
  * which says so on the page when they are missing. */
@@ -529,57 +457,9 @@ static int offered(const char *path)
     return r.status == 200;
 }
 
-static char *cell(cdp *b, const char *table, const char *key, int column);
-
-/* The texts of column `column` of every row of #table, joined by '|'. */
-static char *column_text(cdp *b, const char *table, int column)
-{
-    char expr[300];
-    snprintf(expr, sizeof expr,
-             "[...document.querySelectorAll('#%s tbody tr')].map(tr => tr.cells[%d] ? "
-             "tr.cells[%d].textContent : '').join('|')",
-             table, column, column);
-    return eval_text(b, expr);
-}
-
-/* The text of the table cell in the row whose first cell is key. */
-static char *cell(cdp *b, const char *table, const char *key, int column)
-{
-    char expr[600];
-    snprintf(expr, sizeof expr,
-             "(() => { for (const tr of document.querySelectorAll('#%s tbody tr')) "
-             "if (tr.cells[0].textContent === '%s') return tr.cells[%d].textContent; "
-             "return 'no row'; })()",
-             table, key, column);
-    return eval_text(b, expr);
-}
-
-/* The text of the <dd> after the <dt> whose text is term in the <dl> #list
- * is want. */
-static void check_fact(cdp *b, const char *list, const char *term, const char *want)
-{
-    char expr[600];
-    snprintf(expr, sizeof expr,
-             "(() => { for (const dt of document.querySelectorAll('#%s dt')) "
-             "if (dt.textContent === '%s') return dt.nextElementSibling.textContent; "
-             "return ''; })()",
-             list, term);
-    char *got = eval_text(b, expr);
-    CHECK_STR(got, want);
-    free(got);
-}
-
-static void check_cell(cdp *b, const char *table, const char *key, int column, const char *want)
-{
-    char *got = cell(b, table, key, column);
-    check_record(strcmp(got, want) == 0, __FILE__, __LINE__,
-                 "#%s row %s column %d: want \"%s\", got \"%s\"", table, key, column, want, got);
-    free(got);
-}
-
 static void test_campaigns_page(cdp *b)
 {
-    CHECK(go(b, "campaigns"));
+    CHECK(page_go(b, "campaigns"));
     long long tasks = server_db_scalar(&srv,
                                        "SELECT count(*) FROM tasks t JOIN campaigns c ON "
                                        "c.id = t.campaign WHERE c.name = ?1",
@@ -599,57 +479,57 @@ static void test_campaigns_page(cdp *b)
     CHECK_INT(labels, 6);
     char want[128];
     snprintf(want, sizeof want, "%lld / %lld", complete, tasks);
-    check_cell(b, "campaign-table", CAMPAIGN, 1, want);
+    page_check_cell(b, "campaign-table", CAMPAIGN, 1, want);
     snprintf(want, sizeof want, "%lld / %lld", labels, tasks * 2);
-    check_cell(b, "campaign-table", CAMPAIGN, 2, want);
+    page_check_cell(b, "campaign-table", CAMPAIGN, 2, want);
     snprintf(want, sizeof want, "%zu", NANNOTATORS);
-    check_cell(b, "campaign-table", CAMPAIGN, 3, want);
-    check_cell(b, "campaign-table", "default", 1, "0 / 0");
+    page_check_cell(b, "campaign-table", CAMPAIGN, 3, want);
+    page_check_cell(b, "campaign-table", "default", 1, "0 / 0");
     /* Picking the campaign shows its progress. */
     json_decref(
         cdp_eval(b, "(() => { const s = document.getElementById('campaign'); s.value = '" CAMPAIGN
                     "'; s.dispatchEvent(new Event('change')); return true; })()"));
     CHECK(cdp_wait_true(
         b, "/Progress of " CAMPAIGN "/.test(document.getElementById('view').textContent)", 10000));
-    CHECK(wait_page(b, "campaigns"));
+    CHECK(page_wait(b, "campaigns"));
     snprintf(want, sizeof want, "%lld / %lld (", labels, tasks * 2);
     char expr[300];
     snprintf(expr, sizeof expr,
              "[...document.querySelectorAll('#progress .bar-figure')].map(e => e.textContent)"
              ".some(t => t.startsWith('%s'))",
              want);
-    CHECK(eval_true(b, expr));
+    CHECK(page_true(b, expr));
     if (offered("/v1/campaigns/view?campaign=" CAMPAIGN)) {
         /* The budget: the first annotator spent all of it (3 labels at
          * epsilon 1), 6 in all; the histogram has a bar per annotator
          * group, and the labels-per-hour columns add up to the labels. */
-        char *budget = eval_text(b, "document.getElementById('budget').textContent");
+        char *budget = page_text(b, "document.getElementById('budget').textContent");
         check_record(strstr(budget, "Budget exhausted1 of 3") && strstr(budget, "ε spent in all6"),
                      __FILE__, __LINE__, "budget facts: %s", budget);
         free(budget);
-        CHECK(eval_true(b, "document.querySelectorAll('svg.plot').length === 2"));
-        CHECK(eval_true(b, "[...document.querySelectorAll('svg.plot')[1].querySelectorAll('rect."
+        CHECK(page_true(b, "document.querySelectorAll('svg.plot').length === 2"));
+        CHECK(page_true(b, "[...document.querySelectorAll('svg.plot')[1].querySelectorAll('rect."
                            "bar title')].map(t => +t.textContent.split(': ')[1])"
                            ".reduce((a, x) => a + x, 0) === 3"));
     } else {
-        CHECK(eval_true(b, "/need GET \\/v1\\/campaigns\\/view/.test(document.getElementById("
+        CHECK(page_true(b, "/need GET \\/v1\\/campaigns\\/view/.test(document.getElementById("
                            "'view').textContent)"));
     }
-    screenshot(b, "campaigns", NULL);
+    page_screenshot(b, "campaigns", NULL);
 }
 
 static void test_models_and_training(cdp *b, ldpref_client *op)
 {
-    CHECK(go(b, "models"));
-    CHECK(eval_true(b, "document.querySelectorAll('#model-table tbody tr').length === 1"));
-    check_cell(b, "model-table", "1", 11, "served");
-    char *loss = cell(b, "model-table", "1", 2);
+    CHECK(page_go(b, "models"));
+    CHECK(page_true(b, "document.querySelectorAll('#model-table tbody tr').length === 1"));
+    page_check_cell(b, "model-table", "1", 11, "served");
+    char *loss = page_cell(b, "model-table", "1", 2);
     CHECK_STR(loss, "square-chipo");
     free(loss);
-    CHECK(eval_true(b, "/Model version 1/.test(document.getElementById('view').textContent)"));
+    CHECK(page_true(b, "/Model version 1/.test(document.getElementById('view').textContent)"));
     /* The privacy of its labels: every one privatized at epsilon 1, so the
      * most one annotator spent in it is its label count (basic composition). */
-    check_cell(b, "model-table", "1", 10, "ε ≤ 1 per label");
+    page_check_cell(b, "model-table", "1", 10, "ε ≤ 1 per label");
     char want[64];
     int most = 0, labels = 0;
     for (size_t i = 0; i < NANNOTATORS; i++) {
@@ -657,11 +537,11 @@ static void test_models_and_training(cdp *b, ldpref_client *op)
         labels += LABELS_BY[i];
     }
     snprintf(want, sizeof want, "%d", most);
-    check_fact(b, "model-detail", "ε per annotator (most)", want);
+    page_check_fact(b, "model-detail", "User-level ε (most per annotator)", want);
     snprintf(want, sizeof want, "%zu", NANNOTATORS);
-    check_fact(b, "model-detail", "Annotators", want);
-    check_fact(b, "model-detail", "Label ε (privatized)", "1 – 1");
-    CHECK(eval_true(b, "/every label privatized/.test(document.getElementById('model-detail')"
+    page_check_fact(b, "model-detail", "Annotators", want);
+    page_check_fact(b, "model-detail", "Label ε (privatized)", "1 – 1");
+    CHECK(page_true(b, "/every label privatized/.test(document.getElementById('model-detail')"
                        ".textContent)"));
     char *json = NULL;
     CHECK_INT(ldpref_admin_model_get(op, 1, &json), LDPREF_OK);
@@ -675,26 +555,26 @@ static void test_models_and_training(cdp *b, ldpref_client *op)
     json = NULL;
 
     /* A retrain from the form (dpo, seed 7), followed until it succeeds. */
-    CHECK(go(b, "training"));
-    CHECK(eval_true(b, "(() => { const f = document.getElementById('retrain-form'); "
+    CHECK(page_go(b, "training"));
+    CHECK(page_true(b, "(() => { const f = document.getElementById('retrain-form'); "
                        "f.elements.loss.value = 'dpo'; f.elements.seed.value = '7'; "
                        "f.elements.l2.value = '0.01'; return true; })()"));
-    CHECK(eval_true(b, "document.getElementById('start-run').click() === undefined"));
+    CHECK(page_true(b, "document.getElementById('start-run').click() === undefined"));
     int done = cdp_wait_true(b,
                              "document.getElementById('live-run').dataset.run === '2' && "
                              "document.getElementById('live-run').dataset.status === 'succeeded'",
                              20000);
     if (!done) {
-        char *live = eval_text(b, "document.getElementById('live-run').textContent + ' | ' + "
+        char *live = page_text(b, "document.getElementById('live-run').textContent + ' | ' + "
                                   "document.getElementById('error').textContent");
         fprintf(stderr, "the run did not succeed: %s\n", live);
         free(live);
     }
     CHECK(done);
-    CHECK(eval_true(b, "/Run 2 succeeded: model version 2/.test(document.getElementById('notice')"
+    CHECK(page_true(b, "/Run 2 succeeded: model version 2/.test(document.getElementById('notice')"
                        ".textContent)"));
     CHECK_INT(server_db_count(&srv, "models"), 2);
-    screenshot(b, "training", NULL);
+    page_screenshot(b, "training", NULL);
     CHECK_INT(ldpref_admin_run_get(op, 2, &json), LDPREF_OK);
     json_t *run = json_loads(json ? json : "", 0, NULL);
     CHECK_STR(json_string_value(json_object_get(json_object_get(run, "request"), "loss")), "dpo");
@@ -703,47 +583,47 @@ static void test_models_and_training(cdp *b, ldpref_client *op)
     ldpref_free(json);
 
     /* Activate the older model: the confirmation first, then the swap. */
-    CHECK(go(b, "models"));
-    check_cell(b, "model-table", "2", 11, "served");
+    CHECK(page_go(b, "models"));
+    page_check_cell(b, "model-table", "2", 11, "served");
     /* Escape takes the question back, the focus returns to the button. */
-    CHECK(eval_true(b, "document.querySelector('#model-table button[data-version=\"1\"]').click() "
+    CHECK(page_true(b, "document.querySelector('#model-table button[data-version=\"1\"]').click() "
                        "=== undefined"));
     CHECK(cdp_wait_true(b, "document.activeElement.classList.contains('confirm-activate')", 5000));
-    CHECK(eval_true(b, "document.activeElement.dispatchEvent(new KeyboardEvent('keydown', "
+    CHECK(page_true(b, "document.activeElement.dispatchEvent(new KeyboardEvent('keydown', "
                        "{key: 'Escape', bubbles: true}))"));
-    CHECK(eval_true(b, "document.querySelector('.confirm-activate') === null && "
+    CHECK(page_true(b, "document.querySelector('.confirm-activate') === null && "
                        "document.activeElement.dataset.version === '1'"));
-    CHECK(eval_true(b, "document.querySelector('#model-table button[data-version=\"1\"]').click() "
+    CHECK(page_true(b, "document.querySelector('#model-table button[data-version=\"1\"]').click() "
                        "=== undefined"));
     CHECK(cdp_wait_true(b, "document.querySelector('.confirm-activate') !== null", 5000));
-    CHECK(eval_true(b, "/Serve version 1 instead of 2\\?/.test(document.getElementById('model-"
+    CHECK(page_true(b, "/Serve version 1 instead of 2\\?/.test(document.getElementById('model-"
                        "table').textContent)"));
     CHECK_INT(server_db_scalar(&srv, "SELECT count(*) FROM models WHERE version = 2", NULL), 1);
-    CHECK(eval_true(b, "document.querySelector('.confirm-activate').click() === undefined"));
+    CHECK(page_true(b, "document.querySelector('.confirm-activate').click() === undefined"));
     CHECK(cdp_wait_true(b,
                         "/Version 1 is now served/.test(document.getElementById('notice')"
                         ".textContent)",
                         10000));
-    CHECK(wait_page(b, "models"));
-    check_cell(b, "model-table", "1", 11, "served");
+    CHECK(page_wait(b, "models"));
+    page_check_cell(b, "model-table", "1", 11, "served");
     CHECK_INT(ldpref_admin_models(op, &json), LDPREF_OK);
     json_t *models = json_loads(json ? json : "", 0, NULL);
     CHECK_INT(json_integer_value(json_object_get(models, "active_version")), 1);
     json_decref(models);
     ldpref_free(json);
-    screenshot(b, "models", NULL);
+    page_screenshot(b, "models", NULL);
 }
 
 /* The schedule and the corruption settings, edited on the training page. */
 static void test_schedule_and_corruption(cdp *b, ldpref_client *op)
 {
-    CHECK(eval_true(b, "(() => { const f = document.getElementById('schedule-form'); "
+    CHECK(page_true(b, "(() => { const f = document.getElementById('schedule-form'); "
                        "f.elements.interval_s.value = '3600'; "
                        "f.querySelector('button[type=submit]').click(); return true; })()"));
     CHECK(cdp_wait_true(b, "/Schedule saved/.test(document.getElementById('notice').textContent)",
                         5000));
-    CHECK(wait_page(b, "training")); /* shown again as stored */
-    CHECK(eval_true(b, "document.getElementById('schedule-form').elements.interval_s.value === "
+    CHECK(page_wait(b, "training")); /* shown again as stored */
+    CHECK(page_true(b, "document.getElementById('schedule-form').elements.interval_s.value === "
                        "'3600'"));
     char *json = NULL;
     CHECK_INT(ldpref_admin_schedule_get(op, &json), LDPREF_OK);
@@ -753,9 +633,9 @@ static void test_schedule_and_corruption(cdp *b, ldpref_client *op)
     ldpref_free(json);
 
     /* The experiment is marked as one. */
-    CHECK(eval_true(b, "/^Experiment: label corruption in " CAMPAIGN
+    CHECK(page_true(b, "/^Experiment: label corruption in " CAMPAIGN
                        "/.test(document.querySelector('#corruption h2').textContent)"));
-    CHECK(eval_true(b, "(() => { const f = document.getElementById('corruption-form'); "
+    CHECK(page_true(b, "(() => { const f = document.getElementById('corruption-form'); "
                        "f.elements.alpha.value = '0.1'; f.elements.strategy.value = 'flip'; "
                        "f.elements.corruption_seed.value = '42'; "
                        "f.querySelector('button[type=submit]').click(); return true; })()"));
@@ -773,10 +653,10 @@ static void test_schedule_and_corruption(cdp *b, ldpref_client *op)
                         "/In forcesettings 1, α 0.1, flip/.test(document.getElementById("
                         "'corruption').textContent)",
                         5000));
-    CHECK(wait_page(b, "training"));
-    screenshot(b, "experiment", "#corruption");
+    CHECK(page_wait(b, "training"));
+    page_screenshot(b, "experiment", "#corruption");
     /* A value out of range: the server's message is shown, nothing stored. */
-    CHECK(eval_true(b, "(() => { const f = document.getElementById('corruption-form'); "
+    CHECK(page_true(b, "(() => { const f = document.getElementById('corruption-form'); "
                        "f.elements.alpha.value = '0.9'; f.noValidate = true; "
                        "f.querySelector('button[type=submit]').click(); return true; })()"));
     CHECK(cdp_wait_true(b,
@@ -791,21 +671,21 @@ static void test_schedule_and_corruption(cdp *b, ldpref_client *op)
 static void test_cancel(cdp *b)
 {
     long long models = server_db_count(&srv, "models");
-    CHECK(go(b, "training"));
+    CHECK(page_go(b, "training"));
     /* SGD for 1000 epochs over text features of 2^20 buckets: long enough. */
-    CHECK(eval_true(b,
+    CHECK(page_true(b,
                     "(() => { const f = document.getElementById('retrain-form'); "
                     "f.elements.seed.value = '3'; f.elements.optimizer.value = 'sgd'; "
                     "f.elements.epochs.value = '1000'; f.elements.features.value = 'text'; "
                     "f.elements.text_dim.value = '1048576'; f.elements.activate.checked = false; "
                     "document.getElementById('start-run').click(); return true; })()"));
     CHECK(cdp_wait_true(b, "document.getElementById('cancel-run') !== null", 10000));
-    CHECK(eval_true(b, "/Cancel run 3/.test(document.getElementById('cancel-run').textContent)"));
-    CHECK(eval_true(b, "document.getElementById('cancel-run').click() === undefined"));
+    CHECK(page_true(b, "/Cancel run 3/.test(document.getElementById('cancel-run').textContent)"));
+    CHECK(page_true(b, "document.getElementById('cancel-run').click() === undefined"));
     CHECK(cdp_wait_true(b, "document.getElementById('live-run').dataset.status === 'cancelled'",
                         15000));
-    CHECK(eval_true(b, "/Run 3 cancelled/.test(document.getElementById('notice').textContent)"));
-    CHECK(eval_true(b, "document.getElementById('cancel-run') === null"));
+    CHECK(page_true(b, "/Run 3 cancelled/.test(document.getElementById('notice').textContent)"));
+    CHECK(page_true(b, "document.getElementById('cancel-run') === null"));
     CHECK_INT(server_db_scalar(&srv,
                                "SELECT count(*) FROM training_runs r JOIN train_settings s ON "
                                "s.id = r.settings WHERE r.id = 3 AND r.status = 'cancelled' AND "
@@ -839,7 +719,7 @@ static int set_file(cdp *b, const char *path)
 
 static void test_tasks_page(cdp *b)
 {
-    CHECK(go(b, "tasks"));
+    CHECK(page_go(b, "tasks"));
     static const char *const upload[] = {
         "{\"prompt\": \"Uploaded from the console: <b>bold?</b>\", \"chosen\": \"yes\", "
         "\"rejected\": \"no\"}",
@@ -850,7 +730,7 @@ static void test_tasks_page(cdp *b)
     CHECK_INT(write_tasks(path, upload, 2), 0);
     long long before = server_db_count(&srv, "tasks");
     CHECK_INT(set_file(b, path), 0);
-    CHECK(eval_true(b, "document.querySelector('#upload-form button[type=submit]').click() === "
+    CHECK(page_true(b, "document.querySelector('#upload-form button[type=submit]').click() === "
                        "undefined"));
     CHECK(cdp_wait_true(b, "/Loaded 2 tasks/.test(document.getElementById('notice').textContent)",
                         10000));
@@ -860,41 +740,41 @@ static void test_tasks_page(cdp *b)
                                "t.campaign WHERE c.name = ?1",
                                CAMPAIGN),
               NTASKS + 2);
-    CHECK(wait_page(b, "tasks"));
+    CHECK(page_wait(b, "tasks"));
     /* No HTML from data became markup. */
-    CHECK(eval_true(b, "document.querySelector('#view b') === null"));
+    CHECK(page_true(b, "document.querySelector('#view b') === null"));
     if (offered("/v1/tasks?campaign=" CAMPAIGN)) {
         /* Every task of the campaign, with its labels of the 2 needed; the
          * uploaded one opens with its prompt as text and its label count. */
         char want[64];
-        CHECK(eval_true(b, "document.querySelectorAll('#task-table tbody tr').length === 8"));
+        CHECK(page_true(b, "document.querySelectorAll('#task-table tbody tr').length === 8"));
         long long labels_of_1 =
             server_db_scalar(&srv, "SELECT count(*) FROM labels WHERE task = 1", NULL);
         snprintf(want, sizeof want, "%lld / 2", labels_of_1);
-        check_cell(b, "task-table", "1", 2, want);
-        check_cell(b, "task-table", "7", 2, "0 / 2");
-        CHECK(eval_true(b, "(() => { for (const a of document.querySelectorAll('.task-link')) "
+        page_check_cell(b, "task-table", "1", 2, want);
+        page_check_cell(b, "task-table", "7", 2, "0 / 2");
+        CHECK(page_true(b, "(() => { for (const a of document.querySelectorAll('.task-link')) "
                            "if (a.textContent === '7') { a.click(); return true; } "
                            "return false; })()"));
         CHECK(cdp_wait_true(b, "document.getElementById('task-detail') !== null", 5000));
-        CHECK(eval_true(b, "document.querySelector('#task-holder .prompt').textContent === "
+        CHECK(page_true(b, "document.querySelector('#task-holder .prompt').textContent === "
                            "'Uploaded from the console: <b>bold?</b>'"));
-        CHECK(eval_true(b, "/Labels0 \\/ 2/.test(document.getElementById('task-detail')"
+        CHECK(page_true(b, "/Labels0 \\/ 2/.test(document.getElementById('task-detail')"
                            ".textContent)"));
-        CHECK(eval_true(b, "document.querySelector('#view b') === null"));
+        CHECK(page_true(b, "document.querySelector('#view b') === null"));
     }
-    screenshot(b, "tasks", NULL);
+    page_screenshot(b, "tasks", NULL);
 }
 
 static void test_annotators_page(cdp *b)
 {
-    CHECK(go(b, "annotators"));
+    CHECK(page_go(b, "annotators"));
     if (offered("/v1/annotators?campaign=" CAMPAIGN)) {
         /* One row per annotator: labels 3, 2, 1 at epsilon 1 of a budget
          * of 3, no skips. */
-        char *labels = column_text(b, "annotator-table", 1);
-        char *eps = column_text(b, "annotator-table", 2);
-        char *skips = column_text(b, "annotator-table", 3);
+        char *labels = page_column_text(b, "annotator-table", 1);
+        char *eps = page_column_text(b, "annotator-table", 2);
+        char *skips = page_column_text(b, "annotator-table", 3);
         int seen[4] = {0};
         int ok = 1, rows = 0;
         for (char *l = labels, *e = eps; l && *l; rows++) {
@@ -910,7 +790,7 @@ static void test_annotators_page(cdp *b)
         check_record(ok && rows == (int)NANNOTATORS && seen[1] == 1 && seen[2] == 1 && seen[3] == 1,
                      __FILE__, __LINE__, "annotators: labels %s, epsilon %s", labels, eps);
         CHECK_STR(skips, "0|0|0");
-        CHECK(eval_true(b, "[...document.querySelectorAll('#annotator-table tbody tr')].every("
+        CHECK(page_true(b, "[...document.querySelectorAll('#annotator-table tbody tr')].every("
                            "tr => /^ann-/.test(tr.cells[0].textContent))"));
         free(labels);
         free(eps);
@@ -929,17 +809,17 @@ static void test_annotators_page(cdp *b)
                  "[...document.querySelectorAll('#annotator-table tbody tr')].map(tr => "
                  "+tr.cells[4].textContent).reduce((a, x) => a + x, 0) === %lld",
                  gold);
-        CHECK(eval_true(b, expr));
+        CHECK(page_true(b, expr));
         snprintf(expr, sizeof expr,
                  "document.getElementById('quality').textContent.startsWith('Gold labels%lld')",
                  gold);
-        CHECK(eval_true(b, expr));
+        CHECK(page_true(b, expr));
         /* Every estimate is shown with its interval. */
-        CHECK(eval_true(b, "[...document.querySelectorAll('#annotator-table tbody tr')].every(tr "
+        CHECK(page_true(b, "[...document.querySelectorAll('#annotator-table tbody tr')].every(tr "
                            "=> +tr.cells[4].textContent === 0 || /^-?[0-9.]+ \\[-?[0-9.]+, "
                            "-?[0-9.]+\\]$/.test(tr.cells[5].textContent))"));
     }
-    screenshot(b, "annotators", NULL);
+    page_screenshot(b, "annotators", NULL);
 }
 
 static void test_browser(ldpref_client *op)
@@ -952,24 +832,18 @@ static void test_browser(ldpref_client *op)
     snprintf(url, sizeof url, "%s/", srv.url);
     CHECK_INT(cdp_navigate(b, url), 0);
     CHECK(cdp_wait_true(b, "!document.getElementById('signin').hidden", 10000));
-    screenshot(b, "signin", NULL);
+    page_screenshot(b, "signin", NULL);
     /* A wrong token: the form says so, nothing else changes. */
-    CHECK(eval_true(b, "(() => { document.getElementById('token').value = 'op_wrong'; "
-                       "document.querySelector('#signin-form button').click(); return true; })()"));
+    CHECK(page_sign_in(b, "op_wrong"));
     CHECK(cdp_wait_true(b, "/Sign-in failed/.test(document.getElementById('error').textContent)",
                         5000));
-    CHECK(eval_true(b, "document.getElementById('nav').hidden"));
-    char expr[400];
-    snprintf(expr, sizeof expr,
-             "(() => { document.getElementById('token').value = '%s'; "
-             "document.querySelector('#signin-form button').click(); return true; })()",
-             srv.token);
-    CHECK(eval_true(b, expr));
-    CHECK(wait_page(b, "campaigns"));
+    CHECK(page_true(b, "document.getElementById('nav').hidden"));
+    CHECK(page_sign_in(b, srv.token));
+    CHECK(page_wait(b, "campaigns"));
     /* The session cookie is invisible to the page's scripts; the CSRF
      * token is the tab's (sessionStorage). */
-    CHECK(eval_true(b, "document.cookie === ''"));
-    CHECK(eval_true(b, "sessionStorage.getItem('ldpref_console_csrf').length === 43"));
+    CHECK(page_true(b, "document.cookie === ''"));
+    CHECK(page_true(b, "sessionStorage.getItem('ldpref_console_csrf').length === 43"));
     json_t *cookies = cdp_call(b, "Network.getCookies", NULL);
     json_t *c0 = json_array_get(json_object_get(cookies, "cookies"), 0);
     CHECK_STR(json_string_value(json_object_get(c0, "name")), "ldpref_session");
@@ -977,7 +851,7 @@ static void test_browser(ldpref_client *op)
     CHECK_STR(json_string_value(json_object_get(c0, "sameSite")), "Strict");
     secret(json_string_value(json_object_get(c0, "value")));
     json_decref(cookies);
-    char *csrf = eval_text(b, "sessionStorage.getItem('ldpref_console_csrf') || ''");
+    char *csrf = page_text(b, "sessionStorage.getItem('ldpref_console_csrf') || ''");
     secret(csrf);
     free(csrf);
 
@@ -993,26 +867,26 @@ static void test_browser(ldpref_client *op)
     snprintf(again, sizeof again, "%s#training?campaign=" CAMPAIGN, url);
     CHECK_INT(cdp_navigate(b, "about:blank"), 0); /* a new document, not a fragment change */
     CHECK_INT(cdp_navigate(b, again), 0);
-    CHECK(wait_page(b, "training"));
-    CHECK(eval_true(b, "document.getElementById('campaign').value === '" CAMPAIGN "'"));
+    CHECK(page_wait(b, "training"));
+    CHECK(page_true(b, "document.getElementById('campaign').value === '" CAMPAIGN "'"));
     test_schedule_and_corruption(b, op);
 
     /* A narrow window: the layout holds (no horizontal scrolling of the page). */
     json_decref(cdp_call(b, "Emulation.setDeviceMetricsOverride",
                          json_pack("{s:i, s:i, s:f, s:b}", "width", 420, "height", 800,
                                    "deviceScaleFactor", 1.0, "mobile", 0)));
-    CHECK(go(b, "campaigns"));
-    CHECK(eval_true(b, "document.documentElement.scrollWidth <= 420"));
-    screenshot(b, "narrow", NULL);
+    CHECK(page_go(b, "campaigns"));
+    CHECK(page_true(b, "document.documentElement.scrollWidth <= 420"));
+    page_screenshot(b, "narrow", NULL);
     json_decref(cdp_call(b, "Emulation.clearDeviceMetricsOverride", NULL));
 
     /* Sign out: back to the form, and the cookie is gone. */
-    CHECK(eval_true(b, "document.getElementById('sign-out').click() === undefined"));
+    CHECK(page_true(b, "document.getElementById('sign-out').click() === undefined"));
     CHECK(cdp_wait_true(b, "!document.getElementById('signin').hidden", 5000));
     cookies = cdp_call(b, "Network.getCookies", NULL);
     CHECK_INT(json_array_size(json_object_get(cookies, "cookies")), 0);
     json_decref(cookies);
-    CHECK(eval_true(b, "sessionStorage.getItem('ldpref_console_csrf') === null"));
+    CHECK(page_true(b, "sessionStorage.getItem('ldpref_console_csrf') === null"));
 
     /* Every request the page made went to the server itself. */
     size_t n = cdp_request_count(b), local = 0;

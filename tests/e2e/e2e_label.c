@@ -14,6 +14,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -164,7 +165,9 @@ static int start_label(term_session *t, const char *key, int cols, int rows, con
     char env_key[600], env_cap[64];
     snprintf(env_key, sizeof env_key, "LDPREF_KEY=%s", key);
     snprintf(env_cap, sizeof env_cap, "LDPREF_EPSILON_CAP=%s", cap);
-    const char *env[] = {env_server, env_key, env_cap, NULL};
+    /* "inf": the annotator opted in to sending true answers (both caps) */
+    const char *env[] = {env_server, env_key, env_cap,
+                         strcmp(cap, "inf") == 0 ? "LDPREF_EPSILON_TOTAL_CAP=inf" : NULL, NULL};
     const char *argv[] = {ldpref_bin, "label", NULL};
     char dir[400];
     snprintf(dir, sizeof dir, "%s", srv.dir);
@@ -514,6 +517,45 @@ static void test_nothing_left(void)
     CHECK_INT(campaign_labels("leased"), 0);
 }
 
+/* A central campaign: the notice is on the screen before the first answer;
+ * with an infinite cap the true answer is sent (epsilon null), with a
+ * finite one the device still randomizes. */
+static void test_central_notice(void)
+{
+    operator_central_campaign(op, "central", 1);
+    load_tasks("central", 4);
+    const char *caps[] = {"inf", "1"};
+    const char *says[] = {"your answer is sent as it is, not randomized",
+                          "the server would see your true answer"};
+    for (int k = 0; k < 2; k++) {
+        char key[400], name[32];
+        snprintf(name, sizeof name, "central-%d", k);
+        enroll(name, "central", key, sizeof key);
+        term_session t;
+        if (start_label(&t, key, 120, 36, caps[k]) != 0)
+            return;
+        char *s = expect_screen(&t, "CENTRAL CAMPAIGN");
+        check_record(s && strstr(s, says[k]) != NULL, __FILE__, __LINE__,
+                     "the notice says \"%s\":\n%s", says[k], s ? s : "");
+        /* before any answer: nothing was sent yet */
+        CHECK_INT(campaign_labels("central"), k);
+        save(s, k == 0 ? "label-central-true-answer.txt" : "label-central-randomized.txt");
+        free(s);
+        term_key(&t, "b");
+        free(expect_screen(&t, "1 answered this session"));
+        term_key(&t, "q");
+        CHECK_INT(term_exit_status(&t, WAIT_MS), 0);
+        term_stop(&t);
+    }
+    CHECK_INT(campaign_labels("central"), 2);
+    CHECK_INT(server_db_scalar(&srv,
+                               "SELECT count(*) FROM labels l JOIN tasks t ON t.id = l.task JOIN "
+                               "campaigns c ON c.id = t.campaign WHERE c.name = ?1 AND "
+                               "l.epsilon IS NULL",
+                               "central"),
+              1);
+}
+
 int main(void)
 {
     if (!term_available()) {
@@ -542,6 +584,7 @@ int main(void)
     test_oasst_conversation();
     test_plain_mode();
     test_nothing_left();
+    test_central_notice();
     ldpref_client_close(op);
     server_cleanup(&srv);
     return check_summary();

@@ -80,27 +80,6 @@ static void load_tasks(ldpref_client *op, const char *tag, const char *prefix, i
     CHECK_ERR(ldpref_admin_tasks_load(op, path, NULL, NULL), LP_OK);
 }
 
-/* Splits captured HTTP traffic into request bodies of POST /v1/labels. */
-static int label_bodies(const char *cap, json_t *out)
-{
-    int n = 0;
-    const char *p = cap;
-    while ((p = strstr(p, "POST /v1/labels")) != NULL) {
-        const char *cl = strcasestr(p, "Content-Length:");
-        const char *hdr_end = strstr(p, "\r\n\r\n");
-        if (cl == NULL || hdr_end == NULL)
-            break;
-        long len = strtol(cl + 15, NULL, 10);
-        json_t *j = json_loadb(hdr_end + 4, (size_t)len, 0, NULL);
-        if (j != NULL) {
-            json_array_append_new(out, j);
-            n++;
-        }
-        p = hdr_end + 4 + len;
-    }
-    return n;
-}
-
 static void test_wire_never_carries_truth(ldpref_client *op)
 {
     tcp_proxy proxy;
@@ -124,11 +103,8 @@ static void test_wire_never_carries_truth(ldpref_client *op)
     ldpref_tasks_free(tasks, n);
     ldpref_client_close(c);
 
-    pthread_mutex_lock(&proxy.lock);
-    json_t *bodies = json_array();
-    int nb = label_bodies(proxy.captured ? proxy.captured : "", bodies);
-    pthread_mutex_unlock(&proxy.lock);
-    CHECK_INT(nb, N_LABELS);
+    json_t *bodies = tcp_proxy_bodies(&proxy, "POST /v1/labels ");
+    CHECK_INT(json_array_size(bodies), N_LABELS);
 
     static const char *const allowed[] = {"key",   "task_id",   "z",        "epsilon",
                                           "nonce", "timestamp", "signature"};
@@ -259,10 +235,8 @@ static void test_local_budget(ldpref_client *op)
     CHECK_ERR(ldpref_answer(c, &tasks[1], 1, &r), LP_OK);
     CHECK_ERR(ldpref_answer(c, &tasks[2], 1, &r), LP_ELOCAL_BUDGET_EXCEEDED);
     CHECK_INT(server_db_count(&srv, "labels"), before + 2);
-    pthread_mutex_lock(&proxy.lock);
-    json_t *bodies = json_array();
-    CHECK_INT(label_bodies(proxy.captured ? proxy.captured : "", bodies), 2);
-    pthread_mutex_unlock(&proxy.lock);
+    json_t *bodies = tcp_proxy_bodies(&proxy, "POST /v1/labels ");
+    CHECK_INT(json_array_size(bodies), 2);
     json_decref(bodies);
     ldpref_budget b;
     CHECK_ERR(ldpref_budget_get(c, &b), LP_OK);

@@ -410,6 +410,7 @@ static void test_browser_session(ldpref_client *op, const char *key)
     json_decref(href);
 
     CHECK(wait_task(b, 1));
+    CHECK(eval_true(b, "document.getElementById('central').hidden")); /* a local campaign */
     check_hostile_task(b);
     CHECK_INT(eval_int(b, "document.querySelectorAll('#conversation .turn').length"), 1);
     CHECK(cdp_wait_true(b,
@@ -700,6 +701,55 @@ static void test_cli_errors(const char *key)
     free(out);
 }
 
+/* A central campaign: the banner says, before the answer, that the true
+ * answer is sent (the annotator opted in with infinite caps), and it is. */
+static void test_central_banner(ldpref_client *op)
+{
+    operator_central_campaign(op, "central", 1);
+    char key[400];
+    CHECK_INT(load_tasks(op, "central"), LDPREF_OK);
+    CHECK_INT(enroll(op, "central", "central.key", key, sizeof key), LDPREF_OK);
+    const char *opted_in[] = {"LDPREF_EPSILON_CAP=inf", "LDPREF_EPSILON_TOTAL_CAP=inf", NULL};
+    pid_t ui = start_ui(key, NULL, opted_in);
+    cdp *b = ui > 0 ? cdp_start(1280, 900) : NULL;
+    CHECK(b != NULL);
+    if (b != NULL) {
+        CHECK_INT(cdp_navigate(b, ui_url), 0);
+        CHECK(cdp_wait_true(b,
+                            "!document.getElementById('task').hidden && "
+                            "!document.getElementById('btn-a').disabled",
+                            15000));
+        CHECK(eval_true(b, "!document.getElementById('central').hidden"));
+        CHECK(eval_true(b, "/your answer is sent as it is, not randomized/.test("
+                           "document.getElementById('central').textContent)"));
+        CHECK(eval_true(b, "document.getElementById('task-eps').textContent === "
+                           "'your true answer is sent'"));
+        const char *build = getenv("LDPREF_BUILD") ? getenv("LDPREF_BUILD") : "build";
+        char path[600];
+        snprintf(path, sizeof path, "%s/test-output/ldpref-ui-central.png", build);
+        CHECK_INT(cdp_screenshot(b, path), 0);
+        CHECK_INT(server_db_scalar(&srv,
+                                   "SELECT count(*) FROM labels l JOIN tasks t ON t.id = l.task "
+                                   "JOIN campaigns c ON c.id = t.campaign WHERE c.name = ?1",
+                                   "central"),
+                  0); /* nothing sent before the answer */
+        CHECK(eval_true(b, "(() => { document.getElementById('btn-a').click(); return true; })()"));
+        CHECK(cdp_wait_true(b,
+                            "/your true answer \"A\" was sent as it is/.test("
+                            "document.getElementById('notice').textContent)",
+                            10000));
+        CHECK_INT(server_db_scalar(&srv,
+                                   "SELECT count(*) FROM labels l JOIN tasks t ON t.id = l.task "
+                                   "JOIN campaigns c ON c.id = t.campaign WHERE c.name = ?1 AND "
+                                   "l.epsilon IS NULL",
+                                   "central"),
+                  1);
+        cdp_close(b);
+    }
+    if (ui > 0)
+        stop_ui(ui);
+}
+
 int main(void)
 {
     signal(SIGPIPE, SIG_IGN);
@@ -720,6 +770,7 @@ int main(void)
         stop_ui(ui);
         test_quota(op);
         test_opens_browser(key);
+        test_central_banner(op);
     } else if (ui > 0) {
         kill(ui, SIGKILL);
         waitpid(ui, NULL, 0);

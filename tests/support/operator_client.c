@@ -6,6 +6,7 @@
 #include "http_raw.h"
 
 #include <jansson.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -65,4 +66,17 @@ json_t *operator_run_wait(const server_proc *s, int64_t run, int timeout_s)
     check_record(0, __FILE__, __LINE__, "run %lld did not finish in %d s", (long long)run,
                  timeout_s);
     return NULL;
+}
+
+void operator_central_campaign(ldpref_client *op, const char *name, double release_epsilon)
+{
+    ldpref_campaign spec;
+    ldpref_campaign_init(&spec);
+    spec.name = name;
+    spec.allow_infinite = 1;
+    spec.epsilon_default = INFINITY; /* true answers */
+    char extra[128];
+    snprintf(extra, sizeof extra, "{\"trust\":\"central\",\"release_epsilon\":%.17g}",
+             release_epsilon);
+    CHECK_ERR(ldpref_admin_campaign_create_with(op, &spec, extra, NULL), LDPREF_OK);
 }

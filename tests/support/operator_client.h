@@ -27,6 +27,10 @@ json_t *operator_call(const server_proc *s, const char *method, const char *path
  * after timeout_s seconds. */
 json_t *operator_run_wait(const server_proc *s, int64_t run, int timeout_s);
 
+/* Creates a central campaign name with the release budget release_epsilon
+ * through libldpref (checked). */
+void operator_central_campaign(ldpref_client *op, const char *name, double release_epsilon);
+
 /* The first token of an enrollment-token reply ({"tokens": [...]}),
  * malloc'd (the caller frees), or NULL. */
 char *first_enrollment_token(const char *json_text);

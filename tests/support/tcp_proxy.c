@@ -10,6 +10,7 @@
 #include <poll.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -108,4 +109,23 @@ void tcp_proxy_stop(tcp_proxy *p)
     free(p->captured);
     p->captured = NULL;
     pthread_mutex_destroy(&p->lock);
+}
+
+json_t *tcp_proxy_bodies(tcp_proxy *p, const char *request)
+{
+    json_t *out = json_array();
+    pthread_mutex_lock(&p->lock);
+    const char *s = p->captured ? p->captured : "";
+    while (out != NULL && (s = strstr(s, request)) != NULL) {
+        const char *cl = strcasestr(s, "Content-Length:"), *end = strstr(s, "\r\n\r\n");
+        if (cl == NULL || end == NULL)
+            break;
+        long len = strtol(cl + 15, NULL, 10);
+        json_t *j = json_loadb(end + 4, (size_t)len, 0, NULL);
+        if (j != NULL)
+            json_array_append_new(out, j);
+        s = end + 4 + len;
+    }
+    pthread_mutex_unlock(&p->lock);
+    return out;
 }

@@ -5,6 +5,7 @@
 #ifndef LP_TCP_PROXY_H
 #define LP_TCP_PROXY_H
 
+#include <jansson.h>
 #include <pthread.h>
 #include <stddef.h>
 
@@ -21,6 +22,10 @@ typedef struct tcp_proxy {
 
 /* Starts relaying 127.0.0.1:<ephemeral> -> 127.0.0.1:target_port. */
 int tcp_proxy_start(tcp_proxy *p, int target_port);
+/* The JSON bodies of the captured requests whose request line starts with
+ * request (e.g. "POST /v1/labels "), in order: a new array (the bodies that
+ * are not JSON left out). */
+json_t *tcp_proxy_bodies(tcp_proxy *p, const char *request);
 /* Stops, joins, frees the capture. */
 void tcp_proxy_stop(tcp_proxy *p);
 

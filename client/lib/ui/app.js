@@ -121,7 +121,16 @@ function showError(e) {
 function showTask(t) {
   task = t;
   $('task-id').textContent = String(t.task_id);
-  $('task-eps').textContent = 'ε per answer ≤ ' + eps(t.epsilon);
+  $('task-eps').textContent = t.sends_true_answer ? 'your true answer is sent'
+                                                  : 'ε per answer ≤ ' + eps(t.epsilon);
+  const central = $('central');
+  central.hidden = t.trust !== 'central';
+  central.textContent = t.trust !== 'central' ? '' : t.sends_true_answer
+    ? 'Central campaign: your answer is sent as it is, not randomized. The server sees your ' +
+      'true answer; only the models it releases through a differentially private mechanism ' +
+      'are private.'
+    : 'Central campaign: the server would see your true answer; only its released models are ' +
+      'private. This device does not send true answers: your ε caps are finite.';
   const conv = $('conversation');
   conv.replaceChildren();
   for (const turn of (t.context || [])) {
@@ -220,6 +229,9 @@ async function act(kind, choice) {
       notice(r.already_answered
         ? 'Task ' + id + ' was already answered on this device; a randomized answer can never ' +
           'be changed or repeated, or repeated questions would reveal your true preference.'
+        : r.receipt.epsilon === null
+        ? 'Task ' + id + ': your true answer "' + z + '" was sent as it is (ε = ∞): the server ' +
+          'sees it; only the models it releases are private.'
         : 'Task ' + id + ': your answer was randomized on this device before sending (ε = ' +
           eps(r.receipt.epsilon) + '); the server received "' + z + '", which may be the ' +
           'other choice — that is how your privacy is protected.');

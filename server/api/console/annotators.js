@@ -8,8 +8,16 @@ import { h, table, card, facts, num, interval, time } from './dom.js';
 export async function render(ctx) {
   if (!ctx.campaign) return h('p', {}, 'No campaign yet.');
   const q = api.query({ campaign: ctx.campaign });
-  const [list, quality] = await Promise.all([api.optional(`/v1/annotators${q}`), api.optional(`/v1/quality${q}`)]);
+  // a central campaign's labels are true answers: the server serves no
+  // statistic of them (quality answers central_labels_private)
+  const central = (ctx.campaigns.find((c) => c.name === ctx.campaign) || {}).trust === 'central';
+  const [list, quality] = await Promise.all([api.optional(`/v1/annotators${q}`),
+    central ? null : api.optional(`/v1/quality${q}`)]);
   const parts = [];
+  if (central) {
+    parts.push(h('p', { class: 'muted', id: 'central-quality' }, `${ctx.campaign} is a central campaign: its labels are the annotators' `
+      + 'true answers and are never exported or served, so no label quality is shown.'));
+  }
   if (quality) {
     const conf = Math.round(100 * quality.confidence);
     parts.push(card(`Label quality in ${ctx.campaign}`,
@@ -25,7 +33,7 @@ export async function render(ctx) {
         + 'so with few labels they may fall outside [0, 1], while their intervals stay within it; intervals are wide '
         + 'at small ε. See docs/operators.md, "Label quality under privacy".')));
   }
-  if (!quality) {
+  if (!quality && !central) {
     parts.push(h('p', { class: 'muted' }, 'Gold accuracy, agreement and outliers need GET /v1/quality, which this server does not offer.'));
   }
   const byName = new Map(((quality && quality.annotators) || []).map((a) => [a.pseudonym, a]));

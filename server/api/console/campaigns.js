@@ -21,6 +21,8 @@ export async function render(ctx) {
       { title: 'Budget per annotator', num: true, value: (c) => num(c.epsilon_budget) },
       { title: 'Labels per task', num: true, value: (c) => num(c.labels_per_task) },
       { title: 'Quota', num: true, value: (c) => num(c.annotator_quota) },
+      { title: 'Trust', value: (c) => c.trust === 'central' ? h('strong', { class: 'privacy-raw' }, 'central') : 'local' },
+      { title: 'Release ε spent', num: true, value: (c) => c.trust === 'central' ? `${num(c.release_epsilon_spent ?? 0)} / ${num(c.release_epsilon)}` : '—' },
     ], rows, { id: 'campaign-table' }));
   if (!ctx.campaign) return h('div', {}, overview);
 
@@ -40,6 +42,13 @@ export async function render(ctx) {
     return h('div', {}, overview, progress,
       h('p', { class: 'muted' }, 'Labels over time and ε per annotator need GET /v1/campaigns/view, which this server does not offer.'));
   }
+  const releases = c.trust === 'central' ? card('Model releases (central campaign)',
+    facts([
+      ['Trust', 'central: annotators send their true answers; only released models leave the server, and its labels are never exported'],
+      ['Release budget ε (pure DP)', `${num(c.release_epsilon_spent ?? 0)} spent of ${num(c.release_epsilon)}`],
+      ['Release budget δ', `${num(c.release_delta_spent ?? 0)} spent of ${num(c.release_delta ?? 0)}`],
+      ['Contribution cap per annotator', c.contribution_cap ? num(c.contribution_cap) : 'none'],
+    ], { id: 'releases' })) : '';
   const lot = view.labels_over_time;
   const perHour = 3600 / lot.bucket_s;
   const rate = card('Labels per hour',
@@ -56,5 +65,5 @@ export async function render(ctx) {
     ], { id: 'budget' }),
     histogram(eps.histogram.map((b) => ({ low: b.low, high: b.high, count: b.annotators })),
       { title: `ε spent per annotator in ${ctx.campaign}`, xLabel: 'ε spent', yLabel: 'annotators', integers: true }));
-  return h('div', {}, overview, progress, h('div', { class: 'grid2' }, rate, budget));
+  return h('div', {}, overview, progress, releases, h('div', { class: 'grid2' }, rate, budget));
 }

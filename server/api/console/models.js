@@ -17,6 +17,7 @@ function corruptionText(list) {
 // without a token.
 function privacyShort(p) {
   if (!p) return 'unknown';
+  if (p.mechanism) return `released: ${p.mechanism} ε ${num(p.release_epsilon)}${p.release_delta ? `, δ ${num(p.release_delta)}` : ''}`;
   if (!p.privatized) return `${num(p.unprivatized_labels)} unprivatized`;
   return `ε ≤ ${num(p.epsilon_max)} per label`;
 }
@@ -29,14 +30,27 @@ function privacyFacts(p) {
   if (!p) {
     return [['Privacy', 'unknown (trained before the server recorded it): treated as not privatized, never served without a token']];
   }
-  return [
-    ['Privacy', p.privatized
+  const release = p.mechanism
+    ? [['Privacy', `released by the ${p.mechanism} mechanism from a central campaign's true labels: `
+        + `(ε ${num(p.release_epsilon)}, δ ${num(p.release_delta || 0)})-DP, public (post-processing of the release)`]]
+    : [['Privacy', p.privatized
       ? 'every label privatized: the model is post-processing of ε-LDP reports'
-      : `${num(p.unprivatized_labels)} of ${num(p.labels)} labels not privatized (ε = ∞): served only with a token`],
+      : `${num(p.unprivatized_labels)} of ${num(p.labels)} labels not privatized (ε = ∞): served only with a token`]];
+  return [
+    ...release,
     ['Label ε (privatized)', p.epsilon_min === null ? 'none privatized' : `${num(p.epsilon_min)} – ${num(p.epsilon_max)}`],
-    ['ε per annotator (most)', epsilonText(p.epsilon_per_annotator)],
+    ['User-level ε (most per annotator)', epsilonText(p.user_level_epsilon ?? p.epsilon_per_annotator)],
     ['Annotators', num(p.annotators)],
   ];
+}
+
+// The release record of the model file: mechanism and its candidate set or
+// noise calibration, as "key value" text.
+function releaseText(r) {
+  if (!r) return null;
+  return Object.entries(r).map(([k, v]) => `${k} ${typeof v === 'object' && v !== null
+    ? Object.entries(v).filter(([, x]) => typeof x !== 'object').map(([a, x]) => `${a} ${num(x)}`).join(', ')
+    : num(v)}`).join('; ');
 }
 
 function metric(m, key) {
@@ -94,7 +108,7 @@ export async function render(ctx) {
       { title: 'Accuracy', num: true, value: (m) => metric(m.metrics, 'rewards/accuracies') },
       { title: 'Margin', num: true, value: (m) => metric(m.metrics, 'rewards/margins') },
       { title: 'Corruption', value: (m) => corruptionText(m.corruption) },
-      { title: 'Privacy', value: (m) => h('span', { class: m.privacy && m.privacy.privatized ? 'privacy-ok' : 'privacy-raw' }, privacyShort(m.privacy)) },
+      { title: 'Privacy', value: (m) => h('span', { class: m.privacy && m.privacy.public ? 'privacy-ok' : 'privacy-raw' }, privacyShort(m.privacy)) },
       { title: 'Served', value: (m) => m.active ? h('strong', { class: 'active-badge' }, 'served') : activateControl(ctx, m, active) },
     ], rows, { id: 'model-table' }));
   if (selected === null) return h('div', {}, overview);
@@ -111,6 +125,7 @@ export async function render(ctx) {
         ['Features', settingsText(m.features)],
         ['Corruption', corruptionText(m.corruption)],
         ...privacyFacts(m.privacy),
+        ...(m.release ? [['Release record', releaseText(m.release)]] : []),
         ['Training time', m.duration_ms !== undefined ? `${num(m.duration_ms / 1000, 2)} s` : '—'],
       ], { id: 'model-detail' }),
       curveChart(m.curve, `Training curve of version ${m.version}`)),
