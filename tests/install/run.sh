@@ -21,8 +21,9 @@
 #     every option that --help shows (each command's, in its own
 #     subsection) is in its page.
 # Prints "N passed, N failed"; exit status 1 if anything failed.
-# LDPREF_SAN=1 (the sanitizer build): the doc programs get the same
-# -fsanitize flags as the library they link.
+# The sanitizer build (LDPREF_SAN=1, or a library built with
+# -fsanitize=address, as when .ci/run calls tests/run.sh on build/asan): the
+# doc programs get the same -fsanitize flags as the library they link.
 set -u
 BUILD=${BUILD:-build}
 cd "$(dirname "$0")/../.."
@@ -45,7 +46,9 @@ trap cleanup EXIT
 P=$T/prefix
 unset LD_LIBRARY_PATH
 SANFLAGS=()
-[ "${LDPREF_SAN:-}" = 1 ] && SANFLAGS=(-fsanitize=address,undefined)
+if [ "${LDPREF_SAN:-}" = 1 ] || nm "$BUILD/libldpref.a" 2>/dev/null | grep -q ' U __asan_'; then
+  SANFLAGS=(-fsanitize=address,undefined)
+fi
 
 # ---- install -------------------------------------------------------------
 if ! make -s --no-print-directory install BUILD="$BUILD" PREFIX="$P" >"$T/install.log" 2>&1; then
