@@ -32,13 +32,17 @@ PKG_LIBS   := $(shell pkg-config --libs $(PKGS) 2>/dev/null) -llbfgs -lunistring
 CLIENT_PKGS := libcurl libsodium jansson sqlite3 libmicrohttpd
 # libunistring (no pkg-config file on Debian): the memo's text normalization.
 CLIENT_LIBS := $(shell pkg-config --libs $(CLIENT_PKGS) 2>/dev/null) -lunistring -lm -lpthread
+# libpq: the PostgreSQL driver (server/db/sql_pg.c), linked into the server
+# and the tests, not into the client library or the CLIs.
+PG_CFLAGS := $(shell pkg-config --cflags libpq 2>/dev/null)
+PG_LIBS   := $(shell pkg-config --libs libpq 2>/dev/null)
 # The ldpref CLI alone draws on the terminal (ldpref label): ncursesw.
 CLI_CFLAGS  := $(shell pkg-config --cflags ncursesw 2>/dev/null)
 CLI_LIBS    := $(shell pkg-config --libs ncursesw 2>/dev/null)
 
 CFLAGS  ?= -O2 -g
 CFLAGS  += -std=c11 -D_GNU_SOURCE -fPIC -Wall -Wextra -Wshadow -Wstrict-prototypes \
-           -Wno-unused-parameter -DLDPREF_VERSION='"$(VERSION)"' $(PKG_CFLAGS)
+           -Wno-unused-parameter -DLDPREF_VERSION='"$(VERSION)"' $(PKG_CFLAGS) $(PG_CFLAGS)
 LDFLAGS ?=
 ifeq ($(SAN),1)
 CFLAGS  += -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined
@@ -157,10 +161,10 @@ $(BUILD)/obj/%.o: %.c $(VERSION_STAMP)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $(LAYER_INC) -MMD -MP -c $< -o $@
 
-# The two libraries with a single home: only server/db/ includes sqlite3.h
-# (the client's local ledger and memo use SQLite through their own files),
-# and there only behind server/db/internal/: the public db headers do not
-# mention it; only server/http/ and the client library's local web page
+# The libraries with a single home: only server/db/ includes sqlite3.h and
+# libpq-fe.h (the client's local ledger and memo use SQLite through their
+# own files), and there only behind server/db/internal/: the public db
+# headers mention neither; only server/http/ and the client library's local web page
 # (client/lib/ui.c) include microhttpd.h.
 check-layers:
 	@bad=$$(grep -ln '^#include <sqlite3.h>' $$(git ls-files 'server/*.c' 'server/*.h' 2>/dev/null || find server -name '*.[ch]') \
@@ -168,6 +172,10 @@ check-layers:
 	 if [ -n "$$bad" ]; then echo "layering: sqlite3.h outside server/db/: $$bad" >&2; exit 1; fi
 	@bad=$$(grep -l 'sqlite3' server/db/*.h); \
 	 if [ -n "$$bad" ]; then echo "layering: a public db header mentions sqlite3: $$bad" >&2; exit 1; fi
+	@bad=$$(grep -rln '^#include <libpq-fe.h>' server client common | grep -v '^server/db/'); \
+	 if [ -n "$$bad" ]; then echo "layering: libpq-fe.h outside server/db/: $$bad" >&2; exit 1; fi
+	@bad=$$(grep -l 'libpq-fe.h\|PGconn' server/db/*.h); \
+	 if [ -n "$$bad" ]; then echo "layering: a public db header mentions libpq: $$bad" >&2; exit 1; fi
 	@bad=$$(grep -rln '^#include <microhttpd.h>' server client common | grep -v '^server/http/' | grep -vx 'client/lib/ui.c'); \
 	 if [ -n "$$bad" ]; then echo "layering: microhttpd.h outside server/http/ and client/lib/ui.c: $$bad" >&2; exit 1; fi
 
@@ -216,7 +224,7 @@ $(CONSOLE_ASSETS_O): $(CONSOLE_ASSETS_C) server/api/console_assets.h
 $(BUILD)/ldpref: $(call obj,$(CLI_SRC)) $(LIB_CLIENT)
 	$(CC) $(LDFLAGS) -o $@ $^ $(PKG_LIBS) $(CLI_LIBS)
 $(BUILD)/ldpref-server: $(call obj,server/cmd/server_main.c) $(LIB_CMD) $(SERVER_LIBS)
-	$(CC) $(LDFLAGS) -o $@ $^ $(PKG_LIBS)
+	$(CC) $(LDFLAGS) -o $@ $^ $(PKG_LIBS) $(PG_LIBS)
 $(BUILD)/ldpref-train: $(call obj,server/cmd/train_main.c) $(LIB_RESEARCH) $(LIB_ENGINE) $(LIB_COMMON)
 	$(CC) $(LDFLAGS) -o $@ $^ $(PKG_LIBS)
 
@@ -233,20 +241,20 @@ $(BUILD)/ldpref.pc: client/lib/ldpref.pc.in
 # Tests link every internal library; each binary prints "N passed, N failed".
 $(BUILD)/tests/%: $(BUILD)/obj/tests/unit/%.o $(ALL_LIBS)
 	@mkdir -p $(dir $@)
-	$(CC) $(LDFLAGS) -o $@ $^ $(PKG_LIBS)
+	$(CC) $(LDFLAGS) -o $@ $^ $(PKG_LIBS) $(PG_LIBS)
 $(BUILD)/tests/e2e_%: $(BUILD)/obj/tests/e2e/e2e_%.o $(ALL_LIBS)
 	@mkdir -p $(dir $@)
-	$(CC) $(LDFLAGS) -o $@ $^ $(PKG_LIBS)
+	$(CC) $(LDFLAGS) -o $@ $^ $(PKG_LIBS) $(PG_LIBS)
 # Fuzz targets replayed over their corpora with the normal compiler.
 $(BUILD)/tests/replay_%: $(BUILD)/obj/tests/fuzz/%.o $(BUILD)/obj/tests/fuzz/replay_main.o $(ALL_LIBS)
 	@mkdir -p $(dir $@)
-	$(CC) $(LDFLAGS) -o $@ $^ $(PKG_LIBS)
+	$(CC) $(LDFLAGS) -o $@ $^ $(PKG_LIBS) $(PG_LIBS)
 $(BUILD)/bench/%: $(BUILD)/obj/tests/bench/%.o $(ALL_LIBS)
 	@mkdir -p $(dir $@)
-	$(CC) $(LDFLAGS) -o $@ $^ $(PKG_LIBS)
+	$(CC) $(LDFLAGS) -o $@ $^ $(PKG_LIBS) $(PG_LIBS)
 $(BUILD)/study/%: $(BUILD)/obj/tests/study/%.o $(ALL_LIBS)
 	@mkdir -p $(dir $@)
-	$(CC) $(LDFLAGS) -o $@ $^ $(PKG_LIBS)
+	$(CC) $(LDFLAGS) -o $@ $^ $(PKG_LIBS) $(PG_LIBS)
 
 tests: all $(UNIT_TESTS) $(E2E_TESTS) $(FUZZ_REPLAY) $(PY_TESTS)
 
@@ -310,7 +318,7 @@ fuzz:
 fuzz-bins: $(FUZZ_BINS)
 $(BUILD)/fuzz/%: $(BUILD)/obj/tests/fuzz/%.o $(ALL_LIBS)
 	@mkdir -p $(dir $@)
-	$(CC) $(LDFLAGS) -fsanitize=fuzzer -o $@ $^ $(PKG_LIBS)
+	$(CC) $(LDFLAGS) -fsanitize=fuzzer -o $@ $^ $(PKG_LIBS) $(PG_LIBS)
 
 # Any PREFIX works without LD_LIBRARY_PATH or ldconfig: the CLIs link
 # libldpref statically, and ldpref.pc's Libs carry an rpath to $(PREFIX)/lib
