@@ -63,6 +63,7 @@ struct pg_stmt {
     int nparams;
     struct param *params;
     Oid *types;    /* the types it was prepared with (0: the server's choice) */
+    int fixed;     /* prepared with the server's types for good (ensure_prepared) */
     char name[32]; /* "" until prepared */
     /* the current run */
     PGresult *res;
@@ -208,6 +209,10 @@ static int is_txn_control(const char *sql)
 
 /* ---- statements ---- */
 
+static void deallocate(pg_stmt *st);
+static PGresult *prepare_as(pg_stmt *st);
+static int types_failed(const PGresult *r);
+
 static void stmt_clear_run(pg_stmt *st)
 {
     PQclear(st->res);
@@ -223,12 +228,7 @@ static void pg_finalize(lp_stmt *base)
     pg_stmt *st = (pg_stmt *)base;
     pg_conn *c = st->c;
     stmt_clear_run(st);
-    if (st->name[0] && PQstatus(c->pg) == CONNECTION_OK &&
-        PQtransactionStatus(c->pg) != PQTRANS_INERROR) {
-        char sql[48];
-        snprintf(sql, sizeof sql, "DEALLOCATE %s", st->name);
-        PQclear(PQexec(c->pg, sql));
-    }
+    deallocate(st);
     if (st->prev)
         st->prev->next = st->next;
     else
@@ -279,6 +279,20 @@ static lp_stmt *pg_prepare(lp_conn *base, const char *sql)
         return NULL;
     }
     st->wrap = !is_txn_control(st->sql);
+    /* prepared now with the server's types, so that a wrong statement fails
+     * here; one whose types only the bindings can decide waits for them */
+    PGresult *r = prepare_as(st);
+    if (r != NULL) {
+        int types_later = types_failed(r);
+        if (!types_later)
+            fail_result(c, r);
+        PQclear(r);
+        deallocate(st);
+        if (!types_later) {
+            pg_finalize(&st->base);
+            return NULL;
+        }
+    }
     return &st->base;
 }
 
@@ -483,49 +497,80 @@ static PGresult *prepare_guarded(pg_conn *c, const char *name, const char *sql, 
     return r;
 }
 
-/* An operator or function for the declared types does not exist: SQLite
- * would have converted; the server may choose the types instead. */
-static int type_mismatch(const PGresult *r)
+/* The failure is about the parameters' types (an operator or function for
+ * them does not exist, is ambiguous, or a type cannot be decided), not
+ * about the statement. */
+static int types_failed(const PGresult *r)
 {
+    static const char *const states[] = {"42883", "42804", "42725", "42P18", "42P08"};
     const char *state = PQresultErrorField(r, PG_DIAG_SQLSTATE);
-    return state != NULL && (strcmp(state, "42883") == 0 || strcmp(state, "42804") == 0 ||
-                             strcmp(state, "42725") == 0);
+    for (size_t k = 0; state != NULL && k < sizeof states / sizeof states[0]; k++)
+        if (strcmp(state, states[k]) == 0)
+            return 1;
+    return 0;
 }
 
-/* Prepares st on the server when it is not, or when its bindings need
- * other types than it was prepared with. 0, or an error result. */
-static int ensure_prepared(pg_stmt *st)
+static void deallocate(pg_stmt *st)
 {
-    pg_conn *c = st->c;
-    int again = 0;
-    for (int k = 0; k < st->nparams && st->name[0]; k++) {
-        Oid want = kind_type(st->params[k].kind);
-        if (want != 0 && st->types[k] != 0 && st->types[k] != want)
-            again = 1;
-    }
-    if (st->name[0] && !again)
-        return 0;
-    if (st->name[0]) { /* not transactional: cannot fail for a known name */
+    if (st->name[0] && PQstatus(st->c->pg) == CONNECTION_OK) {
         char sql[48];
         snprintf(sql, sizeof sql, "DEALLOCATE %s", st->name);
-        PQclear(PQexec(c->pg, sql));
-        st->name[0] = 0;
+        PQclear(PQexec(st->c->pg, sql)); /* not transactional; fails only for an unknown name */
     }
-    for (int k = 0; k < st->nparams; k++)
-        st->types[k] = kind_type(st->params[k].kind);
+    st->name[0] = 0;
+}
+
+/* Prepares st under a new name with st->types (0: the server's choice)
+ * and learns the types the server chose. NULL, or the failed result
+ * (the caller clears it). */
+static PGresult *prepare_as(pg_stmt *st)
+{
+    pg_conn *c = st->c;
     char name[32];
     snprintf(name, sizeof name, "lp%lu", ++c->next_name);
     PGresult *r = prepare_guarded(c, name, st->sql, st->nparams, st->types);
-    if (!ok_status(r) && type_mismatch(r) && st->nparams > 0) {
-        PQclear(r);
-        memset(st->types, 0, (size_t)st->nparams * sizeof *st->types);
-        r = prepare_guarded(c, name, st->sql, st->nparams, st->types);
-    }
-    int ok = ok_status(r);
-    int rc = ok ? 0 : fail_result(c, r);
+    if (!ok_status(r))
+        return r;
     PQclear(r);
-    if (ok)
-        snprintf(st->name, sizeof st->name, "%s", name);
+    snprintf(st->name, sizeof st->name, "%s", name);
+    r = PQdescribePrepared(c->pg, name);
+    if (!ok_status(r) || PQnparams(r) != st->nparams)
+        return r;
+    for (int k = 0; k < st->nparams; k++)
+        st->types[k] = PQparamtype(r, k);
+    PQclear(r);
+    return NULL;
+}
+
+/* Prepares st again when a binding's type is not the one the statement was
+ * prepared with (an int64 where the server chose integer or text...): with
+ * the bindings' types, or, when the server has no operator for those, its
+ * own choice for good (st->fixed; values are then sent as text). 0, or an
+ * error result. */
+static int ensure_prepared(pg_stmt *st)
+{
+    int again = st->name[0] == 0;
+    for (int k = 0; k < st->nparams && !again && !st->fixed; k++) {
+        Oid want = kind_type(st->params[k].kind);
+        again = want != 0 && st->types[k] != want;
+    }
+    if (!again)
+        return 0;
+    deallocate(st);
+    for (int k = 0; k < st->nparams; k++)
+        st->types[k] = st->fixed ? 0 : kind_type(st->params[k].kind);
+    PGresult *r = prepare_as(st);
+    if (r != NULL && types_failed(r) && !st->fixed) {
+        PQclear(r);
+        deallocate(st);
+        st->fixed = 1;
+        memset(st->types, 0, (size_t)st->nparams * sizeof *st->types);
+        r = prepare_as(st);
+    }
+    int rc = r == NULL ? 0 : fail_result(st->c, r);
+    PQclear(r);
+    if (rc != 0)
+        deallocate(st);
     return rc;
 }
 
