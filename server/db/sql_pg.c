@@ -2,6 +2,7 @@
 #include "sql_pg.h"
 
 #include "error.h"
+#include "log.h"
 
 #include <ctype.h>
 #include <inttypes.h>
@@ -9,6 +10,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+#ifndef LIBPQ_HAS_PIPELINING
+#error "libpq 14 or newer is needed (pipeline mode)"
+#endif
 
 /* Type OIDs of the built-in types (pg_type.oid; fixed since PostgreSQL 7). */
 #define OID_BOOL 16
@@ -916,6 +921,16 @@ static const char SESSION_SQL[] =
     "SET client_encoding = 'UTF8'; SET bytea_output = 'hex'; SET extra_float_digits = 3; "
     "SET standard_conforming_strings = on; SET client_min_messages = warning";
 
+/* The server's warnings go to the log, not to stderr. */
+static void log_notice(void *arg, const PGresult *r)
+{
+    (void)arg;
+    const char *msg = PQresultErrorField(r, PG_DIAG_MESSAGE_PRIMARY);
+    const char *severity = PQresultErrorField(r, PG_DIAG_SEVERITY_NONLOCALIZED);
+    lp_log(LP_LOG_WARN, "postgresql_notice", LP_LOG_STR("severity", severity ? severity : ""),
+           LP_LOG_STR("message", msg ? msg : ""));
+}
+
 int lp_sql_pg_open(const char *conninfo, lp_conn **out, char *err, size_t errlen)
 {
     *out = NULL;
@@ -939,6 +954,7 @@ int lp_sql_pg_open(const char *conninfo, lp_conn **out, char *err, size_t errlen
         free(c);
         return LP_ESTORAGE;
     }
+    PQsetNoticeReceiver(c->pg, log_notice, NULL);
     PGresult *r = PQexec(c->pg, SESSION_SQL);
     int ok = ok_status(r);
     PQclear(r);

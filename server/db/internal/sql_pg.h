@@ -2,17 +2,22 @@
  * sql_pg.h — the PostgreSQL driver of the statement API (sql.h), on libpq
  * (internal to server/db/).
  *
- * A connection is one libpq connection. Statements are prepared on the
- * server under a name of their own the first time they run, with the
- * parameter types of that run's bindings: int64 as bigint, double as double
- * precision and blobs as bytea, sent in binary; text and NULL leave the
- * type to the server, text sent as text. A later run whose bindings need
- * other types prepares the statement again. ?N becomes $N outside string
- * literals, quoted names and comments; a bare ? is refused. Rows come back
- * as text and are read as sql.h says (a boolean reads as 1 or 0, bytea as
- * its bytes). A statement runs to completion when first stepped: its rows
- * are held in memory until reset (a long read asks for rows in pieces;
- * see docs/postgresql.md).
+ * A connection is one libpq connection (libpq 14 or newer: pipeline
+ * mode). A statement is prepared on the server, under a name of its own,
+ * when it is made, with the parameter types the server chooses, so that a
+ * wrong statement fails at lp_stmt_prepare; a statement whose types only
+ * its bindings can decide (?1 + ?1) waits for its first step. When a run's
+ * bindings need other types (an int64 where the server chose integer or
+ * text) it is prepared again with the bindings' types: int64 as bigint,
+ * double as double precision, blobs as bytea; if the server has no
+ * operator for those types, with its own choice for good. int64, double
+ * and blob values whose parameter has their type are sent in binary, every
+ * other value as text (PostgreSQL text holds no NUL byte: binding one fails
+ * the step). ?N becomes $N outside string literals, quoted names and
+ * comments; a bare ? is refused. Rows come back as text and are read as
+ * sql.h says (a boolean reads as 1 or 0, bytea as its bytes, numeric as a
+ * number). A statement runs to completion when first stepped: its rows are
+ * held in memory until reset (long reads need cursors; docs/postgresql.md).
  *
  * Failures: SQLSTATE 23505 is LP_SQL_UNIQUE, 23503 LP_SQL_FOREIGN_KEY,
  * any other of class 23 (integrity constraints, the schema's refusing
@@ -34,7 +39,8 @@
  * Opening sets the session to UTF-8, hex bytea output and shortest-exact
  * float output (doubles round-trip exactly), and raises synchronous_commit
  * to on when the server's setting is off (a commit is then durable before
- * it returns; stronger settings such as remote_apply are kept).
+ * it returns; stronger settings such as remote_apply are kept). The
+ * server's notices and warnings go to the log (postgresql_notice).
  */
 #ifndef LP_SQL_PG_H
 #define LP_SQL_PG_H
