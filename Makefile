@@ -93,6 +93,10 @@ UI_ASSETS_O  := $(BUILD)/obj/gen/ui_assets.o
 CONSOLE_ASSETS   := $(sort $(wildcard server/api/console/*))
 CONSOLE_ASSETS_C := $(BUILD)/gen/console_assets.c
 CONSOLE_ASSETS_O := $(BUILD)/obj/gen/console_assets.o
+# The PostgreSQL schema's files, embedded in the db layer (server/db/internal/schema_pg.h).
+PG_SCHEMA        := $(sort $(wildcard schema/postgresql/[0-9][0-9][0-9]_*.sql))
+PG_SCHEMA_C      := $(BUILD)/gen/pg_schema_files.c
+PG_SCHEMA_O      := $(BUILD)/obj/gen/pg_schema_files.o
 ENGINE_SRC   := $(wildcard server/engine/*.c)
 RESEARCH_SRC := $(wildcard server/research/*.c)
 DB_SRC       := $(wildcard server/db/*.c)
@@ -183,7 +187,7 @@ $(LIB_COMMON):   $(call obj,$(COMMON_SRC))
 $(LIB_CLIENT):   $(call obj,$(CLIENT_SRC) $(COMMON_SRC)) $(UI_ASSETS_O)
 $(LIB_ENGINE):   $(call obj,$(ENGINE_SRC))
 $(LIB_RESEARCH): $(call obj,$(RESEARCH_SRC))
-$(LIB_DB):       $(call obj,$(DB_SRC))
+$(LIB_DB):       $(call obj,$(DB_SRC)) $(PG_SCHEMA_O)
 $(LIB_SERVICE):  $(call obj,$(SERVICE_SRC))
 $(LIB_API):      $(call obj,$(API_SRC)) $(CONSOLE_ASSETS_O)
 $(LIB_HTTP):     $(call obj,$(HTTP_SRC))
@@ -220,6 +224,12 @@ $(CONSOLE_ASSETS_C): $(CONSOLE_ASSETS) Makefile
 $(CONSOLE_ASSETS_O): $(CONSOLE_ASSETS_C) server/api/console_assets.h
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $(INC_api) -c $< -o $@
+$(PG_SCHEMA_C): $(PG_SCHEMA) Makefile
+	@mkdir -p $(dir $@)
+	$(call embed,$(PG_SCHEMA),schema_pg.h,lp_pg_schema_file,lp_pg_schema_files,)
+$(PG_SCHEMA_O): $(PG_SCHEMA_C) server/db/internal/schema_pg.h server/db/internal/sql.h
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) $(INC_db) -c $< -o $@
 
 $(BUILD)/ldpref: $(call obj,$(CLI_SRC)) $(LIB_CLIENT)
 	$(CC) $(LDFLAGS) -o $@ $^ $(PKG_LIBS) $(CLI_LIBS)

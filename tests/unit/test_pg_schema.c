@@ -2,24 +2,29 @@
  * test_pg_schema.c — schema/postgresql/ on a real PostgreSQL (tests/support/
  * pg.h) against the SQLite schema the server's own migrations create.
  *
- * The PostgreSQL files are applied in order to a fresh database; its
- * version (schema_version) says how many SQLite migrations to apply to a
- * fresh SQLite file. Then: the same tables, the same columns in the same
+ * The server's migration of a PostgreSQL database (schema_pg.h: the
+ * embedded schema/postgresql/ files) brings a fresh database to its
+ * version (schema_version), which says how many SQLite migrations to apply
+ * to a fresh SQLite file. Then: the same tables, the same columns in the same
  * order with matching types, nullability, defaults and primary keys; every
  * SQLite uniqueness also in PostgreSQL, plus the ones several servers rely
  * on; the same counters after the same writes (the triggers); the refusals
  * of the append-only triggers as constraint failures (SQLSTATE class 23);
- * and the campaign-completion notification, delivered on commit only.
+ * the campaign-completion notification, delivered on commit only; and
+ * the migration itself: three servers at once apply each file once, again
+ * is a no-op, a newer database is refused and left alone.
  */
 #include "check.h"
-#include "files.h"
 #include "pg.h"
+#include "error.h"
+#include "schema_pg.h"
 #include "schema_sql.h"
+#include "sql_pg.h"
 #include "tmpdir.h"
 
-#include <glob.h>
 #include <libpq-fe.h>
 #include <math.h>
+#include <pthread.h>
 #include <signal.h>
 #include <sqlite3.h>
 #include <stdio.h>
@@ -118,28 +123,74 @@ static void check_same_rows(const char *what, const char *a, const char *b)
 
 /* ---- applying the schemas ---- */
 
-/* Applies schema/postgresql/NNN_*.sql in order, each in its transaction.
- * Returns the number of files, or -1. */
-static int apply_pg_schema(PGconn *pg)
+/* The embedded files (schema/postgresql/), counted. */
+static int64_t schema_files(void)
 {
-    glob_t g;
-    if (glob("schema/postgresql/[0-9][0-9][0-9]_*.sql", 0, NULL, &g) != 0)
-        return -1;
-    int n = 0;
-    for (size_t i = 0; i < g.gl_pathc; i++) {
-        char *sql = file_read_all(g.gl_pathv[i], NULL);
-        int ok = sql != NULL && pg_ok(pg, "BEGIN") && pg_ok(pg, sql) && pg_ok(pg, "COMMIT");
-        if (!ok)
-            fprintf(stderr, "while applying %s\n", g.gl_pathv[i]);
-        free(sql);
-        if (!ok) {
-            n = -1;
-            break;
-        }
+    int64_t n = 0;
+    while (lp_pg_schema_files[n].name != NULL)
         n++;
-    }
-    globfree(&g);
     return n;
+}
+
+struct migration {
+    const char *uri;
+    int rc;
+    int64_t version;
+    char err[256];
+};
+
+/* One server's start: its own connection, lp_pg_migrate. */
+static void *migrate_thread(void *arg)
+{
+    struct migration *m = arg;
+    lp_conn *c = NULL;
+    m->rc = lp_sql_pg_open(m->uri, &c, m->err, sizeof m->err);
+    if (m->rc == LP_OK)
+        m->rc = lp_pg_migrate(c, &m->version, m->err, sizeof m->err);
+    lp_conn_close(c);
+    return NULL;
+}
+
+/* Migrations: several servers at once apply each file once; again is a
+ * no-op; a database newer than the files is refused and left alone. */
+static void test_migrate(pg_cluster *pgc)
+{
+    char uri[512];
+    CHECK_INT(pg_cluster_create_db(pgc, "migrate_test", uri, sizeof uri), 0);
+    struct migration m[3];
+    pthread_t t[3];
+    for (int k = 0; k < 3; k++) {
+        m[k] = (struct migration){.uri = uri};
+        CHECK_INT(pthread_create(&t[k], NULL, migrate_thread, &m[k]), 0);
+    }
+    for (int k = 0; k < 3; k++) {
+        pthread_join(t[k], NULL);
+        check_record(m[k].rc == LP_OK, __FILE__, __LINE__, "migration %d: %s", k, m[k].err);
+        CHECK_INT(m[k].version, lp_pg_schema_newest());
+    }
+    PGconn *pg = PQconnectdb(uri);
+    char *rows = pg_rows(pg, "SELECT count(*), max(version) FROM schema_version");
+    char want[64];
+    snprintf(want, sizeof want, "%lld|%lld\n", (long long)schema_files(),
+             (long long)lp_pg_schema_newest());
+    CHECK_STR(rows, want);
+    free(rows);
+
+    struct migration again = {.uri = uri};
+    migrate_thread(&again);
+    CHECK_INT(again.rc, LP_OK);
+    CHECK_INT(again.version, lp_pg_schema_newest());
+
+    CHECK(pg_ok(pg, "INSERT INTO schema_version (version) VALUES (9999)"));
+    struct migration newer = {.uri = uri};
+    migrate_thread(&newer);
+    CHECK_INT(newer.rc, LP_ESTORAGE);
+    CHECK(strstr(newer.err, "newer than this server") != NULL);
+    rows = pg_rows(pg, "SELECT count(*) FROM schema_version");
+    snprintf(want, sizeof want, "%lld\n", (long long)schema_files() + 1);
+    CHECK_STR(rows, want);
+    free(rows);
+    PQfinish(pg);
 }
 
 static int apply_sqlite_migrations(sqlite3 *db, int version)
@@ -326,11 +377,19 @@ int main(void)
     CHECK_INT(PQstatus(pg), CONNECTION_OK);
     pg_ok(pg, "SET client_min_messages = warning");
 
-    int files = apply_pg_schema(pg);
-    CHECK(files >= 1);
+    lp_conn *conn = NULL;
+    char err[256];
+    int64_t migrated = 0;
+    CHECK_INT(lp_sql_pg_open(uri, &conn, err, sizeof err), LP_OK);
+    int rc = conn ? lp_pg_migrate(conn, &migrated, err, sizeof err) : LP_ESTORAGE;
+    check_record(rc == LP_OK, __FILE__, __LINE__, "migrate: %s", err);
+    lp_conn_close(conn);
+    CHECK(schema_files() >= 1);
+    CHECK_STR(lp_pg_schema_files[0].name, "014_init.sql");
     char *vtext = pg_rows(pg, "SELECT max(version) FROM schema_version");
     int version = atoi(vtext);
     free(vtext);
+    CHECK_INT(version, migrated);
     CHECK(version >= 14 && version <= LP_MIGRATION_COUNT);
     if (version < LP_MIGRATION_COUNT)
         printf("note: SQLite has %d migrations, schema/postgresql/ reaches %d\n",
@@ -395,10 +454,10 @@ int main(void)
     CHECK(pg_ok(pg, "BEGIN"));
     for (size_t i = 0; i < sizeof SCENARIO / sizeof SCENARIO[0]; i++) {
         char *a = spell(SCENARIO[i], 0), *b = spell(SCENARIO[i], 1);
-        char *err = NULL;
-        check_record(sqlite3_exec(db, a, NULL, NULL, &err) == SQLITE_OK, __FILE__, __LINE__,
-                     "sqlite: %s: %s", a, err ? err : "");
-        sqlite3_free(err);
+        char *lite_err = NULL;
+        check_record(sqlite3_exec(db, a, NULL, NULL, &lite_err) == SQLITE_OK, __FILE__, __LINE__,
+                     "sqlite: %s: %s", a, lite_err ? lite_err : "");
+        sqlite3_free(lite_err);
         check_record(pg_ok(pg, b), __FILE__, __LINE__, "pg: %s", b);
         free(a);
         free(b);
@@ -486,6 +545,8 @@ int main(void)
     CHECK_STR(state, "23000");
     pg_sqlstate(pg, "DELETE FROM operator_tokens", state, sizeof state);
     CHECK_STR(state, "23000");
+
+    test_migrate(&pgc);
 
     free(lite_tables);
     free(pg_tables);
