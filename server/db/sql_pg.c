@@ -931,6 +931,33 @@ static void log_notice(void *arg, const PGresult *r)
            LP_LOG_STR("message", msg ? msg : ""));
 }
 
+/* The session settings of a new connection (see sql_pg.h). 0 or -1. */
+static int session_setup(pg_conn *c, char *err, size_t errlen)
+{
+    PGresult *r = PQexec(c->pg, SESSION_SQL);
+    int ok = ok_status(r);
+    PQclear(r);
+    if (ok) {
+        r = PQexec(c->pg, "SELECT current_setting('synchronous_commit')");
+        const char *sync = ok_status(r) && PQntuples(r) == 1 ? PQgetvalue(r, 0, 0) : NULL;
+        ok = sync != NULL && (strcmp(sync, "off") != 0 ||
+                              pg_exec(&c->base, "SET synchronous_commit = on") == LP_SQL_DONE);
+        PQclear(r);
+    }
+    if (!ok)
+        snprintf(err, errlen, "cannot set up the PostgreSQL session: %s", PQerrorMessage(c->pg));
+    return ok ? 0 : -1;
+}
+
+static void connect_failed(pg_conn *c, char *err, size_t errlen)
+{
+    snprintf(err, errlen, "cannot connect to PostgreSQL: %s",
+             c->pg ? PQerrorMessage(c->pg) : "out of memory");
+    size_t n = strlen(err);
+    if (n > 0 && err[n - 1] == '\n')
+        err[n - 1] = 0;
+}
+
 int lp_sql_pg_open(const char *conninfo, lp_conn **out, char *err, size_t errlen)
 {
     *out = NULL;
@@ -944,35 +971,39 @@ int lp_sql_pg_open(const char *conninfo, lp_conn **out, char *err, size_t errlen
     const char *keys[] = {"dbname", "fallback_application_name", NULL};
     const char *vals[] = {conninfo, "ldpref-server", NULL};
     c->pg = PQconnectdbParams(keys, vals, 1);
-    if (c->pg == NULL || PQstatus(c->pg) != CONNECTION_OK) {
-        snprintf(err, errlen, "cannot connect to PostgreSQL: %s",
-                 c->pg ? PQerrorMessage(c->pg) : "out of memory");
-        size_t n = strlen(err);
-        if (n > 0 && err[n - 1] == '\n')
-            err[n - 1] = 0;
-        PQfinish(c->pg);
-        free(c);
-        return LP_ESTORAGE;
-    }
-    PQsetNoticeReceiver(c->pg, log_notice, NULL);
-    PGresult *r = PQexec(c->pg, SESSION_SQL);
-    int ok = ok_status(r);
-    PQclear(r);
-    if (ok) {
-        r = PQexec(c->pg, "SELECT current_setting('synchronous_commit')");
-        const char *sync = ok_status(r) && PQntuples(r) == 1 ? PQgetvalue(r, 0, 0) : NULL;
-        ok = sync != NULL && (strcmp(sync, "off") != 0 ||
-                              pg_exec(&c->base, "SET synchronous_commit = on") == LP_SQL_DONE);
-        PQclear(r);
-    }
-    if (!ok) {
-        snprintf(err, errlen, "cannot set up the PostgreSQL session: %s", PQerrorMessage(c->pg));
+    int ok = c->pg != NULL && PQstatus(c->pg) == CONNECTION_OK;
+    if (!ok)
+        connect_failed(c, err, errlen);
+    else
+        PQsetNoticeReceiver(c->pg, log_notice, NULL);
+    if (!ok || session_setup(c, err, errlen) != 0) {
         PQfinish(c->pg);
         free(c);
         return LP_ESTORAGE;
     }
     *out = &c->base;
     return LP_OK;
+}
+
+int lp_sql_pg_connected(lp_conn *c)
+{
+    return PQstatus(((pg_conn *)c)->pg) == CONNECTION_OK;
+}
+
+int lp_sql_pg_reconnect(lp_conn *base, char *err, size_t errlen)
+{
+    pg_conn *c = (pg_conn *)base;
+    for (pg_stmt *st = c->stmts; st != NULL; st = st->next) {
+        stmt_clear_run(st);
+        st->name[0] = 0; /* the new session has none */
+        st->fixed = 0;
+    }
+    PQreset(c->pg);
+    if (PQstatus(c->pg) != CONNECTION_OK) {
+        connect_failed(c, err, errlen);
+        return LP_ESTORAGE;
+    }
+    return session_setup(c, err, errlen) == 0 ? LP_OK : LP_ESTORAGE;
 }
 
 PGconn *lp_sql_pg_conn(lp_conn *c)

@@ -414,6 +414,47 @@ static void test_snapshot(const char *uri)
     lp_conn_close(other);
 }
 
+/* A lost connection (the server ended its session): the step fails, the
+ * connection says so, and after lp_sql_pg_reconnect the same statement
+ * runs again. */
+static void test_reconnect(const char *uri)
+{
+    lp_conn *victim = NULL;
+    char err[256];
+    CHECK_INT(lp_sql_pg_open(uri, &victim, err, sizeof err), LP_OK);
+    if (victim == NULL)
+        return;
+    lp_stmt *st = prepare(victim, "SELECT ?1 + 1");
+    lp_stmt_bind_int64(st, 1, 41);
+    CHECK_INT(lp_stmt_step(st), LP_SQL_ROW);
+    CHECK_INT(lp_stmt_column_int64(st, 0), 42);
+    lp_stmt_reset(st);
+    CHECK_INT(lp_sql_pg_connected(victim), 1);
+    CHECK_INT(lp_conn_exec(victim, "BEGIN"), LP_SQL_DONE);
+
+    char kill_sql[96];
+    snprintf(kill_sql, sizeof kill_sql, "SELECT pg_terminate_backend(%d)",
+             PQbackendPID(lp_sql_pg_conn(victim)));
+    CHECK_INT(scalar(conn, kill_sql), 1);
+    int rc = LP_SQL_DONE;
+    for (int tries = 0; tries < 100 && rc != LP_SQL_ERROR; tries++) {
+        lp_stmt_reset(st);
+        rc = lp_stmt_step(st);
+    }
+    CHECK_INT(rc, LP_SQL_ERROR);
+    CHECK_INT(lp_sql_pg_connected(victim), 0);
+    CHECK_INT(lp_conn_in_txn(victim), 0);
+
+    CHECK_INT(lp_sql_pg_reconnect(victim, err, sizeof err), LP_OK);
+    CHECK_INT(lp_sql_pg_connected(victim), 1);
+    lp_stmt_reset(st);
+    lp_stmt_bind_int64(st, 1, 99);
+    CHECK_INT(lp_stmt_step(st), LP_SQL_ROW);
+    CHECK_INT(lp_stmt_column_int64(st, 0), 100);
+    lp_stmt_finalize(st);
+    lp_conn_close(victim);
+}
+
 int main(void)
 {
     pg_cluster pgc;
@@ -443,6 +484,7 @@ int main(void)
     test_transactions();
     test_contract();
     test_snapshot(uri);
+    test_reconnect(uri);
 
     /* a wrong address: a clear error */
     lp_conn *bad = NULL;

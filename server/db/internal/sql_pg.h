@@ -55,6 +55,16 @@
  * or LP_ESTORAGE / LP_ENO_MEMORY with the reason in err. */
 int lp_sql_pg_open(const char *conninfo, lp_conn **out, char *err, size_t errlen);
 
+/* 1 while c's connection is up; 0 once it was lost (a step or exec then
+ * failed with LP_SQL_ERROR). */
+int lp_sql_pg_connected(lp_conn *c);
+
+/* Connects c again with the same parameters (after a lost connection or a
+ * failover): its open transaction is gone, its statements stay valid and
+ * are prepared again when next stepped. LP_OK, or LP_ESTORAGE with the
+ * reason in err (try again later). */
+int lp_sql_pg_reconnect(lp_conn *c, char *err, size_t errlen);
+
 /* The libpq connection under c (a connection of this driver): for what
  * the statement API does not cover (LISTEN/NOTIFY, advisory locks). */
 PGconn *lp_sql_pg_conn(lp_conn *c);
