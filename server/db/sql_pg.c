@@ -19,6 +19,7 @@
 #define OID_BOOL 16
 #define OID_BYTEA 17
 #define OID_INT8 20
+#define OID_TEXT 25
 #define OID_FLOAT8 701
 
 #define SAVEPOINT_SQL "SAVEPOINT lp_stmt"
@@ -67,9 +68,10 @@ struct pg_stmt {
     int wrap;             /* 0: transaction control, never inside a savepoint */
     int nparams;
     struct param *params;
-    Oid *types;    /* the types it was prepared with (0: the server's choice) */
-    int fixed;     /* prepared with the server's types for good (ensure_prepared) */
-    char name[32]; /* "" until prepared */
+    unsigned char *used; /* used[k]: ?k+1 appears in the SQL (numbers may be skipped) */
+    Oid *types;          /* the types it was prepared with (0: the server's choice) */
+    int fixed;           /* prepared with the server's types for good (ensure_prepared) */
+    char name[32];       /* "" until prepared */
     /* the current run */
     PGresult *res;
     int state; /* 0 not run since reset, 1 rows (or done), else the error result */
@@ -138,8 +140,10 @@ static void end_failed_txn(pg_conn *c)
 /* ---- SQL text ---- */
 
 /* Rewrites ?N as $N outside quotes and comments; *nparams gets the largest
- * N. NULL (with the reason in c->err) for a bare ?, or out of memory. */
-static char *rewrite(pg_conn *c, const char *sql, int *nparams)
+ * N, and used[N - 1] is set for each N written (used may be NULL; it holds
+ * *nparams entries). NULL (with the reason in c->err) for a bare ?, or out
+ * of memory. */
+static char *rewrite(pg_conn *c, const char *sql, int *nparams, unsigned char *used)
 {
     size_t n = strlen(sql);
     char *out = malloc(n + 1);
@@ -187,6 +191,8 @@ static char *rewrite(pg_conn *c, const char *sql, int *nparams)
             o += j - i - 1;
             if (v > max)
                 max = (int)v;
+            if (used != NULL)
+                used[v - 1] = 1;
             i = j;
         } else {
             out[o++] = sql[i++];
@@ -245,6 +251,7 @@ static void pg_finalize(lp_stmt *base)
     for (int k = 0; k < st->ncols; k++)
         free(st->cols[k].buf);
     free(st->params);
+    free(st->used);
     free(st->types);
     free(st->cols);
     free(st->values);
@@ -265,8 +272,13 @@ static lp_stmt *pg_prepare(lp_conn *base, const char *sql)
     st->base.drv = &PG_DRIVER;
     st->c = c;
     st->row = -1;
-    st->sql = rewrite(c, sql, &st->nparams);
+    st->sql = rewrite(c, sql, &st->nparams, NULL);
     int n = st->nparams > 0 ? st->nparams : 1;
+    st->used = calloc((size_t)n, 1);
+    if (st->sql != NULL && st->used != NULL) { /* again, to mark the numbers written */
+        free(st->sql);
+        st->sql = rewrite(c, sql, &st->nparams, st->used);
+    }
     st->params = calloc((size_t)n, sizeof *st->params);
     st->types = calloc((size_t)n, sizeof *st->types);
     st->values = calloc((size_t)n, sizeof *st->values);
@@ -276,7 +288,7 @@ static lp_stmt *pg_prepare(lp_conn *base, const char *sql)
     if (c->stmts)
         c->stmts->prev = st;
     c->stmts = st;
-    if (st->sql == NULL || !st->params || !st->types || !st->values || !st->lengths ||
+    if (st->sql == NULL || !st->used || !st->params || !st->types || !st->values || !st->lengths ||
         !st->formats) {
         if (st->sql != NULL)
             set_err(c, "out of memory");
@@ -531,6 +543,9 @@ static void deallocate(pg_stmt *st)
 static PGresult *prepare_as(pg_stmt *st)
 {
     pg_conn *c = st->c;
+    for (int k = 0; k < st->nparams; k++)
+        if (!st->used[k]) /* a number the SQL skips: any type, the value is not read */
+            st->types[k] = OID_TEXT;
     char name[32];
     snprintf(name, sizeof name, "lp%lu", ++c->next_name);
     PGresult *r = prepare_guarded(c, name, st->sql, st->nparams, st->types);
@@ -547,6 +562,22 @@ static PGresult *prepare_as(pg_stmt *st)
     return NULL;
 }
 
+/* After a prepare that failed because the server could not decide a
+ * parameter's type (?1 IS NULL with ?1 bound to NULL), prepares again with
+ * text for each parameter left to the server. Returns the result to use. */
+static PGresult *prepare_untyped_as_text(pg_stmt *st, PGresult *r)
+{
+    const char *state = r ? PQresultErrorField(r, PG_DIAG_SQLSTATE) : NULL;
+    if (state == NULL || strcmp(state, "42P18") != 0)
+        return r;
+    PQclear(r);
+    deallocate(st);
+    for (int k = 0; k < st->nparams; k++)
+        if (st->types[k] == 0)
+            st->types[k] = OID_TEXT;
+    return prepare_as(st);
+}
+
 /* Prepares st again when a binding's type is not the one the statement was
  * prepared with (an int64 where the server chose integer or text...): with
  * the bindings' types, or, when the server has no operator for those, its
@@ -557,20 +588,20 @@ static int ensure_prepared(pg_stmt *st)
     int again = st->name[0] == 0;
     for (int k = 0; k < st->nparams && !again && !st->fixed; k++) {
         Oid want = kind_type(st->params[k].kind);
-        again = want != 0 && st->types[k] != want;
+        again = want != 0 && st->used[k] && st->types[k] != want;
     }
     if (!again)
         return 0;
     deallocate(st);
     for (int k = 0; k < st->nparams; k++)
         st->types[k] = st->fixed ? 0 : kind_type(st->params[k].kind);
-    PGresult *r = prepare_as(st);
+    PGresult *r = prepare_untyped_as_text(st, prepare_as(st));
     if (r != NULL && types_failed(r) && !st->fixed) {
         PQclear(r);
         deallocate(st);
         st->fixed = 1;
         memset(st->types, 0, (size_t)st->nparams * sizeof *st->types);
-        r = prepare_as(st);
+        r = prepare_untyped_as_text(st, prepare_as(st));
     }
     int rc = r == NULL ? 0 : fail_result(st->c, r);
     PQclear(r);

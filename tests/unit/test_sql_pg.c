@@ -181,6 +181,19 @@ static void test_sql_text(void)
     CHECK_INT(lp_stmt_step(st), LP_SQL_DONE);
     lp_stmt_finalize(st);
 
+    /* numbers the SQL skips (?1 unused) take any binding */
+    st = prepare(conn, "SELECT ?3 * 2, ?2 IS NULL");
+    if (st != NULL) {
+        lp_stmt_bind_int64(st, 1, 5);
+        lp_stmt_bind_int64(st, 3, 21);
+        int rc = lp_stmt_step(st);
+        check_record(rc == LP_SQL_ROW, __FILE__, __LINE__, "skipped numbers: %d %s", rc,
+                     lp_conn_errmsg(conn));
+        CHECK_INT(lp_stmt_column_int64(st, 0), 42);
+        CHECK_INT(lp_stmt_column_int64(st, 1), 1);
+        lp_stmt_finalize(st);
+    }
+
     /* a bare ? is refused when prepared */
     CHECK(lp_stmt_prepare(conn, "SELECT ?") == NULL);
     CHECK(strstr(lp_conn_errmsg(conn), "?N") != NULL);
