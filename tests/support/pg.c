@@ -109,7 +109,7 @@ static pid_t spawn_as(uid_t uid, gid_t gid, char *const argv[], const char *log,
         return pid;
     int fd = open(log, O_WRONLY | O_CREAT | O_APPEND, 0600);
     int null = open("/dev/null", O_RDONLY);
-    if (fd < 0 || null < 0)
+    if (fd < 0 || null < 0 || chdir("/") != 0) /* the test's directory may be closed to uid */
         _exit(126);
     dup2(null, 0);
     dup2(fd, 1);
@@ -237,9 +237,20 @@ int pg_cluster_start(pg_cluster *c)
 
     /* C collation: text sorts by bytes, as SQLite's BINARY does. --no-sync
      * only skips initdb's final flush of the new files; the server runs
-     * with fsync on. */
-    char *initdb_argv[] = {initdb,  "-D", data,   "-U",         PG_SUPERUSER, "-A",
-                           "trust", "-E", "UTF8", "--locale=C", "--no-sync",  "--no-instructions",
+     * with fsync on. Page checksums on, as a production cluster should. */
+    char *initdb_argv[] = {initdb,
+                           "-D",
+                           data,
+                           "-U",
+                           PG_SUPERUSER,
+                           "-A",
+                           "trust",
+                           "-E",
+                           "UTF8",
+                           "--locale=C",
+                           "--no-sync",
+                           "--no-instructions",
+                           "--data-checksums",
                            NULL};
     int status = -1;
     pid_t pid = spawn_as(uid, gid, initdb_argv, initdb_log, 0);
