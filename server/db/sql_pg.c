@@ -70,8 +70,11 @@ struct pg_stmt {
     struct param *params;
     unsigned char *used; /* used[k]: ?k+1 appears in the SQL (numbers may be skipped) */
     Oid *types;          /* the types it was prepared with (0: the server's choice) */
-    int fixed;           /* prepared with the server's types for good (ensure_prepared) */
-    char name[32];       /* "" until prepared */
+    int stream;          /* rows one at a time (lp_sql_pg_stream) */
+    int streaming;       /* a streamed run has rows pending on the connection */
+    int stream_in_txn;
+    int fixed;     /* prepared with the server's types for good (ensure_prepared) */
+    char name[32]; /* "" until prepared */
     /* the current run */
     PGresult *res;
     int state; /* 0 not run since reset, 1 rows (or done), else the error result */
@@ -224,8 +227,12 @@ static void deallocate(pg_stmt *st);
 static PGresult *prepare_as(pg_stmt *st);
 static int types_failed(const PGresult *r);
 
+static void stream_abandon(pg_stmt *st);
+
 static void stmt_clear_run(pg_stmt *st)
 {
+    if (st->streaming)
+        stream_abandon(st);
     PQclear(st->res);
     st->res = NULL;
     st->state = 0;
@@ -675,33 +682,13 @@ static PGresult *run_in_savepoint(pg_stmt *st)
     return res;
 }
 
-/* Runs the statement; st->state becomes 1 or the error result. */
-static int run(pg_stmt *st)
+/* Makes r (a successful result) the statement's current one. 1, or
+ * LP_SQL_ERROR when out of memory. */
+static int take_result(pg_stmt *st, PGresult *r)
 {
     pg_conn *c = st->c;
-    if (st->sql == NULL)
-        return LP_SQL_ERROR;
-    int rc = ensure_prepared(st);
-    if (rc == 0 && marshal(st) != 0)
-        rc = LP_SQL_ERROR;
-    if (rc != 0)
-        return rc;
-    PGTransactionStatusType t = PQtransactionStatus(c->pg);
-    PGresult *r;
-    if (t == PQTRANS_INTRANS && st->wrap && c->savepoints)
-        r = run_in_savepoint(st);
-    else
-        r = PQexecPrepared(c->pg, st->name, st->nparams, st->values, st->lengths, st->formats, 0);
-    if (r == NULL)
-        return LP_SQL_ERROR;
-    if (!ok_status(r)) {
-        rc = fail_result(c, r);
-        PQclear(r);
-        if (PQtransactionStatus(c->pg) == PQTRANS_INERROR)
-            end_failed_txn(c);
-        return rc;
-    }
     note_changes(c, r);
+    PQclear(st->res);
     st->res = r;
     int nf = PQnfields(r);
     if (nf > st->ncols) {
@@ -719,6 +706,113 @@ static int run(pg_stmt *st)
     return 1;
 }
 
+/* Reads and drops what is left of a streamed run. */
+static void drain(PGconn *pg)
+{
+    PGresult *r;
+    while ((r = PQgetResult(pg)) != NULL)
+        PQclear(r);
+}
+
+/* A streamed run left before its end: cancelled (outside a transaction)
+ * or read to its end (inside one, whose snapshot a cancel would end). */
+static void stream_abandon(pg_stmt *st)
+{
+    PGconn *pg = st->c->pg;
+    PGcancel *cancel = st->stream_in_txn ? NULL : PQgetCancel(pg);
+    if (cancel != NULL) {
+        char why[256];
+        PQcancel(cancel, why, sizeof why);
+        PQfreeCancel(cancel);
+    }
+    drain(pg);
+    st->streaming = 0;
+    if (PQtransactionStatus(pg) == PQTRANS_INERROR)
+        end_failed_txn(st->c);
+}
+
+/* Starts a streamed run: the rows come one at a time (single-row mode). */
+static int run_streamed(pg_stmt *st)
+{
+    pg_conn *c = st->c;
+    st->stream_in_txn = PQtransactionStatus(c->pg) == PQTRANS_INTRANS;
+    if (!PQsendQueryPrepared(c->pg, st->name, st->nparams, st->values, st->lengths, st->formats,
+                             0)) {
+        set_err(c, PQerrorMessage(c->pg));
+        return LP_SQL_ERROR;
+    }
+    st->streaming = 1;
+    if (!PQsetSingleRowMode(c->pg)) {
+        set_err(c, "cannot read rows one at a time");
+        stream_abandon(st);
+        return LP_SQL_ERROR;
+    }
+    return 1;
+}
+
+/* The next row of a streamed run. */
+static int stream_next(pg_stmt *st)
+{
+    pg_conn *c = st->c;
+    PGresult *r = PQgetResult(c->pg);
+    if (PQresultStatus(r) == PGRES_SINGLE_TUPLE) {
+        int rc = take_result(st, r);
+        if (rc != 1) {
+            stream_abandon(st);
+            return st->state = rc;
+        }
+        st->row = 0;
+        return LP_SQL_ROW;
+    }
+    drain(c->pg);
+    st->streaming = 0;
+    PQclear(st->res);
+    st->res = NULL;
+    if (r != NULL && ok_status(r)) {
+        note_changes(c, r);
+        PQclear(r);
+        return LP_SQL_DONE;
+    }
+    st->state = r != NULL ? fail_result(c, r) : LP_SQL_ERROR;
+    if (r == NULL)
+        set_err(c, PQerrorMessage(c->pg));
+    PQclear(r);
+    if (PQtransactionStatus(c->pg) == PQTRANS_INERROR)
+        end_failed_txn(c);
+    return st->state;
+}
+
+/* Runs the statement; st->state becomes 1 or the error result. */
+static int run(pg_stmt *st)
+{
+    pg_conn *c = st->c;
+    if (st->sql == NULL)
+        return LP_SQL_ERROR;
+    int rc = ensure_prepared(st);
+    if (rc == 0 && marshal(st) != 0)
+        rc = LP_SQL_ERROR;
+    if (rc != 0)
+        return rc;
+    if (st->stream)
+        return run_streamed(st);
+    PGTransactionStatusType t = PQtransactionStatus(c->pg);
+    PGresult *r;
+    if (t == PQTRANS_INTRANS && st->wrap && c->savepoints)
+        r = run_in_savepoint(st);
+    else
+        r = PQexecPrepared(c->pg, st->name, st->nparams, st->values, st->lengths, st->formats, 0);
+    if (r == NULL)
+        return LP_SQL_ERROR;
+    if (!ok_status(r)) {
+        rc = fail_result(c, r);
+        PQclear(r);
+        if (PQtransactionStatus(c->pg) == PQTRANS_INERROR)
+            end_failed_txn(c);
+        return rc;
+    }
+    return take_result(st, r);
+}
+
 static int pg_step(lp_stmt *base)
 {
     pg_stmt *st = (pg_stmt *)base;
@@ -726,6 +820,8 @@ static int pg_step(lp_stmt *base)
         st->state = run(st);
     if (st->state != 1)
         return st->state;
+    if (st->streaming)
+        return stream_next(st);
     if (PQresultStatus(st->res) != PGRES_TUPLES_OK)
         return LP_SQL_DONE;
     if (st->row < PQntuples(st->res))
@@ -1040,6 +1136,11 @@ int lp_sql_pg_reconnect(lp_conn *base, char *err, size_t errlen)
 PGconn *lp_sql_pg_conn(lp_conn *c)
 {
     return ((pg_conn *)c)->pg;
+}
+
+void lp_sql_pg_stream(lp_stmt *st, int on)
+{
+    ((pg_stmt *)st)->stream = on != 0;
 }
 
 void lp_sql_pg_statement_savepoints(lp_conn *c, int on)

@@ -427,6 +427,76 @@ static void test_snapshot(const char *uri)
     lp_conn_close(other);
 }
 
+/* Streamed rows (lp_sql_pg_stream): all of them, one at a time; a reset
+ * before the end, outside and inside a read transaction; an error after
+ * some rows. */
+static void test_stream(const char *uri)
+{
+    lp_conn *reader = NULL;
+    char err[256];
+    CHECK_INT(lp_sql_pg_open(uri, &reader, err, sizeof err), LP_OK);
+    if (reader == NULL)
+        return;
+    lp_stmt *st = prepare(reader, "SELECT g, decode(lpad(to_hex(g), 8, '0'), 'hex') "
+                                  "FROM generate_series(1, ?1) g ORDER BY g");
+    if (st == NULL)
+        return;
+    lp_sql_pg_stream(st, 1);
+    const int64_t n = 200000;
+    lp_stmt_bind_int64(st, 1, n);
+    int64_t rows = 0, sum = 0, blobs_right = 0;
+    while (lp_stmt_step(st) == LP_SQL_ROW) {
+        int64_t g = lp_stmt_column_int64(st, 0);
+        const unsigned char *b = lp_stmt_column_blob(st, 1);
+        uint32_t be = b ? (uint32_t)b[0] << 24 | (uint32_t)b[1] << 16 | b[2] << 8 | b[3] : 0;
+        blobs_right += lp_stmt_column_bytes(st, 1) == 4 && be == (uint32_t)g;
+        sum += g;
+        rows++;
+    }
+    CHECK_INT(rows, n);
+    CHECK_INT(sum, n * (n + 1) / 2);
+    CHECK_INT(blobs_right, n);
+    CHECK_INT(lp_stmt_step(st), LP_SQL_DONE);
+
+    /* left after 10 rows outside a transaction: cancelled */
+    lp_stmt_reset(st);
+    for (int k = 0; k < 10; k++)
+        CHECK_INT(lp_stmt_step(st), LP_SQL_ROW);
+    CHECK_INT(lp_stmt_column_int64(st, 0), 10);
+    lp_stmt_reset(st);
+    CHECK_INT(scalar(reader, "SELECT 7"), 7);
+    CHECK_INT(lp_conn_in_txn(reader), 0);
+
+    /* inside a read transaction: the rest is read, the snapshot goes on */
+    CHECK_INT(lp_conn_begin_read(reader), LP_SQL_DONE);
+    int64_t before = scalar(reader, "SELECT count(*) FROM tx");
+    CHECK_INT(lp_stmt_step(st), LP_SQL_ROW);
+    lp_stmt_reset(st);
+    CHECK_INT(lp_conn_in_txn(reader), 1);
+    CHECK_INT(lp_conn_exec(conn, "INSERT INTO tx VALUES (200, 'streamed')"), LP_SQL_DONE);
+    CHECK_INT(scalar(reader, "SELECT count(*) FROM tx"), before);
+    CHECK_INT(lp_conn_end_read(reader), LP_SQL_DONE);
+    CHECK_INT(scalar(reader, "SELECT count(*) FROM tx"), before + 1);
+    lp_stmt_finalize(st);
+
+    /* an error after 49 rows */
+    st = prepare(reader, "SELECT 1 / (50 - g) FROM generate_series(1, 100) g ORDER BY g");
+    if (st != NULL) {
+        lp_sql_pg_stream(st, 1);
+        int rc;
+        rows = 0;
+        while ((rc = lp_stmt_step(st)) == LP_SQL_ROW)
+            rows++;
+        CHECK_INT(rc, LP_SQL_ERROR);
+        CHECK(rows < 50);
+        CHECK(strstr(lp_conn_errmsg(reader), "division by zero") != NULL);
+        CHECK_INT(lp_stmt_step(st), LP_SQL_ERROR);
+        lp_stmt_finalize(st);
+    }
+    CHECK_INT(scalar(reader, "SELECT 8"), 8);
+    lp_conn_close(reader);
+}
+
 /* A lost connection (the server ended its session): the step fails, the
  * connection says so, and after lp_sql_pg_reconnect the same statement
  * runs again. */
@@ -497,6 +567,7 @@ int main(void)
     test_transactions();
     test_contract();
     test_snapshot(uri);
+    test_stream(uri);
     test_reconnect(uri);
 
     /* a wrong address: a clear error */

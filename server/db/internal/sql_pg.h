@@ -17,7 +17,7 @@
  * comments; a bare ? is refused. Rows come back as text and are read as
  * sql.h says (a boolean reads as 1 or 0, bytea as its bytes, numeric as a
  * number). A statement runs to completion when first stepped: its rows are
- * held in memory until reset (long reads need cursors; docs/postgresql.md).
+ * held in memory until reset, unless it streams them (lp_sql_pg_stream).
  *
  * Failures: SQLSTATE 23505 is LP_SQL_UNIQUE, 23503 LP_SQL_FOREIGN_KEY,
  * any other of class 23 (integrity constraints, the schema's refusing
@@ -68,6 +68,17 @@ int lp_sql_pg_reconnect(lp_conn *c, char *err, size_t errlen);
 /* The libpq connection under c (a connection of this driver): for what
  * the statement API does not cover (LISTEN/NOTIFY, advisory locks). */
 PGconn *lp_sql_pg_conn(lp_conn *c);
+
+/* Streams st's rows (on) or fetches them whole on its first step (off, the
+ * default): streamed, each step reads one row from the server (single-row
+ * mode), so a long read holds one row in memory, not all. Until its last
+ * row is read or it is reset, a streamed run holds the connection: no
+ * other statement may run on it (use a connection of its own, such as a
+ * private reader). A reset before the end cancels the query outside a
+ * transaction and reads the rest inside one (whose snapshot a cancel
+ * would end). A streamed statement runs without a savepoint: its failure
+ * inside a transaction rolls the transaction back. */
+void lp_sql_pg_stream(lp_stmt *st, int on);
 
 /* Turns the per-statement savepoints inside transactions on (the default)
  * or off; see above. */
