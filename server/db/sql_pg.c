@@ -140,6 +140,21 @@ static void end_failed_txn(pg_conn *c)
         PQclear(PQexec(c->pg, "ROLLBACK"));
 }
 
+/* The result of a failure rc that happened while the connection was (or
+ * was not) in a transaction: when the transaction is aborted it is ended,
+ * and a transaction that ended with the failure makes it LP_SQL_ERROR,
+ * whatever the cause (sql.h: a constraint result changed nothing else). */
+static int settle_failure(pg_conn *c, int rc, int was_in_txn)
+{
+    if (PQtransactionStatus(c->pg) == PQTRANS_INERROR)
+        end_failed_txn(c);
+    if (!was_in_txn || in_txn_status(c->pg))
+        return rc;
+    size_t n = strlen(c->err);
+    snprintf(c->err + n, sizeof c->err - n, " (the transaction was rolled back)");
+    return LP_SQL_ERROR;
+}
+
 /* ---- SQL text ---- */
 
 /* Rewrites ?N as $N outside quotes and comments; *nparams gets the largest
@@ -773,13 +788,11 @@ static int stream_next(pg_stmt *st)
         PQclear(r);
         return LP_SQL_DONE;
     }
-    st->state = r != NULL ? fail_result(c, r) : LP_SQL_ERROR;
+    int rc = r != NULL ? fail_result(c, r) : LP_SQL_ERROR;
     if (r == NULL)
         set_err(c, PQerrorMessage(c->pg));
     PQclear(r);
-    if (PQtransactionStatus(c->pg) == PQTRANS_INERROR)
-        end_failed_txn(c);
-    return st->state;
+    return st->state = settle_failure(c, rc, st->stream_in_txn);
 }
 
 /* Runs the statement; st->state becomes 1 or the error result. */
@@ -795,20 +808,18 @@ static int run(pg_stmt *st)
         return rc;
     if (st->stream)
         return run_streamed(st);
-    PGTransactionStatusType t = PQtransactionStatus(c->pg);
+    int in_txn = PQtransactionStatus(c->pg) == PQTRANS_INTRANS;
     PGresult *r;
-    if (t == PQTRANS_INTRANS && st->wrap && c->savepoints)
+    if (in_txn && st->wrap && c->savepoints)
         r = run_in_savepoint(st);
     else
         r = PQexecPrepared(c->pg, st->name, st->nparams, st->values, st->lengths, st->formats, 0);
     if (r == NULL)
-        return LP_SQL_ERROR;
+        return settle_failure(c, LP_SQL_ERROR, in_txn);
     if (!ok_status(r)) {
         rc = fail_result(c, r);
         PQclear(r);
-        if (PQtransactionStatus(c->pg) == PQTRANS_INERROR)
-            end_failed_txn(c);
-        return rc;
+        return settle_failure(c, rc, in_txn);
     }
     return take_result(st, r);
 }
@@ -947,6 +958,7 @@ static int pg_column_bytes(lp_stmt *base, int col)
 static int pg_exec(lp_conn *base, const char *sql)
 {
     pg_conn *c = (pg_conn *)base;
+    int in_txn = in_txn_status(c->pg);
     PGresult *r = PQexec(c->pg, sql);
     if (ok_status(r)) {
         note_changes(c, r);
@@ -955,9 +967,7 @@ static int pg_exec(lp_conn *base, const char *sql)
     }
     int rc = fail_result(c, r);
     PQclear(r);
-    if (PQtransactionStatus(c->pg) == PQTRANS_INERROR)
-        end_failed_txn(c);
-    return rc;
+    return settle_failure(c, rc, in_txn);
 }
 
 static int pg_begin_read(lp_conn *c)

@@ -363,14 +363,18 @@ static void test_transactions(void)
     CHECK_INT(lp_stmt_step(ins), LP_SQL_DONE);
     lp_stmt_reset(ins);
     lp_stmt_bind_int64(ins, 1, 1);
-    CHECK_INT(lp_stmt_step(ins), LP_SQL_UNIQUE);
+    CHECK_INT(lp_stmt_step(ins), LP_SQL_ERROR); /* not only the statement was undone */
+    CHECK(strstr(lp_conn_errmsg(conn), "duplicate key") != NULL);
+    CHECK(strstr(lp_conn_errmsg(conn), "rolled back") != NULL);
     CHECK_INT(lp_conn_in_txn(conn), 0);
     CHECK_INT(scalar(conn, "SELECT count(*) FROM tx WHERE k = 10"), 0);
     lp_sql_pg_statement_savepoints(conn, 1);
 
-    /* a failing exec inside a transaction ends it too */
-    CHECK_INT(exec("BEGIN"), LP_SQL_DONE);
+    /* outside a transaction a refusal is a constraint result, as ever */
     CHECK_INT(lp_conn_exec(conn, "INSERT INTO tx VALUES (1, 'again')"), LP_SQL_UNIQUE);
+    /* a failing exec inside a transaction ends it: an error */
+    CHECK_INT(exec("BEGIN"), LP_SQL_DONE);
+    CHECK_INT(lp_conn_exec(conn, "INSERT INTO tx VALUES (1, 'again')"), LP_SQL_ERROR);
     CHECK_INT(lp_conn_in_txn(conn), 0);
 
     /* statements failing inside a transaction, when prepared and when run */

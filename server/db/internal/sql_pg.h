@@ -28,7 +28,10 @@
  * SQLite. With statement savepoints turned off, a failed statement inside
  * a transaction rolls the whole transaction back (lp_conn_in_txn says 0).
  * lp_conn_exec runs SQL as it is (several statements, no parameters) and
- * also rolls the transaction back when it fails inside one.
+ * also rolls the transaction back when it fails inside one. A failure that
+ * ended the transaction is LP_SQL_ERROR whatever its cause (the message
+ * says the transaction was rolled back): a constraint result always means
+ * that only the statement was refused.
  *
  * Rows changed (lp_conn_changes) come from the command tag of the last
  * INSERT, UPDATE, DELETE or MERGE; lp_conn_last_insert_id is lastval(),
