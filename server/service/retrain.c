@@ -977,8 +977,8 @@ int lp_learner_cancel(lp_learner *l, int64_t id, lp_run *out)
     }
     pthread_mutex_unlock(&l->lock);
     int rc = lp_registry_run_get(l->s, id, out);
-    if (rc == LP_OK && lp_run_status_final(out->status))
-        return LP_ERUN_FINISHED;
+    if (rc == LP_OK) /* unfinished and not here: another server trains it */
+        rc = lp_run_status_final(out->status) ? LP_ERUN_FINISHED : LP_ERETRAIN_IN_PROGRESS;
     return rc;
 }
 

@@ -137,7 +137,9 @@ int lp_learner_run_get(lp_learner *l, int64_t id, lp_run *out);
  * cap and thinning): live from memory while the run is active, else as
  * stored. *curve new (free()), NULL when empty. LP_EUNKNOWN_RUN. */
 int lp_learner_run_curve(lp_learner *l, int64_t id, lp_run *out, lp_curve_point **curve, size_t *n);
-/* Requests cancellation. LP_EUNKNOWN_RUN, LP_ERUN_FINISHED. */
+/* Requests cancellation. LP_EUNKNOWN_RUN, LP_ERUN_FINISHED;
+ * LP_ERETRAIN_IN_PROGRESS for a run another server of the database trains
+ * (it is cancelled there). */
 int lp_learner_cancel(lp_learner *l, int64_t id, lp_run *out);
 /* A stored model with the model file (clear it). LP_EUNKNOWN_MODEL,
  * LP_EINTERNAL (a record this server cannot read), LP_ESTORAGE. */

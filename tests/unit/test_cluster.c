@@ -7,7 +7,8 @@
  * Checks that one store at a time holds the training lock, that a holder's
  * death frees it at once and the next holder marks the dead holder's run
  * failed, that a retrain asked of one server while the other holds the lock
- * is refused with retrain_in_progress, that a model activated (or rolled
+ * is refused with retrain_in_progress (and so is cancelling a run the other
+ * server trains), that a model activated (or rolled
  * back) through one learner is served by the other within the poll period
  * plus the time to load it, and that the stored schedule fires once across
  * both learners, not once per learner.
@@ -172,6 +173,9 @@ static void test_one_trainer(lp_store *a, lp_learner *lb, int64_t dead_run)
     lp_run run;
     CHECK_INT(lp_coord_train_lock_try(a), LP_OK);
     CHECK_ERR(lp_learner_start(lb, &req, "manual", &run), LP_ERETRAIN_IN_PROGRESS);
+    /* a run A trains cannot be cancelled through B */
+    lp_run elsewhere = run_record(a, "manual"), got;
+    CHECK_ERR(lp_learner_cancel(lb, elsewhere.id, &got), LP_ERETRAIN_IN_PROGRESS);
     lp_coord_train_lock_release(a);
     CHECK_INT(lp_learner_start(lb, &req, "manual", &run), LP_OK);
     /* B holds the lock from queuing until the run is final */
@@ -190,6 +194,9 @@ static void test_one_trainer(lp_store *a, lp_learner *lb, int64_t dead_run)
     CHECK_INT(lp_registry_run_get(a, dead_run, &dead), LP_OK);
     CHECK_INT(dead.status, LP_RUN_FAILED);
     CHECK(strstr(dead.message, "interrupted") != NULL);
+    CHECK_INT(lp_registry_run_get(a, elsewhere.id, &dead), LP_OK);
+    CHECK_INT(dead.status, LP_RUN_FAILED); /* A "died" holding it */
+    CHECK_ERR(lp_learner_cancel(lb, elsewhere.id, &got), LP_ERUN_FINISHED);
 }
 
 /* ---- the served model follows the registry ---- */
