@@ -52,16 +52,27 @@ static lp_store *open_second(const char *path)
     return s;
 }
 
-/* A run record, as a server records one (settings a learner can replay). */
+/* A request the learner can replay: a plain dense L-BFGS fit. */
+static lp_train_request replayable_request(void)
+{
+    lp_train_request req;
+    memset(&req, 0, sizeof req);
+    lp_loss_spec_init(&req.loss, LP_LOSS_DPO);
+    lp_fit_opts_init(&req.fit, LP_OPT_LBFGS);
+    lp_feat_spec_init(&req.text);
+    req.features = LP_FEATURES_DENSE;
+    req.beta = 1.0;
+    req.threads = 1;
+    return req;
+}
+
+/* A queued run record, as a server records one. */
 static lp_run run_record(lp_store *s, const char *trigger)
 {
+    lp_train_request req = replayable_request();
     lp_run run = {0};
     snprintf(run.trigger, sizeof run.trigger, "%s", trigger);
-    snprintf(run.settings.loss, sizeof run.settings.loss, "dpo");
-    snprintf(run.settings.optimizer, sizeof run.settings.optimizer, "lbfgs");
-    snprintf(run.settings.features, sizeof run.settings.features, "dense");
-    run.settings.text_dim = 4096;
-    run.settings.threads = 1;
+    lp_train_settings_from_request(&req, &run.settings);
     CHECK_INT(lp_registry_run_create(s, &run), LP_OK);
     return run;
 }
@@ -139,19 +150,6 @@ static void test_lock(lp_store *a, lp_store *b, const char *path)
 }
 
 /* ---- one trainer at a time ---- */
-
-static lp_train_request replayable_request(void)
-{
-    lp_run run = {0};
-    snprintf(run.settings.loss, sizeof run.settings.loss, "dpo");
-    snprintf(run.settings.optimizer, sizeof run.settings.optimizer, "lbfgs");
-    snprintf(run.settings.features, sizeof run.settings.features, "dense");
-    run.settings.text_dim = 4096;
-    run.settings.threads = 1;
-    lp_train_request req;
-    CHECK_INT(lp_train_request_from_settings(&run.settings, &req), LP_OK);
-    return req;
-}
 
 static lp_run wait_final(lp_learner *l, int64_t id)
 {
