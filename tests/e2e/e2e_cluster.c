@@ -8,8 +8,10 @@
  * while the database's training lock (the documented file beside it) is
  * held by someone else; that a model trained and activated on one server is
  * served by the other within the poll period (1 s) plus a load allowance,
- * in both directions and for a rollback; and that a stored schedule fires
- * once across both servers, not once per server.
+ * in both directions and for a rollback; that a stored schedule fires once
+ * across both servers, not once per server; and that when a server is
+ * killed while it trains, the other trains at once and records the killed
+ * run as failed ("interrupted").
  */
 #include "annotator_client.h"
 #include "check.h"
@@ -224,6 +226,56 @@ static void test_schedule_fires_once(void)
     CHECK_ERR(ldpref_admin_schedule_set(op_one, "{\"interval_s\": 0}", NULL), LP_OK);
 }
 
+/* ---- a holder killed mid-run ---- */
+
+static json_t *run_on(ldpref_client *op, int64_t id)
+{
+    char *out = NULL;
+    return ldpref_admin_run_get(op, id, &out) == LDPREF_OK ? parsed(out) : parsed(NULL);
+}
+
+static const char *status_of(const json_t *run)
+{
+    const char *st = json_string_value(json_object_get(run, "status"));
+    return st ? st : "";
+}
+
+/* The second server is killed (SIGKILL) while it trains: the first can
+ * train at once, and its next run marks the killed one failed. */
+static void test_holder_killed(void)
+{
+    char *out = NULL;
+    CHECK_ERR(ldpref_admin_retrain(op_two,
+                                   "{\"optimizer\": \"sgd\", \"epochs\": 1000, \"l2\": 0, "
+                                   "\"features\": \"text\", \"text\": {\"dim\": 1048576}, "
+                                   "\"activate\": false}",
+                                   &out),
+              LP_OK);
+    json_t *run = parsed(out);
+    int64_t id = json_integer_value(json_object_get(run, "run"));
+    json_decref(run);
+    int64_t deadline = now_ms() + 30000;
+    int training = 0;
+    while (!training && now_ms() < deadline) {
+        run = run_on(op_two, id);
+        training = strcmp(status_of(run), "training") == 0;
+        json_decref(run);
+        nap_ms(20);
+    }
+    CHECK(training);
+    out = NULL;
+    CHECK_ERR(ldpref_admin_retrain(op_one, "{\"l2\": 0.01}", &out), LP_ERETRAIN_IN_PROGRESS);
+    free(out);
+    server_kill(&two);
+    trained_version(op_one, "{\"seed\": 5, \"l2\": 0.01, \"activate\": false}");
+    run = run_on(op_one, id);
+    CHECK_STR(status_of(run), "failed");
+    const char *message =
+        json_string_value(json_object_get(json_object_get(run, "error"), "message"));
+    CHECK(message != NULL && strstr(message, "interrupted") != NULL);
+    json_decref(run);
+}
+
 int main(void)
 {
     const char *args[] = {"--train-threads", "1", NULL};
@@ -244,10 +296,15 @@ int main(void)
             test_lock_refuses();
             test_activation_followed();
             test_schedule_fires_once();
+            CHECK_INT(server_stop(&two), 0); /* a clean stop: the ASan build checks for leaks */
+            CHECK_INT(server_restart(&two, args), 0);
+            snprintf(two.token, sizeof two.token, "%s", one.token);
+            ldpref_client_close(op_two);
+            if ((op_two = operator_client_open(&two)) != NULL)
+                test_holder_killed();
         }
         ldpref_client_close(op_one);
         ldpref_client_close(op_two);
-        CHECK_INT(server_stop(&two), 0);
     }
     CHECK_INT(server_stop(&one), 0);
     server_cleanup(&two);
