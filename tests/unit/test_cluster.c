@@ -23,6 +23,7 @@
 #include "store_fixture.h"
 
 #include <signal.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -257,23 +258,27 @@ static void test_follow(lp_store *a, lp_learner *la, lp_learner *lb)
 
 /* ---- the schedule fires once ---- */
 
-static size_t count_runs(lp_store *s, const char *trigger, int64_t *first_started)
+/* Scheduled ("interval") runs that started (or were created) before
+ * `before` (Unix ms); *first gets the start of the oldest of them. */
+static size_t scheduled_runs(lp_store *s, int64_t before, int64_t *first)
 {
     lp_run *runs = NULL;
     size_t n = 0, count = 0;
     CHECK_INT(lp_registry_run_list(s, 1000, &runs, &n), LP_OK);
-    for (size_t i = 0; i < n; i++)
-        if (strcmp(runs[i].trigger, trigger) == 0) {
+    for (size_t i = 0; i < n; i++) { /* newest first */
+        int64_t started = runs[i].started_ms ? runs[i].started_ms : runs[i].created_ms;
+        if (strcmp(runs[i].trigger, "interval") == 0 && started < before) {
             count++;
-            *first_started = runs[i].started_ms ? runs[i].started_ms : runs[i].created_ms;
+            *first = started;
         }
+    }
     free(runs);
     return count;
 }
 
-/* Both learners check the schedule every POLL_MS. Once the first scheduled
- * run has started, nothing else is due for SCHEDULE_INTERVAL_S: any second
- * "interval" run before then is a firing per server. */
+/* Both learners check the schedule every POLL_MS. The next firing is due
+ * SCHEDULE_INTERVAL_S after the first scheduled run started: any other
+ * scheduled run that started before then is a firing per server. */
 static void test_schedule_once(lp_store *a, lp_learner *la, lp_learner *lb)
 {
     lp_train_request req = replayable_request();
@@ -283,14 +288,13 @@ static void test_schedule_once(lp_store *a, lp_learner *la, lp_learner *lb)
     lp_learner_schedule_changed(la);
     lp_learner_schedule_changed(lb);
     int64_t first = 0;
-    for (int waited = 0; waited < 30000 && count_runs(a, "interval", &first) == 0; waited += 20)
+    for (int waited = 0; waited < 30000 && scheduled_runs(a, INT64_MAX, &first) == 0; waited += 20)
         sleep_ms(20);
-    CHECK_INT(count_runs(a, "interval", &first), 1);
-    /* watch until shortly before the next firing is due */
-    int64_t until = first + SCHEDULE_INTERVAL_S * 1000 - 300;
-    while (lp_now_ms() < until)
+    CHECK_INT(scheduled_runs(a, INT64_MAX, &first), 1);
+    int64_t next_due = first + SCHEDULE_INTERVAL_S * 1000;
+    while (lp_now_ms() < next_due) /* both learners have ticked several times */
         sleep_ms(20);
-    CHECK_INT(count_runs(a, "interval", &first), 1);
+    CHECK_INT(scheduled_runs(a, next_due, &first), 1);
     lp_schedule off = {.has_settings = 1, .settings = sc.settings};
     CHECK_INT(lp_registry_schedule_set(a, &off), LP_OK);
 }
