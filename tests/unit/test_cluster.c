@@ -10,8 +10,9 @@
  * is refused with retrain_in_progress (and so is cancelling a run the other
  * server trains), that a model activated (or rolled
  * back) through one learner is served by the other within the poll period
- * plus the time to load it, and that the stored schedule fires once across
- * both learners, not once per learner.
+ * plus the time to load it, that the scheduler reads the newest run's start
+ * and cut-off whichever store recorded them, and that the stored schedule
+ * fires once across both learners, not once per learner.
  */
 #include "check.h"
 #include "clock.h"
@@ -198,6 +199,29 @@ static void test_one_trainer(lp_store *a, lp_learner *lb, int64_t dead_run)
     CHECK_ERR(lp_learner_cancel(lb, elsewhere.id, &got), LP_ERUN_FINISHED);
 }
 
+/* What the scheduler reads: the newest run's start, the newest known
+ * cut-off (a newer run without one does not hide it). */
+static void test_runs_read(lp_store *a, lp_store *b)
+{
+    lp_run with_cutoff = run_record(a, "labels");
+    with_cutoff.status = LP_RUN_SUCCEEDED;
+    with_cutoff.cutoff = 42;
+    with_cutoff.started_ms = with_cutoff.created_ms + 5;
+    with_cutoff.finished_ms = with_cutoff.created_ms + 9;
+    CHECK_INT(lp_registry_run_update(a, &with_cutoff), LP_OK);
+    lp_coord_runs r;
+    CHECK_INT(lp_coord_runs_get(b, &r), LP_OK);
+    CHECK_INT(r.last_cutoff, 42);
+    CHECK_INT(r.last_start_ms, with_cutoff.started_ms);
+    lp_run newer = run_record(a, "manual"); /* queued: not started, no cut-off */
+    CHECK_INT(lp_coord_runs_get(b, &r), LP_OK);
+    CHECK_INT(r.last_cutoff, 42);
+    CHECK_INT(r.last_start_ms, newer.created_ms);
+    newer.status = LP_RUN_CANCELLED;
+    newer.error = LP_ECANCELLED;
+    CHECK_INT(lp_registry_run_update(a, &newer), LP_OK);
+}
+
 /* ---- the served model follows the registry ---- */
 
 static const char MODEL_TEXT[] =
@@ -324,6 +348,7 @@ int main(void)
         CHECK_INT(lp_learner_new(b, &lo, &lb, err, sizeof err), LP_OK);
         if (la != NULL && lb != NULL) {
             test_one_trainer(a, lb, dead_run);
+            test_runs_read(a, b);
             test_follow(a, la, lb);
             test_schedule_once(a, la, lb);
         }
