@@ -22,13 +22,15 @@
  * mode requires) the lock is flock(2) on a small file beside the database,
  * named after it with a leading dot and a ".train-lock" suffix
  * ("var/.ldpref.db.train-lock" for "var/ldpref.db"), opened by each store
- * for itself. On PostgreSQL it is pg_try_advisory_lock on a connection the
- * store keeps for it alone (a session-level advisory lock, released by
- * pg_advisory_unlock or when that session ends). Either way nothing needs
- * to expire: when a holder dies — killed, crashed, its host lost — the
- * operating system closes its file, or PostgreSQL ends its session, and
- * the lock is free at once; a holder that is alive keeps it however long
- * its run takes, and can be asked to cancel. Runs a dead holder left
+ * for itself. On PostgreSQL it is to be pg_try_advisory_lock on a
+ * connection the store keeps for it alone (a session-level advisory lock,
+ * released by pg_advisory_unlock or when that session ends), and
+ * lp_coord_train_lock_held a query on that connection. Either way nothing
+ * needs to expire: when a holder dies — killed, crashed, its host lost —
+ * the operating system closes its file (the lock is free at once), or
+ * PostgreSQL ends its session once it notices the connection is gone; a
+ * holder that is alive keeps it however long its run takes, and can be
+ * asked to cancel. Runs a dead holder left
  * unfinished are marked failed by the next holder
  * (lp_registry_runs_interrupted, called with the lock held).
  *
