@@ -542,6 +542,85 @@ static void test_migration_013(void)
     sqlite3_close(db);
 }
 
+/* Growth of the nonce index: the table that grows keeps answering while its
+ * slots move a few per insert (no insert rehashes the whole table), reused
+ * nonces of labels still in the old table are refused, and the index is
+ * consistent with the table all along and after a reopen. */
+#define GROW_TASKS 1100
+#define GROW_FIRST 780 /* past 3/4 of the first table (1024 slots) */
+#define GROW_REPLAYS 20
+
+static void submit_labels(lp_label_item *it, size_t n)
+{
+    for (size_t i = 0; i < n; i += 10) {
+        size_t k = n - i < 10 ? n - i : 10;
+        CHECK_INT(lp_store_labels_submit(s, it + i, k), LP_OK);
+        for (size_t j = 0; j < k; j++)
+            CHECK_INT(it[i + j].rc, LP_OK);
+    }
+}
+
+static void test_nonce_growth(void)
+{
+    char err[256], gpath[300];
+    snprintf(gpath, sizeof gpath, "%s/growth.db", dir);
+    lp_store_opts o = {.path = gpath, .sync_full = 0, .read_conns = 1};
+    CHECK_INT(lp_store_open(&o, &s, err, sizeof err), LP_OK);
+    lp_campaign c = {
+        .epsilon_min = 0.1, .epsilon_max = 2, .epsilon_budget = 1e6, .epsilon_default = 1};
+    snprintf(c.name, sizeof c.name, "growth");
+    CHECK_INT(lp_store_campaign_create(s, &c), LP_OK);
+    static lp_task_in tasks[GROW_TASKS];
+    static char ids[GROW_TASKS][16];
+    for (int i = 0; i < GROW_TASKS; i++) {
+        snprintf(ids[i], sizeof ids[i], "g%d", i);
+        tasks[i] =
+            (lp_task_in){ids[i], "prompt", "r0", "r1", 0, NULL, NULL, 0, NULL, 0, LP_GOLD_NONE};
+    }
+    size_t loaded, skipped, n;
+    int64_t first, last;
+    CHECK_INT(lp_store_tasks_load(s, c.id, tasks, GROW_TASKS, &loaded, &skipped, &first, &last),
+              LP_OK);
+    uint8_t key[32];
+    int64_t annot = enroll_new(c.id, key);
+    static lp_assignment as[GROW_TASKS];
+    CHECK_INT(lp_store_assign(s, annot, GROW_TASKS, as, &n), LP_OK);
+    CHECK_INT(n, GROW_TASKS);
+    static lp_label_item it[GROW_TASKS];
+    for (int i = 0; i < GROW_TASKS; i++)
+        make_item(&it[i], annot, as[i].task_id, 0.5);
+
+    submit_labels(it, GROW_FIRST);
+    lp_label_index_check ic;
+    CHECK_INT(lp_store_labels_check_index(s, &ic), LP_OK);
+    CHECK_INT(ic.capacity, 2048);
+    CHECK(ic.moving > 0 && ic.moving < 1024); /* moving, a few slots per insert */
+    CHECK_INT(ic.missing, 0);
+    /* the first labels' nonces on tasks not labelled yet: all refused,
+     * wherever their slots are */
+    lp_label_item replay[GROW_REPLAYS];
+    for (int i = 0; i < GROW_REPLAYS; i++) {
+        make_item(&replay[i], annot, as[GROW_FIRST + i].task_id, 0.5);
+        memcpy(replay[i].msg.nonce, it[i].msg.nonce, 16);
+    }
+    CHECK_INT(lp_store_labels_submit(s, replay, GROW_REPLAYS), LP_OK);
+    for (int i = 0; i < GROW_REPLAYS; i++)
+        CHECK_INT(replay[i].rc, LP_EREPLAYED_NONCE);
+
+    submit_labels(it + GROW_FIRST, GROW_TASKS - GROW_FIRST);
+    check_index(GROW_TASKS);
+    CHECK_INT(lp_store_labels_check_index(s, &ic), LP_OK);
+    CHECK_INT(ic.moving, 0); /* the old table is gone */
+    lp_store_close(s);
+    CHECK_INT(lp_store_open(&o, &s, err, sizeof err), LP_OK);
+    check_index(GROW_TASKS); /* rebuilt in one table */
+    CHECK_INT(lp_store_labels_check_index(s, &ic), LP_OK);
+    CHECK_INT(ic.moving, 0);
+    CHECK_INT(db_counters_mismatch(gpath), 0);
+    lp_store_close(s);
+    s = NULL;
+}
+
 int main(void)
 {
     char err[256];
@@ -550,6 +629,7 @@ int main(void)
     snprintf(path, sizeof path, "%s/s.db", dir);
     test_schema_files();
     test_nonce_index();
+    test_nonce_growth();
     test_migration_013();
     test_migration_015();
     lp_store_opts o = {.path = path, .sync_full = 1, .read_conns = 3};
