@@ -32,6 +32,7 @@ enum lstmt {
     L_INSERT,
     L_SPEND,
     L_ANNOT_FILL,
+    L_TASK_COUNT,
     L_TASK_FILL,
     L_LABELS_PER_TASK,
     L_CAMPAIGN_FILL,
@@ -60,8 +61,8 @@ static const char *const LSQL[L_COUNT] = {
     /* the counters of schemas 004/006, once per commit (schema/015) */
     [L_ANNOT_FILL] = "UPDATE annotator_fill SET labels = labels + ?2, "
                      "last_label_ms = max(coalesce(last_label_ms, ?3), ?3) WHERE annotator = ?1",
-    [L_TASK_FILL] = "UPDATE task_fill SET labels = labels + ?2 WHERE task = ?1 "
-                    "RETURNING campaign, labels",
+    [L_TASK_COUNT] = "SELECT campaign, labels FROM task_fill WHERE task = ?1",
+    [L_TASK_FILL] = "UPDATE task_fill SET labels = labels + ?2 WHERE task = ?1",
     [L_LABELS_PER_TASK] = "SELECT labels_per_task FROM campaigns WHERE id = ?1",
     [L_CAMPAIGN_FILL] = "UPDATE campaign_fill SET labels = labels + ?2, "
                         "tasks_complete = tasks_complete + ?3, epsilon_spent = epsilon_spent + ?4 "
@@ -278,33 +279,39 @@ static int flush_tasks(struct lp_label_writer *w, sqlite3 *db)
 {
     for (size_t i = 0; i < w->n_task; i++) {
         struct task_delta *t = &w->task[w->task_used[i]];
-        sqlite3_stmt *st = w_stmt(w, db, L_TASK_FILL);
+        /* the count before, then the new count (a SELECT and an UPDATE cost
+         * a third of one UPDATE ... RETURNING, which SQLite materializes) */
+        sqlite3_stmt *st = w_stmt(w, db, L_TASK_COUNT);
         if (st == NULL)
             return LP_ESTORAGE;
         sqlite3_bind_int64(st, 1, t->task);
-        sqlite3_bind_int64(st, 2, t->n);
-        if (sqlite3_step(st) != SQLITE_ROW) {
-            sqlite3_reset(st);
-            return lp_engine_fail(db, "task counter");
-        }
-        int64_t campaign = sqlite3_column_int64(st, 0), after = sqlite3_column_int64(st, 1);
-        int done = sqlite3_step(st) == SQLITE_DONE;
+        int step = sqlite3_step(st);
+        int64_t campaign = step == SQLITE_ROW ? sqlite3_column_int64(st, 0) : 0;
+        int64_t before = step == SQLITE_ROW ? sqlite3_column_int64(st, 1) : 0;
         sqlite3_reset(st);
+        if (step != SQLITE_ROW)
+            return lp_engine_fail(db, "task counter");
+        if ((st = w_stmt(w, db, L_TASK_FILL)) == NULL)
+            return LP_ESTORAGE;
+        sqlite3_bind_int64(st, 1, t->task);
+        sqlite3_bind_int64(st, 2, t->n);
+        if (step_one(db, st, "task counter") != LP_OK)
+            return LP_ESTORAGE;
         struct campaign_delta *c = camp_get(w, campaign);
-        if (!done || c == NULL)
-            return done ? LP_ENO_MEMORY : lp_engine_fail(db, "task counter");
+        if (c == NULL)
+            return LP_ENO_MEMORY;
         if (c->labels_per_task < 0) {
             if ((st = w_stmt(w, db, L_LABELS_PER_TASK)) == NULL)
                 return LP_ESTORAGE;
             sqlite3_bind_int64(st, 1, campaign);
-            int step = sqlite3_step(st);
+            step = sqlite3_step(st);
             c->labels_per_task = step == SQLITE_ROW ? sqlite3_column_int64(st, 0) : -1;
             sqlite3_reset(st);
             if (step != SQLITE_ROW)
                 return lp_engine_fail(db, "campaign lookup");
         }
         c->labels += t->n;
-        c->complete += after >= c->labels_per_task && after - t->n < c->labels_per_task;
+        c->complete += before < c->labels_per_task && before + t->n >= c->labels_per_task;
         if (minute_add(w, campaign, t->minute, t->n) != LP_OK)
             return LP_ENO_MEMORY;
         t->n = 0;

@@ -621,6 +621,54 @@ static void test_nonce_growth(void)
     s = NULL;
 }
 
+/* One job with more tasks than the writer's task counters hold (4096): the
+ * counters are written out mid-job and again at the commit, and stay exact;
+ * labels_per_task 1, so every task completes and the campaign with them. */
+#define BIG_JOB 4200
+
+static void test_counters_big_job(void)
+{
+    char err[256], bpath[300];
+    snprintf(bpath, sizeof bpath, "%s/bigjob.db", dir);
+    lp_store_opts o = {.path = bpath, .sync_full = 0, .read_conns = 1};
+    CHECK_INT(lp_store_open(&o, &s, err, sizeof err), LP_OK);
+    lp_campaign c = {
+        .epsilon_min = 0.1, .epsilon_max = 2, .epsilon_budget = 1e6, .epsilon_default = 1};
+    snprintf(c.name, sizeof c.name, "bigjob");
+    CHECK_INT(lp_store_campaign_create(s, &c), LP_OK);
+    static lp_task_in tasks[BIG_JOB];
+    static char ids[BIG_JOB][16];
+    for (int i = 0; i < BIG_JOB; i++) {
+        snprintf(ids[i], sizeof ids[i], "b%d", i);
+        tasks[i] =
+            (lp_task_in){ids[i], "prompt", "r0", "r1", 0, NULL, NULL, 0, NULL, 0, LP_GOLD_NONE};
+    }
+    size_t loaded, skipped, n;
+    int64_t first, last;
+    CHECK_INT(lp_store_tasks_load(s, c.id, tasks, BIG_JOB, &loaded, &skipped, &first, &last),
+              LP_OK);
+    uint8_t key[32];
+    int64_t annot = enroll_new(c.id, key);
+    static lp_assignment as[BIG_JOB];
+    CHECK_INT(lp_store_assign(s, annot, BIG_JOB, as, &n), LP_OK);
+    CHECK_INT(n, BIG_JOB);
+    static lp_label_item it[BIG_JOB];
+    for (int i = 0; i < BIG_JOB; i++)
+        make_item(&it[i], annot, as[i].task_id, 0.25);
+    CHECK_INT(lp_store_labels_submit(s, it, BIG_JOB), LP_OK);
+    int ok = 0;
+    for (int i = 0; i < BIG_JOB; i++)
+        ok += it[i].rc == LP_OK;
+    CHECK_INT(ok, BIG_JOB);
+    CHECK_INT(db_counters_mismatch(bpath), 0);
+    char sql[128];
+    snprintf(sql, sizeof sql, "SELECT tasks_complete FROM campaign_fill WHERE campaign = %lld",
+             (long long)c.id);
+    CHECK_INT(db_scalar(bpath, sql), BIG_JOB);
+    lp_store_close(s);
+    s = NULL;
+}
+
 int main(void)
 {
     char err[256];
@@ -630,6 +678,7 @@ int main(void)
     test_schema_files();
     test_nonce_index();
     test_nonce_growth();
+    test_counters_big_job();
     test_migration_013();
     test_migration_015();
     lp_store_opts o = {.path = path, .sync_full = 1, .read_conns = 3};
