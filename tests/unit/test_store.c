@@ -550,6 +550,44 @@ static void test_migration_013(void)
 #define GROW_FIRST 780 /* past 3/4 of the first table (1024 slots) */
 #define GROW_REPLAYS 20
 
+/* Opens the store s on dir/name.db with one campaign of n tasks (budget
+ * large enough for all) and one annotator assigned every task: it gets
+ * label items it[0..n) for them, of epsilon eps. Returns the annotator. */
+static int64_t one_annotator_store(const char *name, int n, lp_label_item *it, double eps,
+                                   char *dbpath, size_t dbpath_len)
+{
+    char err[256];
+    snprintf(dbpath, dbpath_len, "%s/%s.db", dir, name);
+    lp_store_opts o = {.path = dbpath, .sync_full = 0, .read_conns = 1};
+    CHECK_INT(lp_store_open(&o, &s, err, sizeof err), LP_OK);
+    lp_campaign c = {
+        .epsilon_min = 0.1, .epsilon_max = 2, .epsilon_budget = 1e6, .epsilon_default = 1};
+    snprintf(c.name, sizeof c.name, "%s", name);
+    CHECK_INT(lp_store_campaign_create(s, &c), LP_OK);
+    lp_task_in *tasks = calloc((size_t)n, sizeof *tasks);
+    char(*ids)[16] = calloc((size_t)n, sizeof *ids);
+    lp_assignment *as = calloc((size_t)n, sizeof *as);
+    for (int i = 0; i < n; i++) {
+        snprintf(ids[i], sizeof ids[i], "%c%d", name[0], i);
+        tasks[i] =
+            (lp_task_in){ids[i], "prompt", "r0", "r1", 0, NULL, NULL, 0, NULL, 0, LP_GOLD_NONE};
+    }
+    size_t loaded, skipped, got;
+    int64_t first, last;
+    CHECK_INT(lp_store_tasks_load(s, c.id, tasks, (size_t)n, &loaded, &skipped, &first, &last),
+              LP_OK);
+    uint8_t key[32];
+    int64_t annot = enroll_new(c.id, key);
+    CHECK_INT(lp_store_assign(s, annot, (uint32_t)n, as, &got), LP_OK);
+    CHECK_INT(got, n);
+    for (int i = 0; i < n; i++)
+        make_item(&it[i], annot, as[i].task_id, eps);
+    free(tasks);
+    free(ids);
+    free(as);
+    return annot;
+}
+
 static void submit_labels(lp_label_item *it, size_t n)
 {
     for (size_t i = 0; i < n; i += 10) {
@@ -563,32 +601,9 @@ static void submit_labels(lp_label_item *it, size_t n)
 static void test_nonce_growth(void)
 {
     char err[256], gpath[300];
-    snprintf(gpath, sizeof gpath, "%s/growth.db", dir);
-    lp_store_opts o = {.path = gpath, .sync_full = 0, .read_conns = 1};
-    CHECK_INT(lp_store_open(&o, &s, err, sizeof err), LP_OK);
-    lp_campaign c = {
-        .epsilon_min = 0.1, .epsilon_max = 2, .epsilon_budget = 1e6, .epsilon_default = 1};
-    snprintf(c.name, sizeof c.name, "growth");
-    CHECK_INT(lp_store_campaign_create(s, &c), LP_OK);
-    static lp_task_in tasks[GROW_TASKS];
-    static char ids[GROW_TASKS][16];
-    for (int i = 0; i < GROW_TASKS; i++) {
-        snprintf(ids[i], sizeof ids[i], "g%d", i);
-        tasks[i] =
-            (lp_task_in){ids[i], "prompt", "r0", "r1", 0, NULL, NULL, 0, NULL, 0, LP_GOLD_NONE};
-    }
-    size_t loaded, skipped, n;
-    int64_t first, last;
-    CHECK_INT(lp_store_tasks_load(s, c.id, tasks, GROW_TASKS, &loaded, &skipped, &first, &last),
-              LP_OK);
-    uint8_t key[32];
-    int64_t annot = enroll_new(c.id, key);
-    static lp_assignment as[GROW_TASKS];
-    CHECK_INT(lp_store_assign(s, annot, GROW_TASKS, as, &n), LP_OK);
-    CHECK_INT(n, GROW_TASKS);
     static lp_label_item it[GROW_TASKS];
-    for (int i = 0; i < GROW_TASKS; i++)
-        make_item(&it[i], annot, as[i].task_id, 0.5);
+    int64_t annot = one_annotator_store("growth", GROW_TASKS, it, 0.5, gpath, sizeof gpath);
+    lp_store_opts o = {.path = gpath, .sync_full = 0, .read_conns = 1};
 
     submit_labels(it, GROW_FIRST);
     lp_label_index_check ic;
@@ -600,7 +615,7 @@ static void test_nonce_growth(void)
      * wherever their slots are */
     lp_label_item replay[GROW_REPLAYS];
     for (int i = 0; i < GROW_REPLAYS; i++) {
-        make_item(&replay[i], annot, as[GROW_FIRST + i].task_id, 0.5);
+        make_item(&replay[i], annot, it[GROW_FIRST + i].msg.task_id, 0.5);
         memcpy(replay[i].msg.nonce, it[i].msg.nonce, 16);
     }
     CHECK_INT(lp_store_labels_submit(s, replay, GROW_REPLAYS), LP_OK);
@@ -628,43 +643,18 @@ static void test_nonce_growth(void)
 
 static void test_counters_big_job(void)
 {
-    char err[256], bpath[300];
-    snprintf(bpath, sizeof bpath, "%s/bigjob.db", dir);
-    lp_store_opts o = {.path = bpath, .sync_full = 0, .read_conns = 1};
-    CHECK_INT(lp_store_open(&o, &s, err, sizeof err), LP_OK);
-    lp_campaign c = {
-        .epsilon_min = 0.1, .epsilon_max = 2, .epsilon_budget = 1e6, .epsilon_default = 1};
-    snprintf(c.name, sizeof c.name, "bigjob");
-    CHECK_INT(lp_store_campaign_create(s, &c), LP_OK);
-    static lp_task_in tasks[BIG_JOB];
-    static char ids[BIG_JOB][16];
-    for (int i = 0; i < BIG_JOB; i++) {
-        snprintf(ids[i], sizeof ids[i], "b%d", i);
-        tasks[i] =
-            (lp_task_in){ids[i], "prompt", "r0", "r1", 0, NULL, NULL, 0, NULL, 0, LP_GOLD_NONE};
-    }
-    size_t loaded, skipped, n;
-    int64_t first, last;
-    CHECK_INT(lp_store_tasks_load(s, c.id, tasks, BIG_JOB, &loaded, &skipped, &first, &last),
-              LP_OK);
-    uint8_t key[32];
-    int64_t annot = enroll_new(c.id, key);
-    static lp_assignment as[BIG_JOB];
-    CHECK_INT(lp_store_assign(s, annot, BIG_JOB, as, &n), LP_OK);
-    CHECK_INT(n, BIG_JOB);
+    char bpath[300];
     static lp_label_item it[BIG_JOB];
-    for (int i = 0; i < BIG_JOB; i++)
-        make_item(&it[i], annot, as[i].task_id, 0.25);
+    one_annotator_store("bigjob", BIG_JOB, it, 0.25, bpath, sizeof bpath);
     CHECK_INT(lp_store_labels_submit(s, it, BIG_JOB), LP_OK);
     int ok = 0;
     for (int i = 0; i < BIG_JOB; i++)
         ok += it[i].rc == LP_OK;
     CHECK_INT(ok, BIG_JOB);
     CHECK_INT(db_counters_mismatch(bpath), 0);
-    char sql[128];
-    snprintf(sql, sizeof sql, "SELECT tasks_complete FROM campaign_fill WHERE campaign = %lld",
-             (long long)c.id);
-    CHECK_INT(db_scalar(bpath, sql), BIG_JOB);
+    CHECK_INT(db_scalar(bpath, "SELECT tasks_complete FROM campaign_fill f JOIN campaigns c "
+                               "ON c.id = f.campaign WHERE c.name = 'bigjob'"),
+              BIG_JOB);
     lp_store_close(s);
     s = NULL;
 }
