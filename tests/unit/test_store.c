@@ -659,6 +659,46 @@ static void test_counters_big_job(void)
     s = NULL;
 }
 
+/* Two stores on one database file (as two servers on one database): each
+ * writer's cached ε spent is read again once the other has committed, so
+ * the budget holds across them and the counters stay exact. */
+static void test_two_writers_budget(void)
+{
+    char err[256], tpath[300];
+    static lp_label_item it[4];
+    int64_t annot = one_annotator_store("twowriters", 4, it, 1.0, tpath, sizeof tpath);
+    lp_store *a = s, *b = NULL;
+    lp_store_opts o = {.path = tpath, .sync_full = 0, .read_conns = 1};
+    CHECK_INT(lp_store_open(&o, &b, err, sizeof err), LP_OK);
+    /* a budget of 3: 1 through a, 1 through b, then 1.5 through a exceeds it */
+    sqlite3 *db;
+    CHECK_INT(sqlite3_open(tpath, &db), SQLITE_OK);
+    CHECK_INT(sqlite3_exec(db,
+                           "PRAGMA busy_timeout = 10000; UPDATE campaigns SET epsilon_budget = 3 "
+                           "WHERE name = 'twowriters'",
+                           NULL, NULL, NULL),
+              SQLITE_OK);
+    sqlite3_close(db);
+    it[2].msg.epsilon = 1.5;
+    CHECK_INT(lp_store_labels_submit(a, &it[0], 1), LP_OK);
+    CHECK_INT(it[0].rc, LP_OK);
+    CHECK_INT(lp_store_labels_submit(b, &it[1], 1), LP_OK);
+    CHECK_INT(it[1].rc, LP_OK);
+    CHECK_INT(lp_store_labels_submit(a, &it[2], 1), LP_OK);
+    CHECK_INT(it[2].rc, LP_EBUDGET_EXCEEDED);
+    it[3].msg.epsilon = 0.5;
+    CHECK_INT(lp_store_labels_submit(a, &it[3], 1), LP_OK);
+    CHECK_INT(it[3].rc, LP_OK);
+    char sql[128];
+    snprintf(sql, sizeof sql, "SELECT epsilon_spent * 10 FROM annotators WHERE id = %lld",
+             (long long)annot);
+    CHECK_INT(db_scalar(tpath, sql), 25);
+    CHECK_INT(db_counters_mismatch(tpath), 0);
+    lp_store_close(b);
+    lp_store_close(a);
+    s = NULL;
+}
+
 int main(void)
 {
     char err[256];
@@ -669,6 +709,7 @@ int main(void)
     test_nonce_index();
     test_nonce_growth();
     test_counters_big_job();
+    test_two_writers_budget();
     test_migration_013();
     test_migration_015();
     lp_store_opts o = {.path = path, .sync_full = 1, .read_conns = 3};
