@@ -115,8 +115,9 @@ struct lp_engine {
     lp_health health;
     /* the writer's upkeep (writer thread only; monotonic ns) */
     int64_t next_upkeep_ns, last_commit_ns;
-    int wal_dirty;      /* commits since the WAL was last truncated */
-    char probe_sql[64]; /* a write that changes nothing (see probe) */
+    int wal_dirty;        /* commits since the WAL was last truncated */
+    int64_t data_version; /* PRAGMA data_version after the writer's last transaction */
+    char probe_sql[64];   /* a write that changes nothing (see probe) */
 
     /* campaigns the current transaction completed (writer thread only),
      * logged once it commits */
@@ -352,6 +353,7 @@ int lp_engine_reader_open(lp_engine *e, sqlite3 **out)
 /* ------------------------------------------------------------------ */
 /* the writer                                                          */
 
+static const char SQL_DATA_VERSION[] = "PRAGMA data_version";
 static const char SQL_BEGIN[] = "BEGIN IMMEDIATE", SQL_COMMIT[] = "COMMIT",
                   SQL_ROLLBACK[] = "ROLLBACK", SQL_SP[] = "SAVEPOINT job",
                   SQL_SP_RELEASE[] = "RELEASE job", SQL_SP_ROLLBACK[] = "ROLLBACK TO job";
@@ -406,6 +408,29 @@ static int run_job(lp_engine *e, lp_job *j)
     /* SQLite rolls a transaction back by itself on some errors (disk full,
      * I/O) */
     return sqlite3_get_autocommit(e->wdb) ? LP_ESTORAGE : LP_OK;
+}
+
+/* SQLite's count of commits by other connections to the database file
+ * (other servers or stores on it); -1 if it cannot be read. */
+static int64_t data_version(lp_engine *e)
+{
+    sqlite3_stmt *st = sc_get(&e->wcache, e->wdb, SQL_DATA_VERSION);
+    int64_t v = st != NULL && sqlite3_step(st) == SQLITE_ROW ? sqlite3_column_int64(st, 0) : -1;
+    if (st != NULL)
+        sqlite3_reset(st);
+    return v;
+}
+
+/* Right after BEGIN IMMEDIATE (the write lock held): when another
+ * connection has committed since the writer's last transaction, the
+ * transaction cache may hold rows it changed (an annotator's ε spent), so
+ * it is dropped and read again inside this transaction. */
+static void txn_check_others(lp_engine *e)
+{
+    int64_t v = data_version(e);
+    if (v < 0 || v != e->data_version)
+        txn_clear(e);
+    e->data_version = v;
 }
 
 static void count_commit(lp_engine *e, size_t items)
@@ -498,6 +523,8 @@ static void run_group(lp_engine *e, lp_job *batch)
     size_t items = 0;
     int refusal = lp_health_refusal(&e->health);
     int ok = refusal == LP_OK && w_exec(e, SQL_BEGIN) == LP_OK;
+    if (ok)
+        txn_check_others(e);
     for (lp_job *j = batch; j != NULL; j = j->next) {
         items += j->items;
         if (ok && run_job(e, j) != LP_OK)

@@ -48,7 +48,8 @@ typedef struct lp_engine lp_engine;
 typedef int (*lp_job_fn)(sqlite3 *db, void *ctx);
 
 /* The transaction cache (see above); flush and clear run on the writer
- * thread. flush returns LP_OK or LP_ESTORAGE (the transaction then fails).
+ * thread. flush returns LP_OK or an error (LP_ESTORAGE, LP_ENO_MEMORY: the
+ * transaction then fails).
  * load, if set, is called once by lp_engine_open on the writer connection,
  * after the migrations and before the writer thread starts (no
  * transaction, nothing else running; whatever the storage's health); it
