@@ -424,13 +424,18 @@ static int64_t data_version(lp_engine *e)
 /* Right after BEGIN IMMEDIATE (the write lock held): when another
  * connection has committed since the writer's last transaction, the
  * transaction cache may hold rows it changed (an annotator's ε spent), so
- * it is dropped and read again inside this transaction. */
-static void txn_check_others(lp_engine *e)
+ * it is dropped and read again inside this transaction, and the cache's
+ * others hook catches up with the rows added. LP_OK or the hook's error. */
+static int txn_check_others(lp_engine *e)
 {
     int64_t v = data_version(e);
-    if (v < 0 || v != e->data_version)
-        txn_clear(e);
-    e->data_version = v;
+    if (v >= 0 && v == e->data_version)
+        return LP_OK;
+    txn_clear(e);
+    int rc = e->txn.others ? e->txn.others(e->wdb, e->txn.ctx) : LP_OK;
+    if (rc == LP_OK) /* else the next transaction tries again */
+        e->data_version = v;
+    return rc;
 }
 
 static void count_commit(lp_engine *e, size_t items)
@@ -523,8 +528,8 @@ static void run_group(lp_engine *e, lp_job *batch)
     size_t items = 0;
     int refusal = lp_health_refusal(&e->health);
     int ok = refusal == LP_OK && w_exec(e, SQL_BEGIN) == LP_OK;
-    if (ok)
-        txn_check_others(e);
+    if (ok && txn_check_others(e) != LP_OK)
+        ok = 0;
     for (lp_job *j = batch; j != NULL; j = j->next) {
         items += j->items;
         if (ok && run_job(e, j) != LP_OK)

@@ -28,6 +28,7 @@ enum lstmt {
     L_TASK_EXISTS,
     L_NONCE_ROW,
     L_NONCE_ALL,
+    L_NONCE_SINCE,
     L_MAX_ID,
     L_INSERT,
     L_SPEND,
@@ -53,6 +54,7 @@ static const char *const LSQL[L_COUNT] = {
     [L_TASK_EXISTS] = "SELECT campaign FROM tasks WHERE id = ?1",
     [L_NONCE_ROW] = "SELECT annotator, nonce FROM labels WHERE id = ?1",
     [L_NONCE_ALL] = "SELECT id, annotator, nonce FROM labels ORDER BY id",
+    [L_NONCE_SINCE] = "SELECT id, annotator, nonce FROM labels WHERE id > ?1 ORDER BY id",
     [L_MAX_ID] = "SELECT coalesce(max(id), 0) FROM labels",
     [L_INSERT] = "INSERT INTO labels (annotator, task, z, z_task, epsilon, nonce, "
                  "timestamp_ms, signature, received_ms) "
@@ -135,7 +137,9 @@ struct minute_delta {
  * another label) is harmless: the row read tells. Invariant: every label
  * of the database, committed or in the open transaction, has its slot.
  * Only the writer thread touches it; it is built from the table when the
- * store opens.
+ * store opens. Labels that other servers on the same database add are
+ * caught up at the start of the writer's next transaction (ni_others):
+ * label ids only grow, so they are the rows past `synced`.
  *
  * Growth is incremental, so that no insert pauses the writer for a rehash
  * of the whole table (about 4 s at 12.6M labels): a full table becomes
@@ -159,6 +163,7 @@ struct nonce_index {
     size_t cap, n; /* cap: a power of two, or 0; n: slots in both tables */
     struct nonce_slot *old;
     size_t old_cap, moved; /* old slots [moved, old_cap) are still to move */
+    int64_t synced;        /* every committed label up to this id has its slot */
     uint8_t key[crypto_shorthash_KEYBYTES];
 };
 
@@ -407,12 +412,14 @@ static int wc_flush(sqlite3 *db, void *ctx)
 }
 
 static int ni_load(sqlite3 *db, void *ctx);
+static int ni_others(sqlite3 *db, void *ctx);
 
 struct lp_label_writer *lp_label_writer_new(lp_txn_cache *cache)
 {
     struct lp_label_writer *w = calloc(1, sizeof *w);
     if (w != NULL)
-        *cache = (lp_txn_cache){.flush = wc_flush, .clear = wc_clear, .load = ni_load, .ctx = w};
+        *cache = (lp_txn_cache){
+            .flush = wc_flush, .clear = wc_clear, .load = ni_load, .others = ni_others, .ctx = w};
     return w;
 }
 
@@ -501,6 +508,21 @@ static void ni_add(struct nonce_index *ni, uint64_t h, int64_t id)
     ni->n++;
 }
 
+/* 1 when the index has the slot {h, id}. */
+static int ni_has(const struct nonce_index *ni, uint64_t h, int64_t id)
+{
+    for (int t = 0; t < 2; t++) { /* the table, then the one still moving */
+        const struct nonce_slot *slot = t == 0 ? ni->slot : ni->old;
+        size_t cap = t == 0 ? ni->cap : ni->old_cap, from = t == 0 ? 0 : ni->moved;
+        if (slot == NULL)
+            continue;
+        for (size_t i = (size_t)h & (cap - 1); slot[i].h != 0; i = (i + 1) & (cap - 1))
+            if (slot[i].h == h && slot[i].id == id && i >= from)
+                return 1;
+    }
+    return 0;
+}
+
 /* Whether row id carries (annotator, nonce): *same 1 or 0. */
 static int nonce_row_is(struct lp_label_writer *w, sqlite3 *db, int64_t id, int64_t annotator,
                         const uint8_t *nonce, int *same)
@@ -570,6 +592,8 @@ static int ni_load(sqlite3 *db, void *ctx)
     int step, rc = LP_OK;
     do {
         step = sqlite3_step(st);
+        if (step == SQLITE_ROW)
+            w->nonces.synced = sqlite3_column_int64(st, 0); /* in id order */
         if (step == SQLITE_ROW && sqlite3_column_bytes(st, 2) == LP_NONCE_BYTES) {
             uint64_t h =
                 ni_hash(&w->nonces, sqlite3_column_int64(st, 1), sqlite3_column_blob(st, 2));
@@ -588,6 +612,36 @@ static int ni_load(sqlite3 *db, void *ctx)
     if (rc == LP_OK && step != SQLITE_DONE)
         rc = lp_engine_fail(db, "nonce index load");
     sqlite3_finalize(st);
+    return rc;
+}
+
+/* The engine's others hook: the labels past `synced`, committed by other
+ * servers (and by this writer since the last catch-up, which already have
+ * their slots), get their slots. */
+static int ni_others(sqlite3 *db, void *ctx)
+{
+    struct lp_label_writer *w = ctx;
+    struct nonce_index *ni = &w->nonces;
+    sqlite3_stmt *st = w_stmt(w, db, L_NONCE_SINCE);
+    if (st == NULL)
+        return LP_ESTORAGE;
+    sqlite3_bind_int64(st, 1, ni->synced);
+    int step, rc = LP_OK;
+    int64_t synced = ni->synced;
+    while (rc == LP_OK && (step = sqlite3_step(st)) == SQLITE_ROW) {
+        int64_t id = sqlite3_column_int64(st, 0);
+        synced = id;
+        if (sqlite3_column_bytes(st, 2) != LP_NONCE_BYTES)
+            continue;
+        uint64_t h = ni_hash(ni, sqlite3_column_int64(st, 1), sqlite3_column_blob(st, 2));
+        if (!ni_has(ni, h, id) && (rc = ni_reserve(ni, 1)) == LP_OK)
+            ni_add(ni, h, id);
+    }
+    if (rc == LP_OK && step != SQLITE_DONE)
+        rc = lp_engine_fail(db, "nonce index catch-up");
+    sqlite3_reset(st);
+    if (rc == LP_OK)
+        ni->synced = synced;
     return rc;
 }
 

@@ -58,6 +58,12 @@ typedef struct lp_txn_cache {
     int (*flush)(sqlite3 *db, void *ctx);
     void (*clear)(void *ctx);
     int (*load)(sqlite3 *db, void *ctx);
+    /* others, if set, is called on the writer thread at the start of a
+     * transaction (the write lock held, after clear) when another
+     * connection has committed to the database since the writer's last
+     * transaction (another server on the same file); it returns LP_OK or
+     * an error, which fails the transaction */
+    int (*others)(sqlite3 *db, void *ctx);
     void *ctx;
 } lp_txn_cache;
 
