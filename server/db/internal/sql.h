@@ -100,10 +100,11 @@ struct lp_stmt {
 };
 
 /* ---- binding (i: 1-based parameter number) ----
- * Each returns 0, or LP_SQL_ERROR when i is out of range or memory ran
- * out (the parameter is then NULL). Text and blobs are not copied: the
- * memory must stay valid and unchanged until the statement is reset, bound
- * again at i, cleared or finalized. bytes < 0 for text: up to its NUL. */
+ * Each returns 0, or LP_SQL_ERROR when i is out of range (nothing is
+ * bound) or memory ran out (the parameter is then NULL). Text and blobs
+ * are not copied: the memory must stay valid and unchanged until the last
+ * lp_stmt_step that uses it (a reset keeps the bindings). bytes < 0 for
+ * text: up to its NUL. */
 static inline int lp_stmt_bind_int64(lp_stmt *st, int i, int64_t v)
 {
     return st->drv->bind_int64(st, i, v);
@@ -137,8 +138,9 @@ static inline int lp_stmt_step(lp_stmt *st)
  * NULL text and NULL blob. Text is UTF-8 and NUL-terminated; a returned
  * pointer stays valid until the next step, reset or finalize of the
  * statement, or the next read of the same column as another type.
- * lp_stmt_column_bytes: the length in bytes of the text or blob in col (no
- * NUL counted), 0 for NULL; ask after reading the column as text or blob. */
+ * lp_stmt_column_bytes: the length in bytes of the blob or text in col (no
+ * NUL counted), 0 for NULL; for a blob it may be asked before or after
+ * lp_stmt_column_blob, for text ask after lp_stmt_column_text. */
 static inline int64_t lp_stmt_column_int64(lp_stmt *st, int col)
 {
     return st->drv->column_int64(st, col);
