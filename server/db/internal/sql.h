@@ -41,9 +41,10 @@ typedef struct lp_stmt lp_stmt;
 typedef struct lp_sql_driver lp_sql_driver;
 
 /* What lp_stmt_step and lp_conn_exec return. The constraint results mean
- * the database refused the statement and it changed nothing; every other
- * failure (I/O, corruption, busy, syntax, out of memory...) is
- * LP_SQL_ERROR. */
+ * the database refused the statement and it changed nothing (PostgreSQL:
+ * SQLSTATE class 23, which is also what a trigger that refuses a write
+ * must raise); every other failure (I/O, corruption, busy, syntax, out of
+ * memory...) is LP_SQL_ERROR. */
 enum {
     LP_SQL_DONE = 0,         /* the statement has run to completion */
     LP_SQL_ROW = 1,          /* a row is ready for the column functions */
