@@ -659,6 +659,44 @@ static void test_counters_big_job(void)
     s = NULL;
 }
 
+/* Two stores on one database file: a nonce stored through one is refused
+ * through the other (each writer's nonce index catches up with the labels
+ * the other committed), and both indexes match the table. */
+static void test_two_writers_nonce(void)
+{
+    char err[256], tpath[300];
+    static lp_label_item it[6];
+    one_annotator_store("twononce", 6, it, 0.5, tpath, sizeof tpath);
+    lp_store *a = s, *b = NULL;
+    lp_store_opts o = {.path = tpath, .sync_full = 0, .read_conns = 1};
+    CHECK_INT(lp_store_open(&o, &b, err, sizeof err), LP_OK);
+    CHECK_INT(lp_store_labels_submit(a, &it[0], 1), LP_OK);
+    CHECK_INT(it[0].rc, LP_OK);
+    memcpy(it[1].msg.nonce, it[0].msg.nonce, sizeof it[1].msg.nonce);
+    CHECK_INT(lp_store_labels_submit(b, &it[1], 1), LP_OK);
+    CHECK_INT(it[1].rc, LP_EREPLAYED_NONCE);
+    CHECK_INT(lp_store_labels_submit(b, &it[2], 1), LP_OK);
+    CHECK_INT(it[2].rc, LP_OK);
+    CHECK_INT(lp_store_labels_submit(b, &it[3], 1), LP_OK); /* b commits twice in a row */
+    CHECK_INT(it[3].rc, LP_OK);
+    memcpy(it[4].msg.nonce, it[2].msg.nonce, sizeof it[4].msg.nonce);
+    memcpy(it[5].msg.nonce, it[3].msg.nonce, sizeof it[5].msg.nonce);
+    CHECK_INT(lp_store_labels_submit(a, &it[4], 2), LP_OK);
+    CHECK_INT(it[4].rc, LP_EREPLAYED_NONCE);
+    CHECK_INT(it[5].rc, LP_EREPLAYED_NONCE);
+    lp_store *both[2] = {a, b};
+    for (int i = 0; i < 2; i++) {
+        lp_label_index_check ic;
+        CHECK_INT(lp_store_labels_check_index(both[i], &ic), LP_OK);
+        CHECK_INT(ic.rows, 3);
+        CHECK_INT(ic.missing, 0);
+        CHECK_INT(ic.slots, 3); /* each label once, whichever writer stored it */
+    }
+    lp_store_close(b);
+    lp_store_close(a);
+    s = NULL;
+}
+
 /* Two stores on one database file (as two servers on one database): each
  * writer's cached ε spent is read again once the other has committed, so
  * the budget holds across them and the counters stay exact. */
@@ -710,6 +748,7 @@ int main(void)
     test_nonce_growth();
     test_counters_big_job();
     test_two_writers_budget();
+    test_two_writers_nonce();
     test_migration_013();
     test_migration_015();
     lp_store_opts o = {.path = path, .sync_full = 1, .read_conns = 3};
