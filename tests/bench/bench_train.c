@@ -262,7 +262,7 @@ int main(int argc, char **argv)
         printf(" %s", lp_simd_name(levels[l]));
     printf(" (best on this CPU: %s)\n", lp_simd_name(lp_objective_simd_best()));
     /* Paired rounds: for each level a read pass (the bound) immediately
-     * followed by one evaluation, rounds rounds, so a busy moment of a shared
+     * followed by one evaluation, `rounds` times, so a busy moment of a shared
      * machine slows the bound and the kernel beside it alike. Reported per
      * level: best and median of its evaluations and of the read passes
      * paired with them, the ratios at the best and at the median, and the
