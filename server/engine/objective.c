@@ -396,7 +396,7 @@ static inline __attribute__((always_inline)) void block_gradient(double *gr, con
  *      sq; the other losses: lp_loss_point);
  *   3. its gradient, from the rows still in L1 (block_gradient, stripes).
  * The margins, the loss and every sum over blocks are double; only the 8
- * terms of a block are summed in float (see stripes_avx512). The rows are
+ * terms of a block are summed in float (see DEFINE_FUSED_F32). The rows are
  * read strictly in address order: reading two rows at once (to share the
  * loads of theta), taking the previous block's gradient after the next
  * block's margins, and software prefetch one or two blocks ahead all
@@ -420,133 +420,171 @@ fused_f32_rows(slice *s, margin_fn margin, sqchipo_fn sq, size_t width, stripes_
     s->loss = loss;
 }
 
-/* AVX-512 steps. The margin: 8 floats at a time widened in registers
- * (vcvtps2pd) and FMA'd with theta into 4 accumulators. */
-__attribute__((target("avx512f"))) static inline double margin_avx512(const float *x,
-                                                                      const double *th, size_t d)
-{
-    __m512d a0 = _mm512_setzero_pd(), a1 = a0, a2 = a0, a3 = a0;
-    size_t j = 0;
-    for (; j + 32 <= d; j += 32) {
-        a0 = _mm512_fmadd_pd(_mm512_cvtps_pd(_mm256_loadu_ps(x + j)), _mm512_loadu_pd(th + j), a0);
-        a1 = _mm512_fmadd_pd(_mm512_cvtps_pd(_mm256_loadu_ps(x + j + 8)),
-                             _mm512_loadu_pd(th + j + 8), a1);
-        a2 = _mm512_fmadd_pd(_mm512_cvtps_pd(_mm256_loadu_ps(x + j + 16)),
-                             _mm512_loadu_pd(th + j + 16), a2);
-        a3 = _mm512_fmadd_pd(_mm512_cvtps_pd(_mm256_loadu_ps(x + j + 24)),
-                             _mm512_loadu_pd(th + j + 24), a3);
+/* A level's steps (see fused_f32_rows), written once for both widths over
+ * a level's vector primitives, named <op>_<level>: vd_<level> holds W
+ * doubles and vf_<level> 2W floats;
+ *   vd_zero, vd_load (W doubles), vd_widen (W floats, widened in registers
+ *   by vcvtps2pd), vd_fma, vd_add, vd_sum (of the W lanes);
+ *   vf_set1, vf_load (2W floats), vf_mul, vf_fma;
+ *   vf_add_to(gr, c): gr[0..2W) += the 2W floats of c, widened.
+ * The margin: 4W columns per step into 4 accumulators, the columns past
+ * the last W-step in scalar double. The stripes: per 4W columns the
+ * block's 8 terms g_b x_bj summed in float (g_b rounded to float, x_bj as
+ * stored), widened once and added to the double gradient. The 8-term float
+ * sums add an error of at most 10 u_f sum_b |g_b x_bj| (u_f = 2^-24), the
+ * relative precision of the float32 features themselves; they widen each
+ * value once per block instead of once per row. */
+#define DEFINE_FUSED_F32(LEVEL, TARGET, W, SQ)                                                     \
+    TARGET static inline double margin_##LEVEL(const float *x, const double *th, size_t d)         \
+    {                                                                                              \
+        vd_##LEVEL a0 = vd_zero_##LEVEL(), a1 = a0, a2 = a0, a3 = a0;                              \
+        size_t j = 0;                                                                              \
+        for (; j + 4 * (W) <= d; j += 4 * (W)) {                                                   \
+            a0 = vd_fma_##LEVEL(vd_widen_##LEVEL(x + j), vd_load_##LEVEL(th + j), a0);             \
+            a1 = vd_fma_##LEVEL(vd_widen_##LEVEL(x + j + (W)), vd_load_##LEVEL(th + j + (W)), a1); \
+            a2 = vd_fma_##LEVEL(vd_widen_##LEVEL(x + j + 2 * (W)),                                 \
+                                vd_load_##LEVEL(th + j + 2 * (W)), a2);                            \
+            a3 = vd_fma_##LEVEL(vd_widen_##LEVEL(x + j + 3 * (W)),                                 \
+                                vd_load_##LEVEL(th + j + 3 * (W)), a3);                            \
+        }                                                                                          \
+        for (; j + (W) <= d; j += (W))                                                             \
+            a0 = vd_fma_##LEVEL(vd_widen_##LEVEL(x + j), vd_load_##LEVEL(th + j), a0);             \
+        double m = vd_sum_##LEVEL(vd_add_##LEVEL(vd_add_##LEVEL(a0, a1), vd_add_##LEVEL(a2, a3))); \
+        for (; j < d; j++)                                                                         \
+            m += (double)x[j] * th[j];                                                             \
+        return m;                                                                                  \
+    }                                                                                              \
+    TARGET static inline size_t stripes_##LEVEL(double *gr, const float *xb, size_t d,             \
+                                                const double *g)                                   \
+    {                                                                                              \
+        vf_##LEVEL gv[F32_BLOCK];                                                                  \
+        for (size_t b = 0; b < F32_BLOCK; b++)                                                     \
+            gv[b] = vf_set1_##LEVEL((float)g[b]);                                                  \
+        size_t j = 0;                                                                              \
+        for (; j + 4 * (W) <= d; j += 4 * (W)) {                                                   \
+            vf_##LEVEL c0 = vf_mul_##LEVEL(vf_load_##LEVEL(xb + j), gv[0]);                        \
+            vf_##LEVEL c1 = vf_mul_##LEVEL(vf_load_##LEVEL(xb + j + 2 * (W)), gv[0]);              \
+            _Pragma("GCC unroll 8") for (size_t b = 1; b < F32_BLOCK; b++)                         \
+            {                                                                                      \
+                const float *x = xb + b * d + j;                                                   \
+                c0 = vf_fma_##LEVEL(vf_load_##LEVEL(x), gv[b], c0);                                \
+                c1 = vf_fma_##LEVEL(vf_load_##LEVEL(x + 2 * (W)), gv[b], c1);                      \
+            }                                                                                      \
+            vf_add_to_##LEVEL(gr + j, c0);                                                         \
+            vf_add_to_##LEVEL(gr + j + 2 * (W), c1);                                               \
+        }                                                                                          \
+        return j;                                                                                  \
+    }                                                                                              \
+    TARGET static void fused_f32_##LEVEL(slice *s)                                                 \
+    {                                                                                              \
+        fused_f32_rows(s, margin_##LEVEL, SQ, (W), stripes_##LEVEL);                               \
     }
-    for (; j + 8 <= d; j += 8)
-        a0 = _mm512_fmadd_pd(_mm512_cvtps_pd(_mm256_loadu_ps(x + j)), _mm512_loadu_pd(th + j), a0);
-    double m = _mm512_reduce_add_pd(_mm512_add_pd(_mm512_add_pd(a0, a1), _mm512_add_pd(a2, a3)));
-    for (; j < d; j++)
-        m += (double)x[j] * th[j];
-    return m;
-}
 
-/* gr[0..16) += the 16 floats of c, widened to double. */
-__attribute__((target("avx512f"))) static inline void add_f32x16(double *gr, __m512 c)
+/* AVX-512 primitives (W = 8). */
+#define AVX512 __attribute__((target("avx512f")))
+typedef __m512d vd_avx512;
+typedef __m512 vf_avx512;
+AVX512 static inline __m512d vd_zero_avx512(void)
+{
+    return _mm512_setzero_pd();
+}
+AVX512 static inline __m512d vd_load_avx512(const double *p)
+{
+    return _mm512_loadu_pd(p);
+}
+AVX512 static inline __m512d vd_widen_avx512(const float *p)
+{
+    return _mm512_cvtps_pd(_mm256_loadu_ps(p));
+}
+AVX512 static inline __m512d vd_fma_avx512(__m512d a, __m512d b, __m512d c)
+{
+    return _mm512_fmadd_pd(a, b, c);
+}
+AVX512 static inline __m512d vd_add_avx512(__m512d a, __m512d b)
+{
+    return _mm512_add_pd(a, b);
+}
+AVX512 static inline double vd_sum_avx512(__m512d v)
+{
+    return _mm512_reduce_add_pd(v);
+}
+AVX512 static inline __m512 vf_set1_avx512(float v)
+{
+    return _mm512_set1_ps(v);
+}
+AVX512 static inline __m512 vf_load_avx512(const float *p)
+{
+    return _mm512_loadu_ps(p);
+}
+AVX512 static inline __m512 vf_mul_avx512(__m512 a, __m512 b)
+{
+    return _mm512_mul_ps(a, b);
+}
+AVX512 static inline __m512 vf_fma_avx512(__m512 a, __m512 b, __m512 c)
+{
+    return _mm512_fmadd_ps(a, b, c);
+}
+AVX512 static inline void vf_add_to_avx512(double *gr, __m512 c)
 {
     __m256 lo = _mm512_castps512_ps256(c);
     __m256 hi = _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(c), 1));
     _mm512_storeu_pd(gr, _mm512_add_pd(_mm512_loadu_pd(gr), _mm512_cvtps_pd(lo)));
     _mm512_storeu_pd(gr + 8, _mm512_add_pd(_mm512_loadu_pd(gr + 8), _mm512_cvtps_pd(hi)));
 }
+DEFINE_FUSED_F32(avx512, AVX512, 8, sqchipo8)
 
-/* The AVX-512 stripes: per 32 columns the block's 8 terms g_b x_bj are
- * summed in float (g_b rounded to float, x_bj as stored), then widened and
- * added to the double gradient. The 8-term float sums add an error of at
- * most 10 u_f sum_b |g_b x_bj| (u_f = 2^-24), the relative precision of
- * the float32 features themselves; they widen each value once per block
- * instead of once per row. */
-__attribute__((target("avx512f"))) static inline size_t stripes_avx512(double *gr, const float *xb,
-                                                                       size_t d, const double *g)
+/* AVX2+FMA primitives (W = 4). */
+#define AVX2 __attribute__((target("avx2,fma")))
+typedef __m256d vd_avx2;
+typedef __m256 vf_avx2;
+AVX2 static inline __m256d vd_zero_avx2(void)
 {
-    __m512 gv[F32_BLOCK];
-    for (size_t b = 0; b < F32_BLOCK; b++)
-        gv[b] = _mm512_set1_ps((float)g[b]);
-    size_t j = 0;
-    for (; j + 32 <= d; j += 32) {
-        __m512 c0 = _mm512_mul_ps(_mm512_loadu_ps(xb + j), gv[0]);
-        __m512 c1 = _mm512_mul_ps(_mm512_loadu_ps(xb + j + 16), gv[0]);
-#pragma GCC unroll 8
-        for (size_t b = 1; b < F32_BLOCK; b++) {
-            const float *x = xb + b * d + j;
-            c0 = _mm512_fmadd_ps(_mm512_loadu_ps(x), gv[b], c0);
-            c1 = _mm512_fmadd_ps(_mm512_loadu_ps(x + 16), gv[b], c1);
-        }
-        add_f32x16(gr + j, c0);
-        add_f32x16(gr + j + 16, c1);
-    }
-    return j;
+    return _mm256_setzero_pd();
 }
-
-__attribute__((target("avx512f"))) static void fused_f32_avx512(slice *s)
+AVX2 static inline __m256d vd_load_avx2(const double *p)
 {
-    fused_f32_rows(s, margin_avx512, sqchipo8, 8, stripes_avx512);
+    return _mm256_loadu_pd(p);
 }
-
-/* AVX2 steps: the AVX-512 ones on 256-bit registers. The margin: 4 floats
- * at a time widened in registers and FMA'd with theta into 4 accumulators. */
-__attribute__((target("avx2,fma"))) static inline double margin_avx2(const float *x,
-                                                                     const double *th, size_t d)
+AVX2 static inline __m256d vd_widen_avx2(const float *p)
 {
-    __m256d a0 = _mm256_setzero_pd(), a1 = a0, a2 = a0, a3 = a0;
-    size_t j = 0;
-    for (; j + 16 <= d; j += 16) {
-        a0 = _mm256_fmadd_pd(_mm256_cvtps_pd(_mm_loadu_ps(x + j)), _mm256_loadu_pd(th + j), a0);
-        a1 = _mm256_fmadd_pd(_mm256_cvtps_pd(_mm_loadu_ps(x + j + 4)), _mm256_loadu_pd(th + j + 4),
-                             a1);
-        a2 = _mm256_fmadd_pd(_mm256_cvtps_pd(_mm_loadu_ps(x + j + 8)), _mm256_loadu_pd(th + j + 8),
-                             a2);
-        a3 = _mm256_fmadd_pd(_mm256_cvtps_pd(_mm_loadu_ps(x + j + 12)),
-                             _mm256_loadu_pd(th + j + 12), a3);
-    }
-    for (; j + 4 <= d; j += 4)
-        a0 = _mm256_fmadd_pd(_mm256_cvtps_pd(_mm_loadu_ps(x + j)), _mm256_loadu_pd(th + j), a0);
-    double m = hsum256(_mm256_add_pd(_mm256_add_pd(a0, a1), _mm256_add_pd(a2, a3)));
-    for (; j < d; j++)
-        m += (double)x[j] * th[j];
-    return m;
+    return _mm256_cvtps_pd(_mm_loadu_ps(p));
 }
-
-/* gr[0..8) += the 8 floats of c, widened to double. */
-__attribute__((target("avx2,fma"))) static inline void add_f32x8(double *gr, __m256 c)
+AVX2 static inline __m256d vd_fma_avx2(__m256d a, __m256d b, __m256d c)
+{
+    return _mm256_fmadd_pd(a, b, c);
+}
+AVX2 static inline __m256d vd_add_avx2(__m256d a, __m256d b)
+{
+    return _mm256_add_pd(a, b);
+}
+AVX2 static inline double vd_sum_avx2(__m256d v)
+{
+    return hsum256(v);
+}
+AVX2 static inline __m256 vf_set1_avx2(float v)
+{
+    return _mm256_set1_ps(v);
+}
+AVX2 static inline __m256 vf_load_avx2(const float *p)
+{
+    return _mm256_loadu_ps(p);
+}
+AVX2 static inline __m256 vf_mul_avx2(__m256 a, __m256 b)
+{
+    return _mm256_mul_ps(a, b);
+}
+AVX2 static inline __m256 vf_fma_avx2(__m256 a, __m256 b, __m256 c)
+{
+    return _mm256_fmadd_ps(a, b, c);
+}
+AVX2 static inline void vf_add_to_avx2(double *gr, __m256 c)
 {
     __m256d lo = _mm256_cvtps_pd(_mm256_castps256_ps128(c));
     __m256d hi = _mm256_cvtps_pd(_mm256_extractf128_ps(c, 1));
     _mm256_storeu_pd(gr, _mm256_add_pd(_mm256_loadu_pd(gr), lo));
     _mm256_storeu_pd(gr + 4, _mm256_add_pd(_mm256_loadu_pd(gr + 4), hi));
 }
-
-/* The AVX2 stripes: the AVX-512 ones per 16 columns (8-term float sums,
- * the same error bound). */
-__attribute__((target("avx2,fma"))) static inline size_t stripes_avx2(double *gr, const float *xb,
-                                                                      size_t d, const double *g)
-{
-    __m256 gv[F32_BLOCK];
-    for (size_t b = 0; b < F32_BLOCK; b++)
-        gv[b] = _mm256_set1_ps((float)g[b]);
-    size_t j = 0;
-    for (; j + 16 <= d; j += 16) {
-        __m256 c0 = _mm256_mul_ps(_mm256_loadu_ps(xb + j), gv[0]);
-        __m256 c1 = _mm256_mul_ps(_mm256_loadu_ps(xb + j + 8), gv[0]);
-#pragma GCC unroll 8
-        for (size_t b = 1; b < F32_BLOCK; b++) {
-            const float *x = xb + b * d + j;
-            c0 = _mm256_fmadd_ps(_mm256_loadu_ps(x), gv[b], c0);
-            c1 = _mm256_fmadd_ps(_mm256_loadu_ps(x + 8), gv[b], c1);
-        }
-        add_f32x8(gr + j, c0);
-        add_f32x8(gr + j + 8, c1);
-    }
-    return j;
-}
-
-__attribute__((target("avx2,fma"))) static void fused_f32_avx2(slice *s)
-{
-    fused_f32_rows(s, margin_avx2, sqchipo4, 4, stripes_avx2);
-}
+DEFINE_FUSED_F32(avx2, AVX2, 4, sqchipo4)
 
 /* AVX2 fused rows, float64 storage. */
 __attribute__((target("avx2,fma"))) static void fused_f64_avx2(slice *s)
