@@ -480,49 +480,54 @@ fused_f32_rows(slice *s, margin_fn margin, sqchipo_fn sq, size_t width, stripes_
         fused_f32_rows(s, margin_##LEVEL, SQ, (W), stripes_##LEVEL);                               \
     }
 
-/* AVX-512 primitives (W = 8). */
+/* The primitives named alike in both instruction sets (PFX: _mm512 or
+ * _mm256). */
+#define DEFINE_VECTOR_OPS(LEVEL, TARGET, PFX, VD, VF)                                              \
+    typedef VD vd_##LEVEL;                                                                         \
+    typedef VF vf_##LEVEL;                                                                         \
+    TARGET static inline VD vd_zero_##LEVEL(void)                                                  \
+    {                                                                                              \
+        return PFX##_setzero_pd();                                                                 \
+    }                                                                                              \
+    TARGET static inline VD vd_load_##LEVEL(const double *p)                                       \
+    {                                                                                              \
+        return PFX##_loadu_pd(p);                                                                  \
+    }                                                                                              \
+    TARGET static inline VD vd_fma_##LEVEL(VD a, VD b, VD c)                                       \
+    {                                                                                              \
+        return PFX##_fmadd_pd(a, b, c);                                                            \
+    }                                                                                              \
+    TARGET static inline VD vd_add_##LEVEL(VD a, VD b)                                             \
+    {                                                                                              \
+        return PFX##_add_pd(a, b);                                                                 \
+    }                                                                                              \
+    TARGET static inline VF vf_set1_##LEVEL(float v)                                               \
+    {                                                                                              \
+        return PFX##_set1_ps(v);                                                                   \
+    }                                                                                              \
+    TARGET static inline VF vf_load_##LEVEL(const float *p)                                        \
+    {                                                                                              \
+        return PFX##_loadu_ps(p);                                                                  \
+    }                                                                                              \
+    TARGET static inline VF vf_mul_##LEVEL(VF a, VF b)                                             \
+    {                                                                                              \
+        return PFX##_mul_ps(a, b);                                                                 \
+    }                                                                                              \
+    TARGET static inline VF vf_fma_##LEVEL(VF a, VF b, VF c)                                       \
+    {                                                                                              \
+        return PFX##_fmadd_ps(a, b, c);                                                            \
+    }
+
+/* AVX-512 (W = 8). */
 #define AVX512 __attribute__((target("avx512f")))
-typedef __m512d vd_avx512;
-typedef __m512 vf_avx512;
-AVX512 static inline __m512d vd_zero_avx512(void)
-{
-    return _mm512_setzero_pd();
-}
-AVX512 static inline __m512d vd_load_avx512(const double *p)
-{
-    return _mm512_loadu_pd(p);
-}
+DEFINE_VECTOR_OPS(avx512, AVX512, _mm512, __m512d, __m512)
 AVX512 static inline __m512d vd_widen_avx512(const float *p)
 {
     return _mm512_cvtps_pd(_mm256_loadu_ps(p));
 }
-AVX512 static inline __m512d vd_fma_avx512(__m512d a, __m512d b, __m512d c)
-{
-    return _mm512_fmadd_pd(a, b, c);
-}
-AVX512 static inline __m512d vd_add_avx512(__m512d a, __m512d b)
-{
-    return _mm512_add_pd(a, b);
-}
 AVX512 static inline double vd_sum_avx512(__m512d v)
 {
     return _mm512_reduce_add_pd(v);
-}
-AVX512 static inline __m512 vf_set1_avx512(float v)
-{
-    return _mm512_set1_ps(v);
-}
-AVX512 static inline __m512 vf_load_avx512(const float *p)
-{
-    return _mm512_loadu_ps(p);
-}
-AVX512 static inline __m512 vf_mul_avx512(__m512 a, __m512 b)
-{
-    return _mm512_mul_ps(a, b);
-}
-AVX512 static inline __m512 vf_fma_avx512(__m512 a, __m512 b, __m512 c)
-{
-    return _mm512_fmadd_ps(a, b, c);
 }
 AVX512 static inline void vf_add_to_avx512(double *gr, __m512 c)
 {
@@ -533,49 +538,16 @@ AVX512 static inline void vf_add_to_avx512(double *gr, __m512 c)
 }
 DEFINE_FUSED_F32(avx512, AVX512, 8, sqchipo8)
 
-/* AVX2+FMA primitives (W = 4). */
+/* AVX2+FMA (W = 4). */
 #define AVX2 __attribute__((target("avx2,fma")))
-typedef __m256d vd_avx2;
-typedef __m256 vf_avx2;
-AVX2 static inline __m256d vd_zero_avx2(void)
-{
-    return _mm256_setzero_pd();
-}
-AVX2 static inline __m256d vd_load_avx2(const double *p)
-{
-    return _mm256_loadu_pd(p);
-}
+DEFINE_VECTOR_OPS(avx2, AVX2, _mm256, __m256d, __m256)
 AVX2 static inline __m256d vd_widen_avx2(const float *p)
 {
     return _mm256_cvtps_pd(_mm_loadu_ps(p));
 }
-AVX2 static inline __m256d vd_fma_avx2(__m256d a, __m256d b, __m256d c)
-{
-    return _mm256_fmadd_pd(a, b, c);
-}
-AVX2 static inline __m256d vd_add_avx2(__m256d a, __m256d b)
-{
-    return _mm256_add_pd(a, b);
-}
 AVX2 static inline double vd_sum_avx2(__m256d v)
 {
     return hsum256(v);
-}
-AVX2 static inline __m256 vf_set1_avx2(float v)
-{
-    return _mm256_set1_ps(v);
-}
-AVX2 static inline __m256 vf_load_avx2(const float *p)
-{
-    return _mm256_loadu_ps(p);
-}
-AVX2 static inline __m256 vf_mul_avx2(__m256 a, __m256 b)
-{
-    return _mm256_mul_ps(a, b);
-}
-AVX2 static inline __m256 vf_fma_avx2(__m256 a, __m256 b, __m256 c)
-{
-    return _mm256_fmadd_ps(a, b, c);
 }
 AVX2 static inline void vf_add_to_avx2(double *gr, __m256 c)
 {
