@@ -15,7 +15,8 @@
  * the bound and each kernel meet the same state of a shared machine; best
  * and median times and the ratios at both are printed, with the median of
  * the per-round ratios (BENCH_TRAIN_ROUNDS overrides the 21 rounds, at
- * most 101). --simd LEVEL measures that level
+ * most 101), and the same pairs in CPU time per thread (the process's CPU
+ * time over the pass divided by the thread count). --simd LEVEL measures that level
  * alone and runs the fit with it (auto: every level, the fit with the
  * best). Prints "BENCH <name> <value> <unit>".
  * Not a test: nothing here passes or fails on time.
@@ -44,6 +45,14 @@ static double now(void)
 {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+/* CPU seconds used by all of this process's threads so far. */
+static double cpu_now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
@@ -275,16 +284,21 @@ int main(int argc, char **argv)
     if (rounds < 1 || rounds > MAX_ROUNDS)
         rounds = 21;
     static double tr[3][MAX_ROUNDS], te[3][MAX_ROUNDS], tq[3][MAX_ROUNDS], trall[3 * MAX_ROUNDS];
+    static double cr[3][MAX_ROUNDS], ce[3][MAX_ROUNDS], cq[3][MAX_ROUNDS];
     double fl[3];
     for (int l = 0; l < nlev; l++)
         fl[l] = lp_objective_eval(obl[l], theta, g); /* warm-up */
     for (int r = 0; r < rounds; r++) {
         for (int l = 0; l < nlev; l++) {
+            double c0 = cpu_now();
             tr[l][r] = read_pass(ds->xf, n * d, T);
-            double te0 = now();
+            double c1 = cpu_now(), te0 = now();
             fl[l] = lp_objective_eval(obl[l], theta, g);
             te[l][r] = now() - te0;
+            cr[l][r] = (c1 - c0) / T;
+            ce[l][r] = (cpu_now() - c1) / T;
             tq[l][r] = te[l][r] / tr[l][r];
+            cq[l][r] = ce[l][r] / cr[l][r];
             trall[l * rounds + r] = tr[l][r];
         }
     }
@@ -321,8 +335,16 @@ int main(int argc, char **argv)
             printf("BENCH %s_vs_bound_paired_worst %.3f x\n", name, tq[l][rounds - 1]);
             printf("BENCH %s_effective_bandwidth %.3f GB/s\n", name, bytes / tf.best / 1e9);
         }
-        printf("BENCH train_eval_objective_at_probe_%s %.12f value\n", lp_simd_name(levels[l]),
-               fl[l]);
+        /* The same pairs in CPU time per thread: what a pass costs while it
+         * runs, without the time another process held its core. */
+        timing cf = summarize(ce[l], rounds), cb = summarize(cr[l], rounds),
+               cqs = summarize(cq[l], rounds);
+        const char *lv = lp_simd_name(levels[l]);
+        printf("BENCH train_eval_fused_%s_cpu %.4f s\n", lv, cf.best);
+        printf("BENCH train_eval_fused_%s_cpu_bound %.4f s\n", lv, cb.best);
+        printf("BENCH train_eval_fused_%s_cpu_vs_bound %.3f x\n", lv, cf.best / cb.best);
+        printf("BENCH train_eval_fused_%s_cpu_vs_bound_paired_median %.3f x\n", lv, cqs.median);
+        printf("BENCH train_eval_objective_at_probe_%s %.12f value\n", lv, fl[l]);
     }
     oo.kernel = LP_KERNEL_BLAS;
     lp_objective *obb = lp_objective_new(ds, &oo);
