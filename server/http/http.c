@@ -85,6 +85,9 @@ struct lp_http {
     size_t body_budget;            /* 0: no cap */
     _Atomic long others_in_flight; /* requests on h->workers until answered: h->scoring yields */
     _Atomic size_t body_held;
+    /* set by lp_http_stop: new requests are answered 503 unavailable and
+     * every answer closes its connection */
+    _Atomic int stopping;
     pthread_mutex_t lock;
     pthread_cond_t idle;
     long in_flight;
@@ -194,6 +197,8 @@ static enum MHD_Result send_response(struct req_state *st, lp_response *resp)
 #undef ADD_HEADER
         if (resp->set_cookie != NULL)
             MHD_add_response_header(r, MHD_HTTP_HEADER_SET_COOKIE, resp->set_cookie);
+        if (atomic_load_explicit(&st->h->stopping, memory_order_relaxed))
+            MHD_add_response_header(r, MHD_HTTP_HEADER_CONNECTION, "close");
         if (resp->retry_after > 0) {
             char secs[16];
             snprintf(secs, sizeof secs, "%d", resp->retry_after);
@@ -552,6 +557,8 @@ static enum MHD_Result on_headers(lp_http *h, struct MHD_Connection *conn, const
     h->in_flight++;
     pthread_mutex_unlock(&h->lock);
     fill_request(st, method, url);
+    if (atomic_load_explicit(&h->stopping, memory_order_relaxed))
+        return send_error(st, LP_EUNAVAILABLE); /* body unread: the connection closes */
     const char *cl = header(conn, MHD_HTTP_HEADER_CONTENT_LENGTH);
     unsigned long long declared = cl ? strtoull(cl, NULL, 10) : 0;
     int body_coming = declared > 0 || header(conn, MHD_HTTP_HEADER_TRANSFER_ENCODING) != NULL;
@@ -759,6 +766,7 @@ int lp_http_start(lp_api *api, const lp_http_opts *opts, lp_http **out, int *bou
     h->body_budget = opts->body_budget;
     atomic_init(&h->body_held, 0);
     atomic_init(&h->others_in_flight, 0);
+    atomic_init(&h->stopping, 0);
     int score_threads = opts->workers / 4 > 1 ? opts->workers / 4 : 1;
     lp_workers_opts wo = {.threads = opts->workers};
     lp_workers_opts so = {.threads = score_threads,
@@ -843,10 +851,12 @@ void lp_http_stop(lp_http *h, int grace_ms)
 {
     if (h == NULL)
         return;
+    /* The listening socket stays open until MHD_stop_daemon: quiescing a
+     * thread pool on epoll races its workers, which remove the same socket
+     * from their epoll sets (and libmicrohttpd aborts when the second removal
+     * fails). New requests are refused instead. */
+    atomic_store(&h->stopping, 1);
     lp_api_set_draining(h->api);
-    MHD_socket fd = MHD_quiesce_daemon(h->d); /* no new connections */
-    if (fd != MHD_INVALID_SOCKET)
-        close(fd);
     struct timespec deadline;
     clock_gettime(CLOCK_REALTIME, &deadline);
     deadline.tv_sec += grace_ms / 1000;

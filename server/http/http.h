@@ -57,8 +57,10 @@ typedef struct lp_http_opts {
 int lp_http_start(lp_api *api, const lp_http_opts *opts, lp_http **out, int *bound_port, char *err,
                   size_t errlen);
 
-/* Graceful stop: stop accepting, let in-flight requests finish (up to
- * grace_ms), then stop the workers and free. Accepts NULL. */
+/* Graceful stop: new requests are answered 503 unavailable (before any body
+ * is read) and every answer from then on closes its connection; requests in
+ * flight get up to grace_ms to finish; then the workers stop, the listening
+ * socket closes with the daemon, and h is freed. Accepts NULL. */
 void lp_http_stop(lp_http *h, int grace_ms);
 
 #endif

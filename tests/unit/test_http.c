@@ -28,6 +28,7 @@
 
 #include <jansson.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <sodium.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -61,8 +62,10 @@ static double now_ms(void)
 }
 
 /* A server with its own api over the shared store, in the given threading
- * model (connection_threads 0: the event loop and workers). Returns 0 or -1. */
-static int server_up(server *s, const char *model, int connection_threads)
+ * model (connection_threads 0: the event loop and workers) and with at most
+ * connections_max connections. Returns 0 or -1. */
+static int server_up_limited(server *s, const char *model, int connection_threads,
+                             int connections_max)
 {
     memset(s, 0, sizeof *s);
     s->model = model;
@@ -80,7 +83,7 @@ static int server_up(server *s, const char *model, int connection_threads)
                        .workers = 4,
                        .connection_threads = connection_threads,
                        .connection_timeout = 30,
-                       .connections_max = 256,
+                       .connections_max = connections_max,
                        .connections_per_address = 64,
                        .body_budget = 16 << 20};
     char err[256] = "";
@@ -92,6 +95,11 @@ static int server_up(server *s, const char *model, int connection_threads)
         s->api = NULL;
     }
     return rc;
+}
+
+static int server_up(server *s, const char *model, int connection_threads)
+{
+    return server_up_limited(s, model, connection_threads, 256);
 }
 
 /* Graceful stop (lp_http_stop with grace_ms), then the api is freed. */
@@ -669,8 +677,49 @@ static void *stop_in_thread(void *arg)
     return NULL;
 }
 
+/* While a stop is under way, a new request on a new connection is answered
+ * 503 unavailable before its body is read, and its connection closes. 1 when
+ * that answer came (within about 3 s), 0 otherwise. */
+static int refused_while_stopping(const server *s, int port, const char *campaign)
+{
+    for (int i = 0; i < 100; i++) {
+        char name[96], body[128];
+        snprintf(name, sizeof name, "%s-late-%d", campaign, i);
+        int len = snprintf(body, sizeof body, "{\"name\":\"%s\"}", name);
+        int fd = wire_connect(port, 1000);
+        if (fd < 0)
+            return 0;
+        char head[1024];
+        format_request(head, sizeof head, "POST", "/v1/campaigns", optok, (size_t)len, 1, 1);
+        wire_reply r = {0};
+        int rc = wire_send_str(fd, head);
+        if (rc == 0)
+            rc = wire_send(fd, body, (size_t)len);
+        if (rc == 0)
+            rc = wire_read_reply(fd, "POST", &r);
+        int refused = rc == 0 && r.status == 503;
+        if (refused) {
+            char what[128];
+            snprintf(what, sizeof what, "%s: a request while stopping", s->model);
+            check_error_reply(what, &r, LP_EUNAVAILABLE);
+            check_record(wire_closed(fd, 2000), __FILE__, __LINE__,
+                         "%s: the connection stays open after the refusal", s->model);
+            check_record(!campaign_exists(name), __FILE__, __LINE__,
+                         "%s: a refused request stored its campaign", s->model);
+        } else {
+            CHECK_INT(r.status, 201); /* the stop had not begun */
+        }
+        wire_reply_free(&r);
+        close(fd);
+        if (refused)
+            return 1;
+        usleep(30 * 1000);
+    }
+    return 0;
+}
+
 /* A request whose body is still arriving when the stop begins is finished
- * and answered; meanwhile new connections are refused. */
+ * and answered; meanwhile new requests are refused with 503 unavailable. */
 static void test_stop_finishes_request_in_flight(server *s, const char *campaign)
 {
     char body[128];
@@ -685,15 +734,8 @@ static void test_stop_finishes_request_in_flight(server *s, const char *campaign
     stopper st = {s, 8000, 0};
     pthread_t t;
     pthread_create(&t, NULL, stop_in_thread, &st);
-    int late = -1; /* the listening socket closes soon after the stop begins */
-    for (int i = 0; i < 100; i++) {
-        if ((late = wire_connect(port, 1000)) < 0)
-            break;
-        close(late);
-        usleep(30 * 1000);
-    }
-    check_record(late < 0, __FILE__, __LINE__, "%s: a new connection is accepted while stopping",
-                 s->model);
+    check_record(refused_while_stopping(s, port, campaign), __FILE__, __LINE__,
+                 "%s: no request was refused while stopping", s->model);
     wire_reply r = {0};
     CHECK(wire_send(fd, body + 4, (size_t)len - 4) == 0);
     CHECK_INT(wire_read_reply(fd, "POST", &r), 0);
@@ -704,6 +746,60 @@ static void test_stop_finishes_request_in_flight(server *s, const char *campaign
     CHECK(campaign_exists(campaign));
     check_record(st.took_ms < 6000, __FILE__, __LINE__,
                  "%s: stop waited %.0f ms for a request that had finished", s->model, st.took_ms);
+}
+
+typedef struct churn {
+    int port;
+    _Atomic int run;
+    int opened;
+} churn;
+
+/* Opens connections as fast as the server takes them, holding each open
+ * briefly, so that the server's threads keep reaching their connection
+ * limit and falling below it. */
+static void *churn_connections(void *arg)
+{
+    churn *c = arg;
+    int held[8];
+    for (int i = 0; i < 8; i++)
+        held[i] = -1;
+    for (unsigned n = 0; atomic_load(&c->run); n++) {
+        int slot = (int)(n % 8);
+        if (held[slot] >= 0)
+            close(held[slot]);
+        held[slot] = wire_connect(c->port, 200);
+        c->opened += held[slot] >= 0;
+    }
+    for (int i = 0; i < 8; i++)
+        if (held[i] >= 0)
+            close(held[i]);
+    return NULL;
+}
+
+/* Stopping a server whose threads are at their connection limit, or are
+ * taking and dropping connections as the stop begins, ends cleanly. */
+static void test_stop_at_connection_limit(const char *model, int connection_threads)
+{
+    enum { CYCLES = 40 };
+    int stopped = 0, opened = 0;
+    for (int i = 0; i < CYCLES; i++) {
+        server s;
+        if (server_up_limited(&s, model, connection_threads, 4) != 0)
+            return;
+        churn c = {.port = s.port};
+        atomic_init(&c.run, 1);
+        pthread_t t;
+        pthread_create(&t, NULL, churn_connections, &c);
+        usleep((useconds_t)(2000 + 500 * (i % 8)));
+        server_down(&s, i % 2 ? 50 : 0);
+        atomic_store(&c.run, 0);
+        pthread_join(t, NULL);
+        opened += c.opened;
+        stopped++;
+    }
+    CHECK_INT(stopped, CYCLES);
+    check_record(opened >= CYCLES * 4, __FILE__, __LINE__,
+                 "%s: only %d connections were opened against the limit", model, opened);
 }
 
 /* A request that never completes holds the stop for the grace period only,
@@ -766,6 +862,7 @@ static void run_model(const char *model, int connection_threads, const char *tag
     if (server_up(&s, model, connection_threads) != 0)
         return;
     test_stop_when_idle_is_quick(&s);
+    test_stop_at_connection_limit(model, connection_threads);
 }
 
 int main(void)
