@@ -159,15 +159,21 @@ $(BUILD)/obj/%.o: %.c $(VERSION_STAMP)
 
 # The two libraries with a single home: only server/db/ includes sqlite3.h
 # (the client's local ledger and memo use SQLite through their own files),
-# and there only behind server/db/internal/: the public db headers do not
-# mention it; only server/http/ and the client library's local web page
-# (client/lib/ui.c) include microhttpd.h.
+# and there only the SQLite engine and its driver (DB_SQLITE_FILES): the
+# repositories speak the statement API (server/db/internal/sql.h), and the
+# public db headers do not mention SQLite; only server/http/ and the client
+# library's local web page (client/lib/ui.c) include microhttpd.h.
+DB_SQLITE_FILES := server/db/engine.c server/db/walbuf.c server/db/sql_sqlite.c \
+                   server/db/internal/walbuf.h server/db/internal/sql_sqlite.h
 check-layers:
 	@bad=$$(grep -ln '^#include <sqlite3.h>' $$(git ls-files 'server/*.c' 'server/*.h' 2>/dev/null || find server -name '*.[ch]') \
 	        | grep -v '^server/db/'); \
 	 if [ -n "$$bad" ]; then echo "layering: sqlite3.h outside server/db/: $$bad" >&2; exit 1; fi
 	@bad=$$(grep -l 'sqlite3' server/db/*.h); \
 	 if [ -n "$$bad" ]; then echo "layering: a public db header mentions sqlite3: $$bad" >&2; exit 1; fi
+	@bad=$$(grep -lE 'sqlite3|SQLITE_' server/db/*.[ch] server/db/internal/*.h \
+	        | grep -vxF $(addprefix -e ,$(DB_SQLITE_FILES))); \
+	 if [ -n "$$bad" ]; then echo "layering: SQLite outside its engine and driver (use internal/sql.h): $$bad" >&2; exit 1; fi
 	@bad=$$(grep -rln '^#include <microhttpd.h>' server client common | grep -v '^server/http/' | grep -vx 'client/lib/ui.c'); \
 	 if [ -n "$$bad" ]; then echo "layering: microhttpd.h outside server/http/ and client/lib/ui.c: $$bad" >&2; exit 1; fi
 

@@ -137,21 +137,21 @@ struct etokens_job {
     size_t n;
 };
 
-static int etokens_add_fn(sqlite3 *db, void *ctx)
+static int etokens_add_fn(lp_conn *db, void *ctx)
 {
     struct etokens_job *j = ctx;
     for (size_t i = 0; i < j->n; i++) {
-        sqlite3_stmt *st = lp_engine_stmt(j->engine, db, SQL_ETOKEN_INSERT);
+        lp_stmt *st = lp_engine_stmt(j->engine, db, SQL_ETOKEN_INSERT);
         if (st == NULL)
             return LP_ESTORAGE;
-        sqlite3_bind_blob(st, 1, j->hashes + i * LP_HASH_BYTES, LP_HASH_BYTES, SQLITE_STATIC);
-        sqlite3_bind_int64(st, 2, j->campaign);
-        sqlite3_bind_int64(st, 3, lp_now_ms());
-        if (sqlite3_step(st) != SQLITE_DONE)
-            return sqlite3_extended_errcode(db) == SQLITE_CONSTRAINT_FOREIGNKEY
-                       ? LP_EUNKNOWN_CAMPAIGN
-                       : lp_engine_fail(db, "enrollment token insert");
-        sqlite3_reset(st);
+        lp_stmt_bind_blob(st, 1, j->hashes + i * LP_HASH_BYTES, LP_HASH_BYTES);
+        lp_stmt_bind_int64(st, 2, j->campaign);
+        lp_stmt_bind_int64(st, 3, lp_now_ms());
+        int step = lp_stmt_step(st);
+        if (step != LP_SQL_DONE)
+            return step == LP_SQL_FOREIGN_KEY ? LP_EUNKNOWN_CAMPAIGN
+                                              : lp_engine_fail(db, "enrollment token insert");
+        lp_stmt_reset(st);
     }
     return LP_OK;
 }
@@ -184,26 +184,25 @@ struct by_key_query {
     lp_annotator *out;
 };
 
-static int by_key_fn(sqlite3 *db, void *ctx)
+static int by_key_fn(lp_conn *db, void *ctx)
 {
     struct by_key_query *q = ctx;
-    sqlite3_stmt *st = lp_engine_stmt(q->engine, db, SQL_BY_KEY);
+    lp_stmt *st = lp_engine_stmt(q->engine, db, SQL_BY_KEY);
     if (st == NULL)
         return LP_ESTORAGE;
-    sqlite3_bind_blob(st, 1, q->key, LP_KEY_BYTES, SQLITE_STATIC);
-    int rc = LP_ESTORAGE, step = sqlite3_step(st);
-    if (step == SQLITE_ROW) {
+    lp_stmt_bind_blob(st, 1, q->key, LP_KEY_BYTES);
+    int rc = LP_ESTORAGE, step = lp_stmt_step(st);
+    if (step == LP_SQL_ROW) {
         memset(q->out, 0, sizeof *q->out);
-        q->out->id = sqlite3_column_int64(st, 0);
-        q->out->campaign = sqlite3_column_int64(st, 1);
-        q->out->revoked = sqlite3_column_int(st, 2);
-        snprintf(q->out->pseudonym, sizeof q->out->pseudonym, "%s",
-                 (const char *)sqlite3_column_text(st, 3));
+        q->out->id = lp_stmt_column_int64(st, 0);
+        q->out->campaign = lp_stmt_column_int64(st, 1);
+        q->out->revoked = lp_stmt_column_int(st, 2);
+        snprintf(q->out->pseudonym, sizeof q->out->pseudonym, "%s", lp_stmt_column_text(st, 3));
         rc = LP_OK;
-    } else if (step == SQLITE_DONE) {
+    } else if (step == LP_SQL_DONE) {
         rc = LP_EUNKNOWN_KEY;
     }
-    sqlite3_reset(st);
+    lp_stmt_reset(st);
     return rc;
 }
 
@@ -225,31 +224,31 @@ struct enroll_job {
     lp_annotator out;
 };
 
-static int enroll_fn(sqlite3 *db, void *ctx)
+static int enroll_fn(lp_conn *db, void *ctx)
 {
     struct enroll_job *a = ctx;
-    sqlite3_stmt *st = lp_engine_stmt(a->engine, db, SQL_KEY_ID);
+    lp_stmt *st = lp_engine_stmt(a->engine, db, SQL_KEY_ID);
     if (st == NULL)
         return LP_ESTORAGE;
-    sqlite3_bind_blob(st, 1, a->key, LP_KEY_BYTES, SQLITE_STATIC);
-    int step = sqlite3_step(st);
-    sqlite3_reset(st);
-    if (step == SQLITE_ROW)
+    lp_stmt_bind_blob(st, 1, a->key, LP_KEY_BYTES);
+    int step = lp_stmt_step(st);
+    lp_stmt_reset(st);
+    if (step == LP_SQL_ROW)
         return LP_EALREADY_ENROLLED;
-    if (step != SQLITE_DONE)
+    if (step != LP_SQL_DONE)
         return lp_engine_fail(db, "key lookup");
 
     if ((st = lp_engine_stmt(a->engine, db, SQL_ETOKEN_GET)) == NULL)
         return LP_ESTORAGE;
-    sqlite3_bind_blob(st, 1, a->token_hash, LP_HASH_BYTES, SQLITE_STATIC);
-    step = sqlite3_step(st);
-    if (step != SQLITE_ROW) {
-        sqlite3_reset(st);
-        return step == SQLITE_DONE ? LP_EBAD_ENROLLMENT_TOKEN : lp_engine_fail(db, "token lookup");
+    lp_stmt_bind_blob(st, 1, a->token_hash, LP_HASH_BYTES);
+    step = lp_stmt_step(st);
+    if (step != LP_SQL_ROW) {
+        lp_stmt_reset(st);
+        return step == LP_SQL_DONE ? LP_EBAD_ENROLLMENT_TOKEN : lp_engine_fail(db, "token lookup");
     }
-    int64_t campaign = sqlite3_column_int64(st, 0);
-    int used = sqlite3_column_type(st, 1) != SQLITE_NULL;
-    sqlite3_reset(st);
+    int64_t campaign = lp_stmt_column_int64(st, 0);
+    int used = !lp_stmt_column_is_null(st, 1);
+    lp_stmt_reset(st);
     if (used)
         return LP_EBAD_ENROLLMENT_TOKEN;
 
@@ -260,27 +259,27 @@ static int enroll_fn(sqlite3 *db, void *ctx)
         sodium_bin2hex(a->out.pseudonym + 4, sizeof a->out.pseudonym - 4, rnd, sizeof rnd);
         if ((st = lp_engine_stmt(a->engine, db, SQL_ANNOT_INSERT)) == NULL)
             return LP_ESTORAGE;
-        sqlite3_bind_blob(st, 1, a->key, LP_KEY_BYTES, SQLITE_STATIC);
-        sqlite3_bind_text(st, 2, a->out.pseudonym, -1, SQLITE_STATIC);
-        sqlite3_bind_int64(st, 3, campaign);
-        sqlite3_bind_int64(st, 4, lp_now_ms());
-        step = sqlite3_step(st);
-        sqlite3_reset(st);
-        if (step == SQLITE_DONE)
+        lp_stmt_bind_blob(st, 1, a->key, LP_KEY_BYTES);
+        lp_stmt_bind_text(st, 2, a->out.pseudonym, -1);
+        lp_stmt_bind_int64(st, 3, campaign);
+        lp_stmt_bind_int64(st, 4, lp_now_ms());
+        step = lp_stmt_step(st);
+        lp_stmt_reset(st);
+        if (step == LP_SQL_DONE)
             break;
         if (attempt >= 3) /* a pseudonym collision is ~2^-64; more is a real error */
             return lp_engine_fail(db, "annotator insert");
     }
-    a->out.id = sqlite3_last_insert_rowid(db);
+    a->out.id = lp_conn_last_insert_id(db);
     a->out.campaign = campaign;
     a->out.revoked = 0;
     if ((st = lp_engine_stmt(a->engine, db, SQL_ETOKEN_USE)) == NULL)
         return LP_ESTORAGE;
-    sqlite3_bind_blob(st, 1, a->token_hash, LP_HASH_BYTES, SQLITE_STATIC);
-    sqlite3_bind_int64(st, 2, a->out.id);
-    if (sqlite3_step(st) != SQLITE_DONE || sqlite3_changes(db) != 1)
+    lp_stmt_bind_blob(st, 1, a->token_hash, LP_HASH_BYTES);
+    lp_stmt_bind_int64(st, 2, a->out.id);
+    if (lp_stmt_step(st) != LP_SQL_DONE || lp_conn_changes(db) != 1)
         return lp_engine_fail(db, "token update");
-    sqlite3_reset(st);
+    lp_stmt_reset(st);
     return LP_OK;
 }
 
@@ -300,30 +299,30 @@ struct revoke_job {
     uint8_t key[LP_KEY_BYTES];
 };
 
-static int revoke_fn(sqlite3 *db, void *ctx)
+static int revoke_fn(lp_conn *db, void *ctx)
 {
     struct revoke_job *j = ctx;
-    sqlite3_stmt *st;
+    lp_stmt *st;
     if (j->pseudonym != NULL) {
         if ((st = lp_engine_stmt(j->engine, db, SQL_KEY_BY_PSEUDONYM)) == NULL)
             return LP_ESTORAGE;
-        sqlite3_bind_text(st, 1, j->pseudonym, -1, SQLITE_STATIC);
-        int step = sqlite3_step(st);
-        int ok = step == SQLITE_ROW && sqlite3_column_bytes(st, 0) == LP_KEY_BYTES;
+        lp_stmt_bind_text(st, 1, j->pseudonym, -1);
+        int step = lp_stmt_step(st);
+        int ok = step == LP_SQL_ROW && lp_stmt_column_bytes(st, 0) == LP_KEY_BYTES;
         if (ok)
-            memcpy(j->key, sqlite3_column_blob(st, 0), LP_KEY_BYTES);
-        sqlite3_reset(st);
+            memcpy(j->key, lp_stmt_column_blob(st, 0), LP_KEY_BYTES);
+        lp_stmt_reset(st);
         if (!ok)
-            return step == SQLITE_ROW || step == SQLITE_DONE ? LP_EUNKNOWN_KEY
+            return step == LP_SQL_ROW || step == LP_SQL_DONE ? LP_EUNKNOWN_KEY
                                                              : lp_engine_fail(db, "pseudonym");
     }
     if ((st = lp_engine_stmt(j->engine, db, SQL_REVOKE)) == NULL)
         return LP_ESTORAGE;
-    sqlite3_bind_blob(st, 1, j->key, LP_KEY_BYTES, SQLITE_STATIC);
-    if (sqlite3_step(st) != SQLITE_DONE)
+    lp_stmt_bind_blob(st, 1, j->key, LP_KEY_BYTES);
+    if (lp_stmt_step(st) != LP_SQL_DONE)
         return lp_engine_fail(db, "revoke");
-    sqlite3_reset(st);
-    return sqlite3_changes(db) == 1 ? LP_OK : LP_EUNKNOWN_KEY;
+    lp_stmt_reset(st);
+    return lp_conn_changes(db) == 1 ? LP_OK : LP_EUNKNOWN_KEY;
 }
 
 static int revoke_run(lp_store *s, struct revoke_job *j)

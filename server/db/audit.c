@@ -71,38 +71,38 @@ struct append_job {
 
 /* Reads the head and inserts the row after it, on the writer: one job,
  * so no other append can come between the read and the insert. */
-static int append_fn(sqlite3 *db, void *ctx)
+static int append_fn(lp_conn *db, void *ctx)
 {
     struct append_job *j = ctx;
     lp_audit_row *r = &j->row;
-    sqlite3_stmt *st = lp_engine_stmt(j->engine, db, SQL_HEAD);
+    lp_stmt *st = lp_engine_stmt(j->engine, db, SQL_HEAD);
     if (st == NULL)
         return LP_ESTORAGE;
     memset(r->prev_hash, 0, sizeof r->prev_hash);
     r->id = 1;
-    int step = sqlite3_step(st);
-    if (step == SQLITE_ROW && sqlite3_column_bytes(st, 1) == LP_HASH_BYTES) {
-        r->id = sqlite3_column_int64(st, 0) + 1;
-        memcpy(r->prev_hash, sqlite3_column_blob(st, 1), LP_HASH_BYTES);
-    } else if (step != SQLITE_DONE) {
-        sqlite3_reset(st);
+    int step = lp_stmt_step(st);
+    if (step == LP_SQL_ROW && lp_stmt_column_bytes(st, 1) == LP_HASH_BYTES) {
+        r->id = lp_stmt_column_int64(st, 0) + 1;
+        memcpy(r->prev_hash, lp_stmt_column_blob(st, 1), LP_HASH_BYTES);
+    } else if (step != LP_SQL_DONE) {
+        lp_stmt_reset(st);
         return lp_engine_fail(db, "audit head");
     }
-    sqlite3_reset(st);
+    lp_stmt_reset(st);
     lp_audit_hash(r->prev_hash, r, r->hash);
     if ((st = lp_engine_stmt(j->engine, db, SQL_INSERT)) == NULL)
         return LP_ESTORAGE;
-    sqlite3_bind_int64(st, 1, r->id);
-    sqlite3_bind_int64(st, 2, r->at_ms);
-    sqlite3_bind_int64(st, 3, r->token_id);
-    sqlite3_bind_text(st, 4, r->action, -1, SQLITE_STATIC);
-    sqlite3_bind_text(st, 5, r->params, -1, SQLITE_STATIC);
-    sqlite3_bind_int64(st, 6, r->status);
-    sqlite3_bind_text(st, 7, r->error, -1, SQLITE_STATIC);
-    sqlite3_bind_blob(st, 8, r->prev_hash, LP_HASH_BYTES, SQLITE_STATIC);
-    sqlite3_bind_blob(st, 9, r->hash, LP_HASH_BYTES, SQLITE_STATIC);
-    int rc = sqlite3_step(st) == SQLITE_DONE ? LP_OK : lp_engine_fail(db, "audit insert");
-    sqlite3_reset(st);
+    lp_stmt_bind_int64(st, 1, r->id);
+    lp_stmt_bind_int64(st, 2, r->at_ms);
+    lp_stmt_bind_int64(st, 3, r->token_id);
+    lp_stmt_bind_text(st, 4, r->action, -1);
+    lp_stmt_bind_text(st, 5, r->params, -1);
+    lp_stmt_bind_int64(st, 6, r->status);
+    lp_stmt_bind_text(st, 7, r->error, -1);
+    lp_stmt_bind_blob(st, 8, r->prev_hash, LP_HASH_BYTES);
+    lp_stmt_bind_blob(st, 9, r->hash, LP_HASH_BYTES);
+    int rc = lp_stmt_step(st) == LP_SQL_DONE ? LP_OK : lp_engine_fail(db, "audit insert");
+    lp_stmt_reset(st);
     return rc;
 }
 
@@ -146,21 +146,21 @@ int lp_store_audit_append(lp_store *s, int64_t token_id, const char *action, con
 
 /* The row at st's cursor into r (strings copied). LP_ENO_MEMORY, or
  * LP_ESTORAGE when a field is NULL or a hash is not 32 bytes. */
-static int read_row(sqlite3_stmt *st, lp_audit_row *r)
+static int read_row(lp_stmt *st, lp_audit_row *r)
 {
     memset(r, 0, sizeof *r);
-    r->id = sqlite3_column_int64(st, 0);
-    r->at_ms = sqlite3_column_int64(st, 1);
-    r->token_id = sqlite3_column_int64(st, 2);
-    r->status = sqlite3_column_int64(st, 5);
+    r->id = lp_stmt_column_int64(st, 0);
+    r->at_ms = lp_stmt_column_int64(st, 1);
+    r->token_id = lp_stmt_column_int64(st, 2);
+    r->status = lp_stmt_column_int64(st, 5);
     for (int c = 0; c < 9; c++)
-        if (sqlite3_column_type(st, c) == SQLITE_NULL)
+        if (lp_stmt_column_is_null(st, c))
             return LP_ESTORAGE;
-    if (sqlite3_column_bytes(st, 7) != LP_HASH_BYTES ||
-        sqlite3_column_bytes(st, 8) != LP_HASH_BYTES)
+    if (lp_stmt_column_bytes(st, 7) != LP_HASH_BYTES ||
+        lp_stmt_column_bytes(st, 8) != LP_HASH_BYTES)
         return LP_ESTORAGE;
-    memcpy(r->prev_hash, sqlite3_column_blob(st, 7), LP_HASH_BYTES);
-    memcpy(r->hash, sqlite3_column_blob(st, 8), LP_HASH_BYTES);
+    memcpy(r->prev_hash, lp_stmt_column_blob(st, 7), LP_HASH_BYTES);
+    memcpy(r->hash, lp_stmt_column_blob(st, 8), LP_HASH_BYTES);
     r->action = lp_engine_column_dup(st, 3);
     r->params = lp_engine_column_dup(st, 4);
     r->error = lp_engine_column_dup(st, 6);
@@ -183,17 +183,17 @@ void lp_audit_rows_free(lp_audit_row *rows, size_t n)
 }
 
 /* The head from st (SQL_HEAD, prepared on the caller's connection). */
-static int read_head(sqlite3_stmt *st, lp_audit_head *head)
+static int read_head(lp_stmt *st, lp_audit_head *head)
 {
     memset(head, 0, sizeof *head);
-    int step = sqlite3_step(st), rc = LP_OK;
-    if (step == SQLITE_ROW && sqlite3_column_bytes(st, 1) == LP_HASH_BYTES) {
-        head->id = sqlite3_column_int64(st, 0);
-        memcpy(head->hash, sqlite3_column_blob(st, 1), LP_HASH_BYTES);
-    } else if (step != SQLITE_DONE) {
+    int step = lp_stmt_step(st), rc = LP_OK;
+    if (step == LP_SQL_ROW && lp_stmt_column_bytes(st, 1) == LP_HASH_BYTES) {
+        head->id = lp_stmt_column_int64(st, 0);
+        memcpy(head->hash, lp_stmt_column_blob(st, 1), LP_HASH_BYTES);
+    } else if (step != LP_SQL_DONE) {
         rc = LP_ESTORAGE;
     }
-    sqlite3_reset(st);
+    lp_stmt_reset(st);
     return rc;
 }
 
@@ -205,25 +205,25 @@ struct page_query {
     lp_audit_head *head;
 };
 
-static int page_fn(sqlite3 *db, void *ctx)
+static int page_fn(lp_conn *db, void *ctx)
 {
     struct page_query *q = ctx;
-    sqlite3_stmt *st = lp_engine_stmt(q->engine, db, SQL_HEAD);
+    lp_stmt *st = lp_engine_stmt(q->engine, db, SQL_HEAD);
     if (st == NULL || read_head(st, q->head) != LP_OK)
         return st ? lp_engine_fail(db, "audit head") : LP_ESTORAGE;
     if ((st = lp_engine_stmt(q->engine, db, SQL_PAGE)) == NULL)
         return LP_ESTORAGE;
-    sqlite3_bind_int64(st, 1, q->after_id);
-    sqlite3_bind_int64(st, 2, q->limit);
+    lp_stmt_bind_int64(st, 1, q->after_id);
+    lp_stmt_bind_int64(st, 2, q->limit);
     q->rows = calloc((size_t)q->limit, sizeof *q->rows);
     int rc = q->rows ? LP_OK : LP_ENO_MEMORY, step;
-    while (rc == LP_OK && (step = sqlite3_step(st)) == SQLITE_ROW) {
+    while (rc == LP_OK && (step = lp_stmt_step(st)) == LP_SQL_ROW) {
         rc = read_row(st, &q->rows[q->n]);
         q->n++;
     }
-    if (rc == LP_OK && step != SQLITE_DONE)
+    if (rc == LP_OK && step != LP_SQL_DONE)
         rc = lp_engine_fail(db, "audit page");
-    sqlite3_reset(st);
+    lp_stmt_reset(st);
     return rc;
 }
 
@@ -258,19 +258,19 @@ static const char *audit_migration(void)
 }
 
 /* 1 when trigger name exists and its text is the schema's own. */
-static int trigger_intact(sqlite3 *db, const char *name)
+static int trigger_intact(lp_conn *db, const char *name)
 {
-    sqlite3_stmt *st = NULL;
+    lp_stmt *st = NULL;
     int ok = 0;
     const char *schema = audit_migration();
-    if (schema && sqlite3_prepare_v2(db, SQL_TRIGGER, -1, &st, NULL) == SQLITE_OK) {
-        sqlite3_bind_text(st, 1, name, -1, SQLITE_STATIC);
-        if (sqlite3_step(st) == SQLITE_ROW) {
-            const char *sql = (const char *)sqlite3_column_text(st, 0);
+    if (schema && (st = lp_stmt_prepare(db, SQL_TRIGGER)) != NULL) {
+        lp_stmt_bind_text(st, 1, name, -1);
+        if (lp_stmt_step(st) == LP_SQL_ROW) {
+            const char *sql = lp_stmt_column_text(st, 0);
             ok = sql != NULL && strstr(schema, sql) != NULL;
         }
     }
-    sqlite3_finalize(st);
+    lp_stmt_finalize(st);
     return ok;
 }
 
@@ -315,14 +315,14 @@ static int check_row(const lp_audit_row *r, int64_t prev_id, const uint8_t prev[
     return 0;
 }
 
-static int walk(sqlite3 *db, lp_audit_check *out)
+static int walk(lp_conn *db, lp_audit_check *out)
 {
-    sqlite3_stmt *st = NULL;
-    if (sqlite3_prepare_v2(db, SQL_WALK, -1, &st, NULL) != SQLITE_OK)
+    lp_stmt *st = NULL;
+    if ((st = lp_stmt_prepare(db, SQL_WALK)) == NULL)
         return LP_ESTORAGE;
     int rc = LP_OK, step, stop = 0;
     lp_audit_row r;
-    while (!stop && (step = sqlite3_step(st)) == SQLITE_ROW) {
+    while (!stop && (step = lp_stmt_step(st)) == LP_SQL_ROW) {
         int64_t prev_id = out->head.id;
         int read = read_row(st, &r);
         if (read == LP_ENO_MEMORY) {
@@ -338,9 +338,9 @@ static int walk(sqlite3 *db, lp_audit_check *out)
         row_clear(&r);
         stop |= rc != LP_OK;
     }
-    if (rc == LP_OK && !stop && step != SQLITE_DONE)
+    if (rc == LP_OK && !stop && step != LP_SQL_DONE)
         rc = LP_ESTORAGE;
-    sqlite3_finalize(st);
+    lp_stmt_finalize(st);
     return rc;
 }
 
@@ -348,32 +348,27 @@ int lp_audit_verify_file(const char *path, lp_audit_check *out, char *err, size_
 {
     memset(out, 0, sizeof *out);
     out->intact = 1;
-    sqlite3 *db = NULL;
-    sqlite3_stmt *st = NULL;
+    lp_conn *db = NULL;
+    lp_stmt *st = NULL;
     int rc = LP_ESTORAGE, tables = 0;
     if (sodium_init() < 0) {
         snprintf(err, errlen, "libsodium failed to initialize");
         return LP_ERNG;
     }
-    if (sqlite3_open_v2(path, &db, SQLITE_OPEN_READONLY, NULL) != SQLITE_OK) {
-        snprintf(err, errlen, "cannot open %s: %s", path, db ? sqlite3_errmsg(db) : "no memory");
-        sqlite3_close(db);
+    if (lp_engine_file_open(path, &db, err, errlen) != LP_OK)
         return LP_ESTORAGE;
-    }
-    sqlite3_busy_timeout(db, 5000);
-    if (sqlite3_exec(db, "BEGIN", NULL, NULL, NULL) != SQLITE_OK ||
-        sqlite3_prepare_v2(db, SQL_HAS_TABLE, -1, &st, NULL) != SQLITE_OK ||
-        sqlite3_step(st) != SQLITE_ROW) {
-        snprintf(err, errlen, "cannot read %s: %s", path, sqlite3_errmsg(db));
+    if (lp_conn_begin_read(db) != LP_SQL_DONE ||
+        (st = lp_stmt_prepare(db, SQL_HAS_TABLE)) == NULL || lp_stmt_step(st) != LP_SQL_ROW) {
+        snprintf(err, errlen, "cannot read %s: %s", path, lp_conn_errmsg(db));
         goto done;
     }
-    tables = sqlite3_column_int(st, 0);
+    tables = lp_stmt_column_int(st, 0);
     if (tables != 1) {
         snprintf(err, errlen, "%s has no audit table (a database of an older server?)", path);
         goto done;
     }
     if ((rc = walk(db, out)) != LP_OK) {
-        snprintf(err, errlen, "cannot read the audit rows of %s: %s", path, sqlite3_errmsg(db));
+        snprintf(err, errlen, "cannot read the audit rows of %s: %s", path, lp_conn_errmsg(db));
         goto done;
     }
     static const char *const triggers[] = {"audit_no_update", "audit_no_delete"};
@@ -384,8 +379,8 @@ int lp_audit_verify_file(const char *path, lp_audit_check *out, char *err, size_
                    "rewritten",
                    triggers[i]);
 done:
-    sqlite3_finalize(st);
-    sqlite3_exec(db, "COMMIT", NULL, NULL, NULL);
-    sqlite3_close(db);
+    lp_stmt_finalize(st);
+    lp_conn_end_read(db);
+    lp_conn_close(db);
     return rc;
 }

@@ -42,43 +42,43 @@ struct create_job {
     lp_campaign *c;
 };
 
-static int create_fn(sqlite3 *db, void *ctx)
+static int create_fn(lp_conn *db, void *ctx)
 {
     struct create_job *j = ctx;
     lp_campaign *c = j->c;
-    sqlite3_stmt *st = lp_engine_stmt(j->engine, db, SQL_EXISTS);
+    lp_stmt *st = lp_engine_stmt(j->engine, db, SQL_EXISTS);
     if (st == NULL)
         return LP_ESTORAGE;
-    sqlite3_bind_text(st, 1, c->name, -1, SQLITE_STATIC);
-    int step = sqlite3_step(st);
-    sqlite3_reset(st);
-    if (step == SQLITE_ROW)
+    lp_stmt_bind_text(st, 1, c->name, -1);
+    int step = lp_stmt_step(st);
+    lp_stmt_reset(st);
+    if (step == LP_SQL_ROW)
         return LP_ECAMPAIGN_EXISTS;
     if ((st = lp_engine_stmt(j->engine, db, SQL_INSERT)) == NULL)
         return LP_ESTORAGE;
-    sqlite3_bind_text(st, 1, c->name, -1, SQLITE_STATIC);
-    sqlite3_bind_double(st, 2, c->epsilon_min);
-    sqlite3_bind_double(st, 3, c->epsilon_max);
-    sqlite3_bind_int(st, 4, c->allow_infinite ? 1 : 0);
-    sqlite3_bind_double(st, 5, c->epsilon_budget);
-    sqlite3_bind_double(st, 6, c->epsilon_default);
-    sqlite3_bind_int64(st, 7, lp_now_ms());
+    lp_stmt_bind_text(st, 1, c->name, -1);
+    lp_stmt_bind_double(st, 2, c->epsilon_min);
+    lp_stmt_bind_double(st, 3, c->epsilon_max);
+    lp_stmt_bind_int64(st, 4, c->allow_infinite ? 1 : 0);
+    lp_stmt_bind_double(st, 5, c->epsilon_budget);
+    lp_stmt_bind_double(st, 6, c->epsilon_default);
+    lp_stmt_bind_int64(st, 7, lp_now_ms());
     if (c->labels_per_task < 1)
         c->labels_per_task = 1;
-    sqlite3_bind_int64(st, 8, c->labels_per_task);
+    lp_stmt_bind_int64(st, 8, c->labels_per_task);
     if (c->annotator_quota > 0)
-        sqlite3_bind_int64(st, 9, c->annotator_quota);
-    sqlite3_bind_text(st, 10, c->central ? "central" : "local", -1, SQLITE_STATIC);
+        lp_stmt_bind_int64(st, 9, c->annotator_quota);
+    lp_stmt_bind_text(st, 10, c->central ? "central" : "local", -1);
     if (c->release_epsilon > 0)
-        sqlite3_bind_double(st, 11, c->release_epsilon);
+        lp_stmt_bind_double(st, 11, c->release_epsilon);
     if (c->release_delta > 0)
-        sqlite3_bind_double(st, 12, c->release_delta);
+        lp_stmt_bind_double(st, 12, c->release_delta);
     if (c->contribution_cap > 0)
-        sqlite3_bind_int64(st, 13, c->contribution_cap);
-    if (sqlite3_step(st) != SQLITE_DONE)
+        lp_stmt_bind_int64(st, 13, c->contribution_cap);
+    if (lp_stmt_step(st) != LP_SQL_DONE)
         return lp_engine_fail(db, "campaign insert");
-    sqlite3_reset(st);
-    c->id = sqlite3_last_insert_rowid(db);
+    lp_stmt_reset(st);
+    c->id = lp_conn_last_insert_id(db);
     return LP_OK;
 }
 
@@ -88,22 +88,22 @@ int lp_store_campaign_create(lp_store *s, lp_campaign *c)
     return lp_engine_write(s->engine, create_fn, &j, 1, 0);
 }
 
-static void read_campaign(sqlite3_stmt *st, lp_campaign *c)
+static void read_campaign(lp_stmt *st, lp_campaign *c)
 {
     memset(c, 0, sizeof *c);
-    c->id = sqlite3_column_int64(st, 0);
-    snprintf(c->name, sizeof c->name, "%s", (const char *)sqlite3_column_text(st, 1));
-    c->epsilon_min = sqlite3_column_double(st, 2);
-    c->epsilon_max = sqlite3_column_double(st, 3);
-    c->allow_infinite = sqlite3_column_int(st, 4);
-    c->epsilon_budget = sqlite3_column_double(st, 5);
-    c->epsilon_default = sqlite3_column_double(st, 6);
-    c->labels_per_task = sqlite3_column_int64(st, 7);
-    c->annotator_quota = sqlite3_column_int64(st, 8);
-    c->central = sqlite3_column_int(st, 9);
-    c->release_epsilon = sqlite3_column_double(st, 10);
-    c->release_delta = sqlite3_column_double(st, 11);
-    c->contribution_cap = sqlite3_column_int64(st, 12);
+    c->id = lp_stmt_column_int64(st, 0);
+    snprintf(c->name, sizeof c->name, "%s", lp_stmt_column_text(st, 1));
+    c->epsilon_min = lp_stmt_column_double(st, 2);
+    c->epsilon_max = lp_stmt_column_double(st, 3);
+    c->allow_infinite = lp_stmt_column_int(st, 4);
+    c->epsilon_budget = lp_stmt_column_double(st, 5);
+    c->epsilon_default = lp_stmt_column_double(st, 6);
+    c->labels_per_task = lp_stmt_column_int64(st, 7);
+    c->annotator_quota = lp_stmt_column_int64(st, 8);
+    c->central = lp_stmt_column_int(st, 9);
+    c->release_epsilon = lp_stmt_column_double(st, 10);
+    c->release_delta = lp_stmt_column_double(st, 11);
+    c->contribution_cap = lp_stmt_column_int64(st, 12);
 }
 
 struct budget_job {
@@ -111,26 +111,26 @@ struct budget_job {
     lp_campaign *c;
 };
 
-static int set_budget_fn(sqlite3 *db, void *ctx)
+static int set_budget_fn(lp_conn *db, void *ctx)
 {
     struct budget_job *j = ctx;
-    sqlite3_stmt *st = lp_engine_stmt(j->engine, db, SQL_SET_BUDGET);
+    lp_stmt *st = lp_engine_stmt(j->engine, db, SQL_SET_BUDGET);
     if (st == NULL)
         return LP_ESTORAGE;
-    sqlite3_bind_text(st, 1, j->c->name, -1, SQLITE_STATIC);
+    lp_stmt_bind_text(st, 1, j->c->name, -1);
     if (j->c->release_epsilon > 0)
-        sqlite3_bind_double(st, 2, j->c->release_epsilon);
+        lp_stmt_bind_double(st, 2, j->c->release_epsilon);
     else
-        sqlite3_bind_null(st, 2);
+        lp_stmt_bind_null(st, 2);
     if (j->c->release_delta > 0)
-        sqlite3_bind_double(st, 3, j->c->release_delta);
+        lp_stmt_bind_double(st, 3, j->c->release_delta);
     else
-        sqlite3_bind_null(st, 3);
-    int step = sqlite3_step(st);
-    sqlite3_reset(st);
-    if (step != SQLITE_DONE)
+        lp_stmt_bind_null(st, 3);
+    int step = lp_stmt_step(st);
+    lp_stmt_reset(st);
+    if (step != LP_SQL_DONE)
         return lp_engine_fail(db, "campaign budget");
-    return sqlite3_changes(db) == 1 ? LP_OK : LP_EUNKNOWN_CAMPAIGN;
+    return lp_conn_changes(db) == 1 ? LP_OK : LP_EUNKNOWN_CAMPAIGN;
 }
 
 int lp_store_campaign_set_budget(lp_store *s, lp_campaign *c)
@@ -146,20 +146,20 @@ struct spent_query {
     double epsilon, delta;
 };
 
-static int spent_fn(sqlite3 *db, void *ctx)
+static int spent_fn(lp_conn *db, void *ctx)
 {
     struct spent_query *q = ctx;
-    sqlite3_stmt *st = lp_engine_stmt(q->engine, db, SQL_SPENT);
+    lp_stmt *st = lp_engine_stmt(q->engine, db, SQL_SPENT);
     if (st == NULL)
         return LP_ESTORAGE;
-    sqlite3_bind_int64(st, 1, q->campaign);
+    lp_stmt_bind_int64(st, 1, q->campaign);
     int rc = LP_ESTORAGE;
-    if (sqlite3_step(st) == SQLITE_ROW) {
-        q->epsilon = sqlite3_column_double(st, 0);
-        q->delta = sqlite3_column_double(st, 1);
+    if (lp_stmt_step(st) == LP_SQL_ROW) {
+        q->epsilon = lp_stmt_column_double(st, 0);
+        q->delta = lp_stmt_column_double(st, 1);
         rc = LP_OK;
     }
-    sqlite3_reset(st);
+    lp_stmt_reset(st);
     return rc;
 }
 
@@ -179,24 +179,24 @@ struct get_query {
     lp_campaign *out;
 };
 
-static int get_fn(sqlite3 *db, void *ctx)
+static int get_fn(lp_conn *db, void *ctx)
 {
     struct get_query *q = ctx;
-    sqlite3_stmt *st = lp_engine_stmt(q->engine, db, q->name ? SQL_BY_NAME : SQL_BY_ID);
+    lp_stmt *st = lp_engine_stmt(q->engine, db, q->name ? SQL_BY_NAME : SQL_BY_ID);
     if (st == NULL)
         return LP_ESTORAGE;
     if (q->name)
-        sqlite3_bind_text(st, 1, q->name, -1, SQLITE_STATIC);
+        lp_stmt_bind_text(st, 1, q->name, -1);
     else
-        sqlite3_bind_int64(st, 1, q->id);
-    int rc = LP_ESTORAGE, step = sqlite3_step(st);
-    if (step == SQLITE_ROW) {
+        lp_stmt_bind_int64(st, 1, q->id);
+    int rc = LP_ESTORAGE, step = lp_stmt_step(st);
+    if (step == LP_SQL_ROW) {
         read_campaign(st, q->out);
         rc = LP_OK;
-    } else if (step == SQLITE_DONE) {
+    } else if (step == LP_SQL_DONE) {
         rc = LP_EUNKNOWN_CAMPAIGN;
     }
-    sqlite3_reset(st);
+    lp_stmt_reset(st);
     return rc;
 }
 
@@ -218,22 +218,22 @@ struct list_query {
     size_t n;
 };
 
-static int list_fn(sqlite3 *db, void *ctx)
+static int list_fn(lp_conn *db, void *ctx)
 {
     struct list_query *q = ctx;
-    sqlite3_stmt *st = lp_engine_stmt(q->engine, db, SQL_LIST);
+    lp_stmt *st = lp_engine_stmt(q->engine, db, SQL_LIST);
     if (st == NULL)
         return LP_ESTORAGE;
     int rc = LP_OK, step;
     size_t cap = 0;
-    while ((step = sqlite3_step(st)) == SQLITE_ROW) {
+    while ((step = lp_stmt_step(st)) == LP_SQL_ROW) {
         if ((rc = lp_array_reserve((void **)&q->items, &cap, q->n, sizeof *q->items, 8)) != LP_OK)
             break;
         read_campaign(st, &q->items[q->n++]);
     }
-    if (rc == LP_OK && step != SQLITE_DONE)
+    if (rc == LP_OK && step != LP_SQL_DONE)
         rc = LP_ESTORAGE;
-    sqlite3_reset(st);
+    lp_stmt_reset(st);
     return rc;
 }
 
@@ -257,28 +257,28 @@ struct progress_query {
     lp_progress *out;
 };
 
-static int progress_fn(sqlite3 *db, void *ctx)
+static int progress_fn(lp_conn *db, void *ctx)
 {
     struct progress_query *q = ctx;
-    sqlite3_stmt *st = lp_engine_stmt(q->engine, db, SQL_PROGRESS);
+    lp_stmt *st = lp_engine_stmt(q->engine, db, SQL_PROGRESS);
     if (st == NULL)
         return LP_ESTORAGE;
-    sqlite3_bind_int64(st, 1, q->annotator);
-    int rc = LP_ESTORAGE, step = sqlite3_step(st);
-    if (step == SQLITE_ROW) {
+    lp_stmt_bind_int64(st, 1, q->annotator);
+    int rc = LP_ESTORAGE, step = lp_stmt_step(st);
+    if (step == LP_SQL_ROW) {
         lp_progress *p = q->out;
-        snprintf(p->campaign, sizeof p->campaign, "%s", (const char *)sqlite3_column_text(st, 0));
-        p->tasks_total = sqlite3_column_int64(st, 1);
-        p->tasks_complete = sqlite3_column_int64(st, 2);
-        p->labels = sqlite3_column_int64(st, 3);
-        p->labels_needed = sqlite3_column_int64(st, 4);
-        p->annotator_labels = sqlite3_column_int64(st, 5);
-        p->annotator_quota = sqlite3_column_int64(st, 6);
+        snprintf(p->campaign, sizeof p->campaign, "%s", lp_stmt_column_text(st, 0));
+        p->tasks_total = lp_stmt_column_int64(st, 1);
+        p->tasks_complete = lp_stmt_column_int64(st, 2);
+        p->labels = lp_stmt_column_int64(st, 3);
+        p->labels_needed = lp_stmt_column_int64(st, 4);
+        p->annotator_labels = lp_stmt_column_int64(st, 5);
+        p->annotator_quota = lp_stmt_column_int64(st, 6);
         rc = LP_OK;
-    } else if (step == SQLITE_DONE) {
+    } else if (step == LP_SQL_DONE) {
         rc = LP_EUNKNOWN_KEY;
     }
-    sqlite3_reset(st);
+    lp_stmt_reset(st);
     return rc;
 }
 

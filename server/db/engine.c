@@ -16,6 +16,7 @@
 #include "health.h"
 #include "log.h"
 #include "schema_sql.h"
+#include "sql_sqlite.h"
 #include "walbuf.h"
 
 #include <pthread.h>
@@ -33,7 +34,7 @@
 
 struct stmt_cache {
     const char *key[SC_SLOTS];
-    sqlite3_stmt *st[SC_SLOTS];
+    lp_stmt *st[SC_SLOTS];
 };
 
 static uint32_t sc_hash(const char *sql)
@@ -42,23 +43,20 @@ static uint32_t sc_hash(const char *sql)
     return (uint32_t)(h >> 40) & (SC_SLOTS - 1);
 }
 
-static sqlite3_stmt *sc_get(struct stmt_cache *c, sqlite3 *db, const char *sql)
+static lp_stmt *sc_get(struct stmt_cache *c, lp_conn *conn, const char *sql)
 {
     uint32_t h = sc_hash(sql);
     for (uint32_t probe = 0; probe < SC_SLOTS; probe++, h = (h + 1) & (SC_SLOTS - 1)) {
         if (c->key[h] == sql) {
-            sqlite3_stmt *st = c->st[h];
-            sqlite3_reset(st);
-            sqlite3_clear_bindings(st);
+            lp_stmt *st = c->st[h];
+            lp_stmt_reset(st);
+            lp_stmt_clear_bindings(st);
             return st;
         }
         if (c->key[h] == NULL) {
-            if (sqlite3_prepare_v3(db, sql, -1, SQLITE_PREPARE_PERSISTENT, &c->st[h], NULL) !=
-                SQLITE_OK) {
+            if ((c->st[h] = lp_sqlite_prepare_persistent(conn, sql)) == NULL) {
                 lp_log(LP_LOG_ERROR, "storage_error", LP_LOG_STR("what", "prepare"),
-                       LP_LOG_STR("message", sqlite3_errmsg(db)), LP_LOG_STR("sql", sql));
-                sqlite3_finalize(c->st[h]);
-                c->st[h] = NULL;
+                       LP_LOG_STR("message", lp_conn_errmsg(conn)), LP_LOG_STR("sql", sql));
                 return NULL;
             }
             c->key[h] = sql;
@@ -73,7 +71,7 @@ static sqlite3_stmt *sc_get(struct stmt_cache *c, sqlite3 *db, const char *sql)
 static void sc_clear(struct stmt_cache *c)
 {
     for (uint32_t i = 0; i < SC_SLOTS; i++) {
-        sqlite3_finalize(c->st[i]);
+        lp_stmt_finalize(c->st[i]);
         c->st[i] = NULL;
         c->key[i] = NULL;
     }
@@ -85,13 +83,14 @@ static void sc_clear(struct stmt_cache *c)
 #define COMPLETED_MAX 16 /* completions logged per transaction; more are rare */
 
 struct rconn {
-    sqlite3 *db;
+    lp_conn *conn;
     struct stmt_cache cache;
     struct rconn *next_free;
 };
 
 struct lp_engine {
-    sqlite3 *wdb;
+    lp_conn *wconn;           /* the writer's connection */
+    sqlite3 *wdb;             /* its handle */
     struct stmt_cache wcache; /* writer thread only */
     lp_txn_cache txn;         /* all NULL when none */
     pthread_t writer;
@@ -115,8 +114,9 @@ struct lp_engine {
     lp_health health;
     /* the writer's upkeep (writer thread only; monotonic ns) */
     int64_t next_upkeep_ns, last_commit_ns;
-    int wal_dirty;      /* commits since the WAL was last truncated */
-    char probe_sql[64]; /* a write that changes nothing (see probe) */
+    int wal_dirty;        /* commits since the WAL was last truncated */
+    int64_t data_version; /* PRAGMA data_version after the writer's last transaction */
+    char probe_sql[64];   /* a write that changes nothing (see probe) */
 
     /* campaigns the current transaction completed (writer thread only),
      * logged once it commits */
@@ -142,35 +142,58 @@ static int exec_sql(sqlite3 *db, const char *sql, char *err, size_t errlen)
     return LP_OK;
 }
 
-int lp_engine_fail(sqlite3 *db, const char *what)
+int lp_engine_fail(lp_conn *c, const char *what)
 {
     lp_log(LP_LOG_ERROR, "storage_error", LP_LOG_STR("what", what),
-           LP_LOG_STR("message", sqlite3_errmsg(db)),
-           LP_LOG_INT("code", sqlite3_extended_errcode(db)));
+           LP_LOG_STR("message", lp_conn_errmsg(c)),
+           LP_LOG_INT("code", sqlite3_extended_errcode(lp_sqlite_db(c))));
     return LP_ESTORAGE;
 }
 
 #define BUSY_TIMEOUT_MS 10000
 
+/* Opens the file at path with flags and vfs (NULL: the default) as a
+ * connection of the statement API. */
+static int open_file(const char *path, int flags, const char *vfs, lp_conn **out, char *err,
+                     size_t errlen)
+{
+    sqlite3 *db = NULL;
+    *out = NULL;
+    if (sqlite3_open_v2(path, &db, flags, vfs) != SQLITE_OK ||
+        (*out = lp_sqlite_conn(db)) == NULL) {
+        snprintf(err, errlen, "cannot open %s: %s", path,
+                 db && sqlite3_errcode(db) != SQLITE_OK ? sqlite3_errmsg(db) : "out of memory");
+        sqlite3_close(db);
+        return LP_ESTORAGE;
+    }
+    return LP_OK;
+}
+
 /* Opens a connection with the shared pragmas. *out is set even on failure
  * (close it). The writer with sync_full uses the walbuf VFS (walbuf.h: one
  * write per commit to the WAL; it needs synchronous=FULL and one writer). */
-static int open_conn(const char *path, int sync_full, int readonly, sqlite3 **out, char *err,
+static int open_conn(const char *path, int sync_full, int readonly, lp_conn **out, char *err,
                      size_t errlen)
 {
     int flags = SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX | (readonly ? 0 : SQLITE_OPEN_CREATE);
     const char *vfs = !readonly && sync_full ? lp_walbuf_vfs() : NULL;
-    if (sqlite3_open_v2(path, out, flags, vfs) != SQLITE_OK) {
-        snprintf(err, errlen, "cannot open %s: %s", path,
-                 *out ? sqlite3_errmsg(*out) : "out of memory");
+    if (open_file(path, flags, vfs, out, err, errlen) != LP_OK)
         return LP_ESTORAGE;
-    }
-    sqlite3_busy_timeout(*out, BUSY_TIMEOUT_MS);
+    sqlite3 *db = lp_sqlite_db(*out);
+    sqlite3_busy_timeout(db, BUSY_TIMEOUT_MS);
     char sql[256];
     snprintf(sql, sizeof sql,
              "PRAGMA journal_mode=WAL; PRAGMA synchronous=%s; PRAGMA foreign_keys=ON; %s",
              sync_full ? "FULL" : "NORMAL", readonly ? "PRAGMA query_only=1;" : "");
-    return exec_sql(*out, sql, err, errlen);
+    return exec_sql(db, sql, err, errlen);
+}
+
+int lp_engine_file_open(const char *path, lp_conn **out, char *err, size_t errlen)
+{
+    if (open_file(path, SQLITE_OPEN_READONLY, NULL, out, err, errlen) != LP_OK)
+        return LP_ESTORAGE;
+    sqlite3_busy_timeout(lp_sqlite_db(*out), 5000);
+    return LP_OK;
 }
 
 /* The writer connection only. A bigger page cache keeps the indexes that
@@ -266,10 +289,10 @@ static void completions_flush(lp_engine *e, int ok)
     e->n_completed = 0;
 }
 
-char *lp_engine_column_dup(sqlite3_stmt *st, int col)
+char *lp_engine_column_dup(lp_stmt *st, int col)
 {
-    const unsigned char *t = sqlite3_column_text(st, col);
-    size_t n = (size_t)sqlite3_column_bytes(st, col);
+    const char *t = lp_stmt_column_text(st, col);
+    size_t n = (size_t)lp_stmt_column_bytes(st, col);
     char *out = malloc(n + 1);
     if (out != NULL) {
         if (n)
@@ -279,13 +302,13 @@ char *lp_engine_column_dup(sqlite3_stmt *st, int col)
     return out;
 }
 
-sqlite3_stmt *lp_engine_stmt(lp_engine *e, sqlite3 *db, const char *sql)
+lp_stmt *lp_engine_stmt(lp_engine *e, lp_conn *c, const char *sql)
 {
-    if (db == e->wdb)
-        return sc_get(&e->wcache, db, sql);
+    if (c == e->wconn)
+        return sc_get(&e->wcache, c, sql);
     for (int i = 0; i < e->n_rconns; i++)
-        if (e->rconns[i].db == db)
-            return sc_get(&e->rconns[i].cache, db, sql);
+        if (e->rconns[i].conn == c)
+            return sc_get(&e->rconns[i].cache, c, sql);
     lp_log(LP_LOG_ERROR, "storage_error",
            LP_LOG_STR("what", "statement for a connection the engine does not own"),
            LP_LOG_STR("sql", sql));
@@ -304,7 +327,7 @@ int lp_engine_read(lp_engine *e, lp_job_fn fn, void *ctx)
     e->rfree = c->next_free;
     pthread_mutex_unlock(&e->rlock);
 
-    int rc = fn(c->db, ctx);
+    int rc = fn(c->conn, ctx);
 
     pthread_mutex_lock(&e->rlock);
     c->next_free = e->rfree;
@@ -319,13 +342,13 @@ struct snapshot {
     void *ctx;
 };
 
-static int snapshot_fn(sqlite3 *db, void *ctx)
+static int snapshot_fn(lp_conn *c, void *ctx)
 {
     struct snapshot *s = ctx;
-    if (sqlite3_exec(db, "BEGIN", NULL, NULL, NULL) != SQLITE_OK)
-        return lp_engine_fail(db, "read snapshot");
-    int rc = s->fn(db, s->ctx);
-    sqlite3_exec(db, "COMMIT", NULL, NULL, NULL);
+    if (lp_conn_begin_read(c) != LP_SQL_DONE)
+        return lp_engine_fail(c, "read snapshot");
+    int rc = s->fn(c, s->ctx);
+    lp_conn_end_read(c);
     return rc;
 }
 
@@ -335,14 +358,14 @@ int lp_engine_read_snapshot(lp_engine *e, lp_job_fn fn, void *ctx)
     return lp_engine_read(e, snapshot_fn, &s);
 }
 
-int lp_engine_reader_open(lp_engine *e, sqlite3 **out)
+int lp_engine_reader_open(lp_engine *e, lp_conn **out)
 {
     char err[256];
     *out = NULL;
     if (open_conn(e->path, 0, 1, out, err, sizeof err) != LP_OK) {
         lp_log(LP_LOG_ERROR, "storage_error", LP_LOG_STR("what", "reader open"),
                LP_LOG_STR("message", err));
-        sqlite3_close(*out);
+        lp_conn_close(*out);
         *out = NULL;
         return LP_ESTORAGE;
     }
@@ -352,25 +375,26 @@ int lp_engine_reader_open(lp_engine *e, sqlite3 **out)
 /* ------------------------------------------------------------------ */
 /* the writer                                                          */
 
+static const char SQL_DATA_VERSION[] = "PRAGMA data_version";
 static const char SQL_BEGIN[] = "BEGIN IMMEDIATE", SQL_COMMIT[] = "COMMIT",
                   SQL_ROLLBACK[] = "ROLLBACK", SQL_SP[] = "SAVEPOINT job",
                   SQL_SP_RELEASE[] = "RELEASE job", SQL_SP_ROLLBACK[] = "ROLLBACK TO job";
 
 static int w_exec(lp_engine *e, const char *sql)
 {
-    sqlite3_stmt *st = sc_get(&e->wcache, e->wdb, sql);
+    lp_stmt *st = sc_get(&e->wcache, e->wconn, sql);
     if (st == NULL)
         return LP_ESTORAGE;
-    int rc = sqlite3_step(st);
-    sqlite3_reset(st);
-    if (rc != SQLITE_DONE && rc != SQLITE_ROW)
-        return lp_engine_fail(e->wdb, sql);
+    int rc = lp_stmt_step(st);
+    lp_stmt_reset(st);
+    if (rc != LP_SQL_DONE && rc != LP_SQL_ROW)
+        return lp_engine_fail(e->wconn, sql);
     return LP_OK;
 }
 
 static int txn_flush(lp_engine *e)
 {
-    return e->txn.flush ? e->txn.flush(e->wdb, e->txn.ctx) : LP_OK;
+    return e->txn.flush ? e->txn.flush(e->wconn, e->txn.ctx) : LP_OK;
 }
 
 static void txn_clear(lp_engine *e)
@@ -385,7 +409,7 @@ static void txn_clear(lp_engine *e)
 static int run_job(lp_engine *e, lp_job *j)
 {
     if (j->flags & LP_JOB_BARE) {
-        j->rc = j->fn(e->wdb, j->ctx);
+        j->rc = j->fn(e->wconn, j->ctx);
     } else {
         /* the cached rows may be changed by the job: write them back now
          * (outside the job's savepoint) and re-read them afterwards */
@@ -395,7 +419,7 @@ static int run_job(lp_engine *e, lp_job *j)
         if (w_exec(e, SQL_SP) != LP_OK) {
             j->rc = LP_ESTORAGE;
         } else {
-            j->rc = j->fn(e->wdb, j->ctx);
+            j->rc = j->fn(e->wconn, j->ctx);
             if (j->rc != LP_OK)
                 w_exec(e, SQL_SP_ROLLBACK);
             if (w_exec(e, SQL_SP_RELEASE) != LP_OK && j->rc == LP_OK)
@@ -406,6 +430,34 @@ static int run_job(lp_engine *e, lp_job *j)
     /* SQLite rolls a transaction back by itself on some errors (disk full,
      * I/O) */
     return sqlite3_get_autocommit(e->wdb) ? LP_ESTORAGE : LP_OK;
+}
+
+/* SQLite's count of commits by other connections to the database file
+ * (other servers or stores on it); -1 if it cannot be read. */
+static int64_t data_version(lp_engine *e)
+{
+    lp_stmt *st = sc_get(&e->wcache, e->wconn, SQL_DATA_VERSION);
+    int64_t v = st != NULL && lp_stmt_step(st) == LP_SQL_ROW ? lp_stmt_column_int64(st, 0) : -1;
+    if (st != NULL)
+        lp_stmt_reset(st);
+    return v;
+}
+
+/* Right after BEGIN IMMEDIATE (the write lock held): when another
+ * connection has committed since the writer's last transaction, the
+ * transaction cache may hold rows it changed (an annotator's ε spent), so
+ * it is dropped and read again inside this transaction, and the cache's
+ * others hook catches up with the rows added. LP_OK or the hook's error. */
+static int txn_check_others(lp_engine *e)
+{
+    int64_t v = data_version(e);
+    if (v >= 0 && v == e->data_version)
+        return LP_OK;
+    txn_clear(e);
+    int rc = e->txn.others ? e->txn.others(e->wconn, e->txn.ctx) : LP_OK;
+    if (rc == LP_OK) /* else the next transaction tries again */
+        e->data_version = v;
+    return rc;
 }
 
 static void count_commit(lp_engine *e, size_t items)
@@ -498,6 +550,8 @@ static void run_group(lp_engine *e, lp_job *batch)
     size_t items = 0;
     int refusal = lp_health_refusal(&e->health);
     int ok = refusal == LP_OK && w_exec(e, SQL_BEGIN) == LP_OK;
+    if (ok && txn_check_others(e) != LP_OK)
+        ok = 0;
     for (lp_job *j = batch; j != NULL; j = j->next) {
         items += j->items;
         if (ok && run_job(e, j) != LP_OK)
@@ -648,12 +702,14 @@ int lp_engine_open(const lp_store_opts *opts, const lp_txn_cache *cache, lp_engi
     }
     if (lp_dbfiles_open(&e->files, opts->path, opts->must_exist, opts->marker, err, errlen) !=
             LP_OK ||
-        open_conn(opts->path, opts->sync_full, 0, &e->wdb, err, errlen) != LP_OK ||
-        migrate(e->wdb, err, errlen) != LP_OK ||
+        open_conn(opts->path, opts->sync_full, 0, &e->wconn, err, errlen) != LP_OK)
+        goto fail;
+    e->wdb = lp_sqlite_db(e->wconn);
+    if (migrate(e->wdb, err, errlen) != LP_OK ||
         exec_sql(e->wdb, WRITER_PRAGMAS, err, errlen) != LP_OK ||
         completion_watch(e, err, errlen) != LP_OK)
         goto fail;
-    int load_rc = e->txn.load != NULL ? e->txn.load(e->wdb, e->txn.ctx) : LP_OK;
+    int load_rc = e->txn.load != NULL ? e->txn.load(e->wconn, e->txn.ctx) : LP_OK;
     if (load_rc != LP_OK) {
         snprintf(err, errlen, "cannot build the writer's in-memory state: %s",
                  load_rc == LP_ENO_MEMORY ? "out of memory" : sqlite3_errmsg(e->wdb));
@@ -663,7 +719,7 @@ int lp_engine_open(const lp_store_opts *opts, const lp_txn_cache *cache, lp_engi
     e->wal_dirty = 1; /* what an earlier run left in the WAL goes at the first idle upkeep */
     for (int i = 0; i < n_read; i++) {
         e->n_rconns++;
-        if (open_conn(opts->path, opts->sync_full, 1, &e->rconns[i].db, err, errlen) != LP_OK)
+        if (open_conn(opts->path, opts->sync_full, 1, &e->rconns[i].conn, err, errlen) != LP_OK)
             goto fail;
         e->rconns[i].next_free = e->rfree;
         e->rfree = &e->rconns[i];
@@ -693,10 +749,11 @@ void lp_engine_close(lp_engine *e)
     }
     for (int i = 0; i < e->n_rconns; i++) {
         sc_clear(&e->rconns[i].cache);
-        sqlite3_close(e->rconns[i].db);
+        lp_conn_close(e->rconns[i].conn);
     }
     sc_clear(&e->wcache);
-    if (e->wdb) {
+    if (e->wconn) {
+        e->wdb = lp_sqlite_db(e->wconn);
         lp_store_health h;
         lp_health_get(&e->health, &h);
         if (h.unlinked || !lp_dbfiles_linked(&e->files, 0)) {
@@ -708,8 +765,8 @@ void lp_engine_close(lp_engine *e)
             /* fold the WAL back into the database on a clean shutdown */
             sqlite3_exec(e->wdb, "PRAGMA wal_checkpoint(TRUNCATE)", NULL, NULL, NULL);
         }
-        sqlite3_close(e->wdb);
     }
+    lp_conn_close(e->wconn);
     lp_dbfiles_close(&e->files); /* after SQLite closed: see dbfiles.h */
     lp_health_destroy(&e->health);
     free(e->rconns);
@@ -719,6 +776,11 @@ void lp_engine_close(lp_engine *e)
     pthread_cond_destroy(&e->rcond);
     pthread_mutex_destroy(&e->stats_lock);
     free(e);
+}
+
+const char *lp_engine_train_lock_path(lp_engine *e)
+{
+    return e->files.train_lock;
 }
 
 void lp_engine_health(lp_engine *e, lp_store_health *out)

@@ -10,8 +10,8 @@
 #include <string.h>
 
 struct lp_label_cursor {
-    sqlite3 *db;
-    sqlite3_stmt *rows;
+    lp_conn *db;
+    lp_stmt *rows;
     int in_txn;
     int64_t campaign, cutoff;
 };
@@ -44,16 +44,16 @@ static const char SQL_ROWS[] =
     "WHERE l.id <= ?1 AND " CAMPAIGN_MATCH " ORDER BY l.id";
 
 /* Prepares sql with the range bound (?1 cut-off, ?2 campaign). */
-static sqlite3_stmt *range_stmt(lp_label_cursor *c, const char *sql)
+static lp_stmt *range_stmt(lp_label_cursor *c, const char *sql)
 {
-    sqlite3_stmt *st = NULL;
-    if (sqlite3_prepare_v2(c->db, sql, -1, &st, NULL) != SQLITE_OK) {
+    lp_stmt *st = NULL;
+    if ((st = lp_stmt_prepare(c->db, sql)) == NULL) {
         lp_engine_fail(c->db, "label cursor");
-        sqlite3_finalize(st);
+        lp_stmt_finalize(st);
         return NULL;
     }
-    sqlite3_bind_int64(st, 1, c->cutoff);
-    sqlite3_bind_int64(st, 2, c->campaign);
+    lp_stmt_bind_int64(st, 1, c->cutoff);
+    lp_stmt_bind_int64(st, 2, c->campaign);
     return st;
 }
 
@@ -66,16 +66,16 @@ int lp_label_cursor_open(lp_store *s, int64_t campaign, int64_t cutoff, lp_label
     c->campaign = campaign;
     c->cutoff = cutoff;
     int rc = lp_engine_reader_open(s->engine, &c->db);
-    if (rc == LP_OK && sqlite3_exec(c->db, "BEGIN", NULL, NULL, NULL) != SQLITE_OK)
+    if (rc == LP_OK && lp_conn_begin_read(c->db) != LP_SQL_DONE)
         rc = lp_engine_fail(c->db, "label cursor: begin");
     c->in_txn = rc == LP_OK;
     if (rc == LP_OK && c->cutoff <= 0) {
-        sqlite3_stmt *st = range_stmt(c, SQL_NEWEST);
-        if (st != NULL && sqlite3_step(st) == SQLITE_ROW)
-            c->cutoff = sqlite3_column_int64(st, 0);
+        lp_stmt *st = range_stmt(c, SQL_NEWEST);
+        if (st != NULL && lp_stmt_step(st) == LP_SQL_ROW)
+            c->cutoff = lp_stmt_column_int64(st, 0);
         else
             rc = lp_engine_fail(c->db, "label cursor: newest label");
-        sqlite3_finalize(st);
+        lp_stmt_finalize(st);
     }
     if (rc == LP_OK && (c->rows = range_stmt(c, SQL_ROWS)) == NULL)
         rc = LP_ESTORAGE;
@@ -95,18 +95,18 @@ int64_t lp_label_cursor_cutoff(const lp_label_cursor *c)
 int lp_label_cursor_summary(lp_label_cursor *c, lp_label_summary *out)
 {
     memset(out, 0, sizeof *out);
-    sqlite3_stmt *st = range_stmt(c, SQL_SUMMARY);
+    lp_stmt *st = range_stmt(c, SQL_SUMMARY);
     int rc = LP_ESTORAGE;
-    if (st != NULL && sqlite3_step(st) == SQLITE_ROW) {
-        out->labels = sqlite3_column_int64(st, 0);
-        out->without_features = sqlite3_column_int64(st, 1);
-        out->feature_bytes_min = sqlite3_column_int64(st, 2);
-        out->feature_bytes_max = sqlite3_column_int64(st, 3);
+    if (st != NULL && lp_stmt_step(st) == LP_SQL_ROW) {
+        out->labels = lp_stmt_column_int64(st, 0);
+        out->without_features = lp_stmt_column_int64(st, 1);
+        out->feature_bytes_min = lp_stmt_column_int64(st, 2);
+        out->feature_bytes_max = lp_stmt_column_int64(st, 3);
         rc = LP_OK;
     } else if (st != NULL) {
         lp_engine_fail(c->db, "label cursor: summary");
     }
-    sqlite3_finalize(st);
+    lp_stmt_finalize(st);
     return rc;
 }
 
@@ -120,21 +120,21 @@ int lp_label_privacy_public(const lp_label_privacy *p)
     return p->known && p->labels > 0 && (p->released || p->unprivatized == 0);
 }
 
-static double column_or_nan(sqlite3_stmt *st, int col)
+static double column_or_nan(lp_stmt *st, int col)
 {
-    return sqlite3_column_type(st, col) == SQLITE_NULL ? NAN : sqlite3_column_double(st, col);
+    return lp_stmt_column_is_null(st, col) ? NAN : lp_stmt_column_double(st, col);
 }
 
 int lp_label_cursor_privacy(lp_label_cursor *c, lp_label_privacy *out)
 {
     memset(out, 0, sizeof *out);
-    sqlite3_stmt *st = range_stmt(c, SQL_PRIVACY);
+    lp_stmt *st = range_stmt(c, SQL_PRIVACY);
     int rc = LP_ESTORAGE;
-    if (st != NULL && sqlite3_step(st) == SQLITE_ROW) {
+    if (st != NULL && lp_stmt_step(st) == LP_SQL_ROW) {
         out->known = 1;
-        out->annotators = sqlite3_column_int64(st, 0);
-        out->labels = sqlite3_column_int64(st, 1);
-        out->unprivatized = sqlite3_column_int64(st, 2);
+        out->annotators = lp_stmt_column_int64(st, 0);
+        out->labels = lp_stmt_column_int64(st, 1);
+        out->unprivatized = lp_stmt_column_int64(st, 2);
         out->epsilon_min = column_or_nan(st, 3);
         out->epsilon_max = column_or_nan(st, 4);
         out->epsilon_per_annotator = out->unprivatized > 0 ? INFINITY : column_or_nan(st, 5);
@@ -142,41 +142,39 @@ int lp_label_cursor_privacy(lp_label_cursor *c, lp_label_privacy *out)
     } else if (st != NULL) {
         lp_engine_fail(c->db, "label cursor: privacy");
     }
-    sqlite3_finalize(st);
+    lp_stmt_finalize(st);
     return rc;
 }
 
 int lp_label_cursor_next(lp_label_cursor *c, lp_label_row *row)
 {
-    sqlite3_stmt *st = c->rows;
-    int step = sqlite3_step(st);
-    if (step == SQLITE_DONE)
+    lp_stmt *st = c->rows;
+    int step = lp_stmt_step(st);
+    if (step == LP_SQL_DONE)
         return 0;
-    if (step != SQLITE_ROW)
+    if (step != LP_SQL_ROW)
         return -lp_engine_fail(c->db, "reading labels");
     memset(row, 0, sizeof *row);
-    row->label_id = sqlite3_column_int64(st, 0);
-    row->task_id = sqlite3_column_int64(st, 1);
-    row->campaign_id = sqlite3_column_int64(st, 2);
-    row->timestamp_ms = sqlite3_column_int64(st, 3);
-    row->received_ms = sqlite3_column_int64(st, 4);
-    row->campaign = (const char *)sqlite3_column_text(st, 5);
-    row->pseudonym = (const char *)sqlite3_column_text(st, 6);
-    row->prompt = (const char *)sqlite3_column_text(st, 7);
-    row->response0 = (const char *)sqlite3_column_text(st, 8);
-    row->response1 = (const char *)sqlite3_column_text(st, 9);
-    row->z_task = sqlite3_column_int(st, 10);
-    row->epsilon =
-        sqlite3_column_type(st, 11) == SQLITE_NULL ? INFINITY : sqlite3_column_double(st, 11);
-    int b0 = sqlite3_column_bytes(st, 12), b1 = sqlite3_column_bytes(st, 13);
+    row->label_id = lp_stmt_column_int64(st, 0);
+    row->task_id = lp_stmt_column_int64(st, 1);
+    row->campaign_id = lp_stmt_column_int64(st, 2);
+    row->timestamp_ms = lp_stmt_column_int64(st, 3);
+    row->received_ms = lp_stmt_column_int64(st, 4);
+    row->campaign = lp_stmt_column_text(st, 5);
+    row->pseudonym = lp_stmt_column_text(st, 6);
+    row->prompt = lp_stmt_column_text(st, 7);
+    row->response0 = lp_stmt_column_text(st, 8);
+    row->response1 = lp_stmt_column_text(st, 9);
+    row->z_task = lp_stmt_column_int(st, 10);
+    row->epsilon = lp_stmt_column_is_null(st, 11) ? INFINITY : lp_stmt_column_double(st, 11);
+    int b0 = lp_stmt_column_bytes(st, 12), b1 = lp_stmt_column_bytes(st, 13);
     if (b0 > 0 && b0 == b1 && b0 % (int)sizeof(double) == 0) {
-        row->features0 = sqlite3_column_blob(st, 12);
-        row->features1 = sqlite3_column_blob(st, 13);
+        row->features0 = lp_stmt_column_blob(st, 12);
+        row->features1 = lp_stmt_column_blob(st, 13);
         row->dim = (size_t)b0 / sizeof(double);
     }
-    row->reference_preferred =
-        sqlite3_column_type(st, 14) == SQLITE_NULL ? -1 : sqlite3_column_int(st, 14);
-    row->annotator_id = sqlite3_column_int64(st, 15);
+    row->reference_preferred = lp_stmt_column_is_null(st, 14) ? -1 : lp_stmt_column_int(st, 14);
+    row->annotator_id = lp_stmt_column_int64(st, 15);
     return 1;
 }
 
@@ -184,9 +182,9 @@ void lp_label_cursor_close(lp_label_cursor *c)
 {
     if (c == NULL)
         return;
-    sqlite3_finalize(c->rows);
+    lp_stmt_finalize(c->rows);
     if (c->in_txn)
-        sqlite3_exec(c->db, "COMMIT", NULL, NULL, NULL);
-    sqlite3_close(c->db);
+        lp_conn_end_read(c->db);
+    lp_conn_close(c->db);
     free(c);
 }

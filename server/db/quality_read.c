@@ -32,77 +32,76 @@ static size_t annotator_index(const lp_quality_data *d, int64_t id)
     return lo < d->n_annotators && d->annotators[lo].id == id ? lo : SIZE_MAX;
 }
 
-static int read_annotators(sqlite3 *db, int64_t campaign, lp_quality_data *d)
+static int read_annotators(lp_conn *db, int64_t campaign, lp_quality_data *d)
 {
-    sqlite3_stmt *st = NULL;
-    if (sqlite3_prepare_v2(db, SQL_ANNOTATORS, -1, &st, NULL) != SQLITE_OK) {
-        sqlite3_finalize(st);
+    lp_stmt *st = NULL;
+    if ((st = lp_stmt_prepare(db, SQL_ANNOTATORS)) == NULL) {
+        lp_stmt_finalize(st);
         return lp_engine_fail(db, "quality: annotators");
     }
-    sqlite3_bind_int64(st, 1, campaign);
+    lp_stmt_bind_int64(st, 1, campaign);
     size_t cap = 0;
     int rc = LP_OK, step;
-    while (rc == LP_OK && (step = sqlite3_step(st)) == SQLITE_ROW) {
+    while (rc == LP_OK && (step = lp_stmt_step(st)) == LP_SQL_ROW) {
         rc = lp_array_reserve((void **)&d->annotators, &cap, d->n_annotators, sizeof *d->annotators,
                               16);
         if (rc != LP_OK)
             break;
         lp_quality_annotator *a = &d->annotators[d->n_annotators++];
-        a->id = sqlite3_column_int64(st, 0);
-        const unsigned char *p = sqlite3_column_text(st, 1);
-        snprintf(a->pseudonym, sizeof a->pseudonym, "%s", p ? (const char *)p : "");
+        a->id = lp_stmt_column_int64(st, 0);
+        const char *p = lp_stmt_column_text(st, 1);
+        snprintf(a->pseudonym, sizeof a->pseudonym, "%s", p ? p : "");
     }
-    if (rc == LP_OK && step != SQLITE_DONE)
+    if (rc == LP_OK && step != LP_SQL_DONE)
         rc = lp_engine_fail(db, "quality: annotators");
-    sqlite3_finalize(st);
+    lp_stmt_finalize(st);
     return rc;
 }
 
-static int read_labels(sqlite3 *db, int64_t campaign, lp_quality_data *d)
+static int read_labels(lp_conn *db, int64_t campaign, lp_quality_data *d)
 {
-    sqlite3_stmt *st = NULL;
-    if (sqlite3_prepare_v2(db, SQL_LABELS, -1, &st, NULL) != SQLITE_OK) {
-        sqlite3_finalize(st);
+    lp_stmt *st = NULL;
+    if ((st = lp_stmt_prepare(db, SQL_LABELS)) == NULL) {
+        lp_stmt_finalize(st);
         return lp_engine_fail(db, "quality: labels");
     }
-    sqlite3_bind_int64(st, 1, campaign);
+    lp_stmt_bind_int64(st, 1, campaign);
     size_t cap = 0;
     int rc = LP_OK, step;
-    while (rc == LP_OK && (step = sqlite3_step(st)) == SQLITE_ROW) {
-        size_t who = annotator_index(d, sqlite3_column_int64(st, 1));
+    while (rc == LP_OK && (step = lp_stmt_step(st)) == LP_SQL_ROW) {
+        size_t who = annotator_index(d, lp_stmt_column_int64(st, 1));
         if (who == SIZE_MAX)
             continue; /* enrolled after the annotators were read: not in this snapshot */
         rc = lp_array_reserve((void **)&d->rows, &cap, d->n_rows, sizeof *d->rows, 256);
         if (rc != LP_OK)
             break;
         lp_quality_row *r = &d->rows[d->n_rows++];
-        r->task = sqlite3_column_int64(st, 0);
+        r->task = lp_stmt_column_int64(st, 0);
         r->annotator = who;
-        r->z_task = sqlite3_column_int(st, 2) != 0;
-        r->epsilon =
-            sqlite3_column_type(st, 3) == SQLITE_NULL ? INFINITY : sqlite3_column_double(st, 3);
-        r->gold = sqlite3_column_type(st, 4) == SQLITE_NULL ? -1 : sqlite3_column_int(st, 4) != 0;
+        r->z_task = lp_stmt_column_int(st, 2) != 0;
+        r->epsilon = lp_stmt_column_is_null(st, 3) ? INFINITY : lp_stmt_column_double(st, 3);
+        r->gold = lp_stmt_column_is_null(st, 4) ? -1 : lp_stmt_column_int(st, 4) != 0;
     }
-    if (rc == LP_OK && step != SQLITE_DONE)
+    if (rc == LP_OK && step != LP_SQL_DONE)
         rc = lp_engine_fail(db, "quality: labels");
-    sqlite3_finalize(st);
+    lp_stmt_finalize(st);
     return rc;
 }
 
 int lp_store_quality_read(lp_store *s, int64_t campaign, lp_quality_data *out)
 {
     memset(out, 0, sizeof *out);
-    sqlite3 *db = NULL;
+    lp_conn *db = NULL;
     int rc = lp_engine_reader_open(s->engine, &db);
-    if (rc == LP_OK && sqlite3_exec(db, "BEGIN", NULL, NULL, NULL) != SQLITE_OK)
+    if (rc == LP_OK && lp_conn_begin_read(db) != LP_SQL_DONE)
         rc = lp_engine_fail(db, "quality: begin"); /* one snapshot for both reads */
     if (rc == LP_OK)
         rc = read_annotators(db, campaign, out);
     if (rc == LP_OK)
         rc = read_labels(db, campaign, out);
     if (db != NULL) {
-        sqlite3_exec(db, "COMMIT", NULL, NULL, NULL);
-        sqlite3_close(db);
+        lp_conn_end_read(db);
+        lp_conn_close(db);
     }
     if (rc != LP_OK)
         lp_quality_data_clear(out);

@@ -9,61 +9,60 @@
 #include "log.h"
 
 #include <math.h>
-#include <sqlite3.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 /* ---- small statement helpers ---- */
 
-static int prep(sqlite3 *db, const char *sql, sqlite3_stmt **st)
+static int prep(lp_conn *db, const char *sql, lp_stmt **st)
 {
-    if (sqlite3_prepare_v2(db, sql, -1, st, NULL) != SQLITE_OK) {
+    if ((*st = lp_stmt_prepare(db, sql)) == NULL) {
         lp_log(LP_LOG_ERROR, "storage_error", LP_LOG_STR("what", "registry prepare"),
-               LP_LOG_STR("message", sqlite3_errmsg(db)), LP_LOG_STR("sql", sql));
+               LP_LOG_STR("message", lp_conn_errmsg(db)), LP_LOG_STR("sql", sql));
         return LP_ESTORAGE;
     }
     return LP_OK;
 }
 
 /* Steps a statement that returns no rows, then finalizes it. */
-static int exec_done(sqlite3 *db, sqlite3_stmt *st)
+static int exec_done(lp_conn *db, lp_stmt *st)
 {
-    int rc = sqlite3_step(st);
-    if (rc != SQLITE_DONE)
+    int rc = lp_stmt_step(st);
+    if (rc != LP_SQL_DONE)
         lp_engine_fail(db, "registry write");
-    sqlite3_finalize(st);
-    return rc == SQLITE_DONE ? LP_OK : LP_ESTORAGE;
+    lp_stmt_finalize(st);
+    return rc == LP_SQL_DONE ? LP_OK : LP_ESTORAGE;
 }
 
-static void copy_text(sqlite3_stmt *st, int col, char *dst, size_t cap)
+static void copy_text(lp_stmt *st, int col, char *dst, size_t cap)
 {
-    const unsigned char *t = sqlite3_column_text(st, col);
-    snprintf(dst, cap, "%s", t ? (const char *)t : "");
+    const char *t = lp_stmt_column_text(st, col);
+    snprintf(dst, cap, "%s", t ? t : "");
 }
 
-static void bind_text_or_null(sqlite3_stmt *st, int i, const char *t)
+static void bind_text_or_null(lp_stmt *st, int i, const char *t)
 {
     if (t != NULL && t[0] != '\0')
-        sqlite3_bind_text(st, i, t, -1, SQLITE_STATIC);
+        lp_stmt_bind_text(st, i, t, -1);
     else
-        sqlite3_bind_null(st, i);
+        lp_stmt_bind_null(st, i);
 }
 
-static void bind_int_or_null(sqlite3_stmt *st, int i, int64_t v)
+static void bind_int_or_null(lp_stmt *st, int i, int64_t v)
 {
     if (v != 0)
-        sqlite3_bind_int64(st, i, v);
+        lp_stmt_bind_int64(st, i, v);
     else
-        sqlite3_bind_null(st, i);
+        lp_stmt_bind_null(st, i);
 }
 
-static void bind_real_or_null(sqlite3_stmt *st, int i, double v)
+static void bind_real_or_null(lp_stmt *st, int i, double v)
 {
     if (isfinite(v))
-        sqlite3_bind_double(st, i, v);
+        lp_stmt_bind_double(st, i, v);
     else
-        sqlite3_bind_null(st, i);
+        lp_stmt_bind_null(st, i);
 }
 
 /* ---- corruption settings ---- */
@@ -75,41 +74,41 @@ static void bind_real_or_null(sqlite3_stmt *st, int i, double v)
     " FROM corruption_settings s JOIN campaigns c ON c.id = s.campaign "
 #define CORRUPTION_COLS CORRUPTION_COLS_OF("NULL")
 
-static void read_corruption(sqlite3_stmt *st, lp_corruption *c)
+static void read_corruption(lp_stmt *st, lp_corruption *c)
 {
     memset(c, 0, sizeof *c);
-    c->id = sqlite3_column_int64(st, 0);
-    c->campaign = sqlite3_column_int64(st, 1);
+    c->id = lp_stmt_column_int64(st, 0);
+    c->campaign = lp_stmt_column_int64(st, 1);
     copy_text(st, 2, c->campaign_name, sizeof c->campaign_name);
-    c->alpha = sqlite3_column_double(st, 3);
+    c->alpha = lp_stmt_column_double(st, 3);
     lp_adversary a = LP_ADV_FLIP;
-    const unsigned char *name = sqlite3_column_text(st, 4);
+    const char *name = lp_stmt_column_text(st, 4);
     if (name != NULL)
-        lp_adversary_parse((const char *)name, &a);
+        lp_adversary_parse(name, &a);
     c->strategy = a;
-    c->seed = (uint64_t)sqlite3_column_int64(st, 5);
-    c->feature = sqlite3_column_int64(st, 6);
-    c->created_ms = sqlite3_column_int64(st, 7);
+    c->seed = (uint64_t)lp_stmt_column_int64(st, 5);
+    c->feature = lp_stmt_column_int64(st, 6);
+    c->created_ms = lp_stmt_column_int64(st, 7);
 }
 
-static int corruption_add_fn(sqlite3 *db, void *ctx)
+static int corruption_add_fn(lp_conn *db, void *ctx)
 {
     lp_corruption *c = ctx;
-    sqlite3_stmt *st;
+    lp_stmt *st;
     if (prep(db,
              "INSERT INTO corruption_settings (campaign, alpha, strategy, seed, feature, "
              "created_ms) VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
              &st) != LP_OK)
         return LP_ESTORAGE;
-    sqlite3_bind_int64(st, 1, c->campaign);
-    sqlite3_bind_double(st, 2, c->alpha);
-    sqlite3_bind_text(st, 3, lp_adversary_name(c->strategy), -1, SQLITE_STATIC);
-    sqlite3_bind_int64(st, 4, (sqlite3_int64)c->seed);
-    sqlite3_bind_int64(st, 5, c->feature);
-    sqlite3_bind_int64(st, 6, c->created_ms);
+    lp_stmt_bind_int64(st, 1, c->campaign);
+    lp_stmt_bind_double(st, 2, c->alpha);
+    lp_stmt_bind_text(st, 3, lp_adversary_name(c->strategy), -1);
+    lp_stmt_bind_int64(st, 4, (int64_t)c->seed);
+    lp_stmt_bind_int64(st, 5, c->feature);
+    lp_stmt_bind_int64(st, 6, c->created_ms);
     int rc = exec_done(db, st);
     if (rc == LP_OK)
-        c->id = sqlite3_last_insert_rowid(db);
+        c->id = lp_conn_last_insert_id(db);
     return rc;
 }
 
@@ -126,20 +125,20 @@ struct corruption_query {
     size_t n;
 };
 
-static int corruption_current_fn(sqlite3 *db, void *ctx)
+static int corruption_current_fn(lp_conn *db, void *ctx)
 {
     struct corruption_query *q = ctx;
-    sqlite3_stmt *st;
+    lp_stmt *st;
     if (prep(db, CORRUPTION_COLS "WHERE s.campaign = ?1 ORDER BY s.id DESC LIMIT 1", &st) != LP_OK)
         return LP_ESTORAGE;
-    sqlite3_bind_int64(st, 1, q->campaign);
-    int rc = sqlite3_step(st);
-    if (rc == SQLITE_ROW)
+    lp_stmt_bind_int64(st, 1, q->campaign);
+    int rc = lp_stmt_step(st);
+    if (rc == LP_SQL_ROW)
         read_corruption(st, q->one);
     else
         memset(q->one, 0, sizeof *q->one);
-    sqlite3_finalize(st);
-    return rc == SQLITE_ROW || rc == SQLITE_DONE ? LP_OK : LP_ESTORAGE;
+    lp_stmt_finalize(st);
+    return rc == LP_SQL_ROW || rc == LP_SQL_DONE ? LP_OK : LP_ESTORAGE;
 }
 
 int lp_registry_corruption_current(lp_store *s, int64_t campaign, lp_corruption *out)
@@ -148,10 +147,10 @@ int lp_registry_corruption_current(lp_store *s, int64_t campaign, lp_corruption 
     return lp_engine_read(s->engine, corruption_current_fn, &q);
 }
 
-static int corruption_active_fn(sqlite3 *db, void *ctx)
+static int corruption_active_fn(lp_conn *db, void *ctx)
 {
     struct corruption_query *q = ctx;
-    sqlite3_stmt *st;
+    lp_stmt *st;
     if (prep(db,
              CORRUPTION_COLS "WHERE s.id IN (SELECT MAX(id) FROM corruption_settings "
                              "GROUP BY campaign) AND s.alpha > 0 ORDER BY s.campaign",
@@ -159,15 +158,15 @@ static int corruption_active_fn(sqlite3 *db, void *ctx)
         return LP_ESTORAGE;
     size_t cap = 0;
     int rc;
-    while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+    while ((rc = lp_stmt_step(st)) == LP_SQL_ROW) {
         if (lp_array_reserve((void **)&q->many, &cap, q->n, sizeof *q->many, 4) != LP_OK) {
-            sqlite3_finalize(st);
+            lp_stmt_finalize(st);
             return LP_ENO_MEMORY;
         }
         read_corruption(st, &q->many[q->n++]);
     }
-    sqlite3_finalize(st);
-    return rc == SQLITE_DONE ? LP_OK : LP_ESTORAGE;
+    lp_stmt_finalize(st);
+    return rc == LP_SQL_DONE ? LP_OK : LP_ESTORAGE;
 }
 
 int lp_registry_corruption_active(lp_store *s, lp_corruption **out, size_t *n)
@@ -199,10 +198,10 @@ int lp_run_status_final(lp_run_status st)
     return st == LP_RUN_SUCCEEDED || st == LP_RUN_FAILED || st == LP_RUN_CANCELLED;
 }
 
-static lp_run_status status_parse(const unsigned char *t)
+static lp_run_status status_parse(const char *t)
 {
     for (int k = 0; t != NULL && k < LP_RUN_STATUS_COUNT; k++)
-        if (strcmp((const char *)t, STATUS_NAMES[k]) == 0)
+        if (strcmp(t, STATUS_NAMES[k]) == 0)
             return (lp_run_status)k;
     return LP_RUN_FAILED;
 }
@@ -223,81 +222,80 @@ static lp_run_status status_parse(const unsigned char *t)
 
 #define SETTINGS_NCOLS 27 /* the columns of SETTINGS_COLS */
 /* Reads SETTINGS_COLS starting at column col. */
-static void read_settings(sqlite3_stmt *st, int col, lp_train_settings *t)
+static void read_settings(lp_stmt *st, int col, lp_train_settings *t)
 {
     memset(t, 0, sizeof *t);
     copy_text(st, col, t->loss, sizeof t->loss);
-    t->campaign = sqlite3_column_int64(st, col + 1);
-    t->cutoff = sqlite3_column_int64(st, col + 2);
-    t->seed = (uint64_t)sqlite3_column_int64(st, col + 3);
-    t->beta = sqlite3_column_double(st, col + 4);
-    t->rmax = sqlite3_column_double(st, col + 5);
-    t->tau = sqlite3_column_double(st, col + 6);
-    t->l2 = sqlite3_column_double(st, col + 7);
-    t->norm_bound = sqlite3_column_type(st, col + 8) == SQLITE_NULL
-                        ? INFINITY
-                        : sqlite3_column_double(st, col + 8);
+    t->campaign = lp_stmt_column_int64(st, col + 1);
+    t->cutoff = lp_stmt_column_int64(st, col + 2);
+    t->seed = (uint64_t)lp_stmt_column_int64(st, col + 3);
+    t->beta = lp_stmt_column_double(st, col + 4);
+    t->rmax = lp_stmt_column_double(st, col + 5);
+    t->tau = lp_stmt_column_double(st, col + 6);
+    t->l2 = lp_stmt_column_double(st, col + 7);
+    t->norm_bound =
+        lp_stmt_column_is_null(st, col + 8) ? INFINITY : lp_stmt_column_double(st, col + 8);
     copy_text(st, col + 9, t->optimizer, sizeof t->optimizer);
-    t->max_iter = sqlite3_column_int(st, col + 10);
-    t->epochs = sqlite3_column_int(st, col + 11);
-    t->lr = sqlite3_column_double(st, col + 12);
-    t->batch = sqlite3_column_int(st, col + 13);
+    t->max_iter = lp_stmt_column_int(st, col + 10);
+    t->epochs = lp_stmt_column_int(st, col + 11);
+    t->lr = lp_stmt_column_double(st, col + 12);
+    t->batch = lp_stmt_column_int(st, col + 13);
     copy_text(st, col + 14, t->features, sizeof t->features);
-    t->text_dim = sqlite3_column_int64(st, col + 15);
-    t->text_bigrams = sqlite3_column_int(st, col + 16);
-    t->text_cross_prompt = sqlite3_column_int(st, col + 17);
-    t->text_length = sqlite3_column_int(st, col + 18);
-    t->threads = sqlite3_column_int(st, col + 19);
-    t->activate = sqlite3_column_int(st, col + 20);
+    t->text_dim = lp_stmt_column_int64(st, col + 15);
+    t->text_bigrams = lp_stmt_column_int(st, col + 16);
+    t->text_cross_prompt = lp_stmt_column_int(st, col + 17);
+    t->text_length = lp_stmt_column_int(st, col + 18);
+    t->threads = lp_stmt_column_int(st, col + 19);
+    t->activate = lp_stmt_column_int(st, col + 20);
     copy_text(st, col + 21, t->campaign_name, sizeof t->campaign_name);
-    t->l2_auto = sqlite3_column_int(st, col + 22);
+    t->l2_auto = lp_stmt_column_int(st, col + 22);
     copy_text(st, col + 23, t->mechanism, sizeof t->mechanism);
-    t->release_epsilon = sqlite3_column_double(st, col + 24);
-    t->release_delta = sqlite3_column_double(st, col + 25);
+    t->release_epsilon = lp_stmt_column_double(st, col + 24);
+    t->release_delta = lp_stmt_column_double(st, col + 25);
     copy_text(st, col + 26, t->candidates, sizeof t->candidates);
 }
 
 /* Appends a train_settings row; *id gets its id. */
-static int settings_insert(sqlite3 *db, const lp_train_settings *t, int64_t *id)
+static int settings_insert(lp_conn *db, const lp_train_settings *t, int64_t *id)
 {
-    sqlite3_stmt *st;
+    lp_stmt *st;
     if (prep(db,
              "INSERT INTO train_settings (" SETTINGS_FIELDS ") VALUES (?1, ?2, ?3, ?4, ?5, ?6, "
              "?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20, ?21, ?22, ?23, "
              "?24, ?25, ?26)",
              &st) != LP_OK)
         return LP_ESTORAGE;
-    sqlite3_bind_text(st, 1, t->loss, -1, SQLITE_STATIC);
+    lp_stmt_bind_text(st, 1, t->loss, -1);
     bind_int_or_null(st, 2, t->campaign);
     bind_int_or_null(st, 3, t->cutoff);
-    sqlite3_bind_int64(st, 4, (sqlite3_int64)t->seed);
-    sqlite3_bind_double(st, 5, t->beta);
-    sqlite3_bind_double(st, 6, t->rmax);
-    sqlite3_bind_double(st, 7, t->tau);
-    sqlite3_bind_double(st, 8, t->l2);
+    lp_stmt_bind_int64(st, 4, (int64_t)t->seed);
+    lp_stmt_bind_double(st, 5, t->beta);
+    lp_stmt_bind_double(st, 6, t->rmax);
+    lp_stmt_bind_double(st, 7, t->tau);
+    lp_stmt_bind_double(st, 8, t->l2);
     bind_real_or_null(st, 9, t->norm_bound);
-    sqlite3_bind_text(st, 10, t->optimizer, -1, SQLITE_STATIC);
-    sqlite3_bind_int(st, 11, t->max_iter);
-    sqlite3_bind_int(st, 12, t->epochs);
-    sqlite3_bind_double(st, 13, t->lr);
-    sqlite3_bind_int(st, 14, t->batch);
-    sqlite3_bind_text(st, 15, t->features, -1, SQLITE_STATIC);
-    sqlite3_bind_int64(st, 16, t->text_dim);
-    sqlite3_bind_int(st, 17, t->text_bigrams);
-    sqlite3_bind_int(st, 18, t->text_cross_prompt);
-    sqlite3_bind_int(st, 19, t->text_length);
-    sqlite3_bind_int(st, 20, t->threads);
-    sqlite3_bind_int(st, 21, t->activate);
-    sqlite3_bind_int(st, 22, t->l2_auto);
+    lp_stmt_bind_text(st, 10, t->optimizer, -1);
+    lp_stmt_bind_int64(st, 11, t->max_iter);
+    lp_stmt_bind_int64(st, 12, t->epochs);
+    lp_stmt_bind_double(st, 13, t->lr);
+    lp_stmt_bind_int64(st, 14, t->batch);
+    lp_stmt_bind_text(st, 15, t->features, -1);
+    lp_stmt_bind_int64(st, 16, t->text_dim);
+    lp_stmt_bind_int64(st, 17, t->text_bigrams);
+    lp_stmt_bind_int64(st, 18, t->text_cross_prompt);
+    lp_stmt_bind_int64(st, 19, t->text_length);
+    lp_stmt_bind_int64(st, 20, t->threads);
+    lp_stmt_bind_int64(st, 21, t->activate);
+    lp_stmt_bind_int64(st, 22, t->l2_auto);
     if (t->mechanism[0] != '\0') {
-        sqlite3_bind_text(st, 23, t->mechanism, -1, SQLITE_STATIC);
-        sqlite3_bind_double(st, 24, t->release_epsilon);
-        sqlite3_bind_double(st, 25, t->release_delta);
-        sqlite3_bind_text(st, 26, t->candidates, -1, SQLITE_STATIC);
+        lp_stmt_bind_text(st, 23, t->mechanism, -1);
+        lp_stmt_bind_double(st, 24, t->release_epsilon);
+        lp_stmt_bind_double(st, 25, t->release_delta);
+        lp_stmt_bind_text(st, 26, t->candidates, -1);
     }
     int rc = exec_done(db, st);
     if (rc == LP_OK)
-        *id = sqlite3_last_insert_rowid(db);
+        *id = lp_conn_last_insert_id(db);
     return rc;
 }
 
@@ -309,49 +307,49 @@ static int settings_insert(sqlite3 *db, const lp_train_settings *t, int64_t *id)
     "r.evaluations, r.grad_norm, " SETTINGS_COLS                                                   \
     " FROM training_runs r LEFT JOIN train_settings ts ON ts.id = r.settings "
 
-static void read_run(sqlite3_stmt *st, lp_run *r)
+static void read_run(lp_stmt *st, lp_run *r)
 {
     memset(r, 0, sizeof *r);
-    r->id = sqlite3_column_int64(st, 0);
+    r->id = lp_stmt_column_int64(st, 0);
     copy_text(st, 1, r->trigger, sizeof r->trigger);
-    r->status = status_parse(sqlite3_column_text(st, 2));
-    r->cutoff = sqlite3_column_int64(st, 3);
-    r->labels = sqlite3_column_int64(st, 4);
-    r->iterations = sqlite3_column_int(st, 5);
-    r->objective = sqlite3_column_type(st, 6) == SQLITE_NULL ? NAN : sqlite3_column_double(st, 6);
-    const unsigned char *err = sqlite3_column_text(st, 7);
-    r->error = err ? lp_error_from_name((const char *)err) : 0;
+    r->status = status_parse(lp_stmt_column_text(st, 2));
+    r->cutoff = lp_stmt_column_int64(st, 3);
+    r->labels = lp_stmt_column_int64(st, 4);
+    r->iterations = lp_stmt_column_int(st, 5);
+    r->objective = lp_stmt_column_is_null(st, 6) ? NAN : lp_stmt_column_double(st, 6);
+    const char *err = lp_stmt_column_text(st, 7);
+    r->error = err ? lp_error_from_name(err) : 0;
     if (r->error < 0)
         r->error = LP_EINTERNAL;
     copy_text(st, 8, r->message, sizeof r->message);
-    r->model_version = sqlite3_column_int64(st, 9);
-    r->created_ms = sqlite3_column_int64(st, 10);
-    r->started_ms = sqlite3_column_int64(st, 11);
-    r->finished_ms = sqlite3_column_int64(st, 12);
-    r->evaluations = sqlite3_column_int(st, 13);
-    r->grad_norm = sqlite3_column_type(st, 14) == SQLITE_NULL ? NAN : sqlite3_column_double(st, 14);
+    r->model_version = lp_stmt_column_int64(st, 9);
+    r->created_ms = lp_stmt_column_int64(st, 10);
+    r->started_ms = lp_stmt_column_int64(st, 11);
+    r->finished_ms = lp_stmt_column_int64(st, 12);
+    r->evaluations = lp_stmt_column_int(st, 13);
+    r->grad_norm = lp_stmt_column_is_null(st, 14) ? NAN : lp_stmt_column_double(st, 14);
     read_settings(st, 15, &r->settings);
 }
 
-static int run_create_fn(sqlite3 *db, void *ctx)
+static int run_create_fn(lp_conn *db, void *ctx)
 {
     lp_run *r = ctx;
     int64_t settings;
     int rc = settings_insert(db, &r->settings, &settings);
     if (rc != LP_OK)
         return rc;
-    sqlite3_stmt *st;
+    lp_stmt *st;
     if (prep(db,
              "INSERT INTO training_runs (trigger_kind, settings, status, created_ms) "
              "VALUES (?1, ?2, 'queued', ?3)",
              &st) != LP_OK)
         return LP_ESTORAGE;
-    sqlite3_bind_text(st, 1, r->trigger, -1, SQLITE_STATIC);
-    sqlite3_bind_int64(st, 2, settings);
-    sqlite3_bind_int64(st, 3, r->created_ms);
+    lp_stmt_bind_text(st, 1, r->trigger, -1);
+    lp_stmt_bind_int64(st, 2, settings);
+    lp_stmt_bind_int64(st, 3, r->created_ms);
     rc = exec_done(db, st);
     if (rc == LP_OK)
-        r->id = sqlite3_last_insert_rowid(db);
+        r->id = lp_conn_last_insert_id(db);
     return rc;
 }
 
@@ -362,28 +360,28 @@ int lp_registry_run_create(lp_store *s, lp_run *r)
     return lp_engine_write(s->engine, run_create_fn, r, 1, 0);
 }
 
-static int run_update_fn(sqlite3 *db, void *ctx)
+static int run_update_fn(lp_conn *db, void *ctx)
 {
     const lp_run *r = ctx;
-    sqlite3_stmt *st;
+    lp_stmt *st;
     if (prep(db,
              "UPDATE training_runs SET status = ?2, cutoff = ?3, labels = ?4, iterations = ?5, "
              "objective = ?6, error = ?7, message = ?8, model_version = ?9, started_ms = ?10, "
              "finished_ms = ?11, evaluations = ?12, grad_norm = ?13 WHERE id = ?1",
              &st) != LP_OK)
         return LP_ESTORAGE;
-    sqlite3_bind_int64(st, 1, r->id);
-    sqlite3_bind_text(st, 2, lp_run_status_name(r->status), -1, SQLITE_STATIC);
+    lp_stmt_bind_int64(st, 1, r->id);
+    lp_stmt_bind_text(st, 2, lp_run_status_name(r->status), -1);
     bind_int_or_null(st, 3, r->cutoff);
-    sqlite3_bind_int64(st, 4, r->labels);
-    sqlite3_bind_int(st, 5, r->iterations);
+    lp_stmt_bind_int64(st, 4, r->labels);
+    lp_stmt_bind_int64(st, 5, r->iterations);
     bind_real_or_null(st, 6, r->objective);
     bind_text_or_null(st, 7, r->error ? lp_error_name(r->error) : NULL);
     bind_text_or_null(st, 8, r->error ? r->message : NULL);
     bind_int_or_null(st, 9, r->model_version);
     bind_int_or_null(st, 10, r->started_ms);
     bind_int_or_null(st, 11, r->finished_ms);
-    sqlite3_bind_int(st, 12, r->evaluations);
+    lp_stmt_bind_int64(st, 12, r->evaluations);
     bind_real_or_null(st, 13, r->grad_norm);
     return exec_done(db, st);
 }
@@ -400,25 +398,25 @@ struct run_query {
     size_t n;
 };
 
-static int run_query_fn(sqlite3 *db, void *ctx)
+static int run_query_fn(lp_conn *db, void *ctx)
 {
     struct run_query *q = ctx;
-    sqlite3_stmt *st;
+    lp_stmt *st;
     int rc = q->id ? prep(db, RUN_COLS "WHERE r.id = ?1", &st)
                    : prep(db, RUN_COLS "ORDER BY r.id DESC LIMIT ?1", &st);
     if (rc != LP_OK)
         return rc;
-    sqlite3_bind_int64(st, 1, q->id ? q->id : (int64_t)q->limit);
+    lp_stmt_bind_int64(st, 1, q->id ? q->id : (int64_t)q->limit);
     size_t cap = q->id ? 1 : q->limit;
     q->runs = calloc(cap ? cap : 1, sizeof *q->runs);
     if (q->runs == NULL) {
-        sqlite3_finalize(st);
+        lp_stmt_finalize(st);
         return LP_ENO_MEMORY;
     }
-    while (q->n < cap && (rc = sqlite3_step(st)) == SQLITE_ROW)
+    while (q->n < cap && (rc = lp_stmt_step(st)) == LP_SQL_ROW)
         read_run(st, &q->runs[q->n++]);
-    sqlite3_finalize(st);
-    return rc == SQLITE_ROW || rc == SQLITE_DONE || q->n == cap ? LP_OK : LP_ESTORAGE;
+    lp_stmt_finalize(st);
+    return rc == LP_SQL_ROW || rc == LP_SQL_DONE || q->n == cap ? LP_OK : LP_ESTORAGE;
 }
 
 int lp_registry_run_get(lp_store *s, int64_t id, lp_run *out)
@@ -447,16 +445,16 @@ int lp_registry_run_list(lp_store *s, size_t limit, lp_run **out, size_t *n)
     return rc;
 }
 
-static int runs_interrupted_fn(sqlite3 *db, void *ctx)
+static int runs_interrupted_fn(lp_conn *db, void *ctx)
 {
-    sqlite3_stmt *st;
+    lp_stmt *st;
     if (prep(db,
              "UPDATE training_runs SET status = 'failed', error = 'training_failed', "
              "message = 'interrupted: the server stopped during the run', finished_ms = ?1 "
              "WHERE status NOT IN ('succeeded', 'failed', 'cancelled')",
              &st) != LP_OK)
         return LP_ESTORAGE;
-    sqlite3_bind_int64(st, 1, lp_now_ms());
+    lp_stmt_bind_int64(st, 1, lp_now_ms());
     return exec_done(db, st);
 }
 
@@ -473,15 +471,15 @@ struct curve_append {
     size_t n;
 };
 
-static int curve_append_fn(sqlite3 *db, void *ctx)
+static int curve_append_fn(lp_conn *db, void *ctx)
 {
     const struct curve_append *a = ctx;
-    sqlite3_stmt *st;
+    lp_stmt *st;
     if (a->thin_stride > 1) {
         if (prep(db, "DELETE FROM training_curve WHERE run = ?1 AND seq % ?2 != 0", &st) != LP_OK)
             return LP_ESTORAGE;
-        sqlite3_bind_int64(st, 1, a->run);
-        sqlite3_bind_int64(st, 2, a->thin_stride);
+        lp_stmt_bind_int64(st, 1, a->run);
+        lp_stmt_bind_int64(st, 2, a->thin_stride);
         if (exec_done(db, st) != LP_OK)
             return LP_ESTORAGE;
     }
@@ -492,22 +490,22 @@ static int curve_append_fn(sqlite3 *db, void *ctx)
              "t_ms) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
              &st) != LP_OK)
         return LP_ESTORAGE;
-    int rc = SQLITE_DONE;
-    for (size_t k = 0; k < a->n && rc == SQLITE_DONE; k++) {
+    int rc = LP_SQL_DONE;
+    for (size_t k = 0; k < a->n && rc == LP_SQL_DONE; k++) {
         const lp_curve_point *p = &a->pts[k];
-        sqlite3_reset(st);
-        sqlite3_bind_int64(st, 1, a->run);
-        sqlite3_bind_int64(st, 2, p->seq);
-        sqlite3_bind_int(st, 3, p->iteration);
-        sqlite3_bind_int(st, 4, p->evaluations);
-        sqlite3_bind_double(st, 5, p->objective);
+        lp_stmt_reset(st);
+        lp_stmt_bind_int64(st, 1, a->run);
+        lp_stmt_bind_int64(st, 2, p->seq);
+        lp_stmt_bind_int64(st, 3, p->iteration);
+        lp_stmt_bind_int64(st, 4, p->evaluations);
+        lp_stmt_bind_double(st, 5, p->objective);
         bind_real_or_null(st, 6, p->grad_norm);
-        sqlite3_bind_int64(st, 7, p->t_ms);
-        if ((rc = sqlite3_step(st)) != SQLITE_DONE)
-            fprintf(stderr, "registry: %s\n", sqlite3_errmsg(db));
+        lp_stmt_bind_int64(st, 7, p->t_ms);
+        if ((rc = lp_stmt_step(st)) != LP_SQL_DONE)
+            fprintf(stderr, "registry: %s\n", lp_conn_errmsg(db));
     }
-    sqlite3_finalize(st);
-    return rc == SQLITE_DONE ? LP_OK : LP_ESTORAGE;
+    lp_stmt_finalize(st);
+    return rc == LP_SQL_DONE ? LP_OK : LP_ESTORAGE;
 }
 
 int lp_registry_curve_append(lp_store *s, int64_t run, int64_t thin_stride,
@@ -526,33 +524,32 @@ struct curve_query {
     size_t n, cap;
 };
 
-static int curve_get_fn(sqlite3 *db, void *ctx)
+static int curve_get_fn(lp_conn *db, void *ctx)
 {
     struct curve_query *q = ctx;
-    sqlite3_stmt *st;
+    lp_stmt *st;
     if (prep(db,
              "SELECT seq, iteration, evaluations, objective, grad_norm, t_ms FROM training_curve "
              "WHERE run = ?1 ORDER BY seq",
              &st) != LP_OK)
         return LP_ESTORAGE;
-    sqlite3_bind_int64(st, 1, q->run);
+    lp_stmt_bind_int64(st, 1, q->run);
     int rc;
-    while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+    while ((rc = lp_stmt_step(st)) == LP_SQL_ROW) {
         if (lp_array_reserve((void **)&q->pts, &q->cap, q->n, sizeof *q->pts, 64) != LP_OK) {
-            sqlite3_finalize(st);
+            lp_stmt_finalize(st);
             return LP_ENO_MEMORY;
         }
         lp_curve_point *p = &q->pts[q->n++];
-        p->seq = sqlite3_column_int64(st, 0);
-        p->iteration = sqlite3_column_int(st, 1);
-        p->evaluations = sqlite3_column_int(st, 2);
-        p->objective = sqlite3_column_double(st, 3);
-        p->grad_norm =
-            sqlite3_column_type(st, 4) == SQLITE_NULL ? NAN : sqlite3_column_double(st, 4);
-        p->t_ms = sqlite3_column_int64(st, 5);
+        p->seq = lp_stmt_column_int64(st, 0);
+        p->iteration = lp_stmt_column_int(st, 1);
+        p->evaluations = lp_stmt_column_int(st, 2);
+        p->objective = lp_stmt_column_double(st, 3);
+        p->grad_norm = lp_stmt_column_is_null(st, 4) ? NAN : lp_stmt_column_double(st, 4);
+        p->t_ms = lp_stmt_column_int64(st, 5);
     }
-    sqlite3_finalize(st);
-    return rc == SQLITE_DONE ? LP_OK : LP_ESTORAGE;
+    lp_stmt_finalize(st);
+    return rc == LP_SQL_DONE ? LP_OK : LP_ESTORAGE;
 }
 
 int lp_registry_curve_get(lp_store *s, int64_t run, lp_curve_point **out, size_t *n)
@@ -588,74 +585,74 @@ struct model_add {
     int activate;
 };
 
-static int activation_insert(sqlite3 *db, int64_t version)
+static int activation_insert(lp_conn *db, int64_t version)
 {
-    sqlite3_stmt *st;
+    lp_stmt *st;
     if (prep(db, "INSERT INTO activations (version, activated_ms) VALUES (?1, ?2)", &st) != LP_OK)
         return LP_ESTORAGE;
-    sqlite3_bind_int64(st, 1, version);
-    sqlite3_bind_int64(st, 2, lp_now_ms());
+    lp_stmt_bind_int64(st, 1, version);
+    lp_stmt_bind_int64(st, 2, lp_now_ms());
     return exec_done(db, st);
 }
 
 /* The model's rows of model_corruption. */
-static int model_corruption_insert(sqlite3 *db, const lp_model_record *m)
+static int model_corruption_insert(lp_conn *db, const lp_model_record *m)
 {
-    sqlite3_stmt *st;
+    lp_stmt *st;
     if (prep(db, "INSERT INTO model_corruption (model, settings, anti_model) VALUES (?1, ?2, ?3)",
              &st) != LP_OK)
         return LP_ESTORAGE;
-    int rc = SQLITE_DONE;
-    for (size_t k = 0; k < m->n_corruption && rc == SQLITE_DONE; k++) {
+    int rc = LP_SQL_DONE;
+    for (size_t k = 0; k < m->n_corruption && rc == LP_SQL_DONE; k++) {
         const lp_corruption *c = &m->corruption[k];
-        sqlite3_reset(st);
-        sqlite3_bind_int64(st, 1, m->version);
-        sqlite3_bind_int64(st, 2, c->id);
+        lp_stmt_reset(st);
+        lp_stmt_bind_int64(st, 1, m->version);
+        lp_stmt_bind_int64(st, 2, c->id);
         bind_int_or_null(st, 3, c->strategy == LP_ADV_ANTI ? m->anti_model : 0);
-        if ((rc = sqlite3_step(st)) != SQLITE_DONE)
+        if ((rc = lp_stmt_step(st)) != LP_SQL_DONE)
             lp_engine_fail(db, "registry write");
     }
-    sqlite3_finalize(st);
-    return rc == SQLITE_DONE ? LP_OK : LP_ESTORAGE;
+    lp_stmt_finalize(st);
+    return rc == LP_SQL_DONE ? LP_OK : LP_ESTORAGE;
 }
 
 /* The model's row of model_privacy (none when the record is unknown). */
-static int model_privacy_insert(sqlite3 *db, const lp_model_record *m)
+static int model_privacy_insert(lp_conn *db, const lp_model_record *m)
 {
     const lp_label_privacy *p = &m->privacy;
     if (!p->known)
         return LP_OK;
-    sqlite3_stmt *st;
+    lp_stmt *st;
     if (prep(db,
              "INSERT INTO model_privacy (model, labels, annotators, unprivatized, epsilon_min, "
              "epsilon_max, epsilon_per_annotator, mechanism, release_epsilon, release_delta) "
              "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
              &st) != LP_OK)
         return LP_ESTORAGE;
-    sqlite3_bind_int64(st, 1, m->version);
-    sqlite3_bind_int64(st, 2, p->labels);
-    sqlite3_bind_int64(st, 3, p->annotators);
-    sqlite3_bind_int64(st, 4, p->unprivatized);
+    lp_stmt_bind_int64(st, 1, m->version);
+    lp_stmt_bind_int64(st, 2, p->labels);
+    lp_stmt_bind_int64(st, 3, p->annotators);
+    lp_stmt_bind_int64(st, 4, p->unprivatized);
     bind_real_or_null(st, 5, p->epsilon_min);
     bind_real_or_null(st, 6, p->epsilon_max);
     bind_real_or_null(st, 7, p->epsilon_per_annotator); /* NULL: infinite */
     if (m->mechanism[0] != '\0') {
-        sqlite3_bind_text(st, 8, m->mechanism, -1, SQLITE_STATIC);
-        sqlite3_bind_double(st, 9, m->release_epsilon);
-        sqlite3_bind_double(st, 10, m->release_delta);
+        lp_stmt_bind_text(st, 8, m->mechanism, -1);
+        lp_stmt_bind_double(st, 9, m->release_epsilon);
+        lp_stmt_bind_double(st, 10, m->release_delta);
     }
     return exec_done(db, st);
 }
 
 /* In the model's transaction: LP_ERELEASE_BUDGET_EXHAUSTED when its release
  * does not fit what its campaign has left (budget.h). */
-static int release_budget_check(sqlite3 *db, const lp_model_record *m)
+static int release_budget_check(lp_conn *db, const lp_model_record *m)
 {
     if (m->mechanism[0] == '\0')
         return LP_OK;
     if (!m->privacy.known || m->campaign == 0)
         return LP_EINVALID_ARGUMENT; /* a release is of one campaign, recorded */
-    sqlite3_stmt *st;
+    lp_stmt *st;
     if (prep(db,
              "SELECT coalesce(c.release_epsilon, 0), coalesce(c.release_delta, 0), "
              "(SELECT coalesce(sum(p.release_epsilon), 0) FROM model_privacy p JOIN models x ON "
@@ -665,21 +662,21 @@ static int release_budget_check(sqlite3 *db, const lp_model_record *m)
              "FROM campaigns c WHERE c.id = ?1",
              &st) != LP_OK)
         return LP_ESTORAGE;
-    sqlite3_bind_int64(st, 1, m->campaign);
+    lp_stmt_bind_int64(st, 1, m->campaign);
     int rc = LP_EUNKNOWN_CAMPAIGN;
-    if (sqlite3_step(st) == SQLITE_ROW)
-        rc = lp_budget_check(sqlite3_column_double(st, 0), sqlite3_column_double(st, 1),
-                             sqlite3_column_double(st, 2), sqlite3_column_double(st, 3),
+    if (lp_stmt_step(st) == LP_SQL_ROW)
+        rc = lp_budget_check(lp_stmt_column_double(st, 0), lp_stmt_column_double(st, 1),
+                             lp_stmt_column_double(st, 2), lp_stmt_column_double(st, 3),
                              m->release_epsilon, m->release_delta);
-    sqlite3_finalize(st);
+    lp_stmt_finalize(st);
     return rc;
 }
 
-static int model_add_fn(sqlite3 *db, void *ctx)
+static int model_add_fn(lp_conn *db, void *ctx)
 {
     struct model_add *a = ctx;
     lp_model_record *m = a->m;
-    sqlite3_stmt *st;
+    lp_stmt *st;
     int rc = release_budget_check(db, m);
     if (rc != LP_OK)
         return rc;
@@ -691,28 +688,28 @@ static int model_add_fn(sqlite3 *db, void *ctx)
              &st) != LP_OK)
         return LP_ESTORAGE;
     int text = strcmp(m->features, "text") == 0;
-    sqlite3_bind_int64(st, 1, m->run);
-    sqlite3_bind_text(st, 2, m->loss, -1, SQLITE_STATIC);
+    lp_stmt_bind_int64(st, 1, m->run);
+    lp_stmt_bind_text(st, 2, m->loss, -1);
     bind_int_or_null(st, 3, m->campaign);
-    sqlite3_bind_int64(st, 4, m->cutoff);
-    sqlite3_bind_int64(st, 5, m->labels);
-    sqlite3_bind_int64(st, 6, m->duration_ms);
-    sqlite3_bind_text(st, 7, m->model, -1, SQLITE_STATIC);
-    sqlite3_bind_int64(st, 8, m->created_ms);
-    sqlite3_bind_text(st, 9, m->summary ? m->summary : "{}", -1, SQLITE_STATIC);
-    sqlite3_bind_text(st, 10, text ? "text" : "dense", -1, SQLITE_STATIC);
-    sqlite3_bind_int64(st, 11, m->dim);
+    lp_stmt_bind_int64(st, 4, m->cutoff);
+    lp_stmt_bind_int64(st, 5, m->labels);
+    lp_stmt_bind_int64(st, 6, m->duration_ms);
+    lp_stmt_bind_text(st, 7, m->model, -1);
+    lp_stmt_bind_int64(st, 8, m->created_ms);
+    lp_stmt_bind_text(st, 9, m->summary ? m->summary : "{}", -1);
+    lp_stmt_bind_text(st, 10, text ? "text" : "dense", -1);
+    lp_stmt_bind_int64(st, 11, m->dim);
     if (text) {
-        sqlite3_bind_int64(st, 12, m->text_dim);
-        sqlite3_bind_int(st, 13, m->text_bigrams);
-        sqlite3_bind_int(st, 14, m->text_cross_prompt);
-        sqlite3_bind_int(st, 15, m->text_cross_max);
-        sqlite3_bind_int(st, 16, m->text_length);
+        lp_stmt_bind_int64(st, 12, m->text_dim);
+        lp_stmt_bind_int64(st, 13, m->text_bigrams);
+        lp_stmt_bind_int64(st, 14, m->text_cross_prompt);
+        lp_stmt_bind_int64(st, 15, m->text_cross_max);
+        lp_stmt_bind_int64(st, 16, m->text_length);
     }
     rc = exec_done(db, st);
     if (rc != LP_OK)
         return rc;
-    m->version = sqlite3_last_insert_rowid(db);
+    m->version = lp_conn_last_insert_id(db);
     if ((rc = model_corruption_insert(db, m)) != LP_OK ||
         (rc = model_privacy_insert(db, m)) != LP_OK)
         return rc;
@@ -745,80 +742,79 @@ int lp_registry_model_add(lp_store *s, lp_model_record *m, int activate)
 
 /* The privacy columns of MODEL_COLS; unknown when the model has no row. A
  * NULL epsilon_per_annotator is infinite, NULL bounds are "none". */
-static void read_model_privacy(sqlite3_stmt *st, lp_label_privacy *p)
+static void read_model_privacy(lp_stmt *st, lp_label_privacy *p)
 {
     int col = MODEL_PRIVACY_COL;
     memset(p, 0, sizeof *p);
     p->epsilon_min = p->epsilon_max = p->epsilon_per_annotator = NAN;
-    if (!sqlite3_column_int(st, col))
+    if (!lp_stmt_column_int(st, col))
         return;
     p->known = 1;
-    p->labels = sqlite3_column_int64(st, col + 1);
-    p->annotators = sqlite3_column_int64(st, col + 2);
-    p->unprivatized = sqlite3_column_int64(st, col + 3);
-    if (sqlite3_column_type(st, col + 4) != SQLITE_NULL)
-        p->epsilon_min = sqlite3_column_double(st, col + 4);
-    if (sqlite3_column_type(st, col + 5) != SQLITE_NULL)
-        p->epsilon_max = sqlite3_column_double(st, col + 5);
-    p->epsilon_per_annotator = sqlite3_column_type(st, col + 6) == SQLITE_NULL
-                                   ? INFINITY
-                                   : sqlite3_column_double(st, col + 6);
+    p->labels = lp_stmt_column_int64(st, col + 1);
+    p->annotators = lp_stmt_column_int64(st, col + 2);
+    p->unprivatized = lp_stmt_column_int64(st, col + 3);
+    if (!lp_stmt_column_is_null(st, col + 4))
+        p->epsilon_min = lp_stmt_column_double(st, col + 4);
+    if (!lp_stmt_column_is_null(st, col + 5))
+        p->epsilon_max = lp_stmt_column_double(st, col + 5);
+    p->epsilon_per_annotator =
+        lp_stmt_column_is_null(st, col + 6) ? INFINITY : lp_stmt_column_double(st, col + 6);
 }
 
-static void read_model(sqlite3_stmt *st, lp_model_record *m, int with_model)
+static void read_model(lp_stmt *st, lp_model_record *m, int with_model)
 {
     memset(m, 0, sizeof *m);
-    m->version = sqlite3_column_int64(st, 0);
-    m->run = sqlite3_column_int64(st, 1);
+    m->version = lp_stmt_column_int64(st, 0);
+    m->run = lp_stmt_column_int64(st, 1);
     copy_text(st, 2, m->loss, sizeof m->loss);
-    m->campaign = sqlite3_column_int64(st, 3);
-    m->cutoff = sqlite3_column_int64(st, 4);
-    m->labels = sqlite3_column_int64(st, 5);
-    m->duration_ms = sqlite3_column_int64(st, 6);
-    m->created_ms = sqlite3_column_int64(st, 7);
+    m->campaign = lp_stmt_column_int64(st, 3);
+    m->cutoff = lp_stmt_column_int64(st, 4);
+    m->labels = lp_stmt_column_int64(st, 5);
+    m->duration_ms = lp_stmt_column_int64(st, 6);
+    m->created_ms = lp_stmt_column_int64(st, 7);
     m->summary = lp_engine_column_dup(st, 8);
     copy_text(st, 9, m->campaign_name, sizeof m->campaign_name);
     copy_text(st, 10, m->features, sizeof m->features);
-    m->dim = sqlite3_column_int64(st, 11);
-    m->text_dim = sqlite3_column_int64(st, 12);
-    m->text_bigrams = sqlite3_column_int(st, 13);
-    m->text_cross_prompt = sqlite3_column_int(st, 14);
-    m->text_cross_max = sqlite3_column_int(st, 15);
-    m->text_length = sqlite3_column_int(st, 16);
+    m->dim = lp_stmt_column_int64(st, 11);
+    m->text_dim = lp_stmt_column_int64(st, 12);
+    m->text_bigrams = lp_stmt_column_int(st, 13);
+    m->text_cross_prompt = lp_stmt_column_int(st, 14);
+    m->text_cross_max = lp_stmt_column_int(st, 15);
+    m->text_length = lp_stmt_column_int(st, 16);
     read_model_privacy(st, &m->privacy);
     copy_text(st, MODEL_RELEASE_COL, m->mechanism, sizeof m->mechanism);
     m->privacy.released = m->privacy.known && m->mechanism[0] != '\0';
-    m->release_epsilon = sqlite3_column_double(st, MODEL_RELEASE_COL + 1);
-    m->release_delta = sqlite3_column_double(st, MODEL_RELEASE_COL + 2);
+    m->release_epsilon = lp_stmt_column_double(st, MODEL_RELEASE_COL + 1);
+    m->release_delta = lp_stmt_column_double(st, MODEL_RELEASE_COL + 2);
     read_settings(st, MODEL_SETTINGS_COL, &m->settings);
     if (with_model)
         m->model = lp_engine_column_dup(st, MODEL_SETTINGS_COL + SETTINGS_NCOLS);
 }
 
 /* Reads the model's corruption rows, in campaign order. */
-static int read_model_corruption(sqlite3 *db, lp_model_record *m)
+static int read_model_corruption(lp_conn *db, lp_model_record *m)
 {
-    sqlite3_stmt *st;
+    lp_stmt *st;
     if (prep(db,
              CORRUPTION_COLS_OF("mc.anti_model") "JOIN model_corruption mc ON mc.settings = s.id "
                                                  "WHERE mc.model = ?1 ORDER BY s.campaign, s.id",
              &st) != LP_OK)
         return LP_ESTORAGE;
-    sqlite3_bind_int64(st, 1, m->version);
+    lp_stmt_bind_int64(st, 1, m->version);
     size_t cap = 0;
     int rc;
-    while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+    while ((rc = lp_stmt_step(st)) == LP_SQL_ROW) {
         if (lp_array_reserve((void **)&m->corruption, &cap, m->n_corruption, sizeof *m->corruption,
                              2) != LP_OK) {
-            sqlite3_finalize(st);
+            lp_stmt_finalize(st);
             return LP_ENO_MEMORY;
         }
         read_corruption(st, &m->corruption[m->n_corruption++]);
-        if (sqlite3_column_type(st, 8) != SQLITE_NULL)
-            m->anti_model = sqlite3_column_int64(st, 8);
+        if (!lp_stmt_column_is_null(st, 8))
+            m->anti_model = lp_stmt_column_int64(st, 8);
     }
-    sqlite3_finalize(st);
-    return rc == SQLITE_DONE ? LP_OK : LP_ESTORAGE;
+    lp_stmt_finalize(st);
+    return rc == LP_SQL_DONE ? LP_OK : LP_ESTORAGE;
 }
 
 struct model_query {
@@ -827,25 +823,25 @@ struct model_query {
     size_t n, cap;
 };
 
-static int model_query_fn(sqlite3 *db, void *ctx)
+static int model_query_fn(lp_conn *db, void *ctx)
 {
     struct model_query *q = ctx;
-    sqlite3_stmt *st;
+    lp_stmt *st;
     int rc = q->version ? prep(db, MODEL_COLS "m.model" MODEL_FROM "WHERE m.version = ?1", &st)
                         : prep(db, MODEL_COLS "NULL" MODEL_FROM "ORDER BY m.version DESC", &st);
     if (rc != LP_OK)
         return rc;
     if (q->version)
-        sqlite3_bind_int64(st, 1, q->version);
-    while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+        lp_stmt_bind_int64(st, 1, q->version);
+    while ((rc = lp_stmt_step(st)) == LP_SQL_ROW) {
         if (lp_array_reserve((void **)&q->models, &q->cap, q->n, sizeof *q->models, 8) != LP_OK) {
-            sqlite3_finalize(st);
+            lp_stmt_finalize(st);
             return LP_ENO_MEMORY;
         }
         read_model(st, &q->models[q->n++], q->version != 0);
     }
-    sqlite3_finalize(st);
-    if (rc != SQLITE_DONE)
+    lp_stmt_finalize(st);
+    if (rc != LP_SQL_DONE)
         return LP_ESTORAGE;
     for (size_t i = 0; i < q->n; i++)
         if ((rc = read_model_corruption(db, &q->models[i])) != LP_OK)
@@ -889,18 +885,18 @@ int lp_registry_model_list(lp_store *s, lp_model_record **out, size_t *n)
     return rc;
 }
 
-static int activate_fn(sqlite3 *db, void *ctx)
+static int activate_fn(lp_conn *db, void *ctx)
 {
     int64_t version = *(int64_t *)ctx;
-    sqlite3_stmt *st;
+    lp_stmt *st;
     if (prep(db, "SELECT 1 FROM models WHERE version = ?1", &st) != LP_OK)
         return LP_ESTORAGE;
-    sqlite3_bind_int64(st, 1, version);
-    int rc = sqlite3_step(st);
-    sqlite3_finalize(st);
-    if (rc == SQLITE_DONE)
+    lp_stmt_bind_int64(st, 1, version);
+    int rc = lp_stmt_step(st);
+    lp_stmt_finalize(st);
+    if (rc == LP_SQL_DONE)
         return LP_EUNKNOWN_MODEL;
-    if (rc != SQLITE_ROW)
+    if (rc != LP_SQL_ROW)
         return LP_ESTORAGE;
     return activation_insert(db, version);
 }
@@ -910,25 +906,26 @@ int lp_registry_activate(lp_store *s, int64_t version)
     return lp_engine_write(s->engine, activate_fn, &version, 1, 0);
 }
 
-/* Runs a one-integer query ("SELECT x ...", optional ?1 bound to arg). */
+/* Runs a one-integer query ("SELECT x ...", with has_arg ?1 bound to arg). */
 struct scalar_query {
     const char *sql;
+    int has_arg;
     int64_t arg;
     int64_t value;
 };
 
-static int scalar_fn(sqlite3 *db, void *ctx)
+static int scalar_fn(lp_conn *db, void *ctx)
 {
     struct scalar_query *q = ctx;
-    sqlite3_stmt *st;
+    lp_stmt *st;
     if (prep(db, q->sql, &st) != LP_OK)
         return LP_ESTORAGE;
-    if (sqlite3_bind_parameter_count(st) >= 1)
-        sqlite3_bind_int64(st, 1, q->arg);
-    int rc = sqlite3_step(st);
-    q->value = rc == SQLITE_ROW ? sqlite3_column_int64(st, 0) : 0;
-    sqlite3_finalize(st);
-    return rc == SQLITE_ROW || rc == SQLITE_DONE ? LP_OK : LP_ESTORAGE;
+    if (q->has_arg)
+        lp_stmt_bind_int64(st, 1, q->arg);
+    int rc = lp_stmt_step(st);
+    q->value = rc == LP_SQL_ROW ? lp_stmt_column_int64(st, 0) : 0;
+    lp_stmt_finalize(st);
+    return rc == LP_SQL_ROW || rc == LP_SQL_DONE ? LP_OK : LP_ESTORAGE;
 }
 
 int lp_registry_active_version(lp_store *s, int64_t *version)
@@ -945,6 +942,7 @@ int lp_registry_max_label(lp_store *s, int64_t campaign, int64_t *out)
         .sql = campaign ? "SELECT COALESCE(MAX(l.id), 0) FROM labels l JOIN tasks t ON "
                           "t.id = l.task WHERE t.campaign = ?1"
                         : "SELECT COALESCE(MAX(id), 0) FROM labels",
+        .has_arg = campaign != 0,
         .arg = campaign};
     int rc = lp_engine_read(s->engine, scalar_fn, &q);
     *out = rc == LP_OK ? q.value : 0;
@@ -953,23 +951,23 @@ int lp_registry_max_label(lp_store *s, int64_t campaign, int64_t *out)
 
 /* ---- schedule ---- */
 
-static int schedule_set_fn(sqlite3 *db, void *ctx)
+static int schedule_set_fn(lp_conn *db, void *ctx)
 {
     const lp_schedule *sc = ctx;
     int64_t settings;
     int rc = settings_insert(db, &sc->settings, &settings);
     if (rc != LP_OK)
         return rc;
-    sqlite3_stmt *st;
+    lp_stmt *st;
     if (prep(db,
              "INSERT INTO retrain_schedule (interval_s, every_labels, settings, created_ms) "
              "VALUES (?1, ?2, ?3, ?4)",
              &st) != LP_OK)
         return LP_ESTORAGE;
-    sqlite3_bind_int64(st, 1, sc->interval_s);
-    sqlite3_bind_int64(st, 2, sc->every_labels);
-    sqlite3_bind_int64(st, 3, settings);
-    sqlite3_bind_int64(st, 4, lp_now_ms());
+    lp_stmt_bind_int64(st, 1, sc->interval_s);
+    lp_stmt_bind_int64(st, 2, sc->every_labels);
+    lp_stmt_bind_int64(st, 3, settings);
+    lp_stmt_bind_int64(st, 4, lp_now_ms());
     return exec_done(db, st);
 }
 
@@ -978,25 +976,25 @@ int lp_registry_schedule_set(lp_store *s, const lp_schedule *sc)
     return lp_engine_write(s->engine, schedule_set_fn, (void *)sc, 1, 0);
 }
 
-static int schedule_get_fn(sqlite3 *db, void *ctx)
+static int schedule_get_fn(lp_conn *db, void *ctx)
 {
     lp_schedule *sc = ctx;
-    sqlite3_stmt *st;
+    lp_stmt *st;
     if (prep(db,
              "SELECT sc.interval_s, sc.every_labels, sc.settings IS NOT NULL, " SETTINGS_COLS
              " FROM retrain_schedule sc LEFT JOIN train_settings ts ON ts.id = sc.settings "
              "ORDER BY sc.id DESC LIMIT 1",
              &st) != LP_OK)
         return LP_ESTORAGE;
-    int rc = sqlite3_step(st);
-    if (rc == SQLITE_ROW) {
-        sc->interval_s = sqlite3_column_int64(st, 0);
-        sc->every_labels = sqlite3_column_int64(st, 1);
-        sc->has_settings = sqlite3_column_int(st, 2);
+    int rc = lp_stmt_step(st);
+    if (rc == LP_SQL_ROW) {
+        sc->interval_s = lp_stmt_column_int64(st, 0);
+        sc->every_labels = lp_stmt_column_int64(st, 1);
+        sc->has_settings = lp_stmt_column_int(st, 2);
         read_settings(st, 3, &sc->settings);
     }
-    sqlite3_finalize(st);
-    return rc == SQLITE_ROW || rc == SQLITE_DONE ? LP_OK : LP_ESTORAGE;
+    lp_stmt_finalize(st);
+    return rc == LP_SQL_ROW || rc == LP_SQL_DONE ? LP_OK : LP_ESTORAGE;
 }
 
 int lp_registry_schedule_get(lp_store *s, lp_schedule *out)
@@ -1016,29 +1014,29 @@ struct task_features {
     size_t dim;
 };
 
-static double *blob_values(sqlite3_stmt *st, int col, size_t dim)
+static double *blob_values(lp_stmt *st, int col, size_t dim)
 {
     double *v = malloc(dim * sizeof *v);
     if (v != NULL)
-        memcpy(v, sqlite3_column_blob(st, col), dim * sizeof *v); /* may be unaligned */
+        memcpy(v, lp_stmt_column_blob(st, col), dim * sizeof *v); /* may be unaligned */
     return v;
 }
 
-static int task_features_fn(sqlite3 *db, void *ctx)
+static int task_features_fn(lp_conn *db, void *ctx)
 {
     struct task_features *q = ctx;
-    sqlite3_stmt *st;
+    lp_stmt *st;
     if (prep(db, "SELECT features0, features1 FROM tasks WHERE id = ?1", &st) != LP_OK)
         return LP_ESTORAGE;
-    sqlite3_bind_int64(st, 1, q->task);
-    int rc = sqlite3_step(st), out = LP_OK;
-    if (rc == SQLITE_DONE)
+    lp_stmt_bind_int64(st, 1, q->task);
+    int rc = lp_stmt_step(st), out = LP_OK;
+    if (rc == LP_SQL_DONE)
         out = LP_EUNKNOWN_TASK;
-    else if (rc != SQLITE_ROW)
+    else if (rc != LP_SQL_ROW)
         out = LP_ESTORAGE;
     else {
-        size_t n0 = (size_t)sqlite3_column_bytes(st, 0), n1 = (size_t)sqlite3_column_bytes(st, 1);
-        if (sqlite3_column_type(st, 0) == SQLITE_BLOB && n0 == n1 && n0 >= sizeof(double)) {
+        size_t n0 = (size_t)lp_stmt_column_bytes(st, 0), n1 = (size_t)lp_stmt_column_bytes(st, 1);
+        if (n0 == n1 && n0 >= sizeof(double)) { /* NULL features have 0 bytes */
             q->dim = n0 / sizeof(double);
             q->f0 = blob_values(st, 0, q->dim);
             q->f1 = blob_values(st, 1, q->dim);
@@ -1046,7 +1044,7 @@ static int task_features_fn(sqlite3 *db, void *ctx)
                 out = LP_ENO_MEMORY;
         }
     }
-    sqlite3_finalize(st);
+    lp_stmt_finalize(st);
     return out;
 }
 

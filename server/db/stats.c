@@ -27,53 +27,53 @@ struct stats_query {
     lp_stats *out;
 };
 
-static int totals(struct stats_query *q, sqlite3 *db)
+static int totals(struct stats_query *q, lp_conn *db)
 {
-    sqlite3_stmt *st = lp_engine_stmt(q->engine, db, SQL_TOTALS);
+    lp_stmt *st = lp_engine_stmt(q->engine, db, SQL_TOTALS);
     if (st == NULL)
         return LP_ESTORAGE;
-    int step = sqlite3_step(st);
-    if (step == SQLITE_ROW) {
-        q->out->tasks = sqlite3_column_int64(st, 0);
-        q->out->annotators = sqlite3_column_int64(st, 1);
-        q->out->labels = sqlite3_column_int64(st, 2);
-        q->out->assignments = sqlite3_column_int64(st, 3);
-        q->out->epsilon_spent = sqlite3_column_double(st, 4);
+    int step = lp_stmt_step(st);
+    if (step == LP_SQL_ROW) {
+        q->out->tasks = lp_stmt_column_int64(st, 0);
+        q->out->annotators = lp_stmt_column_int64(st, 1);
+        q->out->labels = lp_stmt_column_int64(st, 2);
+        q->out->assignments = lp_stmt_column_int64(st, 3);
+        q->out->epsilon_spent = lp_stmt_column_double(st, 4);
     }
-    sqlite3_reset(st);
-    return step == SQLITE_ROW ? LP_OK : lp_engine_fail(db, "stats totals");
+    lp_stmt_reset(st);
+    return step == LP_SQL_ROW ? LP_OK : lp_engine_fail(db, "stats totals");
 }
 
-static int per_campaign(struct stats_query *q, sqlite3 *db)
+static int per_campaign(struct stats_query *q, lp_conn *db)
 {
-    sqlite3_stmt *st = lp_engine_stmt(q->engine, db, SQL_PER_CAMPAIGN);
+    lp_stmt *st = lp_engine_stmt(q->engine, db, SQL_PER_CAMPAIGN);
     if (st == NULL)
         return LP_ESTORAGE;
     lp_stats *out = q->out;
     size_t cap = 0;
     int rc = LP_OK, step;
-    while ((step = sqlite3_step(st)) == SQLITE_ROW) {
+    while ((step = lp_stmt_step(st)) == LP_SQL_ROW) {
         if ((rc = lp_array_reserve((void **)&out->campaigns, &cap, out->n_campaigns,
                                    sizeof *out->campaigns, 8)) != LP_OK)
             break;
         lp_campaign_count *cc = &out->campaigns[out->n_campaigns++];
-        snprintf(cc->name, sizeof cc->name, "%s", (const char *)sqlite3_column_text(st, 0));
-        cc->tasks = sqlite3_column_int64(st, 1);
-        cc->annotators = sqlite3_column_int64(st, 2);
-        cc->labels = sqlite3_column_int64(st, 3);
-        cc->epsilon_spent = sqlite3_column_double(st, 4);
-        cc->labels_per_task = sqlite3_column_int64(st, 5);
-        cc->annotator_quota = sqlite3_column_int64(st, 6);
-        cc->tasks_complete = sqlite3_column_int64(st, 7);
-        cc->labels_needed = sqlite3_column_int64(st, 8);
+        snprintf(cc->name, sizeof cc->name, "%s", lp_stmt_column_text(st, 0));
+        cc->tasks = lp_stmt_column_int64(st, 1);
+        cc->annotators = lp_stmt_column_int64(st, 2);
+        cc->labels = lp_stmt_column_int64(st, 3);
+        cc->epsilon_spent = lp_stmt_column_double(st, 4);
+        cc->labels_per_task = lp_stmt_column_int64(st, 5);
+        cc->annotator_quota = lp_stmt_column_int64(st, 6);
+        cc->tasks_complete = lp_stmt_column_int64(st, 7);
+        cc->labels_needed = lp_stmt_column_int64(st, 8);
     }
-    sqlite3_reset(st);
-    if (rc == LP_OK && step != SQLITE_DONE)
+    lp_stmt_reset(st);
+    if (rc == LP_OK && step != LP_SQL_DONE)
         rc = lp_engine_fail(db, "stats per campaign");
     return rc;
 }
 
-static int stats_fn(sqlite3 *db, void *ctx)
+static int stats_fn(lp_conn *db, void *ctx)
 {
     struct stats_query *q = ctx;
     int rc = totals(q, db);

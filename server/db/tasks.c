@@ -64,25 +64,25 @@ struct load_job {
 };
 
 /* The context turns of the new task id. */
-static int insert_turns(lp_engine *e, sqlite3 *db, int64_t id, const lp_turn *turns, size_t n)
+static int insert_turns(lp_engine *e, lp_conn *db, int64_t id, const lp_turn *turns, size_t n)
 {
     for (size_t k = 0; k < n; k++) {
-        sqlite3_stmt *st = lp_engine_stmt(e, db, SQL_TURN_INSERT);
+        lp_stmt *st = lp_engine_stmt(e, db, SQL_TURN_INSERT);
         if (st == NULL)
             return LP_ESTORAGE;
-        sqlite3_bind_int64(st, 1, id);
-        sqlite3_bind_int64(st, 2, (int64_t)k);
-        sqlite3_bind_text(st, 3, turns[k].role, -1, SQLITE_STATIC);
-        sqlite3_bind_text(st, 4, turns[k].content, -1, SQLITE_STATIC);
-        int step = sqlite3_step(st);
-        sqlite3_reset(st);
-        if (step != SQLITE_DONE)
+        lp_stmt_bind_int64(st, 1, id);
+        lp_stmt_bind_int64(st, 2, (int64_t)k);
+        lp_stmt_bind_text(st, 3, turns[k].role, -1);
+        lp_stmt_bind_text(st, 4, turns[k].content, -1);
+        int step = lp_stmt_step(st);
+        lp_stmt_reset(st);
+        if (step != LP_SQL_DONE)
             return lp_engine_fail(db, "turn insert");
     }
     return LP_OK;
 }
 
-static int load_fn(sqlite3 *db, void *ctx)
+static int load_fn(lp_conn *db, void *ctx)
 {
     struct load_job *a = ctx;
     int64_t now = lp_now_ms();
@@ -90,30 +90,30 @@ static int load_fn(sqlite3 *db, void *ctx)
     a->first = a->last = 0;
     for (size_t i = 0; i < a->n; i++) {
         const lp_task_in *t = &a->tasks[i];
-        sqlite3_stmt *st = lp_engine_stmt(a->engine, db, SQL_TASK_INSERT);
+        lp_stmt *st = lp_engine_stmt(a->engine, db, SQL_TASK_INSERT);
         if (st == NULL)
             return LP_ESTORAGE;
-        sqlite3_bind_int64(st, 1, a->campaign);
-        sqlite3_bind_text(st, 2, t->source_id, -1, SQLITE_STATIC);
-        sqlite3_bind_text(st, 3, t->prompt, -1, SQLITE_STATIC);
-        sqlite3_bind_text(st, 4, t->response0, -1, SQLITE_STATIC);
-        sqlite3_bind_text(st, 5, t->response1, -1, SQLITE_STATIC);
+        lp_stmt_bind_int64(st, 1, a->campaign);
+        lp_stmt_bind_text(st, 2, t->source_id, -1);
+        lp_stmt_bind_text(st, 3, t->prompt, -1);
+        lp_stmt_bind_text(st, 4, t->response0, -1);
+        lp_stmt_bind_text(st, 5, t->response1, -1);
         if (t->features0 != NULL && t->features1 != NULL && t->dim > 0) {
-            sqlite3_bind_blob(st, 6, t->features0, (int)(t->dim * sizeof(double)), SQLITE_STATIC);
-            sqlite3_bind_blob(st, 7, t->features1, (int)(t->dim * sizeof(double)), SQLITE_STATIC);
+            lp_stmt_bind_blob(st, 6, t->features0, (int)(t->dim * sizeof(double)));
+            lp_stmt_bind_blob(st, 7, t->features1, (int)(t->dim * sizeof(double)));
         }
         if (t->reference_preferred == 0 || t->reference_preferred == 1)
-            sqlite3_bind_int(st, 8, t->reference_preferred);
-        sqlite3_bind_int64(st, 9, now);
+            lp_stmt_bind_int64(st, 8, t->reference_preferred);
+        lp_stmt_bind_int64(st, 9, now);
         if (t->gold != LP_GOLD_NONE)
-            sqlite3_bind_int(st, 10, t->gold == LP_GOLD_RESPONSE1);
-        if (sqlite3_step(st) != SQLITE_DONE)
-            return sqlite3_extended_errcode(db) == SQLITE_CONSTRAINT_FOREIGNKEY
-                       ? LP_EUNKNOWN_CAMPAIGN
-                       : lp_engine_fail(db, "task insert");
-        sqlite3_reset(st);
-        if (sqlite3_changes(db) == 1) {
-            int64_t id = sqlite3_last_insert_rowid(db);
+            lp_stmt_bind_int64(st, 10, t->gold == LP_GOLD_RESPONSE1);
+        int step = lp_stmt_step(st);
+        if (step != LP_SQL_DONE)
+            return step == LP_SQL_FOREIGN_KEY ? LP_EUNKNOWN_CAMPAIGN
+                                              : lp_engine_fail(db, "task insert");
+        lp_stmt_reset(st);
+        if (lp_conn_changes(db) == 1) {
+            int64_t id = lp_conn_last_insert_id(db);
             int rc = insert_turns(a->engine, db, id, t->context, t->n_context);
             if (rc != LP_OK)
                 return rc;
@@ -145,26 +145,26 @@ struct get_query {
     lp_task *out;
 };
 
-static int get_fn(sqlite3 *db, void *ctx)
+static int get_fn(lp_conn *db, void *ctx)
 {
     struct get_query *q = ctx;
-    sqlite3_stmt *st = lp_engine_stmt(q->engine, db, SQL_TASK_GET);
+    lp_stmt *st = lp_engine_stmt(q->engine, db, SQL_TASK_GET);
     if (st == NULL)
         return LP_ESTORAGE;
-    sqlite3_bind_int64(st, 1, q->id);
-    int rc = LP_ESTORAGE, step = sqlite3_step(st);
-    if (step == SQLITE_ROW) {
+    lp_stmt_bind_int64(st, 1, q->id);
+    int rc = LP_ESTORAGE, step = lp_stmt_step(st);
+    if (step == LP_SQL_ROW) {
         lp_task *out = q->out;
-        out->id = sqlite3_column_int64(st, 0);
-        out->campaign = sqlite3_column_int64(st, 1);
+        out->id = lp_stmt_column_int64(st, 0);
+        out->campaign = lp_stmt_column_int64(st, 1);
         out->prompt = lp_engine_column_dup(st, 2);
         out->response0 = lp_engine_column_dup(st, 3);
         out->response1 = lp_engine_column_dup(st, 4);
         rc = out->prompt && out->response0 && out->response1 ? LP_OK : LP_ENO_MEMORY;
-    } else if (step == SQLITE_DONE) {
+    } else if (step == LP_SQL_DONE) {
         rc = LP_EUNKNOWN_TASK;
     }
-    sqlite3_reset(st);
+    lp_stmt_reset(st);
     return rc;
 }
 
@@ -199,21 +199,21 @@ struct turns_query {
 
 /* Two passes over the turns: the sizes, then the copy into one block
  * (the array, then each role and content with its NUL). */
-static int turns_fn(sqlite3 *db, void *ctx)
+static int turns_fn(lp_conn *db, void *ctx)
 {
     struct turns_query *q = ctx;
-    sqlite3_stmt *st = lp_engine_stmt(q->engine, db, SQL_TURNS);
+    lp_stmt *st = lp_engine_stmt(q->engine, db, SQL_TURNS);
     if (st == NULL)
         return LP_ESTORAGE;
-    sqlite3_bind_int64(st, 1, q->id);
+    lp_stmt_bind_int64(st, 1, q->id);
     size_t n = 0, bytes = 0;
     int step;
-    while ((step = sqlite3_step(st)) == SQLITE_ROW) {
+    while ((step = lp_stmt_step(st)) == LP_SQL_ROW) {
         n++;
-        bytes += (size_t)sqlite3_column_bytes(st, 0) + (size_t)sqlite3_column_bytes(st, 1) + 2;
+        bytes += (size_t)lp_stmt_column_bytes(st, 0) + (size_t)lp_stmt_column_bytes(st, 1) + 2;
     }
-    sqlite3_reset(st);
-    if (step != SQLITE_DONE)
+    lp_stmt_reset(st);
+    if (step != LP_SQL_DONE)
         return lp_engine_fail(db, "context turns");
     if (n == 0)
         return LP_OK;
@@ -222,11 +222,11 @@ static int turns_fn(sqlite3 *db, void *ctx)
         return LP_ENO_MEMORY;
     char *text = (char *)(turns + n), *end = text + bytes;
     size_t k = 0, fields = 0;
-    while (k < n && (step = sqlite3_step(st)) == SQLITE_ROW) {
+    while (k < n && (step = lp_stmt_step(st)) == LP_SQL_ROW) {
         const char *field[2] = {NULL, NULL};
         for (int col = 0; col < 2; col++) {
-            size_t len = (size_t)sqlite3_column_bytes(st, col);
-            const unsigned char *v = sqlite3_column_text(st, col);
+            size_t len = (size_t)lp_stmt_column_bytes(st, col);
+            const char *v = lp_stmt_column_text(st, col);
             if (v == NULL || len + 1 > (size_t)(end - text))
                 break;
             memcpy(text, v, len);
@@ -239,7 +239,7 @@ static int turns_fn(sqlite3 *db, void *ctx)
         turns[k].content = field[1];
         k++;
     }
-    sqlite3_reset(st);
+    lp_stmt_reset(st);
     if (k != n || fields != 2 * n || text != end) { /* the rows changed between the passes */
         free(turns);
         return lp_engine_fail(db, "context turns changed while read");
@@ -273,25 +273,25 @@ struct who {
     int64_t campaign, labels_per_task, quota, tasks, tasks_complete, open_from;
 };
 
-static int who_get(lp_engine *e, sqlite3 *db, int64_t annotator, struct who *w)
+static int who_get(lp_engine *e, lp_conn *db, int64_t annotator, struct who *w)
 {
-    sqlite3_stmt *st = lp_engine_stmt(e, db, SQL_ANNOTATOR);
+    lp_stmt *st = lp_engine_stmt(e, db, SQL_ANNOTATOR);
     if (st == NULL)
         return LP_ESTORAGE;
-    sqlite3_bind_int64(st, 1, annotator);
-    int step = sqlite3_step(st);
-    if (step != SQLITE_ROW) {
-        sqlite3_reset(st);
-        return step == SQLITE_DONE ? LP_EUNKNOWN_KEY : lp_engine_fail(db, "annotator lookup");
+    lp_stmt_bind_int64(st, 1, annotator);
+    int step = lp_stmt_step(st);
+    if (step != LP_SQL_ROW) {
+        lp_stmt_reset(st);
+        return step == LP_SQL_DONE ? LP_EUNKNOWN_KEY : lp_engine_fail(db, "annotator lookup");
     }
-    w->revoked = sqlite3_column_int(st, 0);
-    w->campaign = sqlite3_column_int64(st, 1);
-    w->labels_per_task = sqlite3_column_int64(st, 2);
-    w->quota = sqlite3_column_int64(st, 3);
-    w->tasks = sqlite3_column_int64(st, 4);
-    w->tasks_complete = sqlite3_column_int64(st, 5);
-    w->open_from = sqlite3_column_int64(st, 6);
-    sqlite3_reset(st);
+    w->revoked = lp_stmt_column_int(st, 0);
+    w->campaign = lp_stmt_column_int64(st, 1);
+    w->labels_per_task = lp_stmt_column_int64(st, 2);
+    w->quota = lp_stmt_column_int64(st, 3);
+    w->tasks = lp_stmt_column_int64(st, 4);
+    w->tasks_complete = lp_stmt_column_int64(st, 5);
+    w->open_from = lp_stmt_column_int64(st, 6);
+    lp_stmt_reset(st);
     return w->revoked ? LP_EREVOKED_KEY : LP_OK;
 }
 
@@ -307,102 +307,102 @@ struct assign_job {
 /* The annotator's pending leases on tasks that still need labels into out
  * (up to count); with a quota, *held gets the labels plus those leases (the
  * quota's measure); without one the walk stops once out is full. */
-static int own_pending(struct assign_job *a, sqlite3 *db, const struct who *w, int64_t live_after,
+static int own_pending(struct assign_job *a, lp_conn *db, const struct who *w, int64_t live_after,
                        int64_t *held)
 {
-    sqlite3_stmt *st = lp_engine_stmt(a->engine, db, SQL_OWN);
+    lp_stmt *st = lp_engine_stmt(a->engine, db, SQL_OWN);
     if (st == NULL)
         return LP_ESTORAGE;
-    sqlite3_bind_int64(st, 1, a->annotator);
-    int step = SQLITE_DONE;
+    lp_stmt_bind_int64(st, 1, a->annotator);
+    int step = LP_SQL_DONE;
     *held = 0;
-    while ((w->quota > 0 || a->n < a->count) && (step = sqlite3_step(st)) == SQLITE_ROW) {
-        int labelled = sqlite3_column_int(st, 4), skipped = sqlite3_column_int(st, 3);
-        int pending = !labelled && !skipped && sqlite3_column_int64(st, 2) > live_after &&
-                      sqlite3_column_int64(st, 5) < w->labels_per_task;
+    while ((w->quota > 0 || a->n < a->count) && (step = lp_stmt_step(st)) == LP_SQL_ROW) {
+        int labelled = lp_stmt_column_int(st, 4), skipped = lp_stmt_column_int(st, 3);
+        int pending = !labelled && !skipped && lp_stmt_column_int64(st, 2) > live_after &&
+                      lp_stmt_column_int64(st, 5) < w->labels_per_task;
         if (labelled || pending)
             (*held)++;
         if (pending && a->n < a->count) {
-            a->out[a->n].task_id = sqlite3_column_int64(st, 0);
-            a->out[a->n].swapped = sqlite3_column_int(st, 1);
+            a->out[a->n].task_id = lp_stmt_column_int64(st, 0);
+            a->out[a->n].swapped = lp_stmt_column_int(st, 1);
             a->n++;
         }
     }
-    sqlite3_reset(st);
-    return step == SQLITE_DONE || step == SQLITE_ROW ? LP_OK
+    lp_stmt_reset(st);
+    return step == LP_SQL_DONE || step == LP_SQL_ROW ? LP_OK
                                                      : lp_engine_fail(db, "own assignments");
 }
 
 /* Whether task (with `labels` labels) is open to the annotator: 1 fresh, 2
  * the annotator's own expired lease (*swapped set), 0 not open, or -error. */
-static int task_open(struct assign_job *a, sqlite3 *db, int64_t task, int64_t labels, int64_t need,
+static int task_open(struct assign_job *a, lp_conn *db, int64_t task, int64_t labels, int64_t need,
                      int64_t live_after, int *swapped)
 {
-    sqlite3_stmt *st = lp_engine_stmt(a->engine, db, SQL_OWN_ONE);
+    lp_stmt *st = lp_engine_stmt(a->engine, db, SQL_OWN_ONE);
     if (st == NULL)
         return -LP_ESTORAGE;
-    sqlite3_bind_int64(st, 1, a->annotator);
-    sqlite3_bind_int64(st, 2, task);
-    int step = sqlite3_step(st), kind = 1;
-    if (step == SQLITE_ROW) {
-        *swapped = sqlite3_column_int(st, 0);
-        int live = sqlite3_column_int64(st, 1) > live_after;
-        kind = sqlite3_column_int(st, 2) || sqlite3_column_int(st, 3) || live ? 0 : 2;
+    lp_stmt_bind_int64(st, 1, a->annotator);
+    lp_stmt_bind_int64(st, 2, task);
+    int step = lp_stmt_step(st), kind = 1;
+    if (step == LP_SQL_ROW) {
+        *swapped = lp_stmt_column_int(st, 0);
+        int live = lp_stmt_column_int64(st, 1) > live_after;
+        kind = lp_stmt_column_int(st, 2) || lp_stmt_column_int(st, 3) || live ? 0 : 2;
     }
-    sqlite3_reset(st);
-    if (step != SQLITE_ROW && step != SQLITE_DONE)
+    lp_stmt_reset(st);
+    if (step != LP_SQL_ROW && step != LP_SQL_DONE)
         return -lp_engine_fail(db, "own assignment");
     if (kind == 0)
         return 0;
     if ((st = lp_engine_stmt(a->engine, db, SQL_LEASES)) == NULL)
         return -LP_ESTORAGE;
-    sqlite3_bind_int64(st, 1, task);
-    sqlite3_bind_int64(st, 2, a->annotator);
-    sqlite3_bind_int64(st, 3, live_after);
-    if (sqlite3_step(st) != SQLITE_ROW) {
-        sqlite3_reset(st);
+    lp_stmt_bind_int64(st, 1, task);
+    lp_stmt_bind_int64(st, 2, a->annotator);
+    lp_stmt_bind_int64(st, 3, live_after);
+    if (lp_stmt_step(st) != LP_SQL_ROW) {
+        lp_stmt_reset(st);
         return -lp_engine_fail(db, "task leases");
     }
-    int64_t leases = sqlite3_column_int64(st, 0);
-    sqlite3_reset(st);
+    int64_t leases = lp_stmt_column_int64(st, 0);
+    lp_stmt_reset(st);
     return labels + leases < need ? kind : 0;
 }
 
 /* Takes (or renews) the lease of out[i]. */
-static int lease(struct assign_job *a, sqlite3 *db, size_t i, int renew, int64_t now)
+static int lease(struct assign_job *a, lp_conn *db, size_t i, int renew, int64_t now)
 {
-    sqlite3_stmt *st = lp_engine_stmt(a->engine, db, renew ? SQL_RENEW : SQL_ASSIGN_INSERT);
+    lp_stmt *st = lp_engine_stmt(a->engine, db, renew ? SQL_RENEW : SQL_ASSIGN_INSERT);
     if (st == NULL)
         return LP_ESTORAGE;
-    sqlite3_bind_int64(st, 1, a->annotator);
-    sqlite3_bind_int64(st, 2, a->out[i].task_id);
+    lp_stmt_bind_int64(st, 1, a->annotator);
+    lp_stmt_bind_int64(st, 2, a->out[i].task_id);
     if (renew) {
-        sqlite3_bind_int64(st, 3, now);
+        lp_stmt_bind_int64(st, 3, now);
     } else {
-        sqlite3_bind_int(st, 3, a->out[i].swapped);
-        sqlite3_bind_int64(st, 4, now);
+        lp_stmt_bind_int64(st, 3, a->out[i].swapped);
+        lp_stmt_bind_int64(st, 4, now);
     }
-    int step = sqlite3_step(st);
-    sqlite3_reset(st);
-    return step == SQLITE_DONE ? LP_OK : lp_engine_fail(db, "assignment lease");
+    int step = lp_stmt_step(st);
+    lp_stmt_reset(st);
+    return step == LP_SQL_DONE ? LP_OK : lp_engine_fail(db, "assignment lease");
 }
 
 /* Walks the campaign's tasks from open_from, leasing open ones into out
  * until a->n reaches limit; moves open_from past the complete prefix. */
-static int take_open(struct assign_job *a, sqlite3 *db, const struct who *w, size_t limit,
+static int take_open(struct assign_job *a, lp_conn *db, const struct who *w, size_t limit,
                      int64_t now, int64_t live_after)
 {
-    sqlite3_stmt *st = lp_engine_stmt(a->engine, db, SQL_CANDIDATES);
+    lp_stmt *st = lp_engine_stmt(a->engine, db, SQL_CANDIDATES);
     if (st == NULL)
         return LP_ESTORAGE;
-    sqlite3_bind_int64(st, 1, w->campaign);
-    sqlite3_bind_int64(st, 2, w->open_from);
+    lp_stmt_bind_int64(st, 1, w->campaign);
+    lp_stmt_bind_int64(st, 2, w->open_from);
     int64_t open_from = w->open_from;
-    int prefix = 1, step = SQLITE_DONE, rc = LP_OK;
+    int prefix = 1, step = LP_SQL_DONE, rc = LP_OK;
     /* the cursor stays open over the leases: SQLite lets a statement read
      * on while the same connection writes other rows */
-    while (a->n < limit && (step = sqlite3_step(st)) == SQLITE_ROW) {
-        int64_t task = sqlite3_column_int64(st, 0), labels = sqlite3_column_int64(st, 1);
+    while (a->n < limit && (step = lp_stmt_step(st)) == LP_SQL_ROW) {
+        int64_t task = lp_stmt_column_int64(st, 0), labels = lp_stmt_column_int64(st, 1);
         if (labels >= w->labels_per_task) {
             if (prefix)
                 open_from = task + 1;
@@ -423,21 +423,21 @@ static int take_open(struct assign_job *a, sqlite3 *db, const struct who *w, siz
             break;
         a->n++;
     }
-    if (rc == LP_OK && a->n < limit && step != SQLITE_DONE)
+    if (rc == LP_OK && a->n < limit && step != LP_SQL_DONE)
         rc = lp_engine_fail(db, "open tasks");
-    sqlite3_reset(st);
+    lp_stmt_reset(st);
     if (rc != LP_OK || open_from == w->open_from)
         return rc;
     if ((st = lp_engine_stmt(a->engine, db, SQL_OPEN_FROM)) == NULL)
         return LP_ESTORAGE;
-    sqlite3_bind_int64(st, 1, w->campaign);
-    sqlite3_bind_int64(st, 2, open_from);
-    step = sqlite3_step(st);
-    sqlite3_reset(st);
-    return step == SQLITE_DONE ? LP_OK : lp_engine_fail(db, "open_from update");
+    lp_stmt_bind_int64(st, 1, w->campaign);
+    lp_stmt_bind_int64(st, 2, open_from);
+    step = lp_stmt_step(st);
+    lp_stmt_reset(st);
+    return step == LP_SQL_DONE ? LP_OK : lp_engine_fail(db, "open_from update");
 }
 
-static int assign_fn(sqlite3 *db, void *ctx)
+static int assign_fn(lp_conn *db, void *ctx)
 {
     struct assign_job *a = ctx;
     struct who w;
@@ -489,43 +489,43 @@ struct skip_job {
     int64_t annotator, task;
 };
 
-static int skip_fn(sqlite3 *db, void *ctx)
+static int skip_fn(lp_conn *db, void *ctx)
 {
     struct skip_job *j = ctx;
     struct who w;
     int rc = who_get(j->engine, db, j->annotator, &w);
     if (rc != LP_OK)
         return rc;
-    sqlite3_stmt *st = lp_engine_stmt(j->engine, db, SQL_TASK_CAMPAIGN);
+    lp_stmt *st = lp_engine_stmt(j->engine, db, SQL_TASK_CAMPAIGN);
     if (st == NULL)
         return LP_ESTORAGE;
-    sqlite3_bind_int64(st, 1, j->task);
-    int step = sqlite3_step(st);
-    sqlite3_reset(st);
-    if (step == SQLITE_DONE)
+    lp_stmt_bind_int64(st, 1, j->task);
+    int step = lp_stmt_step(st);
+    lp_stmt_reset(st);
+    if (step == LP_SQL_DONE)
         return LP_EUNKNOWN_TASK;
-    if (step != SQLITE_ROW)
+    if (step != LP_SQL_ROW)
         return lp_engine_fail(db, "task lookup");
     if ((st = lp_engine_stmt(j->engine, db, SQL_OWN_ONE)) == NULL)
         return LP_ESTORAGE;
-    sqlite3_bind_int64(st, 1, j->annotator);
-    sqlite3_bind_int64(st, 2, j->task);
-    step = sqlite3_step(st);
-    int labelled = step == SQLITE_ROW && sqlite3_column_int(st, 3);
-    sqlite3_reset(st);
-    if (step == SQLITE_DONE)
+    lp_stmt_bind_int64(st, 1, j->annotator);
+    lp_stmt_bind_int64(st, 2, j->task);
+    step = lp_stmt_step(st);
+    int labelled = step == LP_SQL_ROW && lp_stmt_column_int(st, 3);
+    lp_stmt_reset(st);
+    if (step == LP_SQL_DONE)
         return LP_ENOT_ASSIGNED;
-    if (step != SQLITE_ROW)
+    if (step != LP_SQL_ROW)
         return lp_engine_fail(db, "assignment lookup");
     if (labelled)
         return LP_ECONFLICTING_LABEL;
     if ((st = lp_engine_stmt(j->engine, db, SQL_SKIP)) == NULL)
         return LP_ESTORAGE;
-    sqlite3_bind_int64(st, 1, j->annotator);
-    sqlite3_bind_int64(st, 2, j->task);
-    step = sqlite3_step(st);
-    sqlite3_reset(st);
-    return step == SQLITE_DONE ? LP_OK : lp_engine_fail(db, "skip");
+    lp_stmt_bind_int64(st, 1, j->annotator);
+    lp_stmt_bind_int64(st, 2, j->task);
+    step = lp_stmt_step(st);
+    lp_stmt_reset(st);
+    return step == LP_SQL_DONE ? LP_OK : lp_engine_fail(db, "skip");
 }
 
 int lp_store_skip(lp_store *s, int64_t annotator, int64_t task_id)

@@ -73,32 +73,32 @@ struct rows_query {
     lp_engine *engine;
     const char *sql;
     size_t elem;
-    void (*read)(sqlite3_stmt *st, void *out);
+    void (*read)(lp_stmt *st, void *out);
     void *v;
     size_t n;
 };
 
-static int rows_fn(sqlite3 *db, void *ctx)
+static int rows_fn(lp_conn *db, void *ctx)
 {
     struct rows_query *q = ctx;
-    sqlite3_stmt *st = lp_engine_stmt(q->engine, db, q->sql);
+    lp_stmt *st = lp_engine_stmt(q->engine, db, q->sql);
     if (st == NULL)
         return LP_ESTORAGE;
     int rc = LP_OK, step;
     size_t cap = 0;
-    while ((step = sqlite3_step(st)) == SQLITE_ROW) {
+    while ((step = lp_stmt_step(st)) == LP_SQL_ROW) {
         if ((rc = lp_array_reserve(&q->v, &cap, q->n, q->elem, 8)) != LP_OK)
             break;
         q->read(st, (char *)q->v + q->n++ * q->elem);
     }
-    if (rc == LP_OK && step != SQLITE_DONE)
+    if (rc == LP_OK && step != LP_SQL_DONE)
         rc = lp_engine_fail(db, "operator tokens");
-    sqlite3_reset(st);
+    lp_stmt_reset(st);
     return rc;
 }
 
 static int rows_read(lp_store *s, const char *sql, size_t elem,
-                     void (*read)(sqlite3_stmt *st, void *out), void **out, size_t *n)
+                     void (*read)(lp_stmt *st, void *out), void **out, size_t *n)
 {
     struct rows_query q = {.engine = s->engine, .sql = sql, .elem = elem, .read = read};
     int rc = lp_engine_read(s->engine, rows_fn, &q);
@@ -113,12 +113,12 @@ static int rows_read(lp_store *s, const char *sql, size_t elem,
 }
 
 /* A row of SQL_LIVE (the hash column is 32 bytes: a CHECK of the table). */
-static void read_live(sqlite3_stmt *st, void *out)
+static void read_live(lp_stmt *st, void *out)
 {
     struct live_token *e = out;
-    e->id = sqlite3_column_int64(st, 0);
-    memcpy(e->hash, sqlite3_column_blob(st, 1), LP_HASH_BYTES);
-    e->scopes = (unsigned)sqlite3_column_int(st, 2);
+    e->id = lp_stmt_column_int64(st, 0);
+    memcpy(e->hash, lp_stmt_column_blob(st, 1), LP_HASH_BYTES);
+    e->scopes = (unsigned)lp_stmt_column_int(st, 2);
 }
 
 /* What a look-up in the live set finds. */
@@ -222,64 +222,64 @@ static const char SQL_OTHERS_HOLDING[] =
 static const char SQL_REVOKE[] =
     "UPDATE operator_tokens SET revoked_ms = ?2 WHERE id = ?1 AND revoked_ms IS NULL";
 
-static void read_row(sqlite3_stmt *st, void *row)
+static void read_row(lp_stmt *st, void *row)
 {
     lp_op_token *out = row;
     memset(out, 0, sizeof *out);
-    out->id = sqlite3_column_int64(st, 0);
-    snprintf(out->name, sizeof out->name, "%s", (const char *)sqlite3_column_text(st, 1));
-    out->scopes = (unsigned)sqlite3_column_int(st, 2);
-    out->created_ms = sqlite3_column_int64(st, 3);
-    out->revoked_ms = sqlite3_column_int64(st, 4); /* NULL reads as 0 */
+    out->id = lp_stmt_column_int64(st, 0);
+    snprintf(out->name, sizeof out->name, "%s", lp_stmt_column_text(st, 1));
+    out->scopes = (unsigned)lp_stmt_column_int(st, 2);
+    out->created_ms = lp_stmt_column_int64(st, 3);
+    out->revoked_ms = lp_stmt_column_int64(st, 4); /* NULL reads as 0 */
 }
 
 /* The row of live token id into *out: LP_OK, or LP_EUNKNOWN_TOKEN (none,
  * or revoked). */
-static int get_live_row(lp_engine *e, sqlite3 *db, int64_t id, lp_op_token *out)
+static int get_live_row(lp_engine *e, lp_conn *db, int64_t id, lp_op_token *out)
 {
-    sqlite3_stmt *st = lp_engine_stmt(e, db, SQL_GET);
+    lp_stmt *st = lp_engine_stmt(e, db, SQL_GET);
     if (st == NULL)
         return LP_ESTORAGE;
-    sqlite3_bind_int64(st, 1, id);
-    int step = sqlite3_step(st), rc = LP_OK;
-    if (step == SQLITE_ROW)
+    lp_stmt_bind_int64(st, 1, id);
+    int step = lp_stmt_step(st), rc = LP_OK;
+    if (step == LP_SQL_ROW)
         read_row(st, out);
     else
-        rc = step == SQLITE_DONE ? LP_EUNKNOWN_TOKEN : lp_engine_fail(db, "token lookup");
-    sqlite3_reset(st);
+        rc = step == LP_SQL_DONE ? LP_EUNKNOWN_TOKEN : lp_engine_fail(db, "token lookup");
+    lp_stmt_reset(st);
     return rc == LP_OK && out->revoked_ms != 0 ? LP_EUNKNOWN_TOKEN : rc;
 }
 
-static int insert_row(lp_engine *e, sqlite3 *db, const uint8_t *hash, lp_op_token *row)
+static int insert_row(lp_engine *e, lp_conn *db, const uint8_t *hash, lp_op_token *row)
 {
-    sqlite3_stmt *st = lp_engine_stmt(e, db, SQL_INSERT);
+    lp_stmt *st = lp_engine_stmt(e, db, SQL_INSERT);
     if (st == NULL)
         return LP_ESTORAGE;
-    sqlite3_bind_blob(st, 1, hash, LP_HASH_BYTES, SQLITE_STATIC);
-    sqlite3_bind_text(st, 2, row->name, -1, SQLITE_STATIC);
-    sqlite3_bind_int(st, 3, (int)row->scopes);
-    sqlite3_bind_int64(st, 4, row->created_ms);
-    int step = sqlite3_step(st);
-    sqlite3_reset(st);
-    if (step != SQLITE_DONE)
+    lp_stmt_bind_blob(st, 1, hash, LP_HASH_BYTES);
+    lp_stmt_bind_text(st, 2, row->name, -1);
+    lp_stmt_bind_int64(st, 3, (int)row->scopes);
+    lp_stmt_bind_int64(st, 4, row->created_ms);
+    int step = lp_stmt_step(st);
+    lp_stmt_reset(st);
+    if (step != LP_SQL_DONE)
         return lp_engine_fail(db, "operator token insert");
-    row->id = sqlite3_last_insert_rowid(db);
+    row->id = lp_conn_last_insert_id(db);
     row->revoked_ms = 0;
     return LP_OK;
 }
 
-static int revoke_row(lp_engine *e, sqlite3 *db, int64_t id, int64_t now_ms)
+static int revoke_row(lp_engine *e, lp_conn *db, int64_t id, int64_t now_ms)
 {
-    sqlite3_stmt *st = lp_engine_stmt(e, db, SQL_REVOKE);
+    lp_stmt *st = lp_engine_stmt(e, db, SQL_REVOKE);
     if (st == NULL)
         return LP_ESTORAGE;
-    sqlite3_bind_int64(st, 1, id);
-    sqlite3_bind_int64(st, 2, now_ms);
-    int step = sqlite3_step(st);
-    sqlite3_reset(st);
-    if (step != SQLITE_DONE)
+    lp_stmt_bind_int64(st, 1, id);
+    lp_stmt_bind_int64(st, 2, now_ms);
+    int step = lp_stmt_step(st);
+    lp_stmt_reset(st);
+    if (step != LP_SQL_DONE)
         return lp_engine_fail(db, "operator token revoke");
-    return sqlite3_changes(db) == 1 ? LP_OK : LP_EUNKNOWN_TOKEN;
+    return lp_conn_changes(db) == 1 ? LP_OK : LP_EUNKNOWN_TOKEN;
 }
 
 /* ------------------------------------------------------------------ */
@@ -294,7 +294,7 @@ struct token_job {
     lp_op_token row; /* add: in and out; revoke, rotate: out */
 };
 
-static int add_fn(sqlite3 *db, void *ctx)
+static int add_fn(lp_conn *db, void *ctx)
 {
     struct token_job *j = ctx;
     return insert_row(j->engine, db, j->hash, &j->row);
@@ -322,21 +322,21 @@ int lp_store_op_token_add(lp_store *s, const uint8_t hash[LP_HASH_BYTES], const 
     return write_done(s, lp_engine_write(s->engine, add_fn, &j, 1, 0), &j, out);
 }
 
-static int revoke_fn(sqlite3 *db, void *ctx)
+static int revoke_fn(lp_conn *db, void *ctx)
 {
     struct token_job *j = ctx;
     int rc = get_live_row(j->engine, db, j->id, &j->row);
     if (rc != LP_OK)
         return rc;
     if (j->keep != 0 && (j->row.scopes & j->keep) == j->keep) {
-        sqlite3_stmt *st = lp_engine_stmt(j->engine, db, SQL_OTHERS_HOLDING);
+        lp_stmt *st = lp_engine_stmt(j->engine, db, SQL_OTHERS_HOLDING);
         if (st == NULL)
             return LP_ESTORAGE;
-        sqlite3_bind_int64(st, 1, j->id);
-        sqlite3_bind_int(st, 2, (int)j->keep);
-        int step = sqlite3_step(st);
-        int64_t others = step == SQLITE_ROW ? sqlite3_column_int64(st, 0) : -1;
-        sqlite3_reset(st);
+        lp_stmt_bind_int64(st, 1, j->id);
+        lp_stmt_bind_int64(st, 2, (int)j->keep);
+        int step = lp_stmt_step(st);
+        int64_t others = step == LP_SQL_ROW ? lp_stmt_column_int64(st, 0) : -1;
+        lp_stmt_reset(st);
         if (others < 0)
             return lp_engine_fail(db, "operator token count");
         if (others == 0)
@@ -354,7 +354,7 @@ int lp_store_op_token_revoke(lp_store *s, int64_t id, unsigned keep, int64_t now
     return write_done(s, lp_engine_write(s->engine, revoke_fn, &j, 1, 0), &j, out);
 }
 
-static int rotate_fn(sqlite3 *db, void *ctx)
+static int rotate_fn(lp_conn *db, void *ctx)
 {
     struct token_job *j = ctx;
     int rc = get_live_row(j->engine, db, j->id, &j->row);
@@ -389,16 +389,16 @@ struct count_query {
     int64_t n;
 };
 
-static int count_fn(sqlite3 *db, void *ctx)
+static int count_fn(lp_conn *db, void *ctx)
 {
     struct count_query *q = ctx;
-    sqlite3_stmt *st = lp_engine_stmt(q->engine, db, SQL_COUNT);
+    lp_stmt *st = lp_engine_stmt(q->engine, db, SQL_COUNT);
     if (st == NULL)
         return LP_ESTORAGE;
-    int step = sqlite3_step(st);
-    q->n = step == SQLITE_ROW ? sqlite3_column_int64(st, 0) : 0;
-    int rc = step == SQLITE_ROW ? LP_OK : lp_engine_fail(db, "operator token count");
-    sqlite3_reset(st);
+    int step = lp_stmt_step(st);
+    q->n = step == LP_SQL_ROW ? lp_stmt_column_int64(st, 0) : 0;
+    int rc = step == LP_SQL_ROW ? LP_OK : lp_engine_fail(db, "operator token count");
+    lp_stmt_reset(st);
     return rc;
 }
 

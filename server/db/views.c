@@ -68,75 +68,75 @@ struct view_query {
     lp_campaign_view *out;
 };
 
-static int view_campaign(struct view_query *q, sqlite3 *db)
+static int view_campaign(struct view_query *q, lp_conn *db)
 {
-    sqlite3_stmt *st = lp_engine_stmt(q->engine, db, SQL_CAMPAIGN);
+    lp_stmt *st = lp_engine_stmt(q->engine, db, SQL_CAMPAIGN);
     if (st == NULL)
         return LP_ESTORAGE;
-    sqlite3_bind_text(st, 1, q->name, -1, SQLITE_STATIC);
-    int step = sqlite3_step(st);
-    if (step == SQLITE_ROW) {
+    lp_stmt_bind_text(st, 1, q->name, -1);
+    int step = lp_stmt_step(st);
+    if (step == LP_SQL_ROW) {
         lp_campaign_view *v = q->out;
         lp_campaign *c = &v->campaign;
-        c->id = sqlite3_column_int64(st, 0);
+        c->id = lp_stmt_column_int64(st, 0);
         snprintf(c->name, sizeof c->name, "%s", q->name);
-        c->epsilon_min = sqlite3_column_double(st, 1);
-        c->epsilon_max = sqlite3_column_double(st, 2);
-        c->allow_infinite = sqlite3_column_int(st, 3);
-        c->epsilon_budget = sqlite3_column_double(st, 4);
-        c->epsilon_default = sqlite3_column_double(st, 5);
-        c->labels_per_task = sqlite3_column_int64(st, 6);
-        c->annotator_quota = sqlite3_column_int64(st, 7);
-        v->tasks = sqlite3_column_int64(st, 8);
-        v->tasks_complete = sqlite3_column_int64(st, 9);
-        v->labels = sqlite3_column_int64(st, 10);
-        v->annotators = sqlite3_column_int64(st, 11);
-        v->epsilon_spent = sqlite3_column_double(st, 12);
-        v->assignments = sqlite3_column_int64(st, 13);
+        c->epsilon_min = lp_stmt_column_double(st, 1);
+        c->epsilon_max = lp_stmt_column_double(st, 2);
+        c->allow_infinite = lp_stmt_column_int(st, 3);
+        c->epsilon_budget = lp_stmt_column_double(st, 4);
+        c->epsilon_default = lp_stmt_column_double(st, 5);
+        c->labels_per_task = lp_stmt_column_int64(st, 6);
+        c->annotator_quota = lp_stmt_column_int64(st, 7);
+        v->tasks = lp_stmt_column_int64(st, 8);
+        v->tasks_complete = lp_stmt_column_int64(st, 9);
+        v->labels = lp_stmt_column_int64(st, 10);
+        v->annotators = lp_stmt_column_int64(st, 11);
+        v->epsilon_spent = lp_stmt_column_double(st, 12);
+        v->assignments = lp_stmt_column_int64(st, 13);
         v->labels_needed = v->tasks * c->labels_per_task;
     }
-    sqlite3_reset(st);
-    return step == SQLITE_ROW    ? LP_OK
-           : step == SQLITE_DONE ? LP_EUNKNOWN_CAMPAIGN
+    lp_stmt_reset(st);
+    return step == LP_SQL_ROW    ? LP_OK
+           : step == LP_SQL_DONE ? LP_EUNKNOWN_CAMPAIGN
                                  : lp_engine_fail(db, "campaign view");
 }
 
 /* The histogram of the annotators' spent epsilon and the exhausted count. */
-static int view_budget(struct view_query *q, sqlite3 *db)
+static int view_budget(struct view_query *q, lp_conn *db)
 {
     lp_campaign_view *v = q->out;
-    sqlite3_stmt *st = lp_engine_stmt(q->engine, db, SQL_SPENT);
+    lp_stmt *st = lp_engine_stmt(q->engine, db, SQL_SPENT);
     if (st == NULL)
         return LP_ESTORAGE;
-    sqlite3_bind_int64(st, 1, v->campaign.id);
+    lp_stmt_bind_int64(st, 1, v->campaign.id);
     double budget = v->campaign.epsilon_budget;
     int step;
-    while ((step = sqlite3_step(st)) == SQLITE_ROW) {
-        double spent = sqlite3_column_double(st, 0);
+    while ((step = lp_stmt_step(st)) == LP_SQL_ROW) {
+        double spent = lp_stmt_column_double(st, 0);
         int bin = spent > 0 ? (int)(spent / budget * LP_EPSILON_BINS) : 0;
         v->histogram[bin < LP_EPSILON_BINS ? bin : LP_EPSILON_BINS - 1]++;
         /* the ingest check (labels.c): spent + epsilon <= budget (1 + 1e-12) */
         if (spent + v->campaign.epsilon_min > budget * (1.0 + 1e-12))
             v->exhausted++;
     }
-    sqlite3_reset(st);
-    return step == SQLITE_DONE ? LP_OK : lp_engine_fail(db, "epsilon histogram");
+    lp_stmt_reset(st);
+    return step == LP_SQL_DONE ? LP_OK : lp_engine_fail(db, "epsilon histogram");
 }
 
 /* Labels per bucket from label_minutes, newest LP_VIEW_POINTS_MAX buckets. */
-static int view_points(struct view_query *q, sqlite3 *db)
+static int view_points(struct view_query *q, lp_conn *db)
 {
     lp_campaign_view *v = q->out;
     int64_t per = q->bucket_s / 60; /* minutes per bucket */
-    sqlite3_stmt *st = lp_engine_stmt(q->engine, db, SQL_LAST_MINUTE);
+    lp_stmt *st = lp_engine_stmt(q->engine, db, SQL_LAST_MINUTE);
     if (st == NULL)
         return LP_ESTORAGE;
-    sqlite3_bind_int64(st, 1, v->campaign.id);
-    int step = sqlite3_step(st);
-    int any = step == SQLITE_ROW && sqlite3_column_type(st, 0) != SQLITE_NULL;
-    int64_t last_minute = any ? sqlite3_column_int64(st, 0) : 0;
-    sqlite3_reset(st);
-    if (step != SQLITE_ROW)
+    lp_stmt_bind_int64(st, 1, v->campaign.id);
+    int step = lp_stmt_step(st);
+    int any = step == LP_SQL_ROW && !lp_stmt_column_is_null(st, 0);
+    int64_t last_minute = any ? lp_stmt_column_int64(st, 0) : 0;
+    lp_stmt_reset(st);
+    if (step != LP_SQL_ROW)
         return lp_engine_fail(db, "newest label minute");
     v->bucket_s = q->bucket_s;
     v->earlier_labels = v->labels;
@@ -147,12 +147,12 @@ static int view_points(struct view_query *q, sqlite3 *db)
     int64_t last = last_minute / per, first_allowed = last - (LP_VIEW_POINTS_MAX - 1);
     if ((st = lp_engine_stmt(q->engine, db, SQL_MINUTES)) == NULL)
         return LP_ESTORAGE;
-    sqlite3_bind_int64(st, 1, v->campaign.id);
-    sqlite3_bind_int64(st, 2, first_allowed * per);
+    lp_stmt_bind_int64(st, 1, v->campaign.id);
+    lp_stmt_bind_int64(st, 2, first_allowed * per);
     int64_t first = -1;
     int rc = LP_OK;
-    while ((step = sqlite3_step(st)) == SQLITE_ROW) {
-        int64_t bucket = sqlite3_column_int64(st, 0) / per;
+    while ((step = lp_stmt_step(st)) == LP_SQL_ROW) {
+        int64_t bucket = lp_stmt_column_int64(st, 0) / per;
         if (first < 0) { /* the window starts at the first bucket with labels */
             first = bucket;
             v->n_points = (size_t)(last - first + 1);
@@ -164,17 +164,17 @@ static int view_points(struct view_query *q, sqlite3 *db)
             for (size_t k = 0; k < v->n_points; k++)
                 v->points[k].t_ms = (first + (int64_t)k) * q->bucket_s * 1000;
         }
-        int64_t n = sqlite3_column_int64(st, 1);
+        int64_t n = lp_stmt_column_int64(st, 1);
         v->points[bucket - first].labels += n;
         v->earlier_labels -= n;
     }
-    sqlite3_reset(st);
-    if (rc == LP_OK && step != SQLITE_DONE)
+    lp_stmt_reset(st);
+    if (rc == LP_OK && step != LP_SQL_DONE)
         rc = lp_engine_fail(db, "labels over time");
     return rc;
 }
 
-static int view_fn(sqlite3 *db, void *ctx)
+static int view_fn(lp_conn *db, void *ctx)
 {
     struct view_query *q = ctx;
     int rc = view_campaign(q, db);
@@ -221,45 +221,45 @@ struct page_query {
 };
 
 /* The campaign's counts (annotators, tasks); LP_EUNKNOWN_CAMPAIGN. */
-static int page_total(struct page_query *q, sqlite3 *db, int col)
+static int page_total(struct page_query *q, lp_conn *db, int col)
 {
-    sqlite3_stmt *st = lp_engine_stmt(q->engine, db, SQL_FILL);
+    lp_stmt *st = lp_engine_stmt(q->engine, db, SQL_FILL);
     if (st == NULL)
         return LP_ESTORAGE;
-    sqlite3_bind_int64(st, 1, q->campaign);
-    int step = sqlite3_step(st);
-    if (step == SQLITE_ROW)
-        q->total = sqlite3_column_int64(st, col);
-    sqlite3_reset(st);
-    return step == SQLITE_ROW    ? LP_OK
-           : step == SQLITE_DONE ? LP_EUNKNOWN_CAMPAIGN
+    lp_stmt_bind_int64(st, 1, q->campaign);
+    int step = lp_stmt_step(st);
+    if (step == LP_SQL_ROW)
+        q->total = lp_stmt_column_int64(st, col);
+    lp_stmt_reset(st);
+    return step == LP_SQL_ROW    ? LP_OK
+           : step == LP_SQL_DONE ? LP_EUNKNOWN_CAMPAIGN
                                  : lp_engine_fail(db, "campaign counts");
 }
 
 /* One row of a page into rows[i]; LP_OK or LP_ENO_MEMORY. */
-typedef int (*page_row_fn)(sqlite3_stmt *st, void *rows, size_t i);
+typedef int (*page_row_fn)(lp_stmt *st, void *rows, size_t i);
 
-static int annotator_row(sqlite3_stmt *st, void *rows, size_t i)
+static int annotator_row(lp_stmt *st, void *rows, size_t i)
 {
     lp_annotator_row *r = (lp_annotator_row *)rows + i;
-    snprintf(r->pseudonym, sizeof r->pseudonym, "%s", (const char *)sqlite3_column_text(st, 0));
-    r->revoked = sqlite3_column_int(st, 1);
-    r->epsilon_spent = sqlite3_column_double(st, 2);
-    r->enrolled_ms = sqlite3_column_int64(st, 3);
-    r->labels = sqlite3_column_int64(st, 4);
-    r->skips = sqlite3_column_int64(st, 5);
-    r->last_label_ms = sqlite3_column_int64(st, 6);
+    snprintf(r->pseudonym, sizeof r->pseudonym, "%s", lp_stmt_column_text(st, 0));
+    r->revoked = lp_stmt_column_int(st, 1);
+    r->epsilon_spent = lp_stmt_column_double(st, 2);
+    r->enrolled_ms = lp_stmt_column_int64(st, 3);
+    r->labels = lp_stmt_column_int64(st, 4);
+    r->skips = lp_stmt_column_int64(st, 5);
+    r->last_label_ms = lp_stmt_column_int64(st, 6);
     return LP_OK;
 }
 
-static int task_row(sqlite3_stmt *st, void *rows, size_t i)
+static int task_row(lp_stmt *st, void *rows, size_t i)
 {
     lp_task_row *r = (lp_task_row *)rows + i;
-    r->id = sqlite3_column_int64(st, 0);
-    r->labels = sqlite3_column_int64(st, 2);
-    r->gold = sqlite3_column_int(st, 3);
-    const char *p = (const char *)sqlite3_column_text(st, 1);
-    r->prompt = lp_utf8_excerpt(p ? p : "", (size_t)sqlite3_column_bytes(st, 1), LP_EXCERPT_CHARS,
+    r->id = lp_stmt_column_int64(st, 0);
+    r->labels = lp_stmt_column_int64(st, 2);
+    r->gold = lp_stmt_column_int(st, 3);
+    const char *p = lp_stmt_column_text(st, 1);
+    r->prompt = lp_utf8_excerpt(p ? p : "", (size_t)lp_stmt_column_bytes(st, 1), LP_EXCERPT_CHARS,
                                 &r->truncated);
     return r->prompt != NULL ? LP_OK : LP_ENO_MEMORY;
 }
@@ -274,27 +274,27 @@ static const struct page_kind {
 } ANNOTATOR_PAGE = {SQL_ANNOTATORS, 0, sizeof(lp_annotator_row), annotator_row},
   TASK_PAGE = {SQL_TASKS, 1, sizeof(lp_task_row), task_row};
 
-static int page_fn(sqlite3 *db, void *ctx)
+static int page_fn(lp_conn *db, void *ctx)
 {
     struct page_query *q = ctx;
     int rc = page_total(q, db, q->kind->total_col);
     if (rc != LP_OK)
         return rc;
-    sqlite3_stmt *st = lp_engine_stmt(q->engine, db, q->kind->sql);
+    lp_stmt *st = lp_engine_stmt(q->engine, db, q->kind->sql);
     if (st == NULL)
         return LP_ESTORAGE;
-    sqlite3_bind_int64(st, 1, q->campaign);
-    sqlite3_bind_int64(st, 2, q->offset);
-    sqlite3_bind_int64(st, 3, q->limit);
+    lp_stmt_bind_int64(st, 1, q->campaign);
+    lp_stmt_bind_int64(st, 2, q->offset);
+    lp_stmt_bind_int64(st, 3, q->limit);
     if (q->kind == &TASK_PAGE) /* one character more tells whether it was cut */
-        sqlite3_bind_int(st, 4, LP_EXCERPT_CHARS + 1);
+        lp_stmt_bind_int64(st, 4, LP_EXCERPT_CHARS + 1);
     q->rows = calloc((size_t)q->limit, q->kind->size);
     rc = q->rows != NULL ? LP_OK : LP_ENO_MEMORY;
-    int step = SQLITE_DONE;
-    while (rc == LP_OK && q->n < (size_t)q->limit && (step = sqlite3_step(st)) == SQLITE_ROW)
+    int step = LP_SQL_DONE;
+    while (rc == LP_OK && q->n < (size_t)q->limit && (step = lp_stmt_step(st)) == LP_SQL_ROW)
         rc = q->kind->row(st, q->rows, q->n++);
-    sqlite3_reset(st);
-    if (rc == LP_OK && step != SQLITE_DONE && step != SQLITE_ROW)
+    lp_stmt_reset(st);
+    if (rc == LP_OK && step != LP_SQL_DONE && step != LP_SQL_ROW)
         rc = lp_engine_fail(db, "page");
     return rc;
 }
@@ -357,33 +357,33 @@ struct detail_query {
     lp_task_detail *out;
 };
 
-static int detail_fn(sqlite3 *db, void *ctx)
+static int detail_fn(lp_conn *db, void *ctx)
 {
     struct detail_query *q = ctx;
-    sqlite3_stmt *st = lp_engine_stmt(q->engine, db, SQL_TASK_ONE);
+    lp_stmt *st = lp_engine_stmt(q->engine, db, SQL_TASK_ONE);
     if (st == NULL)
         return LP_ESTORAGE;
-    sqlite3_bind_int64(st, 1, q->id);
-    int step = sqlite3_step(st), rc = LP_OK;
-    if (step == SQLITE_ROW) {
+    lp_stmt_bind_int64(st, 1, q->id);
+    int step = lp_stmt_step(st), rc = LP_OK;
+    if (step == LP_SQL_ROW) {
         lp_task_detail *t = q->out;
-        t->id = sqlite3_column_int64(st, 0);
-        t->created_ms = sqlite3_column_int64(st, 1);
-        snprintf(t->campaign, sizeof t->campaign, "%s", (const char *)sqlite3_column_text(st, 2));
+        t->id = lp_stmt_column_int64(st, 0);
+        t->created_ms = lp_stmt_column_int64(st, 1);
+        snprintf(t->campaign, sizeof t->campaign, "%s", lp_stmt_column_text(st, 2));
         t->source_id = lp_engine_column_dup(st, 3);
         t->prompt = lp_engine_column_dup(st, 4);
         t->response0 = lp_engine_column_dup(st, 5);
         t->response1 = lp_engine_column_dup(st, 6);
-        t->labels = sqlite3_column_int64(st, 7);
-        t->labels_needed = sqlite3_column_int64(st, 8);
-        t->skips = sqlite3_column_int64(st, 9);
-        t->gold = sqlite3_column_int(st, 10);
+        t->labels = lp_stmt_column_int64(st, 7);
+        t->labels_needed = lp_stmt_column_int64(st, 8);
+        t->skips = lp_stmt_column_int64(st, 9);
+        t->gold = lp_stmt_column_int(st, 10);
         if (!t->source_id || !t->prompt || !t->response0 || !t->response1)
             rc = LP_ENO_MEMORY;
     } else {
-        rc = step == SQLITE_DONE ? LP_EUNKNOWN_TASK : lp_engine_fail(db, "task detail");
+        rc = step == LP_SQL_DONE ? LP_EUNKNOWN_TASK : lp_engine_fail(db, "task detail");
     }
-    sqlite3_reset(st);
+    lp_stmt_reset(st);
     return rc;
 }
 

@@ -33,12 +33,10 @@ static lp_engine *e;
 static const char SQL_INSERT[] = "INSERT INTO t (k, v) VALUES (?1, ?2)";
 static const char SQL_GET[] = "SELECT v FROM t WHERE k = ?1";
 
-static int create_fn(sqlite3 *db, void *ctx)
+static int create_fn(lp_conn *db, void *ctx)
 {
-    return sqlite3_exec(db,
-                        "CREATE TABLE IF NOT EXISTS t (k INTEGER PRIMARY KEY, "
-                        "v INTEGER NOT NULL CHECK (v >= 0))",
-                        NULL, NULL, NULL) == SQLITE_OK
+    return lp_conn_exec(db, "CREATE TABLE IF NOT EXISTS t (k INTEGER PRIMARY KEY, "
+                            "v INTEGER NOT NULL CHECK (v >= 0))") == LP_SQL_DONE
                ? LP_OK
                : LP_ESTORAGE;
 }
@@ -55,17 +53,17 @@ static int expected_rc(int64_t k)
     return LP_OK;
 }
 
-static int insert_fn(sqlite3 *db, void *ctx)
+static int insert_fn(lp_conn *db, void *ctx)
 {
     int64_t k = *(int64_t *)ctx;
-    sqlite3_stmt *st = lp_engine_stmt(e, db, SQL_INSERT);
+    lp_stmt *st = lp_engine_stmt(e, db, SQL_INSERT);
     if (st == NULL)
         return LP_ESTORAGE;
-    sqlite3_bind_int64(st, 1, k);
-    sqlite3_bind_int64(st, 2, k % 11 == 0 && k % 7 != 0 ? -1 : k * 10);
-    int step = sqlite3_step(st);
-    sqlite3_reset(st);
-    if (step != SQLITE_DONE)
+    lp_stmt_bind_int64(st, 1, k);
+    lp_stmt_bind_int64(st, 2, k % 11 == 0 && k % 7 != 0 ? -1 : k * 10);
+    int step = lp_stmt_step(st);
+    lp_stmt_reset(st);
+    if (step != LP_SQL_DONE)
         return LP_ESTORAGE;
     return k % 7 == 0 ? LP_EINVALID_ARGUMENT : LP_OK;
 }
@@ -74,17 +72,17 @@ struct get_query {
     int64_t k, v;
 };
 
-static int get_fn(sqlite3 *db, void *ctx)
+static int get_fn(lp_conn *db, void *ctx)
 {
     struct get_query *q = ctx;
-    sqlite3_stmt *st = lp_engine_stmt(e, db, SQL_GET);
+    lp_stmt *st = lp_engine_stmt(e, db, SQL_GET);
     if (st == NULL)
         return LP_ESTORAGE;
-    sqlite3_bind_int64(st, 1, q->k);
-    int step = sqlite3_step(st);
-    q->v = step == SQLITE_ROW ? sqlite3_column_int64(st, 0) : -1;
-    sqlite3_reset(st);
-    return step == SQLITE_ROW ? LP_OK : step == SQLITE_DONE ? LP_ENOT_FOUND : LP_ESTORAGE;
+    lp_stmt_bind_int64(st, 1, q->k);
+    int step = lp_stmt_step(st);
+    q->v = step == LP_SQL_ROW ? lp_stmt_column_int64(st, 0) : -1;
+    lp_stmt_reset(st);
+    return step == LP_SQL_ROW ? LP_OK : step == LP_SQL_DONE ? LP_ENOT_FOUND : LP_ESTORAGE;
 }
 
 static int64_t value_of(int64_t k)
@@ -98,7 +96,7 @@ static int64_t value_of(int64_t k)
 
 static atomic_int flushes, clears, flush_fails;
 
-static int cache_flush(sqlite3 *db, void *ctx)
+static int cache_flush(lp_conn *db, void *ctx)
 {
     atomic_fetch_add(&flushes, 1);
     return atomic_load(&flush_fails) ? LP_ESTORAGE : LP_OK;
@@ -167,7 +165,7 @@ static void test_threads(void)
 
 static atomic_int gate_entered, gate_open;
 
-static int gate_fn(sqlite3 *db, void *ctx)
+static int gate_fn(lp_conn *db, void *ctx)
 {
     atomic_store(&gate_entered, 1);
     while (!atomic_load(&gate_open)) {
@@ -284,10 +282,10 @@ static void test_failed_commit(void)
 /* ---- the statement cache ---- */
 
 struct stmt_probe {
-    sqlite3_stmt *a, *b, *c;
+    lp_stmt *a, *b, *c;
 };
 
-static int stmt_fn(sqlite3 *db, void *ctx)
+static int stmt_fn(lp_conn *db, void *ctx)
 {
     struct stmt_probe *p = ctx;
     p->a = lp_engine_stmt(e, db, SQL_GET);

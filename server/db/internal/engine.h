@@ -1,5 +1,7 @@
 /*
  * engine.h — the SQLite engine under the repositories (internal to server/db/).
+ * Its interface speaks the statement API (sql.h): the repositories that use
+ * it know nothing of SQLite.
  *
  * Connections: one writer connection, used only by the writer thread; a pool
  * of read-only connections; private read-only connections for long reads
@@ -16,13 +18,13 @@
  *
  * Writes are jobs: (fn, ctx, items). The writer drains every queued job into
  * one transaction (group commit: the jobs that queued while the previous
- * transaction was committing share the next fsync), runs fn(db, ctx) for
+ * transaction was committing share the next fsync), runs fn(c, ctx) for
  * each on the writer connection, commits, then completes the jobs. A job
  * runs inside its own SAVEPOINT, rolled back when fn returns nonzero, so a
  * failing job leaves the others intact; a job flagged LP_JOB_BARE runs
  * without one (each of its writes must be a single statement, which leaves
  * nothing when it fails). When the commit fails, every job of the group gets
- * LP_ESTORAGE. fn must use only db and must not block.
+ * LP_ESTORAGE. fn must use only c and must not block.
  *
  * The transaction cache: one repository (label ingest) may keep rows in
  * memory for the length of a group transaction. The engine flushes it (its
@@ -37,26 +39,33 @@
 #ifndef LP_ENGINE_H
 #define LP_ENGINE_H
 
+#include "sql.h"
 #include "store.h"
 
-#include <sqlite3.h>
 #include <stddef.h>
 
 typedef struct lp_engine lp_engine;
 
 /* Work on one connection: returns LP_OK or an LP_E* code. */
-typedef int (*lp_job_fn)(sqlite3 *db, void *ctx);
+typedef int (*lp_job_fn)(lp_conn *c, void *ctx);
 
 /* The transaction cache (see above); flush and clear run on the writer
- * thread. flush returns LP_OK or LP_ESTORAGE (the transaction then fails).
+ * thread. flush returns LP_OK or an error (LP_ESTORAGE, LP_ENO_MEMORY: the
+ * transaction then fails).
  * load, if set, is called once by lp_engine_open on the writer connection,
  * after the migrations and before the writer thread starts (no
  * transaction, nothing else running; whatever the storage's health); it
  * returns LP_OK or an error, which fails the open. */
 typedef struct lp_txn_cache {
-    int (*flush)(sqlite3 *db, void *ctx);
+    int (*flush)(lp_conn *c, void *ctx);
     void (*clear)(void *ctx);
-    int (*load)(sqlite3 *db, void *ctx);
+    int (*load)(lp_conn *c, void *ctx);
+    /* others, if set, is called on the writer thread at the start of a
+     * transaction (the write lock held, after clear) when another
+     * connection has committed to the database since the writer's last
+     * transaction (another server on the same file); it returns LP_OK or
+     * an error, which fails the transaction */
+    int (*others)(lp_conn *c, void *ctx);
     void *ctx;
 } lp_txn_cache;
 
@@ -86,14 +95,14 @@ typedef struct lp_job {
     struct lp_job *next; /* the engine's */
 } lp_job;
 
-/* Runs fn(db, ctx) as a job and returns its rc once the transaction holding
+/* Runs fn(c, ctx) as a job and returns its rc once the transaction holding
  * it has committed (or failed). LP_EUNAVAILABLE when closing. */
 int lp_engine_write(lp_engine *e, lp_job_fn fn, void *ctx, size_t items, unsigned flags);
 /* Enqueues j (fn, ctx, items, flags and done set) and returns at once: LP_OK,
  * or an error and done is never called. */
 int lp_engine_write_async(lp_engine *e, lp_job *j);
 
-/* Runs fn(db, ctx) on a pooled read-only connection; returns fn's code.
+/* Runs fn(c, ctx) on a pooled read-only connection; returns fn's code.
  * Keep it short: the pool is shared with request handlers. */
 int lp_engine_read(lp_engine *e, lp_job_fn fn, void *ctx);
 /* As lp_engine_read, with every read of fn in one transaction (one
@@ -101,21 +110,28 @@ int lp_engine_read(lp_engine *e, lp_job_fn fn, void *ctx);
 int lp_engine_read_snapshot(lp_engine *e, lp_job_fn fn, void *ctx);
 
 /* A new read-only connection of its own (for long reads); close it with
- * sqlite3_close. LP_ESTORAGE on failure (logged). */
-int lp_engine_reader_open(lp_engine *e, sqlite3 **out);
+ * lp_conn_close. LP_ESTORAGE on failure (logged). */
+int lp_engine_reader_open(lp_engine *e, lp_conn **out);
+/* The database file at path opened read-only, outside any engine (a tool
+ * checking a file); close it with lp_conn_close. LP_OK, or LP_ESTORAGE
+ * with a message in err. */
+int lp_engine_file_open(const char *path, lp_conn **out, char *err, size_t errlen);
 
-/* The statement for sql on db (the writer's or a pooled connection the
+/* The statement for sql on c (the writer's or a pooled connection the
  * caller is running on), prepared on first use and kept until close, reset
  * and unbound. sql must have static storage: its address is the key. NULL
  * on failure (logged). */
-sqlite3_stmt *lp_engine_stmt(lp_engine *e, sqlite3 *db, const char *sql);
+lp_stmt *lp_engine_stmt(lp_engine *e, lp_conn *c, const char *sql);
 
 /* A new copy (free()) of text column col of the current row, by its length
  * ("" for NULL); NULL only when out of memory. */
-char *lp_engine_column_dup(sqlite3_stmt *st, int col);
+char *lp_engine_column_dup(lp_stmt *st, int col);
 
-/* Logs what failed with db's message; returns LP_ESTORAGE. */
-int lp_engine_fail(sqlite3 *db, const char *what);
+/* Logs what failed with c's message; returns LP_ESTORAGE. */
+int lp_engine_fail(lp_conn *c, const char *what);
+
+/* The file of the training lock beside the database (coord.h). */
+const char *lp_engine_train_lock_path(lp_engine *e);
 
 /* Writer statistics since open. */
 void lp_engine_stats(lp_engine *e, lp_store_writer_stats *out);

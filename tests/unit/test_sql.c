@@ -1,0 +1,80 @@
+/*
+ * test_sql.c — the statement API (server/db/internal/sql.h) on its SQLite
+ * driver, through the real engine on a real file: the contract checks of
+ * tests/support/sql_contract.h on the writer connection (inside its
+ * transaction) and on a pooled read connection, then what is SQLite's own:
+ * a write on a read-only connection is a storage failure, not a
+ * constraint, and a database file opened outside the engine reads the
+ * same rows.
+ */
+#include "check.h"
+#include "engine.h"
+#include "error.h"
+#include "sql_contract.h"
+#include "tmpdir.h"
+
+#include <stdio.h>
+#include <string.h>
+
+static const sql_contract_ddl SQLITE_DDL = {
+    .create =
+        "CREATE TABLE sql_contract (id INTEGER PRIMARY KEY, name TEXT NOT NULL UNIQUE, "
+        "score REAL CHECK (score >= 0), data BLOB, parent INTEGER REFERENCES sql_contract (id))",
+    .refuse_delete = "CREATE TRIGGER sql_contract_kept BEFORE DELETE ON sql_contract "
+                     "BEGIN SELECT RAISE(ABORT, 'rows are kept'); END",
+};
+
+static int write_fn(lp_conn *c, void *ctx)
+{
+    CHECK_STR(c->drv->name, "sqlite");
+    sql_contract_write(c, ctx);
+    return LP_OK;
+}
+
+static int read_fn(lp_conn *c, void *ctx)
+{
+    sql_contract_read(c);
+    /* a read connection refuses writes: a failure of the storage */
+    lp_stmt *st = lp_stmt_prepare(c, "INSERT INTO sql_contract (name) VALUES ('delta')");
+    CHECK(st != NULL);
+    if (st != NULL) {
+        int step = lp_stmt_step(st);
+        CHECK_INT(step, LP_SQL_ERROR);
+        CHECK(!lp_sql_is_constraint(step));
+        lp_stmt_finalize(st);
+    }
+    return LP_OK;
+}
+
+int main(void)
+{
+    char dir[64], path[256], err[256];
+    if (tmpdir_create(dir, sizeof dir, "test-sql") != 0)
+        return 1;
+    snprintf(path, sizeof path, "%s/s.db", dir);
+    lp_store_opts o = {.path = path, .sync_full = 1, .read_conns = 1};
+    lp_engine *e = NULL;
+    CHECK_INT(lp_engine_open(&o, NULL, &e, err, sizeof err), LP_OK);
+    if (e != NULL) {
+        CHECK_INT(lp_engine_write(e, write_fn, (void *)&SQLITE_DDL, 1, 0), LP_OK);
+        CHECK_INT(lp_engine_read(e, read_fn, NULL), LP_OK);
+        lp_engine_close(e);
+    }
+
+    /* the file outside the engine */
+    lp_conn *c = NULL;
+    CHECK_INT(lp_engine_file_open(path, &c, err, sizeof err), LP_OK);
+    if (c != NULL) {
+        sql_contract_read(c);
+        lp_conn_close(c);
+    }
+    lp_conn_close(NULL);
+    char missing[300];
+    snprintf(missing, sizeof missing, "%s/missing.db", dir);
+    c = NULL;
+    CHECK_INT(lp_engine_file_open(missing, &c, err, sizeof err), LP_ESTORAGE);
+    CHECK(c == NULL && strstr(err, "cannot open") != NULL);
+
+    tmpdir_remove(dir);
+    return check_summary();
+}
