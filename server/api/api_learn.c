@@ -205,7 +205,11 @@ int lp_api_retrain_cancel(lp_api *api, const lp_request *req, lp_response *resp)
     lp_run run;
     int rc = lp_learner_cancel(api->learner, id, &run);
     if (rc != LP_OK)
-        return lp_api_error(resp, rc, NULL);
+        return lp_api_error(
+            resp, rc,
+            rc == LP_ERETRAIN_IN_PROGRESS
+                ? "the run trains on another server of this database: cancel it there"
+                : NULL);
     return lp_api_json(resp, 200, run_json(&run));
 }
 

@@ -71,6 +71,7 @@ int lp_dbfiles_open(lp_dbfiles *f, const char *path, int must_exist, int use_mar
     snprintf(f->path, sizeof f->path, "%s", path);
     snprintf(f->wal, sizeof f->wal, "%s-wal", path);
     snprintf(f->marker, sizeof f->marker, "%s/.%s.marker", f->dir, base);
+    snprintf(f->train_lock, sizeof f->train_lock, "%s/.%s.train-lock", f->dir, base);
 
     if (!has_content(path)) {
         if (must_exist) {

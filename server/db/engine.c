@@ -746,6 +746,11 @@ void lp_engine_close(lp_engine *e)
     free(e);
 }
 
+const char *lp_engine_train_lock_path(lp_engine *e)
+{
+    return e->files.train_lock;
+}
+
 void lp_engine_health(lp_engine *e, lp_store_health *out)
 {
     lp_health_get(&e->health, out);

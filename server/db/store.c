@@ -30,6 +30,11 @@ int lp_store_open(const lp_store_opts *opts, lp_store **out, char *err, size_t e
         return rc;
     }
     lp_label_writer_attach(s->labels, s->engine);
+    if ((s->train_lock = lp_train_lock_new(lp_engine_train_lock_path(s->engine))) == NULL) {
+        snprintf(err, errlen, "out of memory");
+        lp_store_close(s);
+        return LP_ENO_MEMORY;
+    }
     s->lease_ms = opts->lease_ms > 0 ? opts->lease_ms : LP_LEASE_DEFAULT_MS;
     *out = s;
     return LP_OK;
@@ -41,6 +46,7 @@ void lp_store_close(lp_store *s)
         return;
     lp_engine_close(s->engine); /* first: the writer uses the label state */
     lp_label_writer_free(s->labels);
+    lp_train_lock_free(s->train_lock);
     lp_keys_free(s->keys);
     lp_tokens_free(s->tokens);
     free(s);

@@ -20,6 +20,7 @@
  *   quality_read.h  labels with their epsilon, annotator and gold answer (label quality)
  *   registry.h      the learning records
  *   audit.h         the audit log of operator actions (hash-chained)
+ *   coord.h         several servers on one database: the training lock
  *
  * Thread safety: every function may be called from any thread, except
  * lp_store_close (once, when no other call is running).

@@ -6,6 +6,7 @@
 #include "campaigns.h"
 #include "clock.h"
 #include "confidence.h"
+#include "coord.h"
 #include "curve.h"
 #include "error.h"
 #include "log.h"
@@ -186,6 +187,12 @@ struct lp_learner {
     lp_train_request req;
     int64_t last_started_ms, last_cutoff; /* for the scheduler */
     lp_learner_stats stats;
+
+    /* The served model follows the registry's active version: the poll, an
+     * activation and its swap are one step under follow_lock, so a poll
+     * never swaps back a version read before an activation committed. */
+    pthread_mutex_t follow_lock;
+    int64_t followed; /* the active version at the last poll or activation */
 
     lp_curve curve;          /* the active run's (or the last run's) curve */
     int64_t fit_start_ms;    /* monotonic ms when the active fit started */
@@ -584,6 +591,9 @@ static int execute(lp_learner *l, char *msg, size_t msglen)
     /* Parse before storing, so an activated model is always servable. */
     if (rc == LP_OK)
         rc = lp_served_new(0, model_text, &rec.privacy, &sv, msg, msglen);
+    if (rc == LP_OK && !lp_coord_train_lock_held(l->s)) /* coord.h: a lost lock records nothing */
+        rc = lp_fail(LP_ETRAINING_FAILED, msg, msglen, "the training lock was lost");
+    pthread_mutex_lock(&l->follow_lock);
     if (rc == LP_OK && (rc = lp_registry_model_add(l->s, &rec, req.activate)) != LP_OK)
         lp_fail(rc, msg, msglen, "cannot store the model");
     if (rc == LP_OK) {
@@ -593,9 +603,11 @@ static int execute(lp_learner *l, char *msg, size_t msglen)
     }
     if (rc == LP_OK && req.activate) {
         lp_serving_swap(&l->serving, sv);
+        l->followed = rec.version;
         lp_log(LP_LOG_INFO, "model_activated", LP_LOG_INT("version", rec.version),
                LP_LOG_STR("by", "retrain"), LP_LOG_INT("run", l->run.id));
     }
+    pthread_mutex_unlock(&l->follow_lock);
     lp_served_unref(sv);
     free(model_text);
     free(summary_text);
@@ -677,6 +689,7 @@ static void *worker_main(void *arg)
         snprintf(fin.message, sizeof fin.message, "%s", rc ? msg : "");
         if (lp_registry_run_update(l->s, &fin) != LP_OK)
             lp_log(LP_LOG_ERROR, "retrain_record_failed", LP_LOG_INT("run", fin.id));
+        lp_coord_train_lock_release(l->s); /* once the final state is stored */
         log_run_end(&fin);
         pthread_mutex_lock(&l->lock);
         l->stats.runs[fin.status]++;
@@ -690,6 +703,30 @@ static void *worker_main(void *arg)
 
 /* ---- scheduler ---- */
 
+/* The scheduled trigger that is due, or NULL: from the runs every server
+ * records (coord.h) and this learner's own start and runs. */
+static const char *schedule_due(lp_learner *l, const lp_schedule *sc, int64_t campaign)
+{
+    int64_t newest = 0;
+    lp_coord_runs runs;
+    if (lp_registry_max_label(l->s, campaign, &newest) != LP_OK ||
+        lp_coord_runs_get(l->s, &runs) != LP_OK)
+        return NULL;
+    pthread_mutex_lock(&l->lock);
+    int64_t started =
+        l->last_started_ms > runs.last_start_ms ? l->last_started_ms : runs.last_start_ms;
+    int64_t cutoff = l->last_cutoff > runs.last_cutoff ? l->last_cutoff : runs.last_cutoff;
+    pthread_mutex_unlock(&l->lock);
+    if (sc->interval_s > 0 && lp_now_ms() - started >= sc->interval_s * 1000)
+        return "interval";
+    if (sc->every_labels > 0 && newest - cutoff >= sc->every_labels)
+        return "labels";
+    return NULL;
+}
+
+static int start_run(lp_learner *l, const lp_train_request *req, const char *trigger,
+                     const lp_schedule *sc, lp_run *out);
+
 static void scheduler_tick(lp_learner *l)
 {
     lp_schedule sc;
@@ -702,21 +739,33 @@ static void scheduler_tick(lp_learner *l)
         lp_log(LP_LOG_ERROR, "schedule_unreadable");
         return;
     }
-    int64_t newest = 0;
-    lp_registry_max_label(l->s, req.campaign, &newest);
     pthread_mutex_lock(&l->lock);
     int busy = l->has_run;
-    int64_t since_ms = lp_now_ms() - l->last_started_ms, last_cutoff = l->last_cutoff;
     pthread_mutex_unlock(&l->lock);
-    const char *trigger = NULL;
-    if (!busy && sc.interval_s > 0 && since_ms >= sc.interval_s * 1000)
-        trigger = "interval";
-    else if (!busy && sc.every_labels > 0 && newest - last_cutoff >= sc.every_labels)
-        trigger = "labels";
-    if (trigger != NULL) {
+    const char *trigger = busy ? NULL : schedule_due(l, &sc, req.campaign);
+    if (trigger != NULL) { /* claimed, or not, under the training lock */
         lp_run run;
-        lp_learner_start(l, &req, trigger, &run);
+        start_run(l, &req, trigger, &sc, &run);
     }
+}
+
+/* The served model follows the registry's active version (an activation on
+ * another server, or a rollback there). */
+static void follow_active(lp_learner *l)
+{
+    int64_t version = 0;
+    pthread_mutex_lock(&l->follow_lock);
+    if (lp_registry_active_version(l->s, &version) == LP_OK && version != l->followed) {
+        lp_served *sv = NULL;
+        if (version == 0 || lp_learner_model(l, version, &sv) == LP_OK) {
+            lp_serving_swap(&l->serving, sv); /* else logged; the old model stays */
+            lp_log(LP_LOG_INFO, "model_activated", LP_LOG_INT("version", version),
+                   LP_LOG_STR("by", "registry"));
+        }
+        lp_served_unref(sv);
+        l->followed = version;
+    }
+    pthread_mutex_unlock(&l->follow_lock);
 }
 
 static void *scheduler_main(void *arg)
@@ -733,7 +782,9 @@ static void *scheduler_main(void *arg)
         if (l->stopping)
             break;
         pthread_mutex_unlock(&l->lock);
-        scheduler_tick(l);
+        follow_active(l);
+        if (l->o.scheduler)
+            scheduler_tick(l);
         pthread_mutex_lock(&l->lock);
     }
     pthread_mutex_unlock(&l->lock);
@@ -758,11 +809,20 @@ int lp_learner_new(lp_store *s, const lp_learner_opts *o, lp_learner **out, char
     lp_serving_init(&l->serving);
     pthread_mutex_init(&l->lock, NULL);
     pthread_cond_init(&l->wake, NULL);
+    pthread_mutex_init(&l->follow_lock, NULL);
     lp_curve_init(&l->curve, LP_CURVE_MAX_POINTS);
     atomic_init(&l->cancel, 0);
     l->stats.last_duration_s = NAN;
     l->last_started_ms = lp_now_ms();
-    int rc = lp_registry_runs_interrupted(s);
+    /* Runs left unfinished are marked failed only when no other server
+     * holds the training lock (its runs are live). */
+    int rc = lp_coord_train_lock_try(s);
+    if (rc == LP_OK) {
+        rc = lp_registry_runs_interrupted(s);
+        lp_coord_train_lock_release(s);
+    } else if (rc == LP_ERETRAIN_IN_PROGRESS) {
+        rc = LP_OK;
+    }
     lp_run *runs = NULL;
     size_t n = 0;
     if (rc == LP_OK && (rc = lp_registry_run_list(s, 1, &runs, &n)) == LP_OK && n == 1)
@@ -771,6 +831,7 @@ int lp_learner_new(lp_store *s, const lp_learner_opts *o, lp_learner **out, char
     int64_t version = 0;
     if (rc == LP_OK)
         rc = lp_registry_active_version(s, &version);
+    l->followed = version;
     if (rc == LP_OK && version != 0) {
         lp_served *sv;
         if (lp_learner_model(l, version, &sv) == LP_OK) {
@@ -786,9 +847,8 @@ int lp_learner_new(lp_store *s, const lp_learner_opts *o, lp_learner **out, char
         return lp_fail(rc, err, errlen, "cannot read the model registry");
     }
     l->worker_started = pthread_create(&l->worker, NULL, worker_main, l) == 0;
-    if (o->scheduler)
-        l->scheduler_started = pthread_create(&l->scheduler, NULL, scheduler_main, l) == 0;
-    if (!l->worker_started || (o->scheduler && !l->scheduler_started)) {
+    l->scheduler_started = pthread_create(&l->scheduler, NULL, scheduler_main, l) == 0;
+    if (!l->worker_started || !l->scheduler_started) {
         lp_learner_free(l);
         return lp_fail(LP_EINTERNAL, err, errlen, "cannot start the learner threads");
     }
@@ -816,14 +876,21 @@ void lp_learner_free(lp_learner *l)
         l->run.finished_ms = lp_now_ms();
         lp_registry_run_update(l->s, &l->run);
     }
+    lp_coord_train_lock_release(l->s);
     lp_serving_destroy(&l->serving);
     lp_curve_clear(&l->curve);
     pthread_cond_destroy(&l->wake);
+    pthread_mutex_destroy(&l->follow_lock);
     pthread_mutex_destroy(&l->lock);
     free(l);
 }
 
-int lp_learner_start(lp_learner *l, const lp_train_request *req, const char *trigger, lp_run *out)
+/* Queues a run once this store holds the training lock (coord.h), which it
+ * keeps until the run is final. A scheduled run (sc set) is due again by
+ * the runs read under the lock, or it is not started: the trigger fired
+ * once, from whichever server holds the lock. */
+static int start_run(lp_learner *l, const lp_train_request *req, const char *trigger,
+                     const lp_schedule *sc, lp_run *out)
 {
     memset(out, 0, sizeof *out);
     pthread_mutex_lock(&l->lock);
@@ -836,12 +903,20 @@ int lp_learner_start(lp_learner *l, const lp_train_request *req, const char *tri
     l->run.status = LP_RUN_STORING;
     pthread_mutex_unlock(&l->lock);
 
+    int rc = lp_coord_train_lock_try(l->s);
+    if (rc == LP_OK) /* the runs a holder that died left unfinished */
+        rc = lp_registry_runs_interrupted(l->s);
+    if (rc == LP_OK && sc != NULL && (trigger = schedule_due(l, sc, req->campaign)) == NULL)
+        rc = LP_ERETRAIN_IN_PROGRESS; /* another server fired it meanwhile */
     lp_run run = {.objective = NAN, .grad_norm = NAN};
-    snprintf(run.trigger, sizeof run.trigger, "%s", trigger);
-    lp_train_settings_from_request(req, &run.settings);
-    int rc = lp_registry_run_create(l->s, &run);
+    if (rc == LP_OK) {
+        snprintf(run.trigger, sizeof run.trigger, "%s", trigger);
+        lp_train_settings_from_request(req, &run.settings);
+        rc = lp_registry_run_create(l->s, &run);
+    }
     pthread_mutex_lock(&l->lock);
     if (rc != LP_OK) {
+        lp_coord_train_lock_release(l->s); /* nothing when another store holds it */
         l->has_run = 0;
         pthread_mutex_unlock(&l->lock);
         return rc;
@@ -854,6 +929,11 @@ int lp_learner_start(lp_learner *l, const lp_train_request *req, const char *tri
     pthread_cond_broadcast(&l->wake);
     pthread_mutex_unlock(&l->lock);
     return LP_OK;
+}
+
+int lp_learner_start(lp_learner *l, const lp_train_request *req, const char *trigger, lp_run *out)
+{
+    return start_run(l, req, trigger, NULL, out);
 }
 
 int lp_learner_run_get(lp_learner *l, int64_t id, lp_run *out)
@@ -897,8 +977,8 @@ int lp_learner_cancel(lp_learner *l, int64_t id, lp_run *out)
     }
     pthread_mutex_unlock(&l->lock);
     int rc = lp_registry_run_get(l->s, id, out);
-    if (rc == LP_OK && lp_run_status_final(out->status))
-        return LP_ERUN_FINISHED;
+    if (rc == LP_OK) /* unfinished and not here: another server trains it */
+        rc = lp_run_status_final(out->status) ? LP_ERUN_FINISHED : LP_ERETRAIN_IN_PROGRESS;
     return rc;
 }
 
@@ -973,9 +1053,13 @@ int lp_learner_activate(lp_learner *l, int64_t version)
     int rc = lp_learner_model(l, version, &sv); /* servable before it is recorded */
     if (rc != LP_OK)
         return rc;
+    pthread_mutex_lock(&l->follow_lock);
     rc = lp_registry_activate(l->s, version);
-    if (rc == LP_OK)
+    if (rc == LP_OK) {
         lp_serving_swap(&l->serving, sv);
+        l->followed = version;
+    }
+    pthread_mutex_unlock(&l->follow_lock);
     lp_served_unref(sv);
     return rc;
 }

@@ -16,6 +16,17 @@
  * interval_s seconds since the last run started, and/or when every_labels
  * labels arrived after the last run's cut-off; never while a run is active.
  *
+ * Several servers on one database (server/db/coord.h): a learner holds the
+ * store's training lock from queuing a run until it is final, so one server
+ * trains at a time and a retrain asked of another is refused
+ * (LP_ERETRAIN_IN_PROGRESS, as for a second run on one server); the
+ * schedule reads the runs of every server, and a scheduled run starts only
+ * when it is still due under the lock, so it fires once, not once per
+ * server. Every poll_ms the same thread reads the registry's active version
+ * and serves it when it changed (an activation or rollback on another
+ * server): a model activated anywhere is served here within poll_ms plus
+ * the time to load it. Activations on this server are served at once.
+ *
  * Thread safety: every function may be called from any thread.
  */
 #ifndef LP_RETRAIN_H
@@ -99,8 +110,9 @@ typedef struct lp_learner lp_learner;
 
 typedef struct lp_learner_opts {
     int threads;   /* default training threads (>= 1) */
-    int scheduler; /* 1: run the periodic trigger thread */
-    int poll_ms;   /* scheduler period (default 1000) */
+    int scheduler; /* 1: start runs from the stored schedule */
+    int poll_ms;   /* period of the schedule's check and of the active-version poll
+                      (default 1000) */
     /* A counter of requests on the latency-sensitive routes (labels, next
      * tasks, score), read from the worker thread between training steps: a
      * change means users are waiting and the run pauses. NULL: never pause. */
@@ -117,7 +129,7 @@ void lp_learner_free(lp_learner *l);
 
 /* Queues a run (trigger "manual", "interval" or "labels"); *out gets the
  * queued run. LP_ERETRAIN_IN_PROGRESS while another run is queued or
- * active. */
+ * active, here or on another server of the database. */
 int lp_learner_start(lp_learner *l, const lp_train_request *req, const char *trigger, lp_run *out);
 /* A run with live progress when it is the active one. LP_EUNKNOWN_RUN. */
 int lp_learner_run_get(lp_learner *l, int64_t id, lp_run *out);
@@ -125,7 +137,9 @@ int lp_learner_run_get(lp_learner *l, int64_t id, lp_run *out);
  * cap and thinning): live from memory while the run is active, else as
  * stored. *curve new (free()), NULL when empty. LP_EUNKNOWN_RUN. */
 int lp_learner_run_curve(lp_learner *l, int64_t id, lp_run *out, lp_curve_point **curve, size_t *n);
-/* Requests cancellation. LP_EUNKNOWN_RUN, LP_ERUN_FINISHED. */
+/* Requests cancellation. LP_EUNKNOWN_RUN, LP_ERUN_FINISHED;
+ * LP_ERETRAIN_IN_PROGRESS for a run another server of the database trains
+ * (it is cancelled there). */
 int lp_learner_cancel(lp_learner *l, int64_t id, lp_run *out);
 /* A stored model with the model file (clear it). LP_EUNKNOWN_MODEL,
  * LP_EINTERNAL (a record this server cannot read), LP_ESTORAGE. */

@@ -8,8 +8,9 @@
  *   tokens  tokens.c: the live operator tokens as committed
  *   labels  labels.c: the writer's per-transaction annotator copy; it is
  *           the engine's transaction cache
+ *   train_lock  coord.c: the training lock this store holds or not
  *
- * store.c builds and frees the four; the repositories only use them.
+ * store.c builds and frees the five; the repositories only use them.
  */
 #ifndef LP_DB_H
 #define LP_DB_H
@@ -19,12 +20,14 @@
 struct lp_keys;
 struct lp_tokens;
 struct lp_label_writer;
+struct lp_train_lock;
 
 struct lp_store {
     lp_engine *engine;
     struct lp_keys *keys;
     struct lp_tokens *tokens;
     struct lp_label_writer *labels;
+    struct lp_train_lock *train_lock;
     int64_t lease_ms; /* tasks.c: the lease of an assignment (> 0) */
 };
 
@@ -35,6 +38,12 @@ void lp_keys_free(struct lp_keys *k);
 /* tokens.c. NULL when out of memory; free accepts NULL. */
 struct lp_tokens *lp_tokens_new(void);
 void lp_tokens_free(struct lp_tokens *t);
+
+/* coord.c: the training lock on the file at path (created when first
+ * taken; lp_engine_train_lock_path). NULL when out of memory; free accepts
+ * NULL and lets a held lock go. */
+struct lp_train_lock *lp_train_lock_new(const char *path);
+void lp_train_lock_free(struct lp_train_lock *t);
 
 /* labels.c. The writer's state for label jobs; *cache gets the hooks to
  * hand to lp_engine_open, and lp_label_writer_attach the engine once open.

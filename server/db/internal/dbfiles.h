@@ -34,8 +34,9 @@ typedef struct lp_dbfiles {
     char path[LP_DBFILES_PATH_MAX];
     char wal[LP_DBFILES_PATH_MAX + 8];
     char marker[LP_DBFILES_PATH_MAX + 16];
-    char dir[LP_DBFILES_PATH_MAX]; /* the folder holding them */
-    int db_fd, wal_fd;             /* -1 when not open */
+    char train_lock[LP_DBFILES_PATH_MAX + 16]; /* coord.h: the training lock's file */
+    char dir[LP_DBFILES_PATH_MAX];             /* the folder holding them */
+    int db_fd, wal_fd;                         /* -1 when not open */
     dev_t db_dev, wal_dev;
     ino_t db_ino, wal_ino;
 } lp_dbfiles;

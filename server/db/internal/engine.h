@@ -123,6 +123,9 @@ char *lp_engine_column_dup(lp_stmt *st, int col);
 /* Logs what failed with c's message; returns LP_ESTORAGE. */
 int lp_engine_fail(lp_conn *c, const char *what);
 
+/* The file of the training lock beside the database (coord.h). */
+const char *lp_engine_train_lock_path(lp_engine *e);
+
 /* Writer statistics since open. */
 void lp_engine_stats(lp_engine *e, lp_store_writer_stats *out);
 

@@ -1,0 +1,335 @@
+/*
+ * e2e_cluster.c — two real ldpref-server processes on one SQLite database
+ * (docs/server.md, "Several servers on one database"), driven through the
+ * real client library: tasks and labels go in through the first server,
+ * the operator works on both.
+ *
+ * Checks that a retrain is refused on both servers with retrain_in_progress
+ * while the database's training lock (the documented file beside it) is
+ * held by someone else; that a model trained and activated on one server is
+ * served by the other within the poll period (1 s) plus a load allowance,
+ * in both directions and for a rollback; that a stored schedule fires once
+ * across both servers, not once per server; and that when a server is
+ * killed while it trains, the other trains at once and records the killed
+ * run as failed ("interrupted").
+ */
+#include "annotator_client.h"
+#include "check.h"
+#include "error.h"
+#include "ldpref.h"
+#include "operator_client.h"
+#include "server_proc.h"
+
+#include <fcntl.h>
+#include <jansson.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <time.h>
+#include <unistd.h>
+
+#define TASKS 80
+#define POLL_MS 1000           /* the servers' active-version poll (docs/server.md) */
+#define LOAD_ALLOWANCE_MS 4000 /* loading a model on a loaded shared machine */
+#define INTERVAL_S 3
+
+static server_proc one, two;
+static ldpref_client *op_one, *op_two;
+
+static int64_t now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static int64_t wall_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static void nap_ms(int ms)
+{
+    struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
+    nanosleep(&ts, NULL);
+}
+
+static json_t *parsed(char *text)
+{
+    json_t *j = text ? json_loads(text, 0, NULL) : NULL;
+    free(text);
+    return j;
+}
+
+/* ---- a labelled campaign (through the first server) ---- */
+
+static void label_campaign(void)
+{
+    char path[512];
+    snprintf(path, sizeof path, "%s/cluster-tasks.jsonl", one.dir);
+    FILE *f = fopen(path, "w");
+    CHECK(f != NULL);
+    if (f == NULL)
+        return;
+    for (int k = 0; k < TASKS; k++) /* response b is longer on odd tasks */
+        fprintf(f,
+                "{\"id\":\"c%d\",\"prompt\":\"prompt %d\",\"responses\":[\"short %d\","
+                "\"longer answer %d\"],\"features\":[[%d,1],[%d,0]]}\n",
+                k, k, k, k, k % 2, 1 - k % 2);
+    fclose(f);
+    CHECK_ERR(ldpref_admin_tasks_load(op_one, path, NULL, NULL), LP_OK);
+    ldpref_client *ann = annotator_enrolled(&one, op_one, NULL, "clusterann", 1.0, 1000.0);
+    if (ann == NULL)
+        return;
+    ldpref_task *tasks = NULL;
+    size_t n = 0;
+    CHECK_ERR(ldpref_next_tasks(ann, TASKS, &tasks, &n), LP_OK);
+    CHECK_INT(n, TASKS);
+    ldpref_batch_item *items = calloc(n ? n : 1, sizeof *items);
+    for (size_t i = 0; items != NULL && i < n; i++) {
+        items[i].task = &tasks[i];
+        items[i].choice = strstr(tasks[i].b, "longer") ? LDPREF_CHOICE_B : LDPREF_CHOICE_A;
+    }
+    if (items != NULL)
+        CHECK_ERR(ldpref_answer_batch(ann, items, n), LP_OK);
+    free(items);
+    ldpref_tasks_free(tasks, n);
+    ldpref_client_close(ann);
+}
+
+/* ---- retrains and the served model ---- */
+
+/* A retrain through op that succeeds: its model version (0 on failure). */
+static int64_t trained_version(ldpref_client *op, const char *body)
+{
+    char *out = NULL;
+    CHECK_ERR(ldpref_admin_retrain(op, body, &out), LP_OK);
+    json_t *run = parsed(out);
+    int64_t id = json_integer_value(json_object_get(run, "run"));
+    json_decref(run);
+    out = NULL;
+    CHECK_ERR(ldpref_admin_run_wait(op, id, 20, NULL, NULL, &out), LP_OK);
+    run = parsed(out);
+    int64_t version = json_integer_value(json_object_get(run, "model_version"));
+    json_decref(run);
+    CHECK(version > 0);
+    return version;
+}
+
+static int64_t served_by(ldpref_client *op)
+{
+    char *out = NULL;
+    if (ldpref_admin_models(op, &out) != LDPREF_OK)
+        return -1;
+    json_t *j = parsed(out);
+    int64_t v = json_integer_value(json_object_get(j, "active_version"));
+    json_decref(j);
+    return v;
+}
+
+/* Milliseconds until op serves version, or -1 past POLL_MS + LOAD_ALLOWANCE_MS. */
+static int64_t follow_delay(ldpref_client *op, int64_t version, int64_t since)
+{
+    for (;;) {
+        int64_t waited = now_ms() - since;
+        if (served_by(op) == version)
+            return waited;
+        if (waited > POLL_MS + LOAD_ALLOWANCE_MS)
+            return -1;
+        nap_ms(10);
+    }
+}
+
+static void test_activation_followed(void)
+{
+    int64_t v1 = trained_version(op_two, "{\"seed\": 1, \"l2\": 0.01}");
+    int64_t t1 = now_ms();
+    CHECK_INT(served_by(op_two), v1); /* its own model: at once */
+    int64_t d1 = follow_delay(op_one, v1, t1);
+    int64_t v2 = trained_version(op_one, "{\"seed\": 2, \"l2\": 0.01}");
+    int64_t t2 = now_ms();
+    CHECK_INT(served_by(op_one), v2);
+    int64_t d2 = follow_delay(op_two, v2, t2);
+    CHECK_ERR(ldpref_admin_model_activate(op_two, v1, NULL), LP_OK); /* roll back on two */
+    int64_t t3 = now_ms();
+    CHECK_INT(served_by(op_two), v1);
+    int64_t d3 = follow_delay(op_one, v1, t3);
+    printf("activation seen by the other server after %lld, %lld, %lld ms (poll %d ms)\n",
+           (long long)d1, (long long)d2, (long long)d3, POLL_MS);
+    CHECK(d1 >= 0);
+    CHECK(d2 >= 0);
+    CHECK(d3 >= 0);
+}
+
+/* ---- the training lock ---- */
+
+static void test_lock_refuses(void)
+{
+    char path[512];
+    snprintf(path, sizeof path, "%s/.ldpref.db.train-lock", one.dir);
+    int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+    CHECK(fd >= 0 && flock(fd, LOCK_EX | LOCK_NB) == 0); /* free: nothing trains */
+    char *out = NULL;
+    CHECK_ERR(ldpref_admin_retrain(op_one, "{\"l2\": 0.01}", &out), LP_ERETRAIN_IN_PROGRESS);
+    free(out);
+    out = NULL;
+    CHECK_ERR(ldpref_admin_retrain(op_two, "{\"l2\": 0.01}", &out), LP_ERETRAIN_IN_PROGRESS);
+    free(out);
+    if (fd >= 0)
+        close(fd);
+    trained_version(op_two, "{\"seed\": 4, \"l2\": 0.01, \"activate\": false}");
+}
+
+/* ---- the schedule ---- */
+
+/* Runs the schedule started (or created) before `before` (Unix ms);
+ * *first gets the start of the oldest of them. */
+static int scheduled_runs(int64_t before, int64_t *first)
+{
+    char *out = NULL;
+    if (ldpref_admin_runs(op_two, 1000, &out) != LDPREF_OK)
+        return -1;
+    json_t *j = parsed(out), *runs = json_object_get(j, "runs"), *r;
+    size_t i;
+    int n = 0;
+    json_array_foreach(runs, i, r) /* newest first */
+    {
+        json_t *at = json_object_get(r, "started_at");
+        int64_t started = json_is_integer(at)
+                              ? json_integer_value(at)
+                              : json_integer_value(json_object_get(r, "created_at"));
+        if (strcmp(json_string_value(json_object_get(r, "trigger")), "interval") == 0 &&
+            started < before) {
+            n++;
+            *first = started;
+        }
+    }
+    json_decref(j);
+    return n;
+}
+
+/* Both servers check the schedule every second. The next firing is due
+ * INTERVAL_S after the first scheduled run started: any other scheduled run
+ * that started before then is a firing per server. */
+static void test_schedule_fires_once(void)
+{
+    char body[128];
+    snprintf(body, sizeof body,
+             "{\"interval_s\": %d, \"request\": {\"l2\": 0.01, \"activate\": false}}", INTERVAL_S);
+    CHECK_ERR(ldpref_admin_schedule_set(op_one, body, NULL), LP_OK);
+    int64_t first = 0, deadline = now_ms() + 30000;
+    while (scheduled_runs(INT64_MAX, &first) == 0 && now_ms() < deadline)
+        nap_ms(50);
+    CHECK_INT(scheduled_runs(INT64_MAX, &first), 1);
+    int64_t next_due = first + INTERVAL_S * 1000;
+    while (wall_ms() < next_due) /* both servers have checked several times */
+        nap_ms(50);
+    CHECK_INT(scheduled_runs(next_due, &first), 1);
+    CHECK_ERR(ldpref_admin_schedule_set(op_one, "{\"interval_s\": 0}", NULL), LP_OK);
+    /* a firing due at next_due may have started: let every run end */
+    int busy = 1;
+    for (deadline = now_ms() + 60000; busy && now_ms() < deadline; nap_ms(50)) {
+        char *out = NULL;
+        busy = ldpref_admin_runs(op_one, 5, &out) != LDPREF_OK;
+        json_t *j = parsed(out), *r;
+        size_t i;
+        json_array_foreach(json_object_get(j, "runs"), i, r)
+        {
+            const char *st = json_string_value(json_object_get(r, "status"));
+            busy |= st == NULL ||
+                    (strcmp(st, "succeeded") && strcmp(st, "failed") && strcmp(st, "cancelled"));
+        }
+        json_decref(j);
+    }
+    CHECK(!busy);
+}
+
+/* ---- a holder killed mid-run ---- */
+
+static json_t *run_on(ldpref_client *op, int64_t id)
+{
+    char *out = NULL;
+    return ldpref_admin_run_get(op, id, &out) == LDPREF_OK ? parsed(out) : parsed(NULL);
+}
+
+static const char *status_of(const json_t *run)
+{
+    const char *st = json_string_value(json_object_get(run, "status"));
+    return st ? st : "";
+}
+
+/* The second server is killed (SIGKILL) while it trains: the first can
+ * train at once, and its next run marks the killed one failed. */
+static void test_holder_killed(void)
+{
+    char *out = NULL;
+    CHECK_ERR(ldpref_admin_retrain(op_two,
+                                   "{\"optimizer\": \"sgd\", \"epochs\": 1000, \"l2\": 0, "
+                                   "\"features\": \"text\", \"text\": {\"dim\": 1048576}, "
+                                   "\"activate\": false}",
+                                   &out),
+              LP_OK);
+    json_t *run = parsed(out);
+    int64_t id = json_integer_value(json_object_get(run, "run"));
+    json_decref(run);
+    int64_t deadline = now_ms() + 30000;
+    int training = 0;
+    while (!training && now_ms() < deadline) {
+        run = run_on(op_two, id);
+        training = strcmp(status_of(run), "training") == 0;
+        json_decref(run);
+        nap_ms(20);
+    }
+    CHECK(training);
+    out = NULL;
+    CHECK_ERR(ldpref_admin_retrain(op_one, "{\"l2\": 0.01}", &out), LP_ERETRAIN_IN_PROGRESS);
+    free(out);
+    server_kill(&two);
+    trained_version(op_one, "{\"seed\": 5, \"l2\": 0.01, \"activate\": false}");
+    run = run_on(op_one, id);
+    CHECK_STR(status_of(run), "failed");
+    const char *message =
+        json_string_value(json_object_get(json_object_get(run, "error"), "message"));
+    CHECK(message != NULL && strstr(message, "interrupted") != NULL);
+    json_decref(run);
+}
+
+int main(void)
+{
+    const char *args[] = {"--train-threads", "1", NULL};
+    if (server_start(&one, args) != 0 || server_prepare(&two) != 0) {
+        check_record(0, __FILE__, __LINE__, "the first server starts");
+        server_cleanup(&one);
+        return check_summary();
+    }
+    snprintf(two.db, sizeof two.db, "%s", one.db); /* the same database */
+    if (server_restart(&two, args) != 0) {
+        check_record(0, __FILE__, __LINE__, "the second server starts on the same database");
+    } else {
+        snprintf(two.token, sizeof two.token, "%s", one.token);
+        op_one = operator_client_open(&one);
+        op_two = operator_client_open(&two);
+        if (op_one != NULL && op_two != NULL) {
+            label_campaign();
+            test_lock_refuses();
+            test_activation_followed();
+            test_schedule_fires_once();
+            CHECK_INT(server_stop(&two), 0); /* a clean stop: the ASan build checks for leaks */
+            CHECK_INT(server_restart(&two, args), 0);
+            snprintf(two.token, sizeof two.token, "%s", one.token);
+            ldpref_client_close(op_two);
+            if ((op_two = operator_client_open(&two)) != NULL)
+                test_holder_killed();
+        }
+        ldpref_client_close(op_one);
+        ldpref_client_close(op_two);
+    }
+    CHECK_INT(server_stop(&one), 0);
+    server_cleanup(&two);
+    server_cleanup(&one);
+    return check_summary();
+}
