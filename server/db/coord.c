@@ -105,19 +105,19 @@ struct runs_query {
     lp_coord_runs *out;
 };
 
-static int runs_fn(sqlite3 *db, void *ctx)
+static int runs_fn(lp_conn *db, void *ctx)
 {
     struct runs_query *q = ctx;
-    sqlite3_stmt *st = lp_engine_stmt(q->engine, db, SQL_RUNS);
+    lp_stmt *st = lp_engine_stmt(q->engine, db, SQL_RUNS);
     if (st == NULL)
         return LP_ESTORAGE;
-    int step = sqlite3_step(st);
-    if (step == SQLITE_ROW) {
-        q->out->last_start_ms = sqlite3_column_int64(st, 0); /* NULL reads as 0 */
-        q->out->last_cutoff = sqlite3_column_int64(st, 1);
+    int step = lp_stmt_step(st);
+    if (step == LP_SQL_ROW) {
+        q->out->last_start_ms = lp_stmt_column_int64(st, 0); /* NULL reads as 0 */
+        q->out->last_cutoff = lp_stmt_column_int64(st, 1);
     }
-    sqlite3_reset(st);
-    return step == SQLITE_ROW ? LP_OK : lp_engine_fail(db, "coordination read");
+    lp_stmt_reset(st);
+    return step == LP_SQL_ROW ? LP_OK : lp_engine_fail(db, "coordination read");
 }
 
 int lp_coord_runs_get(lp_store *s, lp_coord_runs *out)
