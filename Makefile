@@ -32,13 +32,17 @@ PKG_LIBS   := $(shell pkg-config --libs $(PKGS) 2>/dev/null) -llbfgs -lunistring
 CLIENT_PKGS := libcurl libsodium jansson sqlite3 libmicrohttpd
 # libunistring (no pkg-config file on Debian): the memo's text normalization.
 CLIENT_LIBS := $(shell pkg-config --libs $(CLIENT_PKGS) 2>/dev/null) -lunistring -lm -lpthread
+# libpq: the PostgreSQL driver (server/db/sql_pg.c), linked into the server
+# and the tests, not into the client library or the CLIs.
+PG_CFLAGS := $(shell pkg-config --cflags libpq 2>/dev/null)
+PG_LIBS   := $(shell pkg-config --libs libpq 2>/dev/null)
 # The ldpref CLI alone draws on the terminal (ldpref label): ncursesw.
 CLI_CFLAGS  := $(shell pkg-config --cflags ncursesw 2>/dev/null)
 CLI_LIBS    := $(shell pkg-config --libs ncursesw 2>/dev/null)
 
 CFLAGS  ?= -O2 -g
 CFLAGS  += -std=c11 -D_GNU_SOURCE -fPIC -Wall -Wextra -Wshadow -Wstrict-prototypes \
-           -Wno-unused-parameter -DLDPREF_VERSION='"$(VERSION)"' $(PKG_CFLAGS)
+           -Wno-unused-parameter -DLDPREF_VERSION='"$(VERSION)"' $(PKG_CFLAGS) $(PG_CFLAGS)
 LDFLAGS ?=
 ifeq ($(SAN),1)
 CFLAGS  += -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined
@@ -89,6 +93,10 @@ UI_ASSETS_O  := $(BUILD)/obj/gen/ui_assets.o
 CONSOLE_ASSETS   := $(sort $(wildcard server/api/console/*))
 CONSOLE_ASSETS_C := $(BUILD)/gen/console_assets.c
 CONSOLE_ASSETS_O := $(BUILD)/obj/gen/console_assets.o
+# The PostgreSQL schema's files, embedded in the db layer (server/db/internal/schema_pg.h).
+PG_SCHEMA        := $(sort $(wildcard schema/postgresql/[0-9][0-9][0-9]_*.sql))
+PG_SCHEMA_C      := $(BUILD)/gen/pg_schema_files.c
+PG_SCHEMA_O      := $(BUILD)/obj/gen/pg_schema_files.o
 ENGINE_SRC   := $(wildcard server/engine/*.c)
 RESEARCH_SRC := $(wildcard server/research/*.c)
 DB_SRC       := $(wildcard server/db/*.c)
@@ -157,12 +165,13 @@ $(BUILD)/obj/%.o: %.c $(VERSION_STAMP)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $(LAYER_INC) -MMD -MP -c $< -o $@
 
-# The two libraries with a single home: only server/db/ includes sqlite3.h
-# (the client's local ledger and memo use SQLite through their own files),
-# and there only the SQLite engine and its driver (DB_SQLITE_FILES): the
-# repositories speak the statement API (server/db/internal/sql.h), and the
-# public db headers do not mention SQLite; only server/http/ and the client
-# library's local web page (client/lib/ui.c) include microhttpd.h.
+# The libraries with a single home: only server/db/ includes sqlite3.h and
+# libpq-fe.h (the client's local ledger and memo use SQLite through their
+# own files); there only the SQLite engine and its driver (DB_SQLITE_FILES)
+# mention SQLite: the repositories speak the statement API
+# (server/db/internal/sql.h), and the public db headers mention neither;
+# only server/http/ and the client library's local web page
+# (client/lib/ui.c) include microhttpd.h.
 DB_SQLITE_FILES := server/db/engine.c server/db/walbuf.c server/db/sql_sqlite.c \
                    server/db/internal/walbuf.h server/db/internal/sql_sqlite.h
 check-layers:
@@ -174,6 +183,10 @@ check-layers:
 	@bad=$$(grep -lE 'sqlite3|SQLITE_' server/db/*.[ch] server/db/internal/*.h \
 	        | grep -vxF $(addprefix -e ,$(DB_SQLITE_FILES))); \
 	 if [ -n "$$bad" ]; then echo "layering: SQLite outside its engine and driver (use internal/sql.h): $$bad" >&2; exit 1; fi
+	@bad=$$(grep -rln '^#include <libpq-fe.h>' server client common | grep -v '^server/db/'); \
+	 if [ -n "$$bad" ]; then echo "layering: libpq-fe.h outside server/db/: $$bad" >&2; exit 1; fi
+	@bad=$$(grep -l 'libpq-fe.h\|PGconn' server/db/*.h); \
+	 if [ -n "$$bad" ]; then echo "layering: a public db header mentions libpq: $$bad" >&2; exit 1; fi
 	@bad=$$(grep -rln '^#include <microhttpd.h>' server client common | grep -v '^server/http/' | grep -vx 'client/lib/ui.c'); \
 	 if [ -n "$$bad" ]; then echo "layering: microhttpd.h outside server/http/ and client/lib/ui.c: $$bad" >&2; exit 1; fi
 
@@ -181,7 +194,7 @@ $(LIB_COMMON):   $(call obj,$(COMMON_SRC))
 $(LIB_CLIENT):   $(call obj,$(CLIENT_SRC) $(COMMON_SRC)) $(UI_ASSETS_O)
 $(LIB_ENGINE):   $(call obj,$(ENGINE_SRC))
 $(LIB_RESEARCH): $(call obj,$(RESEARCH_SRC))
-$(LIB_DB):       $(call obj,$(DB_SRC))
+$(LIB_DB):       $(call obj,$(DB_SRC)) $(PG_SCHEMA_O)
 $(LIB_SERVICE):  $(call obj,$(SERVICE_SRC))
 $(LIB_API):      $(call obj,$(API_SRC)) $(CONSOLE_ASSETS_O)
 $(LIB_HTTP):     $(call obj,$(HTTP_SRC))
@@ -218,11 +231,17 @@ $(CONSOLE_ASSETS_C): $(CONSOLE_ASSETS) Makefile
 $(CONSOLE_ASSETS_O): $(CONSOLE_ASSETS_C) server/api/console_assets.h
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $(INC_api) -c $< -o $@
+$(PG_SCHEMA_C): $(PG_SCHEMA) Makefile
+	@mkdir -p $(dir $@)
+	$(call embed,$(PG_SCHEMA),schema_pg.h,lp_pg_schema_file,lp_pg_schema_files,)
+$(PG_SCHEMA_O): $(PG_SCHEMA_C) server/db/internal/schema_pg.h server/db/internal/sql.h
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) $(INC_db) -c $< -o $@
 
 $(BUILD)/ldpref: $(call obj,$(CLI_SRC)) $(LIB_CLIENT)
 	$(CC) $(LDFLAGS) -o $@ $^ $(PKG_LIBS) $(CLI_LIBS)
 $(BUILD)/ldpref-server: $(call obj,server/cmd/server_main.c) $(LIB_CMD) $(SERVER_LIBS)
-	$(CC) $(LDFLAGS) -o $@ $^ $(PKG_LIBS)
+	$(CC) $(LDFLAGS) -o $@ $^ $(PKG_LIBS) $(PG_LIBS)
 $(BUILD)/ldpref-train: $(call obj,server/cmd/train_main.c) $(LIB_RESEARCH) $(LIB_ENGINE) $(LIB_COMMON)
 	$(CC) $(LDFLAGS) -o $@ $^ $(PKG_LIBS)
 
@@ -239,20 +258,20 @@ $(BUILD)/ldpref.pc: client/lib/ldpref.pc.in
 # Tests link every internal library; each binary prints "N passed, N failed".
 $(BUILD)/tests/%: $(BUILD)/obj/tests/unit/%.o $(ALL_LIBS)
 	@mkdir -p $(dir $@)
-	$(CC) $(LDFLAGS) -o $@ $^ $(PKG_LIBS)
+	$(CC) $(LDFLAGS) -o $@ $^ $(PKG_LIBS) $(PG_LIBS)
 $(BUILD)/tests/e2e_%: $(BUILD)/obj/tests/e2e/e2e_%.o $(ALL_LIBS)
 	@mkdir -p $(dir $@)
-	$(CC) $(LDFLAGS) -o $@ $^ $(PKG_LIBS)
+	$(CC) $(LDFLAGS) -o $@ $^ $(PKG_LIBS) $(PG_LIBS)
 # Fuzz targets replayed over their corpora with the normal compiler.
 $(BUILD)/tests/replay_%: $(BUILD)/obj/tests/fuzz/%.o $(BUILD)/obj/tests/fuzz/replay_main.o $(ALL_LIBS)
 	@mkdir -p $(dir $@)
-	$(CC) $(LDFLAGS) -o $@ $^ $(PKG_LIBS)
+	$(CC) $(LDFLAGS) -o $@ $^ $(PKG_LIBS) $(PG_LIBS)
 $(BUILD)/bench/%: $(BUILD)/obj/tests/bench/%.o $(ALL_LIBS)
 	@mkdir -p $(dir $@)
-	$(CC) $(LDFLAGS) -o $@ $^ $(PKG_LIBS)
+	$(CC) $(LDFLAGS) -o $@ $^ $(PKG_LIBS) $(PG_LIBS)
 $(BUILD)/study/%: $(BUILD)/obj/tests/study/%.o $(ALL_LIBS)
 	@mkdir -p $(dir $@)
-	$(CC) $(LDFLAGS) -o $@ $^ $(PKG_LIBS)
+	$(CC) $(LDFLAGS) -o $@ $^ $(PKG_LIBS) $(PG_LIBS)
 
 tests: all $(UNIT_TESTS) $(E2E_TESTS) $(FUZZ_REPLAY) $(PY_TESTS)
 
@@ -316,7 +335,7 @@ fuzz:
 fuzz-bins: $(FUZZ_BINS)
 $(BUILD)/fuzz/%: $(BUILD)/obj/tests/fuzz/%.o $(ALL_LIBS)
 	@mkdir -p $(dir $@)
-	$(CC) $(LDFLAGS) -fsanitize=fuzzer -o $@ $^ $(PKG_LIBS)
+	$(CC) $(LDFLAGS) -fsanitize=fuzzer -o $@ $^ $(PKG_LIBS) $(PG_LIBS)
 
 # Any PREFIX works without LD_LIBRARY_PATH or ldconfig: the CLIs link
 # libldpref statically, and ldpref.pc's Libs carry an rpath to $(PREFIX)/lib

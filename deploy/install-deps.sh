@@ -16,7 +16,10 @@ set -euo pipefail
 # libnghttp2-dev ... libzstd-dev: the libraries libcurl.pc's Libs.private
 # names, so that `pkg-config --static --libs ldpref` links (Debian's
 # libcurl4-openssl-dev does not pull them in); man-db, groff-base: the
-# manual pages' check (tests/install/run.sh).
+# manual pages' check (tests/install/run.sh). postgresql, libpq-dev: the
+# PostgreSQL backend's driver (server/db/sql_pg.c) and the real PostgreSQL
+# server its tests start in a temporary directory (tests/support/pg.c; as
+# root they run it as the package's own unprivileged user, postgres).
 PKGS=(build-essential pkg-config
       libmicrohttpd-dev libjansson-dev libsodium-dev libsqlite3-dev sqlite3
       libcurl4-openssl-dev libopenblas-dev liblbfgs-dev libunistring-dev
@@ -25,6 +28,7 @@ PKGS=(build-essential pkg-config
       libncurses-dev tmux
       clang libclang-rt-dev clang-format gnuplot-nox
       xxd chromium openssl
+      postgresql libpq-dev
       python3 python3-cffi python3-pytest python3-yaml python3-numpy python3-pip
       python3-setuptools)
 if [ "${1:-}" = "--dev" ]; then
