@@ -172,7 +172,7 @@ $(BUILD)/obj/%.o: %.c $(VERSION_STAMP)
 # (server/db/internal/sql.h), and the public db headers mention neither;
 # only server/http/ and the client library's local web page
 # (client/lib/ui.c) include microhttpd.h.
-DB_SQLITE_FILES := server/db/engine.c server/db/walbuf.c server/db/sql_sqlite.c \
+DB_SQLITE_FILES := server/db/engine_sqlite.c server/db/walbuf.c server/db/sql_sqlite.c \
                    server/db/internal/walbuf.h server/db/internal/sql_sqlite.h
 check-layers:
 	@bad=$$(grep -ln '^#include <sqlite3.h>' $$(git ls-files 'server/*.c' 'server/*.h' 2>/dev/null || find server -name '*.[ch]') \
