@@ -163,9 +163,12 @@ int lp_engine_read(lp_engine *e, lp_job_fn fn, void *ctx)
     e->rfree = c->next_free;
     pthread_mutex_unlock(&e->rlock);
 
-    int rc = e->ops->reader_check == NULL || e->ops->reader_check(c->conn) == LP_OK
-                 ? fn(c->conn, ctx)
-                 : LP_ESTORAGE;
+    int rc = fn(c->conn, ctx);
+    /* a read that failed on a connection found lost runs once more on the
+     * connection made again (reads change nothing) */
+    if (rc == LP_ESTORAGE && e->ops->reader_check != NULL &&
+        e->ops->reader_check(c->conn) == LP_BACKEND_RETRY)
+        rc = fn(c->conn, ctx);
 
     pthread_mutex_lock(&e->rlock);
     c->next_free = e->rfree;

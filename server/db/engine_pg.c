@@ -19,8 +19,8 @@
  * again and the BEGIN tried once more, so a server that restarted is
  * reached by the next group; a transaction the loss cut short fails its
  * group (LP_ESTORAGE) and marks the storage unhealthy (commit_failed) until
- * the probe, once a second, commits again (it reconnects too). A pooled
- * reader found lost is made again before its next read. Files, WAL and
+ * the probe, once a second, commits again (it reconnects too). A read that
+ * failed on a pooled reader found lost runs once more on a new connection. Files, WAL and
  * free space are the PostgreSQL server's (db_unlinked and disk_low do not
  * apply); there is no training-lock file.
  */
@@ -138,7 +138,9 @@ static int pgb_reader_open(lp_backend *b, lp_conn **out, char *err, size_t errle
 
 static int pgb_reader_check(lp_conn *c)
 {
-    return ensure_connected(c, 0);
+    if (lp_sql_pg_connected(c))
+        return LP_OK;
+    return ensure_connected(c, 0) == LP_OK ? LP_BACKEND_RETRY : LP_ESTORAGE;
 }
 
 static lp_stmt *pgb_prepare_kept(lp_conn *c, const char *sql)

@@ -46,8 +46,10 @@ typedef struct lp_backend_ops {
     /* A new read-only connection (pooled or private). LP_OK or LP_ESTORAGE
      * with a message in err; *out is NULL on failure. */
     int (*reader_open)(lp_backend *b, lp_conn **out, char *err, size_t errlen);
-    /* Before a pooled read: LP_OK, or LP_ESTORAGE when the connection is
-     * lost and cannot be made again. NULL: nothing to check. */
+    /* After a pooled read failed: LP_BACKEND_RETRY when the connection
+     * was lost and is made again (the read then runs once more), LP_OK
+     * when it was not lost, LP_ESTORAGE when it cannot be made again.
+     * NULL: never lost. */
     int (*reader_check)(lp_conn *c);
     /* A statement kept for the connection's life (the statement cache). */
     lp_stmt *(*prepare_kept)(lp_conn *c, const char *sql);
