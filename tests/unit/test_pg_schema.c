@@ -10,8 +10,11 @@
  * SQLite uniqueness also in PostgreSQL, plus the ones several servers rely
  * on; the same counters after the same writes (the triggers); the refusals
  * of the append-only triggers as constraint failures (SQLSTATE class 23);
- * the campaign-completion notification, delivered on commit only; and
- * the migration itself: three servers at once apply each file once, again
+ * the campaign-completion notification, delivered on commit only; races
+ * between connections, as between servers (a token taken once, a second
+ * label for one (annotator, task) refused after waiting on the first, a
+ * budget spent by conditional increments from four connections to exactly
+ * its limit); and the migration itself: three servers at once apply each file once, again
  * is a no-op, a newer database is refused and left alone.
  */
 #include "check.h"
@@ -208,6 +211,147 @@ static int apply_sqlite_migrations(sqlite3 *db, int version)
 }
 
 /* ---- tables and columns ---- */
+
+/* ---- races between servers: what the constraints decide ---- */
+
+struct racer {
+    lp_conn *c;
+    const char *sql;
+    int64_t a, b;
+    double d, budget;
+    int tries;
+    int rc;          /* the last step's result */
+    int64_t changed; /* rows changed, added over the tries */
+};
+
+/* Runs sql (?1 = a, ?2 = b or d, ?3 = budget) tries times, autocommit. */
+static void *race(void *arg)
+{
+    struct racer *r = arg;
+    lp_stmt *st = lp_stmt_prepare(r->c, r->sql);
+    for (int k = 0; st != NULL && k < r->tries; k++) {
+        lp_stmt_reset(st);
+        lp_stmt_bind_int64(st, 1, r->a);
+        if (r->budget > 0) {
+            lp_stmt_bind_double(st, 2, r->d);
+            lp_stmt_bind_double(st, 3, r->budget);
+        } else {
+            lp_stmt_bind_int64(st, 2, r->b);
+        }
+        r->rc = lp_stmt_step(st);
+        if (r->rc == LP_SQL_DONE)
+            r->changed += lp_conn_changes(r->c);
+    }
+    lp_stmt_finalize(st);
+    return NULL;
+}
+
+/* Waits (10 s at most) until a session of the database waits on a lock;
+ * 1 when one does. */
+static int wait_blocked(lp_conn *c)
+{
+    lp_stmt *st = lp_stmt_prepare(c, "SELECT count(*) FROM pg_stat_activity WHERE "
+                                     "wait_event_type = 'Lock' AND datname = current_database()");
+    int blocked = 0;
+    for (int waited_ms = 0; st != NULL && waited_ms < 10000 && !blocked; waited_ms += 10) {
+        lp_stmt_reset(st);
+        blocked = lp_stmt_step(st) == LP_SQL_ROW && lp_stmt_column_int64(st, 0) > 0;
+        if (!blocked)
+            poll(NULL, 0, 10);
+    }
+    lp_stmt_finalize(st);
+    return blocked;
+}
+
+/* Several connections (as several servers would) racing for one token, one
+ * (annotator, task) label and one budget: the database decides, once. */
+static void test_races(const char *uri)
+{
+    enum { RACERS = 4 };
+    lp_conn *c[RACERS] = {0};
+    char err[256];
+    for (int k = 0; k < RACERS; k++)
+        CHECK_INT(lp_sql_pg_open(uri, &c[k], err, sizeof err), LP_OK);
+    if (c[RACERS - 1] == NULL)
+        return;
+
+    /* an enrollment token: used by the first, the others change nothing,
+     * also while the first one's transaction is still open */
+    CHECK_INT(lp_conn_exec(c[0], "INSERT INTO enrollment_tokens (hash, campaign, created_ms) "
+                                 "VALUES (decode(repeat('7a', 32), 'hex'), 2, 1)"),
+              LP_SQL_DONE);
+    CHECK_INT(lp_conn_exec(c[0], "BEGIN"), LP_SQL_DONE);
+    CHECK_INT(lp_conn_exec(c[0], "UPDATE enrollment_tokens SET used_by = 2 WHERE hash = "
+                                 "decode(repeat('7a', 32), 'hex') AND used_by IS NULL"),
+              LP_SQL_DONE);
+    CHECK_INT(lp_conn_changes(c[0]), 1);
+    struct racer tok = {.c = c[1],
+                        .sql = "UPDATE enrollment_tokens SET used_by = ?2 WHERE "
+                               "hash = decode(repeat('7a', 32), 'hex') AND used_by IS NULL "
+                               "AND ?1 > 0",
+                        .a = 1,
+                        .b = 3,
+                        .tries = 1};
+    pthread_t t;
+    CHECK_INT(pthread_create(&t, NULL, race, &tok), 0);
+    CHECK(wait_blocked(c[2])); /* the racer waits on the row */
+    CHECK_INT(lp_conn_exec(c[0], "COMMIT"), LP_SQL_DONE);
+    pthread_join(t, NULL);
+    CHECK_INT(tok.rc, LP_SQL_DONE);
+    CHECK_INT(tok.changed, 0);
+
+    /* one label per (annotator, task): the second waits, then is refused */
+    CHECK_INT(lp_conn_exec(c[0], "BEGIN"), LP_SQL_DONE);
+    CHECK_INT(lp_conn_exec(c[0], "INSERT INTO labels (annotator, task, z, z_task, nonce, "
+                                 "timestamp_ms, signature, received_ms) VALUES (2, 2, 1, 1, "
+                                 "decode(repeat('c1', 16), 'hex'), 1, "
+                                 "decode(repeat('00', 64), 'hex'), 1)"),
+              LP_SQL_DONE);
+    struct racer dup = {.c = c[1],
+                        .sql = "INSERT INTO labels (annotator, task, z, z_task, nonce, "
+                               "timestamp_ms, signature, received_ms) VALUES (?1, ?2, 0, 0, "
+                               "decode(repeat('c2', 16), 'hex'), 1, "
+                               "decode(repeat('00', 64), 'hex'), 1)",
+                        .a = 2,
+                        .b = 2,
+                        .tries = 1};
+    CHECK_INT(pthread_create(&t, NULL, race, &dup), 0);
+    CHECK(wait_blocked(c[2])); /* on the first one's uncommitted key */
+    CHECK_INT(lp_conn_exec(c[0], "COMMIT"), LP_SQL_DONE);
+    pthread_join(t, NULL);
+    CHECK_INT(dup.rc, LP_SQL_UNIQUE);
+
+    /* a budget spent by conditional increments from four connections at
+     * once: exactly as many spends as fit, never more */
+    struct racer spend[RACERS];
+    pthread_t ts[RACERS];
+    for (int k = 0; k < RACERS; k++) {
+        spend[k] = (struct racer){.c = c[k],
+                                  .sql = "UPDATE annotators SET epsilon_spent = epsilon_spent + ?2 "
+                                         "WHERE id = ?1 AND epsilon_spent + ?2 <= ?3",
+                                  .a = 3,
+                                  .d = 0.25,
+                                  .budget = 5.0,
+                                  .tries = 15};
+        CHECK_INT(pthread_create(&ts[k], NULL, race, &spend[k]), 0);
+    }
+    int64_t spent = 0;
+    for (int k = 0; k < RACERS; k++) {
+        pthread_join(ts[k], NULL);
+        CHECK_INT(spend[k].rc, LP_SQL_DONE);
+        spent += spend[k].changed;
+    }
+    CHECK_INT(spent, 20); /* 5.0 / 0.25 of 60 tries */
+    lp_stmt *st = lp_stmt_prepare(c[0], "SELECT a.epsilon_spent, f.epsilon_spent FROM "
+                                        "annotators a JOIN campaign_fill f ON f.campaign = "
+                                        "a.campaign WHERE a.id = 3");
+    CHECK(st != NULL && lp_stmt_step(st) == LP_SQL_ROW);
+    CHECK(st != NULL && lp_stmt_column_double(st, 0) == 5.0);
+    CHECK(st != NULL && lp_stmt_column_double(st, 1) == 5.0); /* the trigger's sum agrees */
+    lp_stmt_finalize(st);
+    for (int k = 0; k < RACERS; k++)
+        lp_conn_close(c[k]);
+}
 
 /* SQLite's declared type as PostgreSQL's information_schema names it. */
 static const char *pg_type_of(const char *sqlite_type)
@@ -549,6 +693,7 @@ int main(void)
     pg_sqlstate(pg, "DELETE FROM operator_tokens", state, sizeof state);
     CHECK_STR(state, "23000");
 
+    test_races(uri);
     test_migrate(&pgc);
 
     free(lite_tables);
