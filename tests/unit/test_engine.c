@@ -8,16 +8,19 @@
  * works; the transaction cache is flushed before every commit; reads see
  * commits; the statement cache; everything is there after a reopen.
  * PostgreSQL also: a reopen does not migrate again, two engines opening
- * one new database at once migrate it once, and a writer or reader whose
- * connection the server ended connects again.
+ * one new database at once migrate it once, a writer or reader whose
+ * connection the server ended connects again, and a campaign completed
+ * by a committed job is logged once, by the engine that completed it.
  */
 #include "check.h"
 #include "engine.h"
 #include "error.h"
+#include "log.h"
 #include "pg.h"
 #include "sql_pg.h"
 #include "tmpdir.h"
 
+#include <fcntl.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -476,6 +479,82 @@ static void test_pg_reconnect(const char *uri)
     lp_engine_close(e);
 }
 
+/* Creates campaign name and marks all of its 2 tasks complete; fails
+ * afterwards (its savepoint rolled back) when ctx's fail is set. */
+struct complete_job {
+    const char *name;
+    int fail;
+};
+
+static int complete_fn(lp_conn *db, void *ctx)
+{
+    struct complete_job *c = ctx;
+    lp_stmt *ins =
+        lp_engine_stmt(e, db,
+                       "INSERT INTO campaigns (name, epsilon_min, epsilon_max, epsilon_budget, "
+                       "epsilon_default, created_ms) VALUES (?1, 1, 1, 10, 1, 0) RETURNING id");
+    if (ins == NULL)
+        return LP_ESTORAGE;
+    lp_stmt_bind_text(ins, 1, c->name, -1);
+    int64_t id = lp_stmt_step(ins) == LP_SQL_ROW ? lp_stmt_column_int64(ins, 0) : 0;
+    lp_stmt_reset(ins);
+    lp_stmt *up = lp_engine_stmt(
+        e, db, "UPDATE campaign_fill SET tasks = 2, tasks_complete = 2 WHERE campaign = ?1");
+    if (up == NULL || id == 0)
+        return LP_ESTORAGE;
+    lp_stmt_bind_int64(up, 1, id);
+    int step = lp_stmt_step(up);
+    lp_stmt_reset(up);
+    if (step != LP_SQL_DONE || lp_conn_changes(db) != 1)
+        return LP_ESTORAGE;
+    return c->fail ? LP_EINVALID_ARGUMENT : LP_OK;
+}
+
+/* Lines of the log file at path holding every one of the words. */
+static int log_lines(const char *path, const char *a, const char *b)
+{
+    FILE *f = fopen(path, "r");
+    char line[LP_LOG_LINE_MAX];
+    int n = 0;
+    while (f != NULL && fgets(line, sizeof line, f) != NULL)
+        n += strstr(line, a) != NULL && strstr(line, b) != NULL;
+    if (f != NULL)
+        fclose(f);
+    return n;
+}
+
+/* Two engines (two servers) on one database, the log in a file: a
+ * completion is logged once, after its commit, by the engine whose job
+ * made it; a job rolled back after completing a campaign logs nothing. */
+static void test_pg_completion(const char *uri)
+{
+    char err[256], logpath[300];
+    snprintf(logpath, sizeof logpath, "%s/completion.log", dir);
+    int fd = open(logpath, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+    CHECK(fd >= 0);
+    lp_store_opts o = {.path = uri, .sync_full = 1, .read_conns = 1};
+    lp_engine *other = NULL;
+    CHECK_INT(lp_engine_open(&o, NULL, &e, err, sizeof err), LP_OK);
+    CHECK_INT(lp_engine_open(&o, NULL, &other, err, sizeof err), LP_OK);
+    if (e == NULL || other == NULL || fd < 0) {
+        lp_engine_close(e);
+        lp_engine_close(other);
+        return;
+    }
+    lp_log_set_fd(fd);
+    struct complete_job done = {"finished", 0}, undone = {"rolled-back", 1};
+    CHECK_INT(lp_engine_write(e, complete_fn, &done, 1, 0), LP_OK);
+    CHECK_INT(lp_engine_write(e, complete_fn, &undone, 1, 0), LP_EINVALID_ARGUMENT);
+    usleep(2500 * 1000); /* both writers' idle upkeep reads notifications */
+    lp_log_set_fd(2);
+    close(fd);
+    CHECK_INT(log_lines(logpath, "campaign_complete", "campaign=finished"), 1);
+    CHECK_INT(log_lines(logpath, "campaign_complete", "tasks=2"), 1);
+    CHECK_INT(log_lines(logpath, "campaign_complete", "rolled-back"), 0);
+    lp_engine_close(other);
+    lp_engine_close(e);
+}
+
 static void test_pg(void)
 {
     pg_cluster pgc;
@@ -488,6 +567,7 @@ static void test_pg(void)
     test_backend(uri);
     test_pg_migrate_once(uri2);
     test_pg_reconnect(uri);
+    test_pg_completion(uri);
 
     /* a server that cannot be reached: a clear error, nothing left */
     char err[256];
@@ -513,8 +593,8 @@ int main(void)
     lp_engine *none = NULL;
     CHECK_INT(lp_engine_open(&ob, NULL, &none, err, sizeof err), LP_ESTORAGE);
     CHECK(none == NULL && err[0] != '\0');
-    tmpdir_remove(dir);
 
     test_pg();
+    tmpdir_remove(dir);
     return check_summary();
 }
