@@ -331,7 +331,8 @@ static int begin(lp_engine *e)
 }
 
 /* Runs the jobs of a group in one transaction: LP_OK once committed,
- * LP_BACKEND_RETRY when a conflict with another writer rolled it back,
+ * LP_BACKEND_RETRY when a conflict with another writer rolled it back (or
+ * the backend rolls it back for one),
  * else LP_ESTORAGE or the backend's refusal (LP_ESTORAGE_UNHEALTHY). Adds
  * the group's items to *items. */
 static int run_txn(lp_engine *e, lp_job *batch, size_t *items)
@@ -378,7 +379,9 @@ static void run_group(lp_engine *e, lp_job *batch)
         e->ops->after_commit(e->be, rc == LP_OK);
         if (rc != LP_BACKEND_RETRY)
             break;
-        lp_log(LP_LOG_WARN, "storage_retry", LP_LOG_STR("message", e->commit_failure),
+        lp_log(LP_LOG_WARN, "storage_retry",
+               LP_LOG_STR("message",
+                          e->commit_failure[0] ? e->commit_failure : lp_conn_errmsg(e->wconn)),
                LP_LOG_INT("try", tries + 1));
     }
     int ok = rc == LP_OK;

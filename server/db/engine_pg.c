@@ -3,9 +3,11 @@
  * for a libpq URI (postgresql://... or postgres://...).
  *
  * The writer is one connection (sql_pg.h: synchronous_commit on, checked
- * here) whose transactions are plain BEGIN ... COMMIT (READ COMMITTED); a
- * COMMIT that a conflict with another writer rolled back (SQLSTATE 40001,
- * 40P01) sends the group round again (engine.c). Readers are connections
+ * here) whose transactions are plain BEGIN ... COMMIT (the database's
+ * default isolation, READ COMMITTED unless set otherwise); a transaction
+ * in which a statement or the COMMIT met a conflict with another writer
+ * (SQLSTATE 40001, 40P01) is rolled back and its group runs again
+ * (engine.c). Readers are connections
  * whose sessions are read-only (default_transaction_read_only); a read
  * snapshot is the driver's REPEATABLE READ, READ ONLY transaction.
  *
@@ -40,6 +42,7 @@
 
 struct lp_backend {
     lp_conn *wconn;
+    uint64_t conflicts; /* lp_sql_pg_conflicts when the transaction began */
     char uri[4096];
 };
 
@@ -153,6 +156,13 @@ static int pgb_reconnect(lp_backend *b)
     return lp_sql_pg_connected(b->wconn) ? LP_ESTORAGE : ensure_connected(b->wconn, 1);
 }
 
+/* A statement of the transaction met a conflict with another writer (its
+ * job may have failed, or gone on): the whole transaction runs again. */
+static int pgb_before_commit(lp_backend *b)
+{
+    return lp_sql_pg_conflicts(b->wconn) == b->conflicts ? LP_OK : LP_BACKEND_RETRY;
+}
+
 /* COMMIT, told apart: a conflict with another writer may be retried; a
  * COMMIT of a transaction already aborted answers ROLLBACK, a failure. */
 static int pgb_commit(lp_backend *b, char *why, size_t whylen)
@@ -178,6 +188,7 @@ static void pgb_after_commit(lp_backend *b, int ok)
 {
     (void)ok; /* a notification arrives only when its transaction committed */
     completions_drain(b);
+    b->conflicts = lp_sql_pg_conflicts(b->wconn); /* the next transaction's start */
 }
 
 static void pgb_upkeep(lp_backend *b, int idle, int64_t idle_ns)
@@ -199,6 +210,7 @@ static int pgb_probe(lp_backend *b, char *why, size_t whylen)
     snprintf(why, whylen, "%s", lp_conn_errmsg(b->wconn));
     if (lp_sql_pg_connected(b->wconn) && lp_conn_in_txn(b->wconn))
         lp_conn_exec(b->wconn, "ROLLBACK");
+    b->conflicts = lp_sql_pg_conflicts(b->wconn);
     return ok;
 }
 
@@ -224,6 +236,7 @@ const lp_backend_ops lp_backend_pg = {
     .reader_check = pgb_reader_check,
     .prepare_kept = pgb_prepare_kept,
     .reconnect = pgb_reconnect,
+    .before_commit = pgb_before_commit,
     .commit = pgb_commit,
     .after_commit = pgb_after_commit,
     .upkeep = pgb_upkeep,

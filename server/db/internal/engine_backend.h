@@ -57,7 +57,9 @@ typedef struct lp_backend_ops {
      * when the BEGIN may be tried once more. NULL: never. */
     int (*reconnect)(lp_backend *b);
     /* Right before the commit: LP_OK, or LP_ESTORAGE_UNHEALTHY to roll the
-     * transaction back instead (SQLite: the files are no longer linked). */
+     * transaction back instead (SQLite: the files are no longer linked),
+     * or LP_BACKEND_RETRY to roll it back and run the group again
+     * (PostgreSQL: a statement met a conflict with another writer). */
     int (*before_commit)(lp_backend *b);
     /* Commits the open transaction: LP_OK, or LP_ESTORAGE or
      * LP_BACKEND_RETRY with the failure in why. NULL: the core runs COMMIT
