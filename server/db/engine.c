@@ -113,6 +113,7 @@ struct lp_engine {
     char commit_failure[128]; /* the backend's commit's, "" if none (writer thread) */
     /* the writer's upkeep (writer thread only; monotonic ns) */
     int64_t next_upkeep_ns, last_commit_ns;
+    int64_t data_version; /* the backend's count of commits by others, at the last check */
 };
 
 /* ------------------------------------------------------------------ */
@@ -269,6 +270,37 @@ static int run_job(lp_engine *e, lp_job *j)
     return lp_conn_in_txn(e->wconn) ? LP_OK : LP_ESTORAGE;
 }
 
+/* The backend's count of commits by other connections to the database
+ * (other servers or stores on it); -1 when it has none or it cannot be
+ * read (then others may have committed). */
+static int64_t data_version(lp_engine *e)
+{
+    if (e->ops->data_version_sql == NULL)
+        return -1;
+    lp_stmt *st = sc_get(e->ops, &e->wcache, e->wconn, e->ops->data_version_sql);
+    int64_t v = st != NULL && lp_stmt_step(st) == LP_SQL_ROW ? lp_stmt_column_int64(st, 0) : -1;
+    if (st != NULL)
+        lp_stmt_reset(st);
+    return v;
+}
+
+/* Right after BEGIN (SQLite: the write lock held): when another
+ * connection has committed since the writer's last transaction, the
+ * transaction cache may hold rows it changed (an annotator's ε spent), so
+ * it is dropped and read again inside this transaction, and the cache's
+ * others hook catches up with the rows added. LP_OK or the hook's error. */
+static int txn_check_others(lp_engine *e)
+{
+    int64_t v = data_version(e);
+    if (v >= 0 && v == e->data_version)
+        return LP_OK;
+    txn_clear(e);
+    int rc = e->txn.others ? e->txn.others(e->wconn, e->txn.ctx) : LP_OK;
+    if (rc == LP_OK) /* else the next transaction tries again */
+        e->data_version = v;
+    return rc;
+}
+
 static void count_commit(lp_engine *e, size_t items)
 {
     pthread_mutex_lock(&e->stats_lock);
@@ -338,6 +370,8 @@ static int begin(lp_engine *e)
 static int run_txn(lp_engine *e, lp_job *batch, size_t *items)
 {
     int rc = begin(e);
+    if (rc == LP_OK && txn_check_others(e) != LP_OK)
+        rc = LP_ESTORAGE;
     for (lp_job *j = batch; j != NULL; j = j->next) {
         *items += j->items;
         if (rc == LP_OK && run_job(e, j) != LP_OK)

@@ -324,6 +324,7 @@ static void sq_close(lp_backend *b)
 const lp_backend_ops lp_backend_sqlite = {
     .name = "sqlite",
     .begin_sql = "BEGIN IMMEDIATE",
+    .data_version_sql = "PRAGMA data_version",
     .open = sq_open,
     .opened = sq_opened,
     .reader_open = sq_reader_open,

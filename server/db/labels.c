@@ -14,6 +14,7 @@
 #include "error.h"
 
 #include <math.h>
+#include <stdint.h>
 #include <sodium.h>
 #include <stdlib.h>
 #include <string.h>
@@ -27,9 +28,16 @@ enum lstmt {
     L_TASK_EXISTS,
     L_NONCE_ROW,
     L_NONCE_ALL,
+    L_NONCE_SINCE,
     L_MAX_ID,
     L_INSERT,
     L_SPEND,
+    L_ANNOT_FILL,
+    L_TASK_COUNT,
+    L_TASK_FILL,
+    L_LABELS_PER_TASK,
+    L_CAMPAIGN_FILL,
+    L_MINUTE,
     L_COUNT
 };
 
@@ -46,11 +54,23 @@ static const char *const LSQL[L_COUNT] = {
     [L_TASK_EXISTS] = "SELECT campaign FROM tasks WHERE id = ?1",
     [L_NONCE_ROW] = "SELECT annotator, nonce FROM labels WHERE id = ?1",
     [L_NONCE_ALL] = "SELECT id, annotator, nonce FROM labels ORDER BY id",
+    [L_NONCE_SINCE] = "SELECT id, annotator, nonce FROM labels WHERE id > ?1 ORDER BY id",
     [L_MAX_ID] = "SELECT coalesce(max(id), 0) FROM labels",
     [L_INSERT] = "INSERT INTO labels (annotator, task, z, z_task, epsilon, nonce, "
                  "timestamp_ms, signature, received_ms) "
                  "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
     [L_SPEND] = "UPDATE annotators SET epsilon_spent = ?2 WHERE id = ?1",
+    /* the counters of schemas 004/006, once per commit (schema/015) */
+    [L_ANNOT_FILL] = "UPDATE annotator_fill SET labels = labels + ?2, "
+                     "last_label_ms = max(coalesce(last_label_ms, ?3), ?3) WHERE annotator = ?1",
+    [L_TASK_COUNT] = "SELECT campaign, labels FROM task_fill WHERE task = ?1",
+    [L_TASK_FILL] = "UPDATE task_fill SET labels = labels + ?2 WHERE task = ?1",
+    [L_LABELS_PER_TASK] = "SELECT labels_per_task FROM campaigns WHERE id = ?1",
+    [L_CAMPAIGN_FILL] = "UPDATE campaign_fill SET labels = labels + ?2, "
+                        "tasks_complete = tasks_complete + ?3, epsilon_spent = epsilon_spent + ?4 "
+                        "WHERE campaign = ?1",
+    [L_MINUTE] = "INSERT INTO label_minutes (campaign, minute, labels) VALUES (?1, ?2, ?3) "
+                 "ON CONFLICT (campaign, minute) DO UPDATE SET labels = labels + excluded.labels",
 };
 
 /*
@@ -65,6 +85,14 @@ static const char *const LSQL[L_COUNT] = {
  * called by the engine. It saves one SELECT and one UPDATE per label; the
  * checks themselves are unchanged and still run in the writer, inside the
  * commit transaction.
+ *
+ * The same flush writes the label counters (schema/015): each entry keeps
+ * its annotator's labels and newest received_ms since the last flush, and
+ * the task table below the labels per (task, minute); wc_flush adds them
+ * to annotator_fill, task_fill, campaign_fill and label_minutes, one row
+ * write per annotator, task, campaign and minute. Flushed before COMMIT
+ * and before any other kind of job (which may read the counters), they
+ * equal what the labels give at every commit and to every job.
  */
 #define WC_SLOTS 8192u /* power of two */
 #define WC_MAX (WC_SLOTS / 2)
@@ -73,6 +101,28 @@ struct wc_entry {
     int64_t id; /* 0: empty slot */
     int revoked, allow_inf, dirty;
     double spent, eps_min, eps_max, budget;
+    double spent_stored; /* annotators.epsilon_spent as the transaction has it */
+    int64_t campaign;
+    int64_t labels, last_ms; /* labels stored since the last flush, the newest's received_ms */
+};
+
+/* Labels per (task, minute of received_ms) since the last flush; n == 0
+ * marks an empty slot. */
+#define TD_SLOTS 8192u /* power of two */
+#define TD_MAX (TD_SLOTS / 2)
+
+struct task_delta {
+    int64_t task, minute, n;
+};
+
+/* What one flush adds to a campaign, built while flushing. */
+struct campaign_delta {
+    int64_t campaign, labels, complete, labels_per_task;
+    double spent;
+};
+
+struct minute_delta {
+    int64_t campaign, minute, n;
 };
 
 /*
@@ -87,16 +137,33 @@ struct wc_entry {
  * another label) is harmless: the row read tells. Invariant: every label
  * of the database, committed or in the open transaction, has its slot.
  * Only the writer thread touches it; it is built from the table when the
- * store opens.
+ * store opens. Labels that other servers on the same database add are
+ * caught up at the start of the writer's next transaction (ni_others):
+ * label ids only grow, so they are the rows past `synced`.
+ *
+ * Growth is incremental, so that no insert pauses the writer for a rehash
+ * of the whole table (about 4 s at 12.6M labels): a full table becomes
+ * `old`, a table twice its size takes the new slots, and every reservation
+ * moves NI_MOVE old slots per slot reserved, in index order; a lookup
+ * probes both tables (old from `moved` on, the rest being in the new one).
+ * At 4 slots moved per insert the old table is empty after a quarter of
+ * its size in inserts, long before the new table is 3/4 full; a growth
+ * while one is still moving (only a reservation larger than that) first
+ * finishes it.
  */
 struct nonce_slot {
     uint64_t h;
     int64_t id;
 };
 
+#define NI_MOVE 4
+
 struct nonce_index {
     struct nonce_slot *slot;
-    size_t cap, n; /* cap: a power of two, or 0 */
+    size_t cap, n; /* cap: a power of two, or 0; n: slots in both tables */
+    struct nonce_slot *old;
+    size_t old_cap, moved; /* old slots [moved, old_cap) are still to move */
+    int64_t synced;        /* every committed label up to this id has its slot */
     uint8_t key[crypto_shorthash_KEYBYTES];
 };
 
@@ -105,8 +172,16 @@ struct lp_label_writer {
     struct nonce_index nonces;
     lp_stmt *st[L_COUNT]; /* owned by the engine's cache */
     struct wc_entry slot[WC_SLOTS];
-    uint32_t dirty[WC_MAX]; /* slots whose spent must be written back */
+    uint32_t dirty[WC_MAX]; /* slots whose spent or counters must be written back */
     size_t n, n_dirty;
+    struct task_delta task[TD_SLOTS];
+    uint32_t task_used[TD_MAX]; /* the slots of task in use */
+    size_t n_task;
+    /* scratch of wc_flush */
+    struct campaign_delta *camp;
+    struct minute_delta *minutes;
+    size_t n_camp, n_minutes, cap_camp, cap_minutes;
+    int broken; /* a flush failed: the transaction must not commit */
 };
 
 /* The statement, reset and unbound; NULL on failure (logged). */
@@ -131,40 +206,220 @@ static void wc_clear(void *ctx)
     struct lp_label_writer *w = ctx;
     memset(w->slot, 0, sizeof w->slot);
     w->n = w->n_dirty = 0;
+    for (size_t i = 0; i < w->n_task; i++)
+        w->task[w->task_used[i]].n = 0;
+    w->n_task = 0;
+    w->broken = 0;
 }
 
-/* Writes every pending spend back (inside the current transaction). */
+static uint32_t td_hash(int64_t task, int64_t minute)
+{
+    uint64_t h =
+        ((uint64_t)task * 0x9E3779B97F4A7C15ull) ^ ((uint64_t)minute * 0xC2B2AE3D27D4EB4Full);
+    return (uint32_t)(h >> 40) & (TD_SLOTS - 1);
+}
+
+/* Counts one stored label of task at minute; room checked beforehand
+ * (n_task < TD_MAX). */
+static void td_add(struct lp_label_writer *w, int64_t task, int64_t minute)
+{
+    uint32_t h = td_hash(task, minute);
+    while (w->task[h].n != 0 && (w->task[h].task != task || w->task[h].minute != minute))
+        h = (h + 1) & (TD_SLOTS - 1);
+    if (w->task[h].n == 0) {
+        w->task[h] = (struct task_delta){task, minute, 0};
+        w->task_used[w->n_task++] = h;
+    }
+    w->task[h].n++;
+}
+
+/* The flush's delta of campaign, added if new; NULL when out of memory. */
+static struct campaign_delta *camp_get(struct lp_label_writer *w, int64_t campaign)
+{
+    for (size_t i = 0; i < w->n_camp; i++)
+        if (w->camp[i].campaign == campaign)
+            return &w->camp[i];
+    if (w->n_camp == w->cap_camp) {
+        size_t cap = w->cap_camp ? 2 * w->cap_camp : 8;
+        struct campaign_delta *c = realloc(w->camp, cap * sizeof *c);
+        if (c == NULL)
+            return NULL;
+        w->camp = c;
+        w->cap_camp = cap;
+    }
+    w->camp[w->n_camp] = (struct campaign_delta){.campaign = campaign, .labels_per_task = -1};
+    return &w->camp[w->n_camp++];
+}
+
+static int minute_add(struct lp_label_writer *w, int64_t campaign, int64_t minute, int64_t n)
+{
+    for (size_t i = 0; i < w->n_minutes; i++)
+        if (w->minutes[i].campaign == campaign && w->minutes[i].minute == minute) {
+            w->minutes[i].n += n;
+            return LP_OK;
+        }
+    if (w->n_minutes == w->cap_minutes) {
+        size_t cap = w->cap_minutes ? 2 * w->cap_minutes : 8;
+        struct minute_delta *m = realloc(w->minutes, cap * sizeof *m);
+        if (m == NULL)
+            return LP_ENO_MEMORY;
+        w->minutes = m;
+        w->cap_minutes = cap;
+    }
+    w->minutes[w->n_minutes++] = (struct minute_delta){campaign, minute, n};
+    return LP_OK;
+}
+
+/* Steps a statement that changes exactly one row. */
+static int step_one(lp_conn *db, lp_stmt *st, const char *what)
+{
+    int ok = lp_stmt_step(st) == LP_SQL_DONE && lp_conn_changes(db) == 1;
+    lp_stmt_reset(st);
+    return ok ? LP_OK : lp_engine_fail(db, what);
+}
+
+/* Adds the task deltas to task_fill and collects what they add to their
+ * campaigns (labels, tasks that reached labels_per_task, minutes). */
+static int flush_tasks(struct lp_label_writer *w, lp_conn *db)
+{
+    for (size_t i = 0; i < w->n_task; i++) {
+        struct task_delta *t = &w->task[w->task_used[i]];
+        /* the count before, then the new count (a SELECT and an UPDATE cost
+         * a third of one UPDATE ... RETURNING, which SQLite materializes) */
+        lp_stmt *st = w_stmt(w, db, L_TASK_COUNT);
+        if (st == NULL)
+            return LP_ESTORAGE;
+        lp_stmt_bind_int64(st, 1, t->task);
+        int step = lp_stmt_step(st);
+        int64_t campaign = step == LP_SQL_ROW ? lp_stmt_column_int64(st, 0) : 0;
+        int64_t before = step == LP_SQL_ROW ? lp_stmt_column_int64(st, 1) : 0;
+        lp_stmt_reset(st);
+        if (step != LP_SQL_ROW)
+            return lp_engine_fail(db, "task counter");
+        if ((st = w_stmt(w, db, L_TASK_FILL)) == NULL)
+            return LP_ESTORAGE;
+        lp_stmt_bind_int64(st, 1, t->task);
+        lp_stmt_bind_int64(st, 2, t->n);
+        if (step_one(db, st, "task counter") != LP_OK)
+            return LP_ESTORAGE;
+        struct campaign_delta *c = camp_get(w, campaign);
+        if (c == NULL)
+            return LP_ENO_MEMORY;
+        if (c->labels_per_task < 0) {
+            if ((st = w_stmt(w, db, L_LABELS_PER_TASK)) == NULL)
+                return LP_ESTORAGE;
+            lp_stmt_bind_int64(st, 1, campaign);
+            step = lp_stmt_step(st);
+            c->labels_per_task = step == LP_SQL_ROW ? lp_stmt_column_int64(st, 0) : -1;
+            lp_stmt_reset(st);
+            if (step != LP_SQL_ROW)
+                return lp_engine_fail(db, "campaign lookup");
+        }
+        c->labels += t->n;
+        c->complete += before < c->labels_per_task && before + t->n >= c->labels_per_task;
+        if (minute_add(w, campaign, t->minute, t->n) != LP_OK)
+            return LP_ENO_MEMORY;
+        t->n = 0;
+    }
+    w->n_task = 0;
+    return LP_OK;
+}
+
+/* Writes the campaigns' deltas: campaign_fill (whose completion trigger,
+ * engine.c, sees the count cross) and label_minutes. */
+static int flush_campaigns(struct lp_label_writer *w, lp_conn *db)
+{
+    for (size_t i = 0; i < w->n_camp; i++) {
+        const struct campaign_delta *c = &w->camp[i];
+        lp_stmt *st = w_stmt(w, db, L_CAMPAIGN_FILL);
+        if (st == NULL)
+            return LP_ESTORAGE;
+        lp_stmt_bind_int64(st, 1, c->campaign);
+        lp_stmt_bind_int64(st, 2, c->labels);
+        lp_stmt_bind_int64(st, 3, c->complete);
+        lp_stmt_bind_double(st, 4, c->spent);
+        if (step_one(db, st, "campaign counter") != LP_OK)
+            return LP_ESTORAGE;
+    }
+    for (size_t i = 0; i < w->n_minutes; i++) {
+        const struct minute_delta *m = &w->minutes[i];
+        lp_stmt *st = w_stmt(w, db, L_MINUTE);
+        if (st == NULL)
+            return LP_ESTORAGE;
+        lp_stmt_bind_int64(st, 1, m->campaign);
+        lp_stmt_bind_int64(st, 2, m->minute);
+        lp_stmt_bind_int64(st, 3, m->n);
+        if (step_one(db, st, "label minutes") != LP_OK)
+            return LP_ESTORAGE;
+    }
+    return LP_OK;
+}
+
+/* One annotator's spend and counters, and its spend's share of its
+ * campaign's. */
+static int flush_annotator(struct lp_label_writer *w, lp_conn *db, struct wc_entry *e)
+{
+    lp_stmt *st;
+    if (e->spent != e->spent_stored) {
+        struct campaign_delta *c = camp_get(w, e->campaign);
+        if (c == NULL)
+            return LP_ENO_MEMORY;
+        c->spent += e->spent - e->spent_stored;
+        if ((st = w_stmt(w, db, L_SPEND)) == NULL)
+            return LP_ESTORAGE;
+        lp_stmt_bind_int64(st, 1, e->id);
+        lp_stmt_bind_double(st, 2, e->spent);
+        if (step_one(db, st, "budget update") != LP_OK)
+            return LP_ESTORAGE;
+        e->spent_stored = e->spent;
+    }
+    if (e->labels > 0) {
+        if ((st = w_stmt(w, db, L_ANNOT_FILL)) == NULL)
+            return LP_ESTORAGE;
+        lp_stmt_bind_int64(st, 1, e->id);
+        lp_stmt_bind_int64(st, 2, e->labels);
+        lp_stmt_bind_int64(st, 3, e->last_ms);
+        if (step_one(db, st, "annotator counter") != LP_OK)
+            return LP_ESTORAGE;
+        e->labels = 0;
+    }
+    return LP_OK;
+}
+
+/* Writes every pending spend and counter back (inside the current
+ * transaction). On failure the transaction is abandoned and the cache
+ * cleared by the engine. */
 static int wc_flush(lp_conn *db, void *ctx)
 {
     struct lp_label_writer *w = ctx;
+    if (w->broken)
+        return LP_ESTORAGE;
     int rc = LP_OK;
+    w->n_camp = w->n_minutes = 0;
     for (size_t i = 0; i < w->n_dirty; i++) {
         struct wc_entry *e = &w->slot[w->dirty[i]];
         e->dirty = 0;
-        if (rc != LP_OK)
-            continue;
-        lp_stmt *st = w_stmt(w, db, L_SPEND);
-        if (st == NULL) {
-            rc = LP_ESTORAGE;
-            continue;
-        }
-        lp_stmt_bind_int64(st, 1, e->id);
-        lp_stmt_bind_double(st, 2, e->spent);
-        if (lp_stmt_step(st) != LP_SQL_DONE || lp_conn_changes(db) != 1)
-            rc = lp_engine_fail(db, "budget update");
-        lp_stmt_reset(st);
+        if (rc == LP_OK)
+            rc = flush_annotator(w, db, e);
     }
     w->n_dirty = 0;
+    if (rc == LP_OK)
+        rc = flush_tasks(w, db);
+    if (rc == LP_OK)
+        rc = flush_campaigns(w, db);
+    w->broken = rc != LP_OK; /* deltas are half written: no commit until cleared */
     return rc;
 }
 
 static int ni_load(lp_conn *db, void *ctx);
+static int ni_others(lp_conn *db, void *ctx);
 
 struct lp_label_writer *lp_label_writer_new(lp_txn_cache *cache)
 {
     struct lp_label_writer *w = calloc(1, sizeof *w);
     if (w != NULL)
-        *cache = (lp_txn_cache){.flush = wc_flush, .clear = wc_clear, .load = ni_load, .ctx = w};
+        *cache = (lp_txn_cache){
+            .flush = wc_flush, .clear = wc_clear, .load = ni_load, .others = ni_others, .ctx = w};
     return w;
 }
 
@@ -175,8 +430,12 @@ void lp_label_writer_attach(struct lp_label_writer *w, lp_engine *e)
 
 void lp_label_writer_free(struct lp_label_writer *w)
 {
-    if (w != NULL)
+    if (w != NULL) {
         free(w->nonces.slot);
+        free(w->nonces.old);
+        free(w->camp);
+        free(w->minutes);
+    }
     free(w);
 }
 
@@ -201,23 +460,44 @@ static void ni_put(struct nonce_slot *slot, size_t cap, uint64_t h, int64_t id)
     slot[i] = (struct nonce_slot){h, id};
 }
 
-/* Makes room for `more` slots (rehashing into a larger table as needed). */
+/* Moves up to `count` slots of the old table into the new one; frees the
+ * old table once every slot has moved. */
+static void ni_move(struct nonce_index *ni, size_t count)
+{
+    if (ni->old == NULL)
+        return;
+    size_t end = ni->old_cap - ni->moved < count ? ni->old_cap : ni->moved + count;
+    for (; ni->moved < end; ni->moved++)
+        if (ni->old[ni->moved].h != 0)
+            ni_put(ni->slot, ni->cap, ni->old[ni->moved].h, ni->old[ni->moved].id);
+    if (ni->moved == ni->old_cap) {
+        free(ni->old);
+        ni->old = NULL;
+        ni->old_cap = ni->moved = 0;
+    }
+}
+
+/* Makes room for `more` slots (growing into a larger table as needed). */
 static int ni_reserve(struct nonce_index *ni, size_t more)
 {
-    if ((ni->n + more) * 4 <= ni->cap * 3)
+    size_t step = more > SIZE_MAX / NI_MOVE ? SIZE_MAX : more * NI_MOVE;
+    if ((ni->n + more) * 4 <= ni->cap * 3) {
+        ni_move(ni, step);
         return LP_OK;
+    }
     size_t cap = ni->cap ? ni->cap : 1024;
     while ((ni->n + more) * 4 > cap * 3)
         cap *= 2;
     struct nonce_slot *slot = calloc(cap, sizeof *slot);
     if (slot == NULL)
         return LP_ENO_MEMORY;
-    for (size_t i = 0; i < ni->cap; i++)
-        if (ni->slot[i].h != 0)
-            ni_put(slot, cap, ni->slot[i].h, ni->slot[i].id);
-    free(ni->slot);
+    ni_move(ni, SIZE_MAX); /* a growth still moving: finish it */
+    ni->old = ni->slot;
+    ni->old_cap = ni->old != NULL ? ni->cap : 0;
+    ni->moved = 0;
     ni->slot = slot;
     ni->cap = cap;
+    ni_move(ni, step);
     return LP_OK;
 }
 
@@ -226,6 +506,21 @@ static void ni_add(struct nonce_index *ni, uint64_t h, int64_t id)
 {
     ni_put(ni->slot, ni->cap, h, id);
     ni->n++;
+}
+
+/* 1 when the index has the slot {h, id}. */
+static int ni_has(const struct nonce_index *ni, uint64_t h, int64_t id)
+{
+    for (int t = 0; t < 2; t++) { /* the table, then the one still moving */
+        const struct nonce_slot *slot = t == 0 ? ni->slot : ni->old;
+        size_t cap = t == 0 ? ni->cap : ni->old_cap, from = t == 0 ? 0 : ni->moved;
+        if (slot == NULL)
+            continue;
+        for (size_t i = (size_t)h & (cap - 1); slot[i].h != 0; i = (i + 1) & (cap - 1))
+            if (slot[i].h == h && slot[i].id == id && i >= from)
+                return 1;
+    }
+    return 0;
 }
 
 /* Whether row id carries (annotator, nonce): *same 1 or 0. */
@@ -253,14 +548,18 @@ static int nonce_used(struct lp_label_writer *w, lp_conn *db, int64_t annotator,
 {
     const struct nonce_index *ni = &w->nonces;
     *used = 0;
-    if (ni->cap == 0)
-        return LP_OK;
-    for (size_t i = (size_t)h & (ni->cap - 1); ni->slot[i].h != 0; i = (i + 1) & (ni->cap - 1)) {
-        if (ni->slot[i].h != h)
+    for (int t = 0; t < 2; t++) { /* the table, then the one still moving */
+        const struct nonce_slot *slot = t == 0 ? ni->slot : ni->old;
+        size_t cap = t == 0 ? ni->cap : ni->old_cap, from = t == 0 ? 0 : ni->moved;
+        if (slot == NULL)
             continue;
-        int rc = nonce_row_is(w, db, ni->slot[i].id, annotator, nonce, used);
-        if (rc != LP_OK || *used)
-            return rc;
+        for (size_t i = (size_t)h & (cap - 1); slot[i].h != 0; i = (i + 1) & (cap - 1)) {
+            if (slot[i].h != h || i < from)
+                continue;
+            int rc = nonce_row_is(w, db, slot[i].id, annotator, nonce, used);
+            if (rc != LP_OK || *used)
+                return rc;
+        }
     }
     return LP_OK;
 }
@@ -292,6 +591,8 @@ static int ni_load(lp_conn *db, void *ctx)
     int step, rc = LP_OK;
     do {
         step = lp_stmt_step(st);
+        if (step == LP_SQL_ROW)
+            w->nonces.synced = lp_stmt_column_int64(st, 0); /* in id order */
         if (step == LP_SQL_ROW && lp_stmt_column_bytes(st, 2) == LP_NONCE_BYTES) {
             uint64_t h =
                 ni_hash(&w->nonces, lp_stmt_column_int64(st, 1), lp_stmt_column_blob(st, 2));
@@ -313,6 +614,36 @@ static int ni_load(lp_conn *db, void *ctx)
     return rc;
 }
 
+/* The engine's others hook: the labels past `synced`, committed by other
+ * servers (and by this writer since the last catch-up, which already have
+ * their slots), get their slots. */
+static int ni_others(lp_conn *db, void *ctx)
+{
+    struct lp_label_writer *w = ctx;
+    struct nonce_index *ni = &w->nonces;
+    lp_stmt *st = w_stmt(w, db, L_NONCE_SINCE);
+    if (st == NULL)
+        return LP_ESTORAGE;
+    lp_stmt_bind_int64(st, 1, ni->synced);
+    int step, rc = LP_OK;
+    int64_t synced = ni->synced;
+    while (rc == LP_OK && (step = lp_stmt_step(st)) == LP_SQL_ROW) {
+        int64_t id = lp_stmt_column_int64(st, 0);
+        synced = id;
+        if (lp_stmt_column_bytes(st, 2) != LP_NONCE_BYTES)
+            continue;
+        uint64_t h = ni_hash(ni, lp_stmt_column_int64(st, 1), lp_stmt_column_blob(st, 2));
+        if (!ni_has(ni, h, id) && (rc = ni_reserve(ni, 1)) == LP_OK)
+            ni_add(ni, h, id);
+    }
+    if (rc == LP_OK && step != LP_SQL_DONE)
+        rc = lp_engine_fail(db, "nonce index catch-up");
+    lp_stmt_reset(st);
+    if (rc == LP_OK)
+        ni->synced = synced;
+    return rc;
+}
+
 /* Checks the index against the table (a job on the writer). */
 struct ni_check {
     struct lp_label_writer *w;
@@ -323,7 +654,8 @@ static int ni_check_fn(lp_conn *db, void *ctx)
 {
     struct ni_check *c = ctx;
     const struct nonce_index *ni = &c->w->nonces;
-    *c->out = (lp_label_index_check){.slots = ni->n, .capacity = ni->cap};
+    *c->out = (lp_label_index_check){
+        .slots = ni->n, .capacity = ni->cap, .moving = ni->old ? ni->old_cap - ni->moved : 0};
     lp_stmt *st = w_stmt(c->w, db, L_NONCE_ALL);
     if (st == NULL)
         return LP_ESTORAGE;
@@ -335,6 +667,9 @@ static int ni_check_fn(lp_conn *db, void *ctx)
         for (size_t i = (size_t)h & (ni->cap - 1); ni->cap && ni->slot[i].h != 0;
              i = (i + 1) & (ni->cap - 1))
             found |= ni->slot[i].h == h && ni->slot[i].id == id;
+        for (size_t i = (size_t)h & (ni->old_cap - 1); ni->old && ni->old[i].h != 0;
+             i = (i + 1) & (ni->old_cap - 1))
+            found |= i >= ni->moved && ni->old[i].h == h && ni->old[i].id == id;
         c->out->rows++;
         c->out->missing += !found;
     }
@@ -379,7 +714,9 @@ static int wc_get(struct lp_label_writer *w, lp_conn *db, int64_t id, struct wc_
     struct wc_entry *e = &w->slot[h];
     e->id = id;
     e->revoked = lp_stmt_column_int(st, 0);
-    e->spent = lp_stmt_column_double(st, 1);
+    e->spent = e->spent_stored = lp_stmt_column_double(st, 1);
+    e->campaign = lp_stmt_column_int64(st, 2);
+    e->labels = e->last_ms = 0;
     e->eps_min = lp_stmt_column_double(st, 3);
     e->eps_max = lp_stmt_column_double(st, 4);
     e->allow_inf = lp_stmt_column_int(st, 5);
@@ -478,6 +815,10 @@ static int label_checks(struct lp_label_writer *w, lp_conn *db, lp_label_item *i
 static int store_label(struct lp_label_writer *w, lp_conn *db, lp_label_item *it, int64_t now)
 {
     const lp_label_msg *m = &it->msg;
+    if (w->n_task >= TD_MAX) { /* the task deltas are full: write them out */
+        if (wc_flush(db, w) != LP_OK)
+            return LP_ESTORAGE;
+    }
     struct wc_entry *a;
     int rc = wc_get(w, db, it->annotator, &a);
     if (rc != LP_OK)
@@ -539,12 +880,14 @@ static int store_label(struct lp_label_writer *w, lp_conn *db, lp_label_item *it
     it->receipt.epsilon = m->epsilon;
     it->receipt.received_ms = now;
     it->existing = 0;
-    if (!inf) {
+    if (!inf)
         a->spent += m->epsilon;
-        if (!a->dirty) {
-            a->dirty = 1;
-            w->dirty[w->n_dirty++] = (uint32_t)(a - w->slot);
-        }
+    a->labels++;
+    a->last_ms = now > a->last_ms ? now : a->last_ms;
+    td_add(w, m->task_id, now / 60000);
+    if (!a->dirty) {
+        a->dirty = 1;
+        w->dirty[w->n_dirty++] = (uint32_t)(a - w->slot);
     }
     return LP_OK;
 }

@@ -45,9 +45,10 @@ int lp_store_labels_submit_async(lp_store *s, lp_label_item *items, size_t n,
 /* The nonce index (labels.c) against the labels table, for tests: rows
  * read, rows whose (annotator, nonce) has no slot with their id (0 when
  * consistent), slots and capacity (slots >= rows; more only after a
- * transaction that did not commit). */
+ * transaction that did not commit), and the slots of the previous table
+ * still to move into the current one (0 when no growth is under way). */
 typedef struct lp_label_index_check {
-    size_t rows, missing, slots, capacity;
+    size_t rows, missing, slots, capacity, moving;
 } lp_label_index_check;
 int lp_store_labels_check_index(lp_store *s, lp_label_index_check *out);
 

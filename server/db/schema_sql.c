@@ -787,8 +787,28 @@ static const char MIGRATION_014[] =
     "ALTER TABLE train_settings ADD COLUMN release_delta REAL;\n"
     "ALTER TABLE train_settings ADD COLUMN candidates TEXT;\n";
 
+static const char MIGRATION_015[] =
+    "-- 015_counters_in_writer.sql — label counters written once per commit\n"
+    "-- (PRAGMA user_version = 15).\n"
+    "--\n"
+    "-- The counters that 004 and 006 kept with triggers on every label row\n"
+    "-- (task_fill.labels, campaign_fill.labels, tasks_complete and epsilon_spent,\n"
+    "-- annotator_fill.labels and last_label_ms, label_minutes) are now written by\n"
+    "-- the label writer (server/db/labels.c): it adds up a transaction's labels\n"
+    "-- in memory and writes each counter once per commit (per task, annotator,\n"
+    "-- campaign and minute), inside the transaction that stores the labels, so\n"
+    "-- every committed state has counters equal to what the labels give. The\n"
+    "-- label writer is the only code that inserts labels or changes\n"
+    "-- annotators.epsilon_spent. The triggers on other tables stay: they fire\n"
+    "-- once per row of a rare write (a campaign, task, annotator, assignment or\n"
+    "-- skip), which no batching would save.\n"
+    "\n"
+    "DROP TRIGGER labels_fill;\n"
+    "DROP TRIGGER labels_views;\n"
+    "DROP TRIGGER annotators_spend;\n";
+
 const char *const LP_MIGRATIONS[] = {MIGRATION_001, MIGRATION_002, MIGRATION_003, MIGRATION_004,
                                      MIGRATION_005, MIGRATION_006, MIGRATION_007, MIGRATION_008,
                                      MIGRATION_009, MIGRATION_010, MIGRATION_011, MIGRATION_012,
-                                     MIGRATION_013, MIGRATION_014};
+                                     MIGRATION_013, MIGRATION_014, MIGRATION_015};
 const int LP_MIGRATION_COUNT = (int)(sizeof LP_MIGRATIONS / sizeof LP_MIGRATIONS[0]);

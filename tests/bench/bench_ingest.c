@@ -24,6 +24,7 @@
 #include "clock.h"
 #include "http_raw.h"
 #include "rr.h"
+#include "schema_sql.h"
 #include "server_proc.h"
 #include "wire.h"
 
@@ -34,6 +35,7 @@
 #include <netinet/tcp.h>
 #include <pthread.h>
 #include <sodium.h>
+#include <sqlite3.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -386,6 +388,139 @@ static double raw_verify_rate(int threads, double seconds, double *cpu_us)
     return total / seconds;
 }
 
+/* ---- the bound: each unavoidable part of ingest measured alone ---- */
+
+static double thread_cpu_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+    return (double)ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+/* CPU µs per label to decode the bodies of reqs the way the server's fast
+ * path does (lp_wire_label_scan, lp_wire_batch_scan), repeated for at
+ * least 0.3 s of CPU. */
+static double parse_cpu_us(const struct request *reqs, int n, int batch)
+{
+    lp_label_msg *out = malloc(sizeof *out * 1024);
+    long labels = 0;
+    double t0 = thread_cpu_s(), t;
+    do {
+        for (int i = 0; i < n; i++) {
+            const char *body = strstr(reqs[i].bytes, "\r\n\r\n") + 4;
+            size_t len = reqs[i].len - (size_t)(body - reqs[i].bytes);
+            labels += batch ? (long)lp_wire_batch_scan(body, len, out, 1024)
+                            : lp_wire_label_scan(body, len, out, NULL);
+        }
+    } while ((t = thread_cpu_s()) - t0 < 0.3 && labels > 0);
+    free(out);
+    return labels > 0 ? (t - t0) * 1e6 / (double)labels : 0;
+}
+
+static void sql_ok(sqlite3 *db, const char *sql)
+{
+    if (sqlite3_exec(db, sql, NULL, NULL, NULL) != SQLITE_OK) {
+        fprintf(stderr, "%s: %s\n", sql, sqlite3_errmsg(db));
+        die("bound database");
+    }
+}
+
+/* CPU µs per label of storing label rows alone: the server's schema and
+ * pragmas (WAL, synchronous=FULL, foreign keys) on a file beside the
+ * server's, `annotators` x `tasks` rows inserted in the bench's order (task
+ * i of every annotator, then task i + 1) in transactions of `group` labels
+ * with the same INSERT the label writer runs. No checks, counters or HTTP:
+ * what any durable store of the rows costs. */
+static double insert_cpu_us(int annotators, int tasks, int group)
+{
+    char path[600];
+    snprintf(path, sizeof path, "%s/bound-%d.db", srv.dir, group);
+    sqlite3 *db = NULL;
+    if (sqlite3_open(path, &db) != SQLITE_OK)
+        die("bound database");
+    sql_ok(db, "PRAGMA journal_mode=WAL; PRAGMA synchronous=FULL; PRAGMA foreign_keys=ON; "
+               "PRAGMA cache_size=-65536; BEGIN");
+    for (int i = 0; i < LP_MIGRATION_COUNT; i++)
+        sql_ok(db, LP_MIGRATIONS[i]);
+    char sql[256];
+    for (int t = 1; t <= tasks; t++) {
+        snprintf(sql, sizeof sql,
+                 "INSERT INTO tasks (id, campaign, source_id, prompt, response0, response1, "
+                 "created_ms) VALUES (%d, 1, 's%d', 'p', 'a', 'b', 0)",
+                 t, t);
+        sql_ok(db, sql);
+    }
+    for (int a = 1; a <= annotators; a++) {
+        snprintf(sql, sizeof sql,
+                 "INSERT INTO annotators (id, public_key, pseudonym, campaign, enrolled_ms) "
+                 "VALUES (%d, randomblob(32), 'a%d', 1, 0)",
+                 a, a);
+        sql_ok(db, sql);
+    }
+    sql_ok(db, "COMMIT");
+    sqlite3_stmt *st = NULL;
+    if (sqlite3_prepare_v2(db,
+                           "INSERT INTO labels (annotator, task, z, z_task, epsilon, nonce, "
+                           "timestamp_ms, signature, received_ms) "
+                           "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
+                           -1, &st, NULL) != SQLITE_OK)
+        die("bound statement");
+    uint8_t nonce[16], sig[64];
+    long n = 0;
+    double t0 = thread_cpu_s();
+    for (int t = 1; t <= tasks; t++)
+        for (int a = 1; a <= annotators; a++) {
+            if (n % group == 0)
+                sql_ok(db, "BEGIN IMMEDIATE");
+            randombytes_buf(nonce, sizeof nonce);
+            randombytes_buf(sig, sizeof sig);
+            sqlite3_bind_int64(st, 1, a);
+            sqlite3_bind_int64(st, 2, t);
+            sqlite3_bind_int(st, 3, t & 1);
+            sqlite3_bind_int(st, 4, t & 1);
+            sqlite3_bind_double(st, 5, 1.0);
+            sqlite3_bind_blob(st, 6, nonce, sizeof nonce, SQLITE_STATIC);
+            sqlite3_bind_int64(st, 7, lp_now_ms());
+            sqlite3_bind_blob(st, 8, sig, sizeof sig, SQLITE_STATIC);
+            sqlite3_bind_int64(st, 9, lp_now_ms());
+            if (sqlite3_step(st) != SQLITE_DONE)
+                die("bound insert");
+            sqlite3_reset(st);
+            if (++n % group == 0)
+                sql_ok(db, "COMMIT");
+        }
+    if (n % group != 0)
+        sql_ok(db, "COMMIT");
+    double cpu = thread_cpu_s() - t0;
+    sqlite3_finalize(st);
+    sqlite3_close(db);
+    return cpu * 1e6 / (double)n;
+}
+
+/* Prints the parts of one phase and the ceiling they imply on `cores`:
+ * every label costs at least verify + insert + parse of server CPU and
+ * loadgen of the generator's, all on the same cores. The ceiling's ratio
+ * is to the verification rate of the same cores in CPU terms (cores / the
+ * verify CPU), so that it does not move with other load on the machine;
+ * ingest_*_server_cpu against the parts shows what else the server spends. */
+static void print_bound(const char *phase, int cores, double verify_us, double insert_us,
+                        double parse_us, double loadgen_us, double server_us)
+{
+    double parts = verify_us + insert_us + parse_us + loadgen_us;
+    printf("BENCH %s_bound_verify_cpu %.1f us/label\n", phase, verify_us);
+    printf("BENCH %s_bound_insert_cpu %.1f us/label\n", phase, insert_us);
+    printf("BENCH %s_bound_parse_cpu %.2f us/label\n", phase, parse_us);
+    printf("BENCH %s_bound_loadgen_cpu %.1f us/label\n", phase, loadgen_us);
+    printf("BENCH %s_bound_ceiling %.0f labels/s\n", phase, cores * 1e6 / parts);
+    printf("BENCH %s_bound_ceiling_vs_verify %.3f ratio\n", phase, verify_us / parts);
+    /* what the server spends beyond the parts: HTTP, event loop, thread
+     * hand-offs, the writer's checks and counters */
+    printf("BENCH %s_bound_other_server_cpu %.1f us/label\n", phase,
+           server_us - verify_us - insert_us - parse_us);
+    /* the ratio the measured CPU allows: verify over everything spent */
+    printf("BENCH %s_cpu_vs_verify %.3f ratio\n", phase, verify_us / (server_us + loadgen_us));
+}
+
 /* ---- the score flood ---- */
 
 struct flood {
@@ -707,6 +842,17 @@ int main(int argc, char **argv)
     wait_server_idle();
     verify_rate[2] = raw_verify_rate(cores, 2.0, &verify_cpu_us[2]);
     int nbatch_labels = nbatch * cfg.batch_size;
+    /* the parts measured alone, with the server idle, in the commit groups
+     * the phases had */
+    double group_single = mean_group(c0, c1), group_batch = mean_group(c1, c2);
+    double parse_single = parse_cpu_us(single, nsingle, 0);
+    double parse_batch = nbatch > 0 ? parse_cpu_us(batch, nbatch, 1) : 0;
+    double insert_single = insert_cpu_us(total_ann, TASKS_PER_ANNOTATOR / 10,
+                                         group_single >= 1 ? (int)(group_single + 0.5) : 1);
+    double insert_batch = nbatch > 0
+                              ? insert_cpu_us(total_ann, TASKS_PER_ANNOTATOR / 10,
+                                              group_batch >= 1 ? (int)(group_batch + 0.5) : 1)
+                              : 0;
     server_cleanup(&srv);
 
     double v_single = (verify_rate[0] + verify_rate[1]) / 2;
@@ -727,7 +873,10 @@ int main(int argc, char **argv)
     printf("BENCH ingest_single_vs_verify %.3f ratio\n", rs.labels_per_s / v_single);
     printf("BENCH ingest_single_server_cpu %.1f us/label\n", (s1 - s0) * 1e6 / nalone);
     printf("BENCH ingest_single_loadgen_cpu %.1f us/label\n", (g1 - g0) * 1e6 / nalone);
-    printf("BENCH ingest_single_commit_group %.1f labels_per_commit\n", mean_group(c0, c1));
+    printf("BENCH ingest_single_commit_group %.1f labels_per_commit\n", group_single);
+    double verify_cpu = (verify_cpu_us[0] + verify_cpu_us[1] + verify_cpu_us[2]) / 3;
+    print_bound("ingest_single", cores, verify_cpu, insert_single, parse_single,
+                (g1 - g0) * 1e6 / nalone, (s1 - s0) * 1e6 / nalone);
     if (nbatch > 0) {
         printf("BENCH ingest_batch%d %.0f labels/s\n", cfg.batch_size, rb.labels_per_s);
         printf("BENCH ingest_batch%d_p50 %.3f ms\n", cfg.batch_size, rb.p50_ms);
@@ -739,7 +888,11 @@ int main(int argc, char **argv)
         printf("BENCH ingest_batch%d_loadgen_cpu %.1f us/label\n", cfg.batch_size,
                (g2 - g1v) * 1e6 / nbatch_labels);
         printf("BENCH ingest_batch%d_commit_group %.1f labels_per_commit\n", cfg.batch_size,
-               mean_group(c1, c2));
+               group_batch);
+        char phase[32];
+        snprintf(phase, sizeof phase, "ingest_batch%d", cfg.batch_size);
+        print_bound(phase, cores, verify_cpu, insert_batch, parse_batch,
+                    (g2 - g1v) * 1e6 / nbatch_labels, (s2 - s1v) * 1e6 / nbatch_labels);
     }
     printf("BENCH ingest_errors %d requests\n", rs.errors + rb.errors);
     for (int i = 0; i < nsingle; i++)

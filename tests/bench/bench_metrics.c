@@ -3,8 +3,9 @@
  * database of 10^6 labels (make bench-metrics).
  *
  * The database is the real server's (created and migrated by a first start
- * of ldpref-server), filled directly with SQL in one transaction so the
- * triggers keep their counters as they do at ingest: 4 campaigns of 50,000
+ * of ldpref-server), filled directly with SQL in one transaction, which
+ * also computes the label counters the label writer keeps at ingest
+ * (schema 015) from the labels: 4 campaigns of 50,000
  * tasks needing 5 labels each, 1,000 annotators per campaign labelling 250
  * tasks each (an assignment per label), received over 30 days. Then the
  * server is started again on it and scraped over HTTP; each request is
@@ -36,6 +37,24 @@
 #define SCRAPES 200
 
 static server_proc srv;
+
+/* The counters the label writer keeps as labels arrive (server/db/labels.c),
+ * computed from the labels written here with SQL. */
+static const char LABEL_COUNTERS[] =
+    "UPDATE task_fill SET labels = n.c FROM (SELECT task, count(*) AS c FROM labels GROUP BY task) "
+    "n WHERE n.task = task_fill.task;"
+    "UPDATE annotator_fill SET labels = n.c, last_label_ms = n.last FROM (SELECT annotator, "
+    "count(*) AS c, max(received_ms) AS last FROM labels GROUP BY annotator) n "
+    "WHERE n.annotator = annotator_fill.annotator;"
+    "UPDATE campaign_fill SET labels = n.labels, tasks_complete = n.complete FROM (SELECT "
+    "f.campaign, sum(f.labels) AS labels, sum(f.labels >= c.labels_per_task) AS complete "
+    "FROM task_fill f JOIN campaigns c ON c.id = f.campaign GROUP BY f.campaign) n "
+    "WHERE n.campaign = campaign_fill.campaign;"
+    "UPDATE campaign_fill SET epsilon_spent = (SELECT coalesce(sum(a.epsilon_spent), 0) "
+    "FROM annotators a WHERE a.campaign = campaign_fill.campaign);"
+    "INSERT INTO label_minutes (campaign, minute, labels) SELECT f.campaign, "
+    "l.received_ms / 60000, count(*) FROM labels l JOIN task_fill f ON f.task = l.task "
+    "GROUP BY 1, 2;";
 
 static void die(const char *what)
 {
@@ -140,7 +159,9 @@ static void fill(const char *token_hash_hex)
                 step_done(db, lab);
             }
     }
-    exec(db, "UPDATE annotators SET epsilon_spent = 250.0 WHERE campaign > 1; COMMIT");
+    exec(db, "UPDATE annotators SET epsilon_spent = 250.0 WHERE campaign > 1");
+    exec(db, LABEL_COUNTERS);
+    exec(db, "COMMIT");
     sqlite3_finalize(camp);
     sqlite3_finalize(task);
     sqlite3_finalize(ann);

@@ -36,6 +36,7 @@
 
 static char dir[64];
 static lp_engine *e;
+static int on_pg; /* the suite runs on PostgreSQL */
 
 /* ---- jobs ---- */
 
@@ -292,7 +293,9 @@ static void test_failed_commit(void)
     int clears_bare = atomic_load(&clears);
     CHECK_INT(lp_engine_write(e, insert_fn, &k7, 1, LP_JOB_BARE), LP_EINVALID_ARGUMENT);
     CHECK_INT(value_of(20006), 200060);
-    CHECK_INT(atomic_load(&clears), clears_bare); /* the cache stays for bare jobs */
+    /* the cache stays for bare jobs; PostgreSQL, which cannot tell whether
+     * another server committed, drops it once at the transaction's start */
+    CHECK_INT(atomic_load(&clears) - clears_bare, on_pg);
 }
 
 /* ---- the statement cache ---- */
@@ -327,6 +330,7 @@ static void test_backend(const char *where)
     char err[256];
     lp_store_opts o = {.path = where, .sync_full = 1, .read_conns = 1};
     lp_txn_cache cache = {.flush = cache_flush, .clear = cache_clear};
+    on_pg = strncmp(where, "postgres", 8) == 0;
     atomic_store(&gate_entered, 0);
     atomic_store(&gate_open, 0);
     atomic_store(&done_total, 0);

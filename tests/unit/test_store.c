@@ -9,6 +9,7 @@
 #include "campaigns.h"
 #include "check.h"
 #include "clock.h"
+#include "db_counters.h"
 #include "error.h"
 #include "labels.h"
 #include "schema_sql.h"
@@ -89,7 +90,8 @@ static void test_schema_files(void)
                                         "schema/011_audit.sql",
                                         "schema/012_model_privacy.sql",
                                         "schema/013_labels_append.sql",
-                                        "schema/014_central_campaigns.sql"};
+                                        "schema/014_central_campaigns.sql",
+                                        "schema/015_counters_in_writer.sql"};
     CHECK_INT(LP_MIGRATION_COUNT, (int)(sizeof files / sizeof files[0]));
     for (size_t i = 0; i < sizeof files / sizeof files[0]; i++) {
         FILE *f = fopen(files[i], "rb");
@@ -169,6 +171,8 @@ static void test_label_checks(void)
     CHECK_INT(it[0].rc, LP_OK);
     CHECK_INT(it[1].rc, LP_EBUDGET_EXCEEDED);
 
+    CHECK_INT(db_counters_mismatch(cpath), 0);
+
     /* the spend is in the database, as seen by the read pool */
     lp_stats st;
     CHECK_INT(lp_store_stats(s, &st), LP_OK);
@@ -208,6 +212,7 @@ static void test_label_checks(void)
     CHECK(st.epsilon_spent == 4.0);
     CHECK_INT(st.tasks, 608);
     lp_stats_clear(&st);
+    CHECK_INT(db_counters_mismatch(cpath), 0);
     lp_store_close(s);
     s = NULL;
     sqlite3 *db;
@@ -218,6 +223,106 @@ static void test_label_checks(void)
           strcmp((const char *)sqlite3_column_text(q, 0), "ok") == 0);
     sqlite3_finalize(q);
     sqlite3_close(db);
+}
+
+/* The counters of a database as text, one row per line, for comparing two
+ * states of it. */
+static void counters_dump(const char *dbpath, char *out, size_t outlen)
+{
+    static const char *const sql[] = {
+        "SELECT task, campaign, labels FROM task_fill ORDER BY task",
+        "SELECT campaign, tasks, tasks_complete, labels, open_from, annotators, epsilon_spent, "
+        "assignments FROM campaign_fill ORDER BY campaign",
+        "SELECT annotator, labels, skips, last_label_ms FROM annotator_fill ORDER BY annotator",
+        "SELECT campaign, minute, labels FROM label_minutes ORDER BY campaign, minute",
+        "SELECT id, epsilon_spent FROM annotators ORDER BY id",
+    };
+    sqlite3 *db;
+    size_t len = 0;
+    out[0] = '\0';
+    CHECK_INT(sqlite3_open(dbpath, &db), SQLITE_OK);
+    for (size_t i = 0; i < sizeof sql / sizeof sql[0]; i++) {
+        sqlite3_stmt *q;
+        CHECK_INT(sqlite3_prepare_v2(db, sql[i], -1, &q, NULL), SQLITE_OK);
+        while (sqlite3_step(q) == SQLITE_ROW && len < outlen)
+            for (int c = 0; c < sqlite3_column_count(q) && len < outlen; c++)
+                len += (size_t)snprintf(out + len, outlen - len, "%s%c",
+                                        (const char *)sqlite3_column_text(q, c),
+                                        c + 1 < sqlite3_column_count(q) ? ' ' : '\n');
+        sqlite3_finalize(q);
+    }
+    CHECK(len < outlen);
+    sqlite3_close(db);
+}
+
+/* Migration 015 on a schema-14 database: the counters the triggers kept are
+ * unchanged, the triggers on labels are the two append-only ones, and the
+ * label writer keeps the counters exact from then on, across a reopen. */
+static void test_migration_015(void)
+{
+    char err[256], opath[300];
+    snprintf(opath, sizeof opath, "%s/v14.db", dir);
+    sqlite3 *db = NULL;
+    CHECK_INT(sqlite3_open(opath, &db), SQLITE_OK);
+    for (int i = 0; i < 14; i++)
+        CHECK_INT(sqlite3_exec(db, LP_MIGRATIONS[i], NULL, NULL, NULL), SQLITE_OK);
+    char sql[2048];
+    long long now = (long long)lp_now_ms();
+    snprintf(sql, sizeof sql,
+             "PRAGMA user_version = 14;"
+             "UPDATE campaigns SET labels_per_task = 2 WHERE id = 1;"
+             "INSERT INTO tasks (id, campaign, source_id, prompt, response0, response1, "
+             " created_ms) VALUES (1, 1, 's1', 'p', 'x', 'y', 0), (2, 1, 's2', 'p', 'x', 'y', 0);"
+             "INSERT INTO annotators (id, public_key, pseudonym, campaign, enrolled_ms) VALUES "
+             " (1, zeroblob(32), 'ann-1', 1, 0), (2, randomblob(32), 'ann-2', 1, 0);"
+             "INSERT INTO assignments (annotator, task, swapped, created_ms, leased_ms) VALUES "
+             " (1, 1, 0, %lld, %lld), (1, 2, 0, %lld, %lld), (2, 1, 0, %lld, %lld),"
+             " (2, 2, 0, %lld, %lld);"
+             "INSERT INTO labels (annotator, task, z, z_task, epsilon, nonce, timestamp_ms, "
+             " signature, received_ms) VALUES "
+             " (1, 1, 1, 1, 1.5, randomblob(16), 0, randomblob(64), 60000),"
+             " (2, 1, 0, 0, 0.5, randomblob(16), 0, randomblob(64), 180000);"
+             "UPDATE annotators SET epsilon_spent = 1.5 WHERE id = 1;"
+             "UPDATE annotators SET epsilon_spent = 0.5 WHERE id = 2;",
+             now, now, now, now, now, now, now, now);
+    CHECK_INT(sqlite3_exec(db, sql, NULL, NULL, NULL), SQLITE_OK);
+    sqlite3_close(db);
+    CHECK_INT(db_counters_mismatch(opath), 0); /* the triggers of 004/006 kept them */
+    static char before[4096], after[4096];
+    counters_dump(opath, before, sizeof before);
+
+    lp_store_opts o = {.path = opath, .sync_full = 1, .read_conns = 1};
+    CHECK_INT(lp_store_open(&o, &s, err, sizeof err), LP_OK);
+    lp_store_close(s);
+    counters_dump(opath, after, sizeof after);
+    CHECK_STR(after, before); /* the migration changes no counter */
+    CHECK_INT(db_scalar(opath, "PRAGMA user_version"), LP_MIGRATION_COUNT);
+    CHECK_INT(db_scalar(opath, "SELECT count(*) FROM sqlite_master WHERE type = 'trigger' AND "
+                               "name IN ('labels_fill', 'labels_views', 'annotators_spend')"),
+              0);
+
+    /* labels through the writer: task 2 gets its two in one commit (task 1
+     * had its two before), then a reopen */
+    CHECK_INT(lp_store_open(&o, &s, err, sizeof err), LP_OK);
+    lp_label_item it[2];
+    make_item(&it[0], 1, 2, 1.0);
+    make_item(&it[1], 2, 2, 1.0);
+    CHECK_INT(lp_store_labels_submit(s, it, 2), LP_OK);
+    CHECK_INT(it[0].rc, LP_OK);
+    CHECK_INT(it[1].rc, LP_OK);
+    CHECK_INT(db_counters_mismatch(opath), 0);
+    lp_store_close(s);
+    CHECK_INT(lp_store_open(&o, &s, err, sizeof err), LP_OK);
+    CHECK_INT(db_scalar(opath, "SELECT tasks_complete FROM campaign_fill WHERE campaign = 1"), 2);
+    make_item(&it[0], 1, 1, 1.0); /* annotator 1 already labelled task 1 */
+    CHECK_INT(lp_store_labels_submit(s, it, 1), LP_OK);
+    CHECK_INT(it[0].rc, LP_ECONFLICTING_LABEL);
+    CHECK_INT(db_counters_mismatch(opath), 0);
+    CHECK_INT(db_scalar(opath, "SELECT labels FROM campaign_fill WHERE campaign = 1"), 4);
+    CHECK(db_scalar(opath, "SELECT epsilon_spent = 4.0 FROM campaign_fill WHERE campaign = 1") ==
+          1);
+    lp_store_close(s);
+    s = NULL;
 }
 
 /* ---- the nonce index (labels.c): exact under racing submissions,
@@ -420,9 +525,10 @@ static void test_migration_013(void)
     static const char *const checks[][2] = {
         {"SELECT count(*) FROM labels", "2"},
         {"SELECT count(*) FROM pragma_index_list('labels')", "1"}, /* (annotator, task) */
-        {"SELECT count(*) FROM sqlite_master WHERE type = 'trigger' AND tbl_name = 'labels'", "4"},
-        {"SELECT labels FROM task_fill WHERE task = 2", "1"},           /* labels_fill */
-        {"SELECT labels FROM annotator_fill WHERE annotator = 1", "2"}, /* labels_views */
+        /* append-only; the counters' triggers are gone since 015 */
+        {"SELECT count(*) FROM sqlite_master WHERE type = 'trigger' AND tbl_name = 'labels'", "2"},
+        {"SELECT labels FROM task_fill WHERE task = 2", "1"}, /* the label writer */
+        {"SELECT labels FROM annotator_fill WHERE annotator = 1", "2"},
         {"PRAGMA integrity_check", "ok"},
     };
     for (size_t i = 0; i < sizeof checks / sizeof checks[0]; i++) {
@@ -436,6 +542,201 @@ static void test_migration_013(void)
     sqlite3_close(db);
 }
 
+/* Growth of the nonce index: the table that grows keeps answering while its
+ * slots move a few per insert (no insert rehashes the whole table), reused
+ * nonces of labels still in the old table are refused, and the index is
+ * consistent with the table all along and after a reopen. */
+#define GROW_TASKS 1100
+#define GROW_FIRST 780 /* past 3/4 of the first table (1024 slots) */
+#define GROW_REPLAYS 20
+
+/* Opens the store s on dir/name.db with one campaign of n tasks (budget
+ * large enough for all) and one annotator assigned every task: it gets
+ * label items it[0..n) for them, of epsilon eps. Returns the annotator. */
+static int64_t one_annotator_store(const char *name, int n, lp_label_item *it, double eps,
+                                   char *dbpath, size_t dbpath_len)
+{
+    char err[256];
+    snprintf(dbpath, dbpath_len, "%s/%s.db", dir, name);
+    lp_store_opts o = {.path = dbpath, .sync_full = 0, .read_conns = 1};
+    CHECK_INT(lp_store_open(&o, &s, err, sizeof err), LP_OK);
+    lp_campaign c = {
+        .epsilon_min = 0.1, .epsilon_max = 2, .epsilon_budget = 1e6, .epsilon_default = 1};
+    snprintf(c.name, sizeof c.name, "%s", name);
+    CHECK_INT(lp_store_campaign_create(s, &c), LP_OK);
+    lp_task_in *tasks = calloc((size_t)n, sizeof *tasks);
+    char(*ids)[16] = calloc((size_t)n, sizeof *ids);
+    lp_assignment *as = calloc((size_t)n, sizeof *as);
+    for (int i = 0; i < n; i++) {
+        snprintf(ids[i], sizeof ids[i], "%c%d", name[0], i);
+        tasks[i] =
+            (lp_task_in){ids[i], "prompt", "r0", "r1", 0, NULL, NULL, 0, NULL, 0, LP_GOLD_NONE};
+    }
+    size_t loaded, skipped, got;
+    int64_t first, last;
+    CHECK_INT(lp_store_tasks_load(s, c.id, tasks, (size_t)n, &loaded, &skipped, &first, &last),
+              LP_OK);
+    uint8_t key[32];
+    int64_t annot = enroll_new(c.id, key);
+    CHECK_INT(lp_store_assign(s, annot, (uint32_t)n, as, &got), LP_OK);
+    CHECK_INT(got, n);
+    for (int i = 0; i < n; i++)
+        make_item(&it[i], annot, as[i].task_id, eps);
+    free(tasks);
+    free(ids);
+    free(as);
+    return annot;
+}
+
+static void submit_labels(lp_label_item *it, size_t n)
+{
+    for (size_t i = 0; i < n; i += 10) {
+        size_t k = n - i < 10 ? n - i : 10;
+        CHECK_INT(lp_store_labels_submit(s, it + i, k), LP_OK);
+        for (size_t j = 0; j < k; j++)
+            CHECK_INT(it[i + j].rc, LP_OK);
+    }
+}
+
+static void test_nonce_growth(void)
+{
+    char err[256], gpath[300];
+    static lp_label_item it[GROW_TASKS];
+    int64_t annot = one_annotator_store("growth", GROW_TASKS, it, 0.5, gpath, sizeof gpath);
+    lp_store_opts o = {.path = gpath, .sync_full = 0, .read_conns = 1};
+
+    submit_labels(it, GROW_FIRST);
+    lp_label_index_check ic;
+    CHECK_INT(lp_store_labels_check_index(s, &ic), LP_OK);
+    CHECK_INT(ic.capacity, 2048);
+    CHECK(ic.moving > 0 && ic.moving < 1024); /* moving, a few slots per insert */
+    CHECK_INT(ic.missing, 0);
+    /* the first labels' nonces on tasks not labelled yet: all refused,
+     * wherever their slots are */
+    lp_label_item replay[GROW_REPLAYS];
+    for (int i = 0; i < GROW_REPLAYS; i++) {
+        make_item(&replay[i], annot, it[GROW_FIRST + i].msg.task_id, 0.5);
+        memcpy(replay[i].msg.nonce, it[i].msg.nonce, 16);
+    }
+    CHECK_INT(lp_store_labels_submit(s, replay, GROW_REPLAYS), LP_OK);
+    for (int i = 0; i < GROW_REPLAYS; i++)
+        CHECK_INT(replay[i].rc, LP_EREPLAYED_NONCE);
+
+    submit_labels(it + GROW_FIRST, GROW_TASKS - GROW_FIRST);
+    check_index(GROW_TASKS);
+    CHECK_INT(lp_store_labels_check_index(s, &ic), LP_OK);
+    CHECK_INT(ic.moving, 0); /* the old table is gone */
+    lp_store_close(s);
+    CHECK_INT(lp_store_open(&o, &s, err, sizeof err), LP_OK);
+    check_index(GROW_TASKS); /* rebuilt in one table */
+    CHECK_INT(lp_store_labels_check_index(s, &ic), LP_OK);
+    CHECK_INT(ic.moving, 0);
+    CHECK_INT(db_counters_mismatch(gpath), 0);
+    lp_store_close(s);
+    s = NULL;
+}
+
+/* One job with more tasks than the writer's task counters hold (4096): the
+ * counters are written out mid-job and again at the commit, and stay exact;
+ * labels_per_task 1, so every task completes and the campaign with them. */
+#define BIG_JOB 4200
+
+static void test_counters_big_job(void)
+{
+    char bpath[300];
+    static lp_label_item it[BIG_JOB];
+    one_annotator_store("bigjob", BIG_JOB, it, 0.25, bpath, sizeof bpath);
+    CHECK_INT(lp_store_labels_submit(s, it, BIG_JOB), LP_OK);
+    int ok = 0;
+    for (int i = 0; i < BIG_JOB; i++)
+        ok += it[i].rc == LP_OK;
+    CHECK_INT(ok, BIG_JOB);
+    CHECK_INT(db_counters_mismatch(bpath), 0);
+    CHECK_INT(db_scalar(bpath, "SELECT tasks_complete FROM campaign_fill f JOIN campaigns c "
+                               "ON c.id = f.campaign WHERE c.name = 'bigjob'"),
+              BIG_JOB);
+    lp_store_close(s);
+    s = NULL;
+}
+
+/* Two stores on one database file: a nonce stored through one is refused
+ * through the other (each writer's nonce index catches up with the labels
+ * the other committed), and both indexes match the table. */
+static void test_two_writers_nonce(void)
+{
+    char err[256], tpath[300];
+    static lp_label_item it[6];
+    one_annotator_store("twononce", 6, it, 0.5, tpath, sizeof tpath);
+    lp_store *a = s, *b = NULL;
+    lp_store_opts o = {.path = tpath, .sync_full = 0, .read_conns = 1};
+    CHECK_INT(lp_store_open(&o, &b, err, sizeof err), LP_OK);
+    CHECK_INT(lp_store_labels_submit(a, &it[0], 1), LP_OK);
+    CHECK_INT(it[0].rc, LP_OK);
+    memcpy(it[1].msg.nonce, it[0].msg.nonce, sizeof it[1].msg.nonce);
+    CHECK_INT(lp_store_labels_submit(b, &it[1], 1), LP_OK);
+    CHECK_INT(it[1].rc, LP_EREPLAYED_NONCE);
+    CHECK_INT(lp_store_labels_submit(b, &it[2], 1), LP_OK);
+    CHECK_INT(it[2].rc, LP_OK);
+    CHECK_INT(lp_store_labels_submit(b, &it[3], 1), LP_OK); /* b commits twice in a row */
+    CHECK_INT(it[3].rc, LP_OK);
+    memcpy(it[4].msg.nonce, it[2].msg.nonce, sizeof it[4].msg.nonce);
+    memcpy(it[5].msg.nonce, it[3].msg.nonce, sizeof it[5].msg.nonce);
+    CHECK_INT(lp_store_labels_submit(a, &it[4], 2), LP_OK);
+    CHECK_INT(it[4].rc, LP_EREPLAYED_NONCE);
+    CHECK_INT(it[5].rc, LP_EREPLAYED_NONCE);
+    lp_store *both[2] = {a, b};
+    for (int i = 0; i < 2; i++) {
+        lp_label_index_check ic;
+        CHECK_INT(lp_store_labels_check_index(both[i], &ic), LP_OK);
+        CHECK_INT(ic.rows, 3);
+        CHECK_INT(ic.missing, 0);
+        CHECK_INT(ic.slots, 3); /* each label once, whichever writer stored it */
+    }
+    lp_store_close(b);
+    lp_store_close(a);
+    s = NULL;
+}
+
+/* Two stores on one database file (as two servers on one database): each
+ * writer's cached ε spent is read again once the other has committed, so
+ * the budget holds across them and the counters stay exact. */
+static void test_two_writers_budget(void)
+{
+    char err[256], tpath[300];
+    static lp_label_item it[4];
+    int64_t annot = one_annotator_store("twowriters", 4, it, 1.0, tpath, sizeof tpath);
+    lp_store *a = s, *b = NULL;
+    lp_store_opts o = {.path = tpath, .sync_full = 0, .read_conns = 1};
+    CHECK_INT(lp_store_open(&o, &b, err, sizeof err), LP_OK);
+    /* a budget of 3: 1 through a, 1 through b, then 1.5 through a exceeds it */
+    sqlite3 *db;
+    CHECK_INT(sqlite3_open(tpath, &db), SQLITE_OK);
+    CHECK_INT(sqlite3_exec(db,
+                           "PRAGMA busy_timeout = 10000; UPDATE campaigns SET epsilon_budget = 3 "
+                           "WHERE name = 'twowriters'",
+                           NULL, NULL, NULL),
+              SQLITE_OK);
+    sqlite3_close(db);
+    it[2].msg.epsilon = 1.5;
+    CHECK_INT(lp_store_labels_submit(a, &it[0], 1), LP_OK);
+    CHECK_INT(it[0].rc, LP_OK);
+    CHECK_INT(lp_store_labels_submit(b, &it[1], 1), LP_OK);
+    CHECK_INT(it[1].rc, LP_OK);
+    CHECK_INT(lp_store_labels_submit(a, &it[2], 1), LP_OK);
+    CHECK_INT(it[2].rc, LP_EBUDGET_EXCEEDED);
+    it[3].msg.epsilon = 0.5;
+    CHECK_INT(lp_store_labels_submit(a, &it[3], 1), LP_OK);
+    CHECK_INT(it[3].rc, LP_OK);
+    char sql[128];
+    snprintf(sql, sizeof sql, "SELECT epsilon_spent * 10 FROM annotators WHERE id = %lld",
+             (long long)annot);
+    CHECK_INT(db_scalar(tpath, sql), 25);
+    CHECK_INT(db_counters_mismatch(tpath), 0);
+    lp_store_close(b);
+    lp_store_close(a);
+    s = NULL;
+}
+
 int main(void)
 {
     char err[256];
@@ -444,7 +745,12 @@ int main(void)
     snprintf(path, sizeof path, "%s/s.db", dir);
     test_schema_files();
     test_nonce_index();
+    test_nonce_growth();
+    test_counters_big_job();
+    test_two_writers_budget();
+    test_two_writers_nonce();
     test_migration_013();
+    test_migration_015();
     lp_store_opts o = {.path = path, .sync_full = 1, .read_conns = 3};
     CHECK_INT(lp_store_open(&o, &s, err, sizeof err), LP_OK);
     lp_store_close(s);
@@ -507,6 +813,7 @@ int main(void)
     CHECK(after.commits - before.commits < (uint64_t)(THREADS * PER_THREAD)); /* grouped */
     fprintf(stderr, "group commit: %d labels in %llu commits\n", total,
             (unsigned long long)(after.commits - before.commits));
+    CHECK_INT(db_counters_mismatch(path), 0); /* every commit of the race kept them exact */
 
     /* budget: 10 concurrent labels of 1.0 against a budget of 3.0 in one batch
      * and across batches: exactly 3 pass */

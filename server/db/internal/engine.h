@@ -57,7 +57,8 @@ typedef struct lp_engine lp_engine;
 typedef int (*lp_job_fn)(lp_conn *c, void *ctx);
 
 /* The transaction cache (see above); flush and clear run on the writer
- * thread. flush returns LP_OK or LP_ESTORAGE (the transaction then fails).
+ * thread. flush returns LP_OK or an error (LP_ESTORAGE, LP_ENO_MEMORY: the
+ * transaction then fails).
  * load, if set, is called once by lp_engine_open on the writer connection,
  * after the migrations and before the writer thread starts (no
  * transaction, nothing else running; whatever the storage's health); it
@@ -66,6 +67,13 @@ typedef struct lp_txn_cache {
     int (*flush)(lp_conn *c, void *ctx);
     void (*clear)(void *ctx);
     int (*load)(lp_conn *c, void *ctx);
+    /* others, if set, is called on the writer thread at the start of a
+     * transaction (the write lock held, after clear) when another
+     * connection has committed to the database since the writer's last
+     * transaction (another server on the same file; on PostgreSQL, which
+     * does not tell, at the start of every transaction); it returns LP_OK
+     * or an error, which fails the transaction */
+    int (*others)(lp_conn *c, void *ctx);
     void *ctx;
 } lp_txn_cache;
 

@@ -35,6 +35,11 @@ typedef struct lp_backend_ops {
     const char *name; /* "sqlite", "postgresql" */
     /* The SQL that begins a write transaction (run as a cached statement). */
     const char *begin_sql;
+    /* A query whose one value changes when another connection commits to
+     * the database (SQLite: PRAGMA data_version), run as a cached
+     * statement after BEGIN; NULL: others may always have committed (the
+     * transaction cache's others hook runs every transaction). */
+    const char *data_version_sql;
     /* Opens the database opts->path and the writer connection, migrated.
      * health is the core's (the backend reports its own checks there).
      * LP_OK with *out and *writer set, or an error with a message in err
