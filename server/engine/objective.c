@@ -296,109 +296,6 @@ __attribute__((target("avx512f"))) static double sqchipo8(const lp_objective *ob
     return loss;
 }
 
-/* 8 floats widened to 8 doubles. */
-__attribute__((target("avx512f"))) static inline __m512d cvt8(const float *x)
-{
-    return _mm512_cvtps_pd(_mm256_loadu_ps(x));
-}
-
-/* gr[0..16) += the 16 floats of c, widened to double. */
-__attribute__((target("avx512f"))) static inline void add_f32x16(double *gr, __m512 c)
-{
-    __m256 lo = _mm512_castps512_ps256(c);
-    __m256 hi = _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(c), 1));
-    _mm512_storeu_pd(gr, _mm512_add_pd(_mm512_loadu_pd(gr), _mm512_cvtps_pd(lo)));
-    _mm512_storeu_pd(gr + 8, _mm512_add_pd(_mm512_loadu_pd(gr + 8), _mm512_cvtps_pd(hi)));
-}
-
-/* AVX-512 fused rows, float32 storage.
- *
- * Contract: rows [s->r0, s->r1) of ds->xf, theta in double; adds
- * sum_i g_i x_i into the double gradient s->grad and sets s->loss. Any d.
- * Rows go in blocks of F512_BLOCK, each row read from memory once:
- *   1. margins in double: 8 floats at a time widened (vcvtps2pd) and FMA'd
- *      with theta into 4 accumulators;
- *   2. g_i = loss'(m_i) in double (square-chipo: 8 rows at once through
- *      sqchipo8; the other losses: lp_loss_point);
- *   3. for each 32-column stripe the block's 8 terms g_i x_ij are summed
- *      in float (g_i rounded to float, x_ij as stored; the rows are still
- *      in L1), then widened and added to the double gradient.
- * The margins, the loss and the sum over blocks are double. The gradient's
- * 8-term float partial sums add an error of at most 10 u_f sum_i |g_i x_ij|
- * (u_f = 2^-24), the relative precision of the float32 features
- * themselves; they halve the float->double widenings, the pass's
- * bottleneck (measured: 15% less time per evaluation, and the same L-BFGS
- * path to 12 digits of the objective). Short blocks, blocks with a g_i
- * outside [2^-100, 2^100] (float would lose or overflow it) and the
- * columns past the last 32-stripe are summed in double. Deterministic:
- * fixed blocks and order. */
-#define F512_BLOCK 8
-__attribute__((target("avx512f"))) static void fused_f32_avx512(slice *s)
-{
-    const lp_objective *ob = s->ob;
-    size_t d = ob->ds->d;
-    const double *th = s->theta;
-    const float *X = ob->ds->xf;
-    double *gr = s->grad, loss = 0.0;
-    for (size_t i0 = s->r0; i0 < s->r1; i0 += F512_BLOCK) {
-        size_t nb = s->r1 - i0 < F512_BLOCK ? s->r1 - i0 : F512_BLOCK;
-        double m[F512_BLOCK] = {0}, g[F512_BLOCK] = {0};
-        for (size_t b = 0; b < nb; b++) {
-            const float *x = X + (i0 + b) * d;
-            __m512d a0 = _mm512_setzero_pd(), a1 = a0, a2 = a0, a3 = a0;
-            size_t j = 0;
-            for (; j + 32 <= d; j += 32) {
-                a0 = _mm512_fmadd_pd(cvt8(x + j), _mm512_loadu_pd(th + j), a0);
-                a1 = _mm512_fmadd_pd(cvt8(x + j + 8), _mm512_loadu_pd(th + j + 8), a1);
-                a2 = _mm512_fmadd_pd(cvt8(x + j + 16), _mm512_loadu_pd(th + j + 16), a2);
-                a3 = _mm512_fmadd_pd(cvt8(x + j + 24), _mm512_loadu_pd(th + j + 24), a3);
-            }
-            for (; j + 8 <= d; j += 8)
-                a0 = _mm512_fmadd_pd(cvt8(x + j), _mm512_loadu_pd(th + j), a0);
-            double mm =
-                _mm512_reduce_add_pd(_mm512_add_pd(_mm512_add_pd(a0, a1), _mm512_add_pd(a2, a3)));
-            for (; j < d; j++)
-                mm += (double)x[j] * th[j];
-            m[b] = mm;
-        }
-        loss += block_losses(ob, i0, nb, m, g, sqchipo8, F512_BLOCK);
-        int any = 0, in_float_range = 1;
-        for (size_t b = 0; b < nb; b++) {
-            double a = fabs(g[b]);
-            any |= a != 0.0;
-            in_float_range &= a == 0.0 || (a >= 0x1p-100 && a <= 0x1p100);
-        }
-        if (!any)
-            continue;
-        const float *xb = X + i0 * d;
-        size_t j = 0;
-        if (nb == F512_BLOCK && in_float_range) {
-            __m512 gv[F512_BLOCK];
-            for (size_t b = 0; b < F512_BLOCK; b++)
-                gv[b] = _mm512_set1_ps((float)g[b]);
-            for (; j + 32 <= d; j += 32) {
-                __m512 c0 = _mm512_mul_ps(_mm512_loadu_ps(xb + j), gv[0]);
-                __m512 c1 = _mm512_mul_ps(_mm512_loadu_ps(xb + j + 16), gv[0]);
-#pragma GCC unroll 8
-                for (size_t b = 1; b < F512_BLOCK; b++) {
-                    const float *x = xb + b * d + j;
-                    c0 = _mm512_fmadd_ps(_mm512_loadu_ps(x), gv[b], c0);
-                    c1 = _mm512_fmadd_ps(_mm512_loadu_ps(x + 16), gv[b], c1);
-                }
-                add_f32x16(gr + j, c0);
-                add_f32x16(gr + j + 16, c1);
-            }
-        }
-        for (; j < d; j++) { /* column tail; short or out-of-range blocks: all columns */
-            double acc = gr[j];
-            for (size_t b = 0; b < nb; b++)
-                acc += (double)xb[b * d + j] * g[b];
-            gr[j] = acc;
-        }
-    }
-    s->loss = loss;
-}
-
 /* AVX2: tanh(y) for 4 doubles, the same computation as tanh8 (same
  * clamp, range reduction and polynomial; 2^k is built in the exponent
  * bits, exact for k in [-58, 0]), so the two agree bit for bit. y must not
@@ -450,85 +347,216 @@ __attribute__((target("avx2,fma"))) static double sqchipo4(const lp_objective *o
     return loss;
 }
 
-/* 4 floats widened to 4 doubles. */
-__attribute__((target("avx2,fma"))) static inline __m256d cvt4(const float *x)
+/* The float32 kernels of the vector levels share one shape (fused_f32_rows
+ * below); a level supplies its width-specific steps:
+ *   margin(x, theta, d): one row's margin, summed in double;
+ *   sq, width: square-chipo for `width` rows at once (sqchipo8, sqchipo4);
+ *   stripes(gr, xb, d, g): for a full block of F32_BLOCK rows xb whose g_b
+ *     are 0 or within [2^-100, 2^100], adds sum_b g_b x_bj into gr[j] for
+ *     the leading columns it handles, and returns how many it handled. */
+typedef double (*margin_fn)(const float *x, const double *theta, size_t d);
+typedef size_t (*stripes_fn)(double *gr, const float *xb, size_t d, const double *g);
+
+#define F32_BLOCK 8
+
+/* Adds sum_b g[b] xb[b] over the nb rows of a block into gr: the level's
+ * stripes for a full block in float range, double for the columns they
+ * leave and for other blocks. A block whose g are all 0 costs nothing. */
+static inline __attribute__((always_inline)) void block_gradient(double *gr, const float *xb,
+                                                                 size_t d, size_t nb,
+                                                                 const double *g,
+                                                                 stripes_fn stripes)
 {
-    return _mm256_cvtps_pd(_mm_loadu_ps(x));
+    int any = 0, in_float_range = 1;
+    for (size_t b = 0; b < nb; b++) {
+        double a = fabs(g[b]);
+        any |= a != 0.0;
+        in_float_range &= a == 0.0 || (a >= 0x1p-100 && a <= 0x1p100);
+    }
+    if (!any)
+        return;
+    size_t j = nb == F32_BLOCK && in_float_range ? stripes(gr, xb, d, g) : 0;
+    for (; j < d; j++) {
+        double acc = gr[j];
+        for (size_t b = 0; b < nb; b++)
+            acc += (double)xb[b * d + j] * g[b];
+        gr[j] = acc;
+    }
 }
 
-/* AVX2+FMA fused rows, float32 storage: the AVX-512 kernel's design on
- * 256-bit registers, everything in double.
+/* Vector fused rows, float32 storage: the shape shared by the AVX-512 and
+ * AVX2 levels.
  *
  * Contract: rows [s->r0, s->r1) of ds->xf, theta in double; adds
  * sum_i g_i x_i into the double gradient s->grad and sets s->loss. Any d.
- * Rows go in blocks of F256_BLOCK, each row read from memory once:
- *   1. margins: 4 floats at a time widened in registers (vcvtps2pd) and
- *      FMA'd with theta into 4 independent accumulators;
- *   2. g_i = loss'(m_i) (square-chipo: 4 rows at once through sqchipo4;
- *      the other losses: lp_loss_point);
- *   3. the block's rows, still in L1, widened again 4 columns at a time and
- *      FMA'd into the gradient: each gradient value is loaded and stored
- *      once per block.
- * No software prefetch: the rows are read in address order, which the
- * hardware prefetcher follows (an explicit prefetch one block ahead
- * measured no faster). Deterministic: fixed blocks and order. */
-#define F256_BLOCK 8
-__attribute__((target("avx2,fma"))) static void fused_f32_avx2(slice *s)
+ * Rows go in blocks of F32_BLOCK, each row read from memory once, in
+ * address order:
+ *   1. the block's margins, row after row (margin);
+ *   2. its g_i = loss'(m_i) (square-chipo: `width` rows at once through
+ *      sq; the other losses: lp_loss_point);
+ *   3. its gradient, from the rows still in L1 (block_gradient, stripes).
+ * The margins, the loss and every sum over blocks are double; only the 8
+ * terms of a block are summed in float (see DEFINE_FUSED_F32). The rows are
+ * read strictly in address order: reading two rows at once (to share the
+ * loads of theta), taking the previous block's gradient after the next
+ * block's margins, and software prefetch one or two blocks ahead all
+ * measured slower from memory (1.3-3x). Deterministic: fixed blocks and
+ * order. */
+static inline __attribute__((always_inline)) void
+fused_f32_rows(slice *s, margin_fn margin, sqchipo_fn sq, size_t width, stripes_fn stripes)
 {
     const lp_objective *ob = s->ob;
-    size_t d = ob->ds->d, d4 = d & ~(size_t)3;
-    const double *th = s->theta;
+    size_t d = ob->ds->d;
     const float *X = ob->ds->xf;
     double *gr = s->grad, loss = 0.0;
-    for (size_t i0 = s->r0; i0 < s->r1; i0 += F256_BLOCK) {
-        size_t nb = s->r1 - i0 < F256_BLOCK ? s->r1 - i0 : F256_BLOCK;
-        double m[F256_BLOCK] = {0}, g[F256_BLOCK] = {0};
-        for (size_t b = 0; b < nb; b++) {
-            const float *x = X + (i0 + b) * d;
-            __m256d a0 = _mm256_setzero_pd(), a1 = a0, a2 = a0, a3 = a0;
-            size_t j = 0;
-            for (; j + 16 <= d; j += 16) {
-                a0 = _mm256_fmadd_pd(cvt4(x + j), _mm256_loadu_pd(th + j), a0);
-                a1 = _mm256_fmadd_pd(cvt4(x + j + 4), _mm256_loadu_pd(th + j + 4), a1);
-                a2 = _mm256_fmadd_pd(cvt4(x + j + 8), _mm256_loadu_pd(th + j + 8), a2);
-                a3 = _mm256_fmadd_pd(cvt4(x + j + 12), _mm256_loadu_pd(th + j + 12), a3);
-            }
-            for (; j < d4; j += 4)
-                a0 = _mm256_fmadd_pd(cvt4(x + j), _mm256_loadu_pd(th + j), a0);
-            double mm = hsum256(_mm256_add_pd(_mm256_add_pd(a0, a1), _mm256_add_pd(a2, a3)));
-            for (; j < d; j++)
-                mm += (double)x[j] * th[j];
-            m[b] = mm;
-        }
-        loss += block_losses(ob, i0, nb, m, g, sqchipo4, 4);
-        int any = 0;
+    for (size_t i0 = s->r0; i0 < s->r1; i0 += F32_BLOCK) {
+        size_t nb = s->r1 - i0 < F32_BLOCK ? s->r1 - i0 : F32_BLOCK;
+        double m[F32_BLOCK] = {0}, g[F32_BLOCK] = {0};
         for (size_t b = 0; b < nb; b++)
-            any |= g[b] != 0.0;
-        if (!any)
-            continue;
-        const float *xb = X + i0 * d;
-        size_t j = 0;
-        if (nb == F256_BLOCK) {
-            __m256d gv[F256_BLOCK];
-            for (size_t b = 0; b < F256_BLOCK; b++)
-                gv[b] = _mm256_set1_pd(g[b]);
-            for (; j < d4; j += 4) {
-                __m256d acc = _mm256_loadu_pd(gr + j);
-#pragma GCC unroll 8
-                for (size_t b = 0; b < F256_BLOCK; b++)
-                    acc = _mm256_fmadd_pd(cvt4(xb + b * d + j), gv[b], acc);
-                _mm256_storeu_pd(gr + j, acc);
-            }
-        }
-        for (; j < d; j++) { /* column tail; short blocks: all columns */
-            double acc = gr[j];
-            for (size_t b = 0; b < nb; b++)
-                acc += (double)xb[b * d + j] * g[b];
-            gr[j] = acc;
-        }
+            m[b] = margin(X + (i0 + b) * d, s->theta, d);
+        loss += block_losses(ob, i0, nb, m, g, sq, width);
+        block_gradient(gr, X + i0 * d, d, nb, g, stripes);
     }
     s->loss = loss;
 }
+
+/* A level's steps (see fused_f32_rows), written once for both widths over
+ * a level's vector primitives, named <op>_<level>: vd_<level> holds W
+ * doubles and vf_<level> 2W floats;
+ *   vd_zero, vd_load (W doubles), vd_widen (W floats, widened in registers
+ *   by vcvtps2pd), vd_fma, vd_add, vd_sum (of the W lanes);
+ *   vf_set1, vf_load (2W floats), vf_mul, vf_fma;
+ *   vf_add_to(gr, c): gr[0..2W) += the 2W floats of c, widened.
+ * The margin: 4W columns per step into 4 accumulators, the columns past
+ * the last W-step in scalar double. The stripes: per 4W columns the
+ * block's 8 terms g_b x_bj summed in float (g_b rounded to float, x_bj as
+ * stored), widened once and added to the double gradient. The 8-term float
+ * sums add an error of at most 10 u_f sum_b |g_b x_bj| (u_f = 2^-24), the
+ * relative precision of the float32 features themselves; they widen each
+ * value once per block instead of once per row. */
+#define DEFINE_FUSED_F32(LEVEL, TARGET, W, SQ)                                                     \
+    TARGET static inline double margin_##LEVEL(const float *x, const double *th, size_t d)         \
+    {                                                                                              \
+        vd_##LEVEL a0 = vd_zero_##LEVEL(), a1 = a0, a2 = a0, a3 = a0;                              \
+        size_t j = 0;                                                                              \
+        for (; j + 4 * (W) <= d; j += 4 * (W)) {                                                   \
+            a0 = vd_fma_##LEVEL(vd_widen_##LEVEL(x + j), vd_load_##LEVEL(th + j), a0);             \
+            a1 = vd_fma_##LEVEL(vd_widen_##LEVEL(x + j + (W)), vd_load_##LEVEL(th + j + (W)), a1); \
+            a2 = vd_fma_##LEVEL(vd_widen_##LEVEL(x + j + 2 * (W)),                                 \
+                                vd_load_##LEVEL(th + j + 2 * (W)), a2);                            \
+            a3 = vd_fma_##LEVEL(vd_widen_##LEVEL(x + j + 3 * (W)),                                 \
+                                vd_load_##LEVEL(th + j + 3 * (W)), a3);                            \
+        }                                                                                          \
+        for (; j + (W) <= d; j += (W))                                                             \
+            a0 = vd_fma_##LEVEL(vd_widen_##LEVEL(x + j), vd_load_##LEVEL(th + j), a0);             \
+        double m = vd_sum_##LEVEL(vd_add_##LEVEL(vd_add_##LEVEL(a0, a1), vd_add_##LEVEL(a2, a3))); \
+        for (; j < d; j++)                                                                         \
+            m += (double)x[j] * th[j];                                                             \
+        return m;                                                                                  \
+    }                                                                                              \
+    TARGET static inline size_t stripes_##LEVEL(double *gr, const float *xb, size_t d,             \
+                                                const double *g)                                   \
+    {                                                                                              \
+        vf_##LEVEL gv[F32_BLOCK];                                                                  \
+        for (size_t b = 0; b < F32_BLOCK; b++)                                                     \
+            gv[b] = vf_set1_##LEVEL((float)g[b]);                                                  \
+        size_t j = 0;                                                                              \
+        for (; j + 4 * (W) <= d; j += 4 * (W)) {                                                   \
+            vf_##LEVEL c0 = vf_mul_##LEVEL(vf_load_##LEVEL(xb + j), gv[0]);                        \
+            vf_##LEVEL c1 = vf_mul_##LEVEL(vf_load_##LEVEL(xb + j + 2 * (W)), gv[0]);              \
+            _Pragma("GCC unroll 8") for (size_t b = 1; b < F32_BLOCK; b++)                         \
+            {                                                                                      \
+                const float *x = xb + b * d + j;                                                   \
+                c0 = vf_fma_##LEVEL(vf_load_##LEVEL(x), gv[b], c0);                                \
+                c1 = vf_fma_##LEVEL(vf_load_##LEVEL(x + 2 * (W)), gv[b], c1);                      \
+            }                                                                                      \
+            vf_add_to_##LEVEL(gr + j, c0);                                                         \
+            vf_add_to_##LEVEL(gr + j + 2 * (W), c1);                                               \
+        }                                                                                          \
+        return j;                                                                                  \
+    }                                                                                              \
+    TARGET static void fused_f32_##LEVEL(slice *s)                                                 \
+    {                                                                                              \
+        fused_f32_rows(s, margin_##LEVEL, SQ, (W), stripes_##LEVEL);                               \
+    }
+
+/* The primitives named alike in both instruction sets (PFX: _mm512 or
+ * _mm256). */
+#define DEFINE_VECTOR_OPS(LEVEL, TARGET, PFX, VD, VF)                                              \
+    typedef VD vd_##LEVEL;                                                                         \
+    typedef VF vf_##LEVEL;                                                                         \
+    TARGET static inline VD vd_zero_##LEVEL(void)                                                  \
+    {                                                                                              \
+        return PFX##_setzero_pd();                                                                 \
+    }                                                                                              \
+    TARGET static inline VD vd_load_##LEVEL(const double *p)                                       \
+    {                                                                                              \
+        return PFX##_loadu_pd(p);                                                                  \
+    }                                                                                              \
+    TARGET static inline VD vd_fma_##LEVEL(VD a, VD b, VD c)                                       \
+    {                                                                                              \
+        return PFX##_fmadd_pd(a, b, c);                                                            \
+    }                                                                                              \
+    TARGET static inline VD vd_add_##LEVEL(VD a, VD b)                                             \
+    {                                                                                              \
+        return PFX##_add_pd(a, b);                                                                 \
+    }                                                                                              \
+    TARGET static inline VF vf_set1_##LEVEL(float v)                                               \
+    {                                                                                              \
+        return PFX##_set1_ps(v);                                                                   \
+    }                                                                                              \
+    TARGET static inline VF vf_load_##LEVEL(const float *p)                                        \
+    {                                                                                              \
+        return PFX##_loadu_ps(p);                                                                  \
+    }                                                                                              \
+    TARGET static inline VF vf_mul_##LEVEL(VF a, VF b)                                             \
+    {                                                                                              \
+        return PFX##_mul_ps(a, b);                                                                 \
+    }                                                                                              \
+    TARGET static inline VF vf_fma_##LEVEL(VF a, VF b, VF c)                                       \
+    {                                                                                              \
+        return PFX##_fmadd_ps(a, b, c);                                                            \
+    }
+
+/* AVX-512 (W = 8). */
+#define AVX512 __attribute__((target("avx512f")))
+DEFINE_VECTOR_OPS(avx512, AVX512, _mm512, __m512d, __m512)
+AVX512 static inline __m512d vd_widen_avx512(const float *p)
+{
+    return _mm512_cvtps_pd(_mm256_loadu_ps(p));
+}
+AVX512 static inline double vd_sum_avx512(__m512d v)
+{
+    return _mm512_reduce_add_pd(v);
+}
+AVX512 static inline void vf_add_to_avx512(double *gr, __m512 c)
+{
+    __m256 lo = _mm512_castps512_ps256(c);
+    __m256 hi = _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(c), 1));
+    _mm512_storeu_pd(gr, _mm512_add_pd(_mm512_loadu_pd(gr), _mm512_cvtps_pd(lo)));
+    _mm512_storeu_pd(gr + 8, _mm512_add_pd(_mm512_loadu_pd(gr + 8), _mm512_cvtps_pd(hi)));
+}
+DEFINE_FUSED_F32(avx512, AVX512, 8, sqchipo8)
+
+/* AVX2+FMA (W = 4). */
+#define AVX2 __attribute__((target("avx2,fma")))
+DEFINE_VECTOR_OPS(avx2, AVX2, _mm256, __m256d, __m256)
+AVX2 static inline __m256d vd_widen_avx2(const float *p)
+{
+    return _mm256_cvtps_pd(_mm_loadu_ps(p));
+}
+AVX2 static inline double vd_sum_avx2(__m256d v)
+{
+    return hsum256(v);
+}
+AVX2 static inline void vf_add_to_avx2(double *gr, __m256 c)
+{
+    __m256d lo = _mm256_cvtps_pd(_mm256_castps256_ps128(c));
+    __m256d hi = _mm256_cvtps_pd(_mm256_extractf128_ps(c, 1));
+    _mm256_storeu_pd(gr, _mm256_add_pd(_mm256_loadu_pd(gr), lo));
+    _mm256_storeu_pd(gr + 4, _mm256_add_pd(_mm256_loadu_pd(gr + 4), hi));
+}
+DEFINE_FUSED_F32(avx2, AVX2, 4, sqchipo4)
 
 /* AVX2 fused rows, float64 storage. */
 __attribute__((target("avx2,fma"))) static void fused_f64_avx2(slice *s)

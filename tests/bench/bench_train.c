@@ -10,10 +10,13 @@
  * over the same matrix, one square-chipo loss+gradient evaluation with the
  * fused kernel at every instruction-set level the CPU can run (AVX-512,
  * AVX2+FMA, portable C) and with the OpenBLAS-blocked kernel, 100 L-BFGS
- * iterations from theta = 0, and peak memory. Read passes and the levels'
- * fused evaluations alternate (15 rounds), so the bound and each kernel
- * meet the same state of a shared machine; best times are the figures of
- * record, medians are printed beside them. --simd LEVEL measures that level
+ * iterations from theta = 0, and peak memory. Each level's evaluations
+ * are paired with read passes (21 rounds of: read pass, evaluation), so
+ * the bound and each kernel meet the same state of a shared machine; best
+ * and median times and the ratios at both are printed, with the median of
+ * the per-round ratios (BENCH_TRAIN_ROUNDS overrides the 21 rounds, at
+ * most 101), and the same pairs in CPU time per thread (the process's CPU
+ * time over the pass divided by the thread count). --simd LEVEL measures that level
  * alone and runs the fit with it (auto: every level, the fit with the
  * best). Prints "BENCH <name> <value> <unit>".
  * Not a test: nothing here passes or fails on time.
@@ -42,6 +45,14 @@ static double now(void)
 {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+/* CPU seconds used by all of this process's threads so far. */
+static double cpu_now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
@@ -133,7 +144,6 @@ static int cmp_d(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
-/* Median time of reps evaluations at theta. */
 /* Best and median of reps timings in t[] (sorted in place). */
 typedef struct timing {
     double best, median;
@@ -260,29 +270,54 @@ int main(int argc, char **argv)
     for (int l = 0; l < nlev; l++)
         printf(" %s", lp_simd_name(levels[l]));
     printf(" (best on this CPU: %s)\n", lp_simd_name(lp_objective_simd_best()));
-    /* The read bandwidth and the evaluations alternate, so all meet the
-     * same state of a shared machine; the best of each is the figure of
-     * record (noise only ever adds time), the median is printed beside. */
-    enum { REPS = 15 };
-    double tr[REPS], te[3][REPS], fl[3];
+    /* Paired rounds: for each level a read pass (the bound) immediately
+     * followed by one evaluation, `rounds` times, so a busy moment of a shared
+     * machine slows the bound and the kernel beside it alike. Reported per
+     * level: best and median of its evaluations and of the read passes
+     * paired with them, the ratios at the best and at the median, and the
+     * median of the per-round ratios (each evaluation over the read pass
+     * just before it). Noise only ever adds time, so best times are the
+     * figures of record; the medians say how typical they are. */
+    enum { MAX_ROUNDS = 101 };
+    const char *rounds_env = getenv("BENCH_TRAIN_ROUNDS");
+    int rounds = rounds_env ? atoi(rounds_env) : 21;
+    if (rounds < 1 || rounds > MAX_ROUNDS)
+        rounds = 21;
+    static double tr[3][MAX_ROUNDS], te[3][MAX_ROUNDS], tq[3][MAX_ROUNDS], trall[3 * MAX_ROUNDS];
+    static double cr[3][MAX_ROUNDS], ce[3][MAX_ROUNDS], cq[3][MAX_ROUNDS];
+    double fl[3];
     for (int l = 0; l < nlev; l++)
         fl[l] = lp_objective_eval(obl[l], theta, g); /* warm-up */
-    for (int r = 0; r < REPS; r++) {
-        tr[r] = read_pass(ds->xf, n * d, T);
+    for (int r = 0; r < rounds; r++) {
         for (int l = 0; l < nlev; l++) {
-            double te0 = now();
+            double c0 = cpu_now();
+            tr[l][r] = read_pass(ds->xf, n * d, T);
+            double c1 = cpu_now(), te0 = now();
             fl[l] = lp_objective_eval(obl[l], theta, g);
             te[l][r] = now() - te0;
+            cr[l][r] = (c1 - c0) / T;
+            ce[l][r] = (cpu_now() - c1) / T;
+            tq[l][r] = te[l][r] / tr[l][r];
+            cq[l][r] = ce[l][r] / cr[l][r];
+            trall[l * rounds + r] = tr[l][r];
         }
     }
     fval = fl[0];
-    timing rd = summarize(tr, REPS);
-    double bound = rd.best, bound_med = rd.median, fit_level_best = 0;
+    timing rd = summarize(trall, nlev * rounds);
+    double bound = rd.best, fit_level_best = 0;
+    printf("# %d paired rounds (read pass, then evaluation) per level\n", rounds);
     printf("BENCH train_read_bandwidth %.3f GB/s\n", bytes / bound / 1e9);
-    printf("BENCH train_read_bandwidth_median %.3f GB/s\n", bytes / bound_med / 1e9);
+    printf("BENCH train_read_bandwidth_median %.3f GB/s\n", bytes / rd.median / 1e9);
     printf("BENCH train_eval_bandwidth_bound %.4f s\n", bound);
+    printf("BENCH train_eval_bandwidth_bound_median %.4f s\n", rd.median);
     for (int l = 0; l < nlev; l++) {
-        timing tf = summarize(te[l], REPS);
+        printf("# %s per-round ratios (evaluation / read pass before it):",
+               lp_simd_name(levels[l]));
+        for (int r = 0; r < rounds; r++)
+            printf(" %.2f", tq[l][r]);
+        printf("\n");
+        timing tf = summarize(te[l], rounds), tb = summarize(tr[l], rounds),
+               q = summarize(tq[l], rounds);
         if (l == 0)
             fit_level_best = tf.best;
         /* The fit's level also under the unsuffixed names. */
@@ -292,12 +327,24 @@ int main(int argc, char **argv)
                      alias ? "" : lp_simd_name(levels[l]));
             printf("BENCH %s %.4f s\n", name, tf.best);
             printf("BENCH %s_median %.4f s\n", name, tf.median);
-            printf("BENCH %s_vs_bound %.3f x\n", name, tf.best / bound);
-            printf("BENCH %s_vs_bound_median %.3f x\n", name, tf.median / bound_med);
+            printf("BENCH %s_bound %.4f s\n", name, tb.best);
+            printf("BENCH %s_bound_median %.4f s\n", name, tb.median);
+            printf("BENCH %s_vs_bound %.3f x\n", name, tf.best / tb.best);
+            printf("BENCH %s_vs_bound_median %.3f x\n", name, tf.median / tb.median);
+            printf("BENCH %s_vs_bound_paired_median %.3f x\n", name, q.median);
+            printf("BENCH %s_vs_bound_paired_worst %.3f x\n", name, tq[l][rounds - 1]);
             printf("BENCH %s_effective_bandwidth %.3f GB/s\n", name, bytes / tf.best / 1e9);
         }
-        printf("BENCH train_eval_objective_at_probe_%s %.12f value\n", lp_simd_name(levels[l]),
-               fl[l]);
+        /* The same pairs in CPU time per thread: what a pass costs while it
+         * runs, without the time another process held its core. */
+        timing cf = summarize(ce[l], rounds), cb = summarize(cr[l], rounds),
+               cqs = summarize(cq[l], rounds);
+        const char *lv = lp_simd_name(levels[l]);
+        printf("BENCH train_eval_fused_%s_cpu %.4f s\n", lv, cf.best);
+        printf("BENCH train_eval_fused_%s_cpu_bound %.4f s\n", lv, cb.best);
+        printf("BENCH train_eval_fused_%s_cpu_vs_bound %.3f x\n", lv, cf.best / cb.best);
+        printf("BENCH train_eval_fused_%s_cpu_vs_bound_paired_median %.3f x\n", lv, cqs.median);
+        printf("BENCH train_eval_objective_at_probe_%s %.12f value\n", lv, fl[l]);
     }
     oo.kernel = LP_KERNEL_BLAS;
     lp_objective *obb = lp_objective_new(ds, &oo);

@@ -475,12 +475,12 @@ static void kernels_check_against(lp_dataset *df, lp_dataset *dd, lp_objective_o
                 check_record(fabs(f - ref->f) <= ref->ftol, __FILE__, __LINE__,
                              "%s simd %d %s d=%zu: F %.17g vs ref %.17g (tol %.3g)", loss, simd,
                              st ? "f64" : "f32", d, f, ref->f, ref->ftol);
-                /* The AVX-512 float32 kernel sums each block of 8
-                 * terms g_i x_ij in float: g_i rounded once (u_f),
-                 * then 8 roundings of the running sum, so at most
+                /* The vector float32 kernels (AVX-512, AVX2) sum each
+                 * block of 8 terms g_i x_ij in float: g_i rounded once
+                 * (u_f), then 8 roundings of the running sum, so at most
                  * (gamma_8 + u_f) sum |g_i x_ij| <= 10 u_f sum |g_i x_ij|
                  * on top of the double bounds. */
-                double blockf = simd == LP_SIMD_AVX512 && !st ? 10 * (FLT_EPSILON / 2) : 0;
+                double blockf = simd >= LP_SIMD_AVX2 && !st ? 10 * (FLT_EPSILON / 2) : 0;
                 int bad = 0;
                 for (size_t j = 0; j < d; j++)
                     bad += !(fabs(g[j] - ref->g[j]) <=
