@@ -342,12 +342,9 @@ static void test_races(const char *uri)
         spent += spend[k].changed;
     }
     CHECK_INT(spent, 20); /* 5.0 / 0.25 of 60 tries */
-    lp_stmt *st = lp_stmt_prepare(c[0], "SELECT a.epsilon_spent, f.epsilon_spent FROM "
-                                        "annotators a JOIN campaign_fill f ON f.campaign = "
-                                        "a.campaign WHERE a.id = 3");
+    lp_stmt *st = lp_stmt_prepare(c[0], "SELECT epsilon_spent FROM annotators WHERE id = 3");
     CHECK(st != NULL && lp_stmt_step(st) == LP_SQL_ROW);
     CHECK(st != NULL && lp_stmt_column_double(st, 0) == 5.0);
-    CHECK(st != NULL && lp_stmt_column_double(st, 1) == 5.0); /* the trigger's sum agrees */
     lp_stmt_finalize(st);
     for (int k = 0; k < RACERS; k++)
         lp_conn_close(c[k]);
