@@ -167,15 +167,15 @@ $(BUILD)/obj/%.o: %.c $(VERSION_STAMP)
 
 # The libraries with a single home: only server/db/ includes sqlite3.h
 # (the client's local ledger and memo use SQLite through their own files),
-# and there only the SQLite engine and its driver (DB_SQLITE_FILES): the
-# repositories speak the statement API (server/db/internal/sql.h), and the
-# public db headers do not mention SQLite; libpq only in the PostgreSQL
-# driver (DB_PG_FILES; the tests' server harness aside); only server/http/
-# and the client library's local web page (client/lib/ui.c) include
-# microhttpd.h.
-DB_SQLITE_FILES := server/db/engine.c server/db/walbuf.c server/db/sql_sqlite.c \
+# and there only the SQLite engine backend and its driver (DB_SQLITE_FILES):
+# the repositories speak the statement API (server/db/internal/sql.h), and
+# the public db headers do not mention SQLite; libpq only in the PostgreSQL
+# engine backend and driver (DB_PG_FILES; the tests' server harness aside);
+# only server/http/ and the client library's local web page
+# (client/lib/ui.c) include microhttpd.h.
+DB_SQLITE_FILES := server/db/engine_sqlite.c server/db/walbuf.c server/db/sql_sqlite.c \
                    server/db/internal/walbuf.h server/db/internal/sql_sqlite.h
-DB_PG_FILES     := server/db/sql_pg.c server/db/internal/sql_pg.h
+DB_PG_FILES     := server/db/engine_pg.c server/db/sql_pg.c server/db/internal/sql_pg.h
 check-layers:
 	@bad=$$(grep -ln '^#include <sqlite3.h>' $$(git ls-files 'server/*.c' 'server/*.h' 2>/dev/null || find server -name '*.[ch]') \
 	        | grep -v '^server/db/'); \

@@ -25,6 +25,8 @@ struct lp_train_lock {
 
 struct lp_train_lock *lp_train_lock_new(const char *path)
 {
+    if (path == NULL)
+        path = ""; /* no lock file: the backend's lock is to come */
     size_t len = strlen(path) + 1;
     struct lp_train_lock *t = malloc(sizeof *t + len);
     if (t == NULL)
@@ -50,7 +52,11 @@ int lp_coord_train_lock_try(lp_store *s)
     struct lp_train_lock *t = s->train_lock;
     pthread_mutex_lock(&t->mu);
     int rc = LP_OK;
-    if (t->fd < 0) {
+    if (t->fd < 0 && t->path[0] == '\0') {
+        lp_log(LP_LOG_ERROR, "storage_error", LP_LOG_STR("what", "training lock"),
+               LP_LOG_STR("message", "this backend has no training lock yet"));
+        rc = LP_ESTORAGE;
+    } else if (t->fd < 0) {
         /* Each store opens the file for itself: flock locks belong to an
          * open file, so two stores of one process exclude each other too. */
         int fd = open(t->path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);

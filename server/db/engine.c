@@ -1,23 +1,23 @@
 /*
- * engine.c — connections, migrations, the read pool, the writer thread with
- * group commit, and the statement cache. See internal/engine.h.
+ * engine.c — the storage engine's core, the same for every backend: the
+ * read pool, the writer thread with group commit, the statement cache, the
+ * statistics and the health state. What is the database's own (opening,
+ * migrations, the commit's checks, upkeep, the probe) is the backend's
+ * (engine_backend.h). See internal/engine.h.
  *
- * Invariants: only the writer thread touches e->wdb (and its statements)
+ * Invariants: only the writer thread touches e->wconn (and its statements)
  * after open; a job is owned by whoever enqueued it and the writer never
  * touches a job after completing it; every write happens inside the
  * writer's transaction; no transaction commits while the storage is
- * unhealthy or its files are no longer linked (store.h).
+ * unhealthy or the backend refuses it (store.h).
  */
 #include "engine.h"
+#include "engine_backend.h"
 
 #include "clock.h"
-#include "dbfiles.h"
 #include "error.h"
 #include "health.h"
 #include "log.h"
-#include "schema_sql.h"
-#include "sql_sqlite.h"
-#include "walbuf.h"
 
 #include <pthread.h>
 #include <sodium.h>
@@ -43,7 +43,8 @@ static uint32_t sc_hash(const char *sql)
     return (uint32_t)(h >> 40) & (SC_SLOTS - 1);
 }
 
-static lp_stmt *sc_get(struct stmt_cache *c, lp_conn *conn, const char *sql)
+static lp_stmt *sc_get(const lp_backend_ops *ops, struct stmt_cache *c, lp_conn *conn,
+                       const char *sql)
 {
     uint32_t h = sc_hash(sql);
     for (uint32_t probe = 0; probe < SC_SLOTS; probe++, h = (h + 1) & (SC_SLOTS - 1)) {
@@ -54,7 +55,7 @@ static lp_stmt *sc_get(struct stmt_cache *c, lp_conn *conn, const char *sql)
             return st;
         }
         if (c->key[h] == NULL) {
-            if ((c->st[h] = lp_sqlite_prepare_persistent(conn, sql)) == NULL) {
+            if ((c->st[h] = ops->prepare_kept(conn, sql)) == NULL) {
                 lp_log(LP_LOG_ERROR, "storage_error", LP_LOG_STR("what", "prepare"),
                        LP_LOG_STR("message", lp_conn_errmsg(conn)), LP_LOG_STR("sql", sql));
                 return NULL;
@@ -80,8 +81,6 @@ static void sc_clear(struct stmt_cache *c)
 /* ------------------------------------------------------------------ */
 /* types                                                               */
 
-#define COMPLETED_MAX 16 /* completions logged per transaction; more are rare */
-
 struct rconn {
     lp_conn *conn;
     struct stmt_cache cache;
@@ -89,8 +88,9 @@ struct rconn {
 };
 
 struct lp_engine {
-    lp_conn *wconn;           /* the writer's connection */
-    sqlite3 *wdb;             /* its handle */
+    const lp_backend_ops *ops;
+    lp_backend *be;           /* the backend's state */
+    lp_conn *wconn;           /* the writer's connection (the backend's) */
     struct stmt_cache wcache; /* writer thread only */
     lp_txn_cache txn;         /* all NULL when none */
     pthread_t writer;
@@ -108,185 +108,22 @@ struct lp_engine {
 
     pthread_mutex_t stats_lock;
     lp_store_writer_stats wstats;
-    char path[4096];
 
-    lp_dbfiles files;
     lp_health health;
+    char commit_failure[128]; /* the backend's commit's, "" if none (writer thread) */
     /* the writer's upkeep (writer thread only; monotonic ns) */
     int64_t next_upkeep_ns, last_commit_ns;
-    int wal_dirty;        /* commits since the WAL was last truncated */
-    int64_t data_version; /* PRAGMA data_version after the writer's last transaction */
-    char probe_sql[64];   /* a write that changes nothing (see probe) */
-
-    /* campaigns the current transaction completed (writer thread only),
-     * logged once it commits */
-    struct completed {
-        int64_t campaign, tasks, labels;
-        char name[LP_CAMPAIGN_NAME_MAX + 1];
-    } completed[COMPLETED_MAX];
-    int n_completed;
+    int64_t data_version; /* the backend's count of commits by others, at the last check */
 };
 
 /* ------------------------------------------------------------------ */
-/* connections and migrations                                          */
-
-static int exec_sql(sqlite3 *db, const char *sql, char *err, size_t errlen)
-{
-    char *e = NULL;
-    if (sqlite3_exec(db, sql, NULL, NULL, &e) != SQLITE_OK) {
-        if (err)
-            snprintf(err, errlen, "%s", e ? e : sqlite3_errmsg(db));
-        sqlite3_free(e);
-        return LP_ESTORAGE;
-    }
-    return LP_OK;
-}
+/* statements                                                          */
 
 int lp_engine_fail(lp_conn *c, const char *what)
 {
     lp_log(LP_LOG_ERROR, "storage_error", LP_LOG_STR("what", what),
-           LP_LOG_STR("message", lp_conn_errmsg(c)),
-           LP_LOG_INT("code", sqlite3_extended_errcode(lp_sqlite_db(c))));
+           LP_LOG_STR("message", lp_conn_errmsg(c)));
     return LP_ESTORAGE;
-}
-
-#define BUSY_TIMEOUT_MS 10000
-
-/* Opens the file at path with flags and vfs (NULL: the default) as a
- * connection of the statement API. */
-static int open_file(const char *path, int flags, const char *vfs, lp_conn **out, char *err,
-                     size_t errlen)
-{
-    sqlite3 *db = NULL;
-    *out = NULL;
-    if (sqlite3_open_v2(path, &db, flags, vfs) != SQLITE_OK ||
-        (*out = lp_sqlite_conn(db)) == NULL) {
-        snprintf(err, errlen, "cannot open %s: %s", path,
-                 db && sqlite3_errcode(db) != SQLITE_OK ? sqlite3_errmsg(db) : "out of memory");
-        sqlite3_close(db);
-        return LP_ESTORAGE;
-    }
-    return LP_OK;
-}
-
-/* Opens a connection with the shared pragmas. *out is set even on failure
- * (close it). The writer with sync_full uses the walbuf VFS (walbuf.h: one
- * write per commit to the WAL; it needs synchronous=FULL and one writer). */
-static int open_conn(const char *path, int sync_full, int readonly, lp_conn **out, char *err,
-                     size_t errlen)
-{
-    int flags = SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX | (readonly ? 0 : SQLITE_OPEN_CREATE);
-    const char *vfs = !readonly && sync_full ? lp_walbuf_vfs() : NULL;
-    if (open_file(path, flags, vfs, out, err, errlen) != LP_OK)
-        return LP_ESTORAGE;
-    sqlite3 *db = lp_sqlite_db(*out);
-    sqlite3_busy_timeout(db, BUSY_TIMEOUT_MS);
-    char sql[256];
-    snprintf(sql, sizeof sql,
-             "PRAGMA journal_mode=WAL; PRAGMA synchronous=%s; PRAGMA foreign_keys=ON; %s",
-             sync_full ? "FULL" : "NORMAL", readonly ? "PRAGMA query_only=1;" : "");
-    return exec_sql(db, sql, err, errlen);
-}
-
-int lp_engine_file_open(const char *path, lp_conn **out, char *err, size_t errlen)
-{
-    if (open_file(path, SQLITE_OPEN_READONLY, NULL, out, err, errlen) != LP_OK)
-        return LP_ESTORAGE;
-    sqlite3_busy_timeout(lp_sqlite_db(*out), 5000);
-    return LP_OK;
-}
-
-/* The writer connection only. A bigger page cache keeps the indexes that
- * every label touches (labels, assignments, annotators) in memory across
- * transactions. Under load, checkpoints run in the writer at commit, every
- * 1000 WAL pages (4 MiB), and journal_size_limit truncates the WAL file
- * back to that size when it restarts; once writes stop the writer folds the
- * whole WAL in and truncates it to nothing (upkeep). Durability is
- * unchanged: the WAL is synced at every commit. */
-#define WRITER_PRAGMAS                                                                             \
-    "PRAGMA cache_size=-65536; PRAGMA wal_autocheckpoint=1000; "                                   \
-    "PRAGMA journal_size_limit=4194304;"
-
-static int migrate(sqlite3 *db, char *err, size_t errlen)
-{
-    sqlite3_stmt *st = NULL;
-    int version = -1;
-    if (sqlite3_prepare_v2(db, "PRAGMA user_version", -1, &st, NULL) == SQLITE_OK &&
-        sqlite3_step(st) == SQLITE_ROW)
-        version = sqlite3_column_int(st, 0);
-    sqlite3_finalize(st);
-    if (version < 0) {
-        snprintf(err, errlen, "cannot read user_version: %s", sqlite3_errmsg(db));
-        return LP_ESTORAGE;
-    }
-    if (version > LP_MIGRATION_COUNT) {
-        snprintf(err, errlen, "database schema version %d is newer than this server (%d)", version,
-                 LP_MIGRATION_COUNT);
-        return LP_ESTORAGE;
-    }
-    for (int v = version; v < LP_MIGRATION_COUNT; v++) {
-        char sql[64];
-        snprintf(sql, sizeof sql, "PRAGMA user_version = %d", v + 1);
-        if (exec_sql(db, "BEGIN IMMEDIATE", err, errlen) != LP_OK)
-            return LP_ESTORAGE;
-        if (exec_sql(db, LP_MIGRATIONS[v], err, errlen) != LP_OK ||
-            exec_sql(db, sql, err, errlen) != LP_OK ||
-            exec_sql(db, "COMMIT", err, errlen) != LP_OK) {
-            exec_sql(db, "ROLLBACK", NULL, 0);
-            return LP_ESTORAGE;
-        }
-    }
-    return LP_OK;
-}
-
-/*
- * Campaign completion: a campaign is complete when every task has its
- * labels (campaign_fill.tasks_complete reaches tasks, schema/004). A TEMP
- * trigger, on the writer connection only (nothing in the schema), calls
- * back when the count crosses over; the engine logs the event after the
- * transaction commits. It costs a comparison per label.
- */
-static const char COMPLETION_TRIGGER[] =
-    "CREATE TEMP TRIGGER lp_campaign_completed AFTER UPDATE OF tasks_complete "
-    "ON main.campaign_fill WHEN NEW.tasks > 0 AND NEW.tasks_complete >= NEW.tasks "
-    "AND OLD.tasks_complete < NEW.tasks BEGIN "
-    "SELECT lp_campaign_completed(NEW.campaign, "
-    "(SELECT name FROM main.campaigns WHERE id = NEW.campaign), NEW.tasks, NEW.labels); END;";
-
-static void campaign_completed_fn(sqlite3_context *ctx, int argc, sqlite3_value **argv)
-{
-    lp_engine *e = sqlite3_user_data(ctx);
-    if (argc != 4 || e->n_completed >= COMPLETED_MAX)
-        return;
-    struct completed *c = &e->completed[e->n_completed++];
-    const unsigned char *name = sqlite3_value_text(argv[1]);
-    c->campaign = sqlite3_value_int64(argv[0]);
-    snprintf(c->name, sizeof c->name, "%s", name ? (const char *)name : "");
-    c->tasks = sqlite3_value_int64(argv[2]);
-    c->labels = sqlite3_value_int64(argv[3]);
-}
-
-static int completion_watch(lp_engine *e, char *err, size_t errlen)
-{
-    if (sqlite3_create_function_v2(e->wdb, "lp_campaign_completed", 4,
-                                   SQLITE_UTF8 | SQLITE_DIRECTONLY, e, campaign_completed_fn, NULL,
-                                   NULL, NULL) != SQLITE_OK) {
-        snprintf(err, errlen, "cannot register a function: %s", sqlite3_errmsg(e->wdb));
-        return LP_ESTORAGE;
-    }
-    return exec_sql(e->wdb, COMPLETION_TRIGGER, err, errlen);
-}
-
-/* After a commit (ok) the completions are logged; otherwise forgotten. */
-static void completions_flush(lp_engine *e, int ok)
-{
-    for (int k = 0; ok && k < e->n_completed; k++) {
-        const struct completed *c = &e->completed[k];
-        lp_log(LP_LOG_INFO, "campaign_complete", LP_LOG_STR("campaign", c->name),
-               LP_LOG_INT("campaign_id", c->campaign), LP_LOG_INT("tasks", c->tasks),
-               LP_LOG_INT("labels", c->labels));
-    }
-    e->n_completed = 0;
 }
 
 char *lp_engine_column_dup(lp_stmt *st, int col)
@@ -305,10 +142,10 @@ char *lp_engine_column_dup(lp_stmt *st, int col)
 lp_stmt *lp_engine_stmt(lp_engine *e, lp_conn *c, const char *sql)
 {
     if (c == e->wconn)
-        return sc_get(&e->wcache, c, sql);
+        return sc_get(e->ops, &e->wcache, c, sql);
     for (int i = 0; i < e->n_rconns; i++)
         if (e->rconns[i].conn == c)
-            return sc_get(&e->rconns[i].cache, c, sql);
+            return sc_get(e->ops, &e->rconns[i].cache, c, sql);
     lp_log(LP_LOG_ERROR, "storage_error",
            LP_LOG_STR("what", "statement for a connection the engine does not own"),
            LP_LOG_STR("sql", sql));
@@ -328,6 +165,11 @@ int lp_engine_read(lp_engine *e, lp_job_fn fn, void *ctx)
     pthread_mutex_unlock(&e->rlock);
 
     int rc = fn(c->conn, ctx);
+    /* a read that failed on a connection found lost runs once more on the
+     * connection made again (reads change nothing) */
+    if (rc == LP_ESTORAGE && e->ops->reader_check != NULL &&
+        e->ops->reader_check(c->conn) == LP_BACKEND_RETRY)
+        rc = fn(c->conn, ctx);
 
     pthread_mutex_lock(&e->rlock);
     c->next_free = e->rfree;
@@ -362,11 +204,9 @@ int lp_engine_reader_open(lp_engine *e, lp_conn **out)
 {
     char err[256];
     *out = NULL;
-    if (open_conn(e->path, 0, 1, out, err, sizeof err) != LP_OK) {
+    if (e->ops->reader_open(e->be, out, err, sizeof err) != LP_OK) {
         lp_log(LP_LOG_ERROR, "storage_error", LP_LOG_STR("what", "reader open"),
                LP_LOG_STR("message", err));
-        lp_conn_close(*out);
-        *out = NULL;
         return LP_ESTORAGE;
     }
     return LP_OK;
@@ -375,14 +215,12 @@ int lp_engine_reader_open(lp_engine *e, lp_conn **out)
 /* ------------------------------------------------------------------ */
 /* the writer                                                          */
 
-static const char SQL_DATA_VERSION[] = "PRAGMA data_version";
-static const char SQL_BEGIN[] = "BEGIN IMMEDIATE", SQL_COMMIT[] = "COMMIT",
-                  SQL_ROLLBACK[] = "ROLLBACK", SQL_SP[] = "SAVEPOINT job",
+static const char SQL_COMMIT[] = "COMMIT", SQL_ROLLBACK[] = "ROLLBACK", SQL_SP[] = "SAVEPOINT job",
                   SQL_SP_RELEASE[] = "RELEASE job", SQL_SP_ROLLBACK[] = "ROLLBACK TO job";
 
 static int w_exec(lp_engine *e, const char *sql)
 {
-    lp_stmt *st = sc_get(&e->wcache, e->wconn, sql);
+    lp_stmt *st = sc_get(e->ops, &e->wcache, e->wconn, sql);
     if (st == NULL)
         return LP_ESTORAGE;
     int rc = lp_stmt_step(st);
@@ -427,23 +265,26 @@ static int run_job(lp_engine *e, lp_job *j)
         }
         txn_clear(e);
     }
-    /* SQLite rolls a transaction back by itself on some errors (disk full,
-     * I/O) */
-    return sqlite3_get_autocommit(e->wdb) ? LP_ESTORAGE : LP_OK;
+    /* the database may have rolled the transaction back by itself (SQLite
+     * on a full disk or an I/O error; PostgreSQL on a lost connection) */
+    return lp_conn_in_txn(e->wconn) ? LP_OK : LP_ESTORAGE;
 }
 
-/* SQLite's count of commits by other connections to the database file
- * (other servers or stores on it); -1 if it cannot be read. */
+/* The backend's count of commits by other connections to the database
+ * (other servers or stores on it); -1 when it has none or it cannot be
+ * read (then others may have committed). */
 static int64_t data_version(lp_engine *e)
 {
-    lp_stmt *st = sc_get(&e->wcache, e->wconn, SQL_DATA_VERSION);
+    if (e->ops->data_version_sql == NULL)
+        return -1;
+    lp_stmt *st = sc_get(e->ops, &e->wcache, e->wconn, e->ops->data_version_sql);
     int64_t v = st != NULL && lp_stmt_step(st) == LP_SQL_ROW ? lp_stmt_column_int64(st, 0) : -1;
     if (st != NULL)
         lp_stmt_reset(st);
     return v;
 }
 
-/* Right after BEGIN IMMEDIATE (the write lock held): when another
+/* Right after BEGIN (SQLite: the write lock held): when another
  * connection has committed since the writer's last transaction, the
  * transaction cache may hold rows it changed (an annotator's ε spent), so
  * it is dropped and read again inside this transaction, and the cache's
@@ -472,59 +313,28 @@ static void count_commit(lp_engine *e, size_t items)
     pthread_mutex_unlock(&e->stats_lock);
 }
 
-/* ---- upkeep: health checks, the idle checkpoint, the probe ---- */
+/* ---- upkeep: the backend's checks, the probe ---- */
 
 #define UPKEEP_INTERVAL_NS (1000 * (int64_t)1000000) /* checks at most once a second */
-#define CHECKPOINT_IDLE_NS (1000 * (int64_t)1000000) /* writes stopped this long: truncate */
 
-/* Folds the whole WAL into the database and truncates it to nothing. It
- * never waits for readers (busy timeout 0): frames a long read still needs
- * stay, and the next upkeep tries again. */
-static void checkpoint_truncate(lp_engine *e)
-{
-    sqlite3_busy_timeout(e->wdb, 0);
-    int rc = sqlite3_wal_checkpoint_v2(e->wdb, NULL, SQLITE_CHECKPOINT_TRUNCATE, NULL, NULL);
-    sqlite3_busy_timeout(e->wdb, BUSY_TIMEOUT_MS);
-    if (rc == SQLITE_OK) {
-        e->wal_dirty = 0;
-        lp_health_truncated(&e->health);
-    } else if (rc != SQLITE_BUSY) {
-        lp_log(LP_LOG_DEBUG, "storage_error", LP_LOG_STR("what", "checkpoint"),
-               LP_LOG_STR("message", sqlite3_errmsg(e->wdb)));
-    }
-}
-
-/* After a failed commit: one small transaction that rewrites the schema's
- * user_version with its own value, so writes resume only once a commit
- * works again. */
+/* After a failed commit: the backend's probe, a write that changes
+ * nothing, so writes resume only once a commit works again. */
 static void probe(lp_engine *e)
 {
-    int ok = sqlite3_exec(e->wdb, "BEGIN IMMEDIATE", NULL, NULL, NULL) == SQLITE_OK &&
-             sqlite3_exec(e->wdb, e->probe_sql, NULL, NULL, NULL) == SQLITE_OK &&
-             sqlite3_exec(e->wdb, "COMMIT", NULL, NULL, NULL) == SQLITE_OK;
-    char why[128];
-    snprintf(why, sizeof why, "%s", sqlite3_errmsg(e->wdb));
-    if (!sqlite3_get_autocommit(e->wdb))
-        sqlite3_exec(e->wdb, "ROLLBACK", NULL, NULL, NULL);
-    if (ok)
-        e->wal_dirty = 1;
-    lp_health_committed(&e->health, ok, why);
+    char why[128] = "";
+    lp_health_committed(&e->health, e->ops->probe(e->be, why, sizeof why), why);
 }
 
-/* Once per UPKEEP_INTERVAL_NS, between transactions: checks the files and
- * the free space; when idle (no jobs waiting), truncates the WAL once
- * writes have stopped for CHECKPOINT_IDLE_NS, and probes after a failed
- * commit. */
+/* Once per UPKEEP_INTERVAL_NS, between transactions: the backend's checks
+ * (and, when idle, its maintenance); when idle (no jobs waiting), probes
+ * after a failed commit. */
 static void upkeep(lp_engine *e, int idle)
 {
     int64_t now = lp_mono_ns();
     if (now < e->next_upkeep_ns)
         return;
     e->next_upkeep_ns = now + UPKEEP_INTERVAL_NS;
-    if (idle && e->wal_dirty && now - e->last_commit_ns >= CHECKPOINT_IDLE_NS)
-        checkpoint_truncate(e);
-    lp_health_checked(&e->health, lp_dbfiles_linked(&e->files, 1), lp_dbfiles_free_bytes(&e->files),
-                      lp_dbfiles_wal_bytes(&e->files));
+    e->ops->upkeep(e->be, idle, now - e->last_commit_ns);
     if (idle && lp_health_wants_probe(&e->health))
         probe(e);
 }
@@ -541,45 +351,97 @@ static void wait_for_jobs(lp_engine *e)
     }
 }
 
+/* Begins the group's transaction; once more after the backend made a
+ * lost connection again. */
+static int begin(lp_engine *e)
+{
+    if (w_exec(e, e->ops->begin_sql) == LP_OK)
+        return LP_OK;
+    if (e->ops->reconnect == NULL || e->ops->reconnect(e->be) != LP_OK)
+        return LP_ESTORAGE;
+    return w_exec(e, e->ops->begin_sql);
+}
+
+/* Runs the jobs of a group in one transaction: LP_OK once committed,
+ * LP_BACKEND_RETRY when a conflict with another writer rolled it back (or
+ * the backend rolls it back for one),
+ * else LP_ESTORAGE or the backend's refusal (LP_ESTORAGE_UNHEALTHY). Adds
+ * the group's items to *items. */
+static int run_txn(lp_engine *e, lp_job *batch, size_t *items)
+{
+    int rc = begin(e);
+    if (rc == LP_OK && txn_check_others(e) != LP_OK)
+        rc = LP_ESTORAGE;
+    for (lp_job *j = batch; j != NULL; j = j->next) {
+        *items += j->items;
+        if (rc == LP_OK && run_job(e, j) != LP_OK)
+            rc = LP_ESTORAGE;
+    }
+    if (rc == LP_OK && txn_flush(e) != LP_OK)
+        rc = LP_ESTORAGE;
+    if (rc == LP_OK && e->ops->before_commit != NULL)
+        rc = e->ops->before_commit(e->be);
+    e->commit_failure[0] = '\0';
+    if (rc == LP_OK)
+        rc = e->ops->commit != NULL
+                 ? e->ops->commit(e->be, e->commit_failure, sizeof e->commit_failure)
+                 : w_exec(e, SQL_COMMIT);
+    if (rc != LP_OK) {
+        if (lp_conn_in_txn(e->wconn))
+            w_exec(e, SQL_ROLLBACK);
+        txn_clear(e); /* it held uncommitted rows */
+    }
+    return rc;
+}
+
+#define GROUP_TRIES 5 /* a group rolled back by conflicts runs at most this often */
+
+/* Before a group runs again: the conflicting transaction is most likely
+ * still open, so a pause of 5-15 ms, doubled at each try (at most about
+ * 0.2 s in all), random so that two servers do not meet again in step. */
+static void retry_pause(int tries)
+{
+    int64_t ns = (int64_t)(5000 + randombytes_uniform(10000)) * 1000 << tries;
+    struct timespec ts = {.tv_sec = (time_t)(ns / 1000000000), .tv_nsec = ns % 1000000000};
+    nanosleep(&ts, NULL);
+}
+
 /* Runs a group of jobs in one transaction and completes them. Nothing is
- * committed while the storage is unhealthy, nor once the database's files
- * are no longer linked (checked right before the commit): the jobs then
- * get LP_ESTORAGE_UNHEALTHY; a failed transaction gives LP_ESTORAGE. */
+ * committed while the storage is unhealthy, nor when the backend refuses
+ * it right before the commit: the jobs then get LP_ESTORAGE_UNHEALTHY; a
+ * failed transaction gives LP_ESTORAGE. A transaction rolled back by a
+ * conflict with another writer runs again whole (every job's fn depends
+ * only on the database and its ctx). */
 static void run_group(lp_engine *e, lp_job *batch)
 {
     size_t items = 0;
     int refusal = lp_health_refusal(&e->health);
-    int ok = refusal == LP_OK && w_exec(e, SQL_BEGIN) == LP_OK;
-    if (ok && txn_check_others(e) != LP_OK)
-        ok = 0;
-    for (lp_job *j = batch; j != NULL; j = j->next) {
-        items += j->items;
-        if (ok && run_job(e, j) != LP_OK)
-            ok = 0;
+    int rc = refusal;
+    for (int tries = 0; refusal == LP_OK && tries < GROUP_TRIES; tries++) {
+        items = 0;
+        rc = run_txn(e, batch, &items);
+        e->ops->after_commit(e->be, rc == LP_OK);
+        if (rc != LP_BACKEND_RETRY)
+            break;
+        lp_log(LP_LOG_WARN, "storage_retry",
+               LP_LOG_STR("message",
+                          e->commit_failure[0] ? e->commit_failure : lp_conn_errmsg(e->wconn)),
+               LP_LOG_INT("try", tries + 1));
+        if (tries + 1 < GROUP_TRIES)
+            retry_pause(tries);
     }
-    if (ok && txn_flush(e) != LP_OK)
-        ok = 0;
-    if (ok && !lp_dbfiles_linked(&e->files, 0)) {
-        lp_health_checked(&e->health, 0, lp_dbfiles_free_bytes(&e->files),
-                          lp_dbfiles_wal_bytes(&e->files));
-        refusal = LP_ESTORAGE_UNHEALTHY;
-        ok = 0;
-    }
-    if (ok && w_exec(e, SQL_COMMIT) != LP_OK)
-        ok = 0;
+    int ok = rc == LP_OK;
+    if (rc == LP_ESTORAGE_UNHEALTHY)
+        refusal = rc;
     if (refusal == LP_OK) {
-        lp_health_committed(&e->health, ok, ok ? NULL : sqlite3_errmsg(e->wdb));
+        lp_health_committed(&e->health, ok,
+                            ok                     ? NULL
+                            : e->commit_failure[0] ? e->commit_failure
+                                                   : lp_conn_errmsg(e->wconn));
         count_commit(e, items);
     }
-    if (!ok) {
-        if (!sqlite3_get_autocommit(e->wdb))
-            w_exec(e, SQL_ROLLBACK);
-        txn_clear(e); /* it held uncommitted rows */
-    } else {
-        e->wal_dirty = 1;
+    if (ok)
         e->last_commit_ns = lp_mono_ns();
-    }
-    completions_flush(e, ok);
     for (lp_job *j = batch, *next; j != NULL; j = next) {
         next = j->next; /* j may be gone once done */
         if (!ok)
@@ -679,9 +541,7 @@ int lp_engine_open(const lp_store_opts *opts, const lp_txn_cache *cache, lp_engi
         snprintf(err, errlen, "out of memory");
         return LP_ENO_MEMORY;
     }
-    snprintf(e->path, sizeof e->path, "%s", opts->path);
-    snprintf(e->probe_sql, sizeof e->probe_sql, "PRAGMA user_version = %d", LP_MIGRATION_COUNT);
-    e->files.db_fd = e->files.wal_fd = -1;
+    e->ops = lp_backend_for(opts->path);
     lp_health_init(&e->health, opts->disk_free_min);
     if (cache != NULL)
         e->txn = *cache;
@@ -700,26 +560,19 @@ int lp_engine_open(const lp_store_opts *opts, const lp_txn_cache *cache, lp_engi
         snprintf(err, errlen, "out of memory");
         goto fail;
     }
-    if (lp_dbfiles_open(&e->files, opts->path, opts->must_exist, opts->marker, err, errlen) !=
-            LP_OK ||
-        open_conn(opts->path, opts->sync_full, 0, &e->wconn, err, errlen) != LP_OK)
-        goto fail;
-    e->wdb = lp_sqlite_db(e->wconn);
-    if (migrate(e->wdb, err, errlen) != LP_OK ||
-        exec_sql(e->wdb, WRITER_PRAGMAS, err, errlen) != LP_OK ||
-        completion_watch(e, err, errlen) != LP_OK)
+    if (e->ops->open(opts, &e->health, &e->be, &e->wconn, err, errlen) != LP_OK)
         goto fail;
     int load_rc = e->txn.load != NULL ? e->txn.load(e->wconn, e->txn.ctx) : LP_OK;
     if (load_rc != LP_OK) {
         snprintf(err, errlen, "cannot build the writer's in-memory state: %s",
-                 load_rc == LP_ENO_MEMORY ? "out of memory" : sqlite3_errmsg(e->wdb));
+                 load_rc == LP_ENO_MEMORY ? "out of memory" : lp_conn_errmsg(e->wconn));
         goto fail;
     }
-    lp_dbfiles_opened(&e->files, opts->marker);
-    e->wal_dirty = 1; /* what an earlier run left in the WAL goes at the first idle upkeep */
+    if (e->ops->opened != NULL)
+        e->ops->opened(e->be);
     for (int i = 0; i < n_read; i++) {
         e->n_rconns++;
-        if (open_conn(opts->path, opts->sync_full, 1, &e->rconns[i].conn, err, errlen) != LP_OK)
+        if (e->ops->reader_open(e->be, &e->rconns[i].conn, err, errlen) != LP_OK)
             goto fail;
         e->rconns[i].next_free = e->rfree;
         e->rfree = &e->rconns[i];
@@ -752,22 +605,7 @@ void lp_engine_close(lp_engine *e)
         lp_conn_close(e->rconns[i].conn);
     }
     sc_clear(&e->wcache);
-    if (e->wconn) {
-        e->wdb = lp_sqlite_db(e->wconn);
-        lp_store_health h;
-        lp_health_get(&e->health, &h);
-        if (h.unlinked || !lp_dbfiles_linked(&e->files, 0)) {
-            /* the files now at the paths are not this database's: SQLite
-             * must not delete a WAL or shm file by name on close */
-            int persist = 1;
-            sqlite3_file_control(e->wdb, "main", SQLITE_FCNTL_PERSIST_WAL, &persist);
-        } else {
-            /* fold the WAL back into the database on a clean shutdown */
-            sqlite3_exec(e->wdb, "PRAGMA wal_checkpoint(TRUNCATE)", NULL, NULL, NULL);
-        }
-    }
-    lp_conn_close(e->wconn);
-    lp_dbfiles_close(&e->files); /* after SQLite closed: see dbfiles.h */
+    e->ops->close(e->be); /* the writer's connection with it */
     lp_health_destroy(&e->health);
     free(e->rconns);
     pthread_mutex_destroy(&e->qlock);
@@ -780,7 +618,14 @@ void lp_engine_close(lp_engine *e)
 
 const char *lp_engine_train_lock_path(lp_engine *e)
 {
-    return e->files.train_lock;
+    return e->ops->train_lock_path(e->be);
+}
+
+const lp_backend_ops *lp_backend_for(const char *path)
+{
+    if (strncmp(path, "postgresql://", 13) == 0 || strncmp(path, "postgres://", 11) == 0)
+        return &lp_backend_pg;
+    return &lp_backend_sqlite;
 }
 
 void lp_engine_health(lp_engine *e, lp_store_health *out)

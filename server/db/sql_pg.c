@@ -36,6 +36,7 @@ typedef struct pg_conn {
     int savepoints;          /* per-statement savepoints inside transactions */
     pg_stmt *stmts;          /* every statement of the connection, for close */
     pg_stmt *lastval;        /* SELECT lastval(), made on first use */
+    uint64_t conflicts;      /* failures with SQLSTATE 40001 or 40P01 (lp_sql_pg_conflicts) */
     char err[512];
 } pg_conn;
 
@@ -102,6 +103,8 @@ static int fail_result(pg_conn *c, const PGresult *r)
     const char *msg = r ? PQresultErrorMessage(r) : NULL;
     set_err(c, msg && *msg ? msg : PQerrorMessage(c->pg));
     const char *state = r ? PQresultErrorField(r, PG_DIAG_SQLSTATE) : NULL;
+    if (state != NULL && (strcmp(state, "40001") == 0 || strcmp(state, "40P01") == 0))
+        c->conflicts++;
     if (state == NULL || strncmp(state, "23", 2) != 0)
         return LP_SQL_ERROR;
     if (strcmp(state, "23505") == 0)
@@ -1156,4 +1159,9 @@ void lp_sql_pg_stream(lp_stmt *st, int on)
 void lp_sql_pg_statement_savepoints(lp_conn *c, int on)
 {
     ((pg_conn *)c)->savepoints = on != 0;
+}
+
+uint64_t lp_sql_pg_conflicts(lp_conn *c)
+{
+    return ((pg_conn *)c)->conflicts;
 }

@@ -23,6 +23,10 @@ typedef struct sql_contract_ddl {
     const char *refuse_delete;
 } sql_contract_ddl;
 
+/* The table in each driver's dialect. */
+extern const sql_contract_ddl SQL_CONTRACT_SQLITE;
+extern const sql_contract_ddl SQL_CONTRACT_PG;
+
 /* Runs the write checks on c inside a write transaction the caller has
  * open (and commits afterwards): creates the table, fills it. */
 void sql_contract_write(lp_conn *c, const sql_contract_ddl *ddl);

@@ -40,8 +40,10 @@ struct lp_tokens *lp_tokens_new(void);
 void lp_tokens_free(struct lp_tokens *t);
 
 /* coord.c: the training lock on the file at path (created when first
- * taken; lp_engine_train_lock_path). NULL when out of memory; free accepts
- * NULL and lets a held lock go. */
+ * taken; lp_engine_train_lock_path). path NULL: a backend without a lock
+ * file (PostgreSQL, whose advisory lock is to come): taking it fails with
+ * LP_ESTORAGE. NULL when out of memory; free accepts NULL and lets a held
+ * lock go. */
 struct lp_train_lock *lp_train_lock_new(const char *path);
 void lp_train_lock_free(struct lp_train_lock *t);
 

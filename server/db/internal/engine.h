@@ -1,20 +1,25 @@
 /*
- * engine.h — the SQLite engine under the repositories (internal to server/db/).
- * Its interface speaks the statement API (sql.h): the repositories that use
- * it know nothing of SQLite.
+ * engine.h — the storage engine under the repositories (internal to
+ * server/db/). Its interface speaks the statement API (sql.h): the
+ * repositories that use it know nothing of the database. The path selects
+ * the backend (engine_backend.h): a libpq URI (postgresql://...,
+ * postgres://...) is PostgreSQL (engine_pg.c), anything else a SQLite file
+ * (engine_sqlite.c).
  *
  * Connections: one writer connection, used only by the writer thread; a pool
  * of read-only connections; private read-only connections for long reads
- * (cursors). All run in WAL mode; the writer with sync_full writes through
- * the walbuf VFS (walbuf.h). Opening creates the file and applies the
- * migrations (schema_sql.h).
+ * (cursors). SQLite: all in WAL mode; the writer with sync_full writes
+ * through the walbuf VFS (walbuf.h); opening creates the file and applies
+ * the migrations (schema_sql.h), and refuses a database that must exist (or
+ * whose marker says it existed) when its file is missing (dbfiles.h).
+ * PostgreSQL: opening applies schema/postgresql/ (schema_pg.h), readers'
+ * sessions are read-only, see engine_pg.c.
  *
- * Opening refuses a database that must exist (or whose marker says it
- * existed) when its file is missing (dbfiles.h). The writer watches the
- * storage's health (store.h, health.h): it commits nothing while the
- * storage is unhealthy, and between transactions, at most once a second,
- * checks the files and the free space, truncates the WAL once writes have
- * stopped, and probes after a failed commit.
+ * The writer watches the storage's health (store.h, health.h): it commits
+ * nothing while the storage is unhealthy, and between transactions, at most
+ * once a second, runs the backend's checks (SQLite: the files and the free
+ * space, and truncates the WAL once writes have stopped), and probes after
+ * a failed commit.
  *
  * Writes are jobs: (fn, ctx, items). The writer drains every queued job into
  * one transaction (group commit: the jobs that queued while the previous
@@ -24,7 +29,9 @@
  * failing job leaves the others intact; a job flagged LP_JOB_BARE runs
  * without one (each of its writes must be a single statement, which leaves
  * nothing when it fails). When the commit fails, every job of the group gets
- * LP_ESTORAGE. fn must use only c and must not block.
+ * LP_ESTORAGE. fn must use only c and must not block, and must depend only
+ * on the database and ctx: on PostgreSQL a group that a conflict with
+ * another writer rolled back at its commit runs again whole.
  *
  * The transaction cache: one repository (label ingest) may keep rows in
  * memory for the length of a group transaction. The engine flushes it (its
@@ -63,8 +70,9 @@ typedef struct lp_txn_cache {
     /* others, if set, is called on the writer thread at the start of a
      * transaction (the write lock held, after clear) when another
      * connection has committed to the database since the writer's last
-     * transaction (another server on the same file); it returns LP_OK or
-     * an error, which fails the transaction */
+     * transaction (another server on the same file; on PostgreSQL, which
+     * does not tell, at the start of every transaction); it returns LP_OK
+     * or an error, which fails the transaction */
     int (*others)(lp_conn *c, void *ctx);
     void *ctx;
 } lp_txn_cache;
@@ -130,7 +138,8 @@ char *lp_engine_column_dup(lp_stmt *st, int col);
 /* Logs what failed with c's message; returns LP_ESTORAGE. */
 int lp_engine_fail(lp_conn *c, const char *what);
 
-/* The file of the training lock beside the database (coord.h). */
+/* The file of the training lock beside the database (coord.h); NULL on
+ * PostgreSQL. */
 const char *lp_engine_train_lock_path(lp_engine *e);
 
 /* Writer statistics since open. */

@@ -83,6 +83,12 @@ PGconn *lp_sql_pg_conn(lp_conn *c);
  * inside a transaction rolls the transaction back. */
 void lp_sql_pg_stream(lp_stmt *st, int on);
 
+/* How many statements or commands on c failed with a serialization
+ * failure or a deadlock (SQLSTATE 40001, 40P01) since it was opened: the
+ * engine compares it before and after a transaction to run the
+ * transaction again. */
+uint64_t lp_sql_pg_conflicts(lp_conn *c);
+
 /* Turns the per-statement savepoints inside transactions on (the default)
  * or off; see above. */
 void lp_sql_pg_statement_savepoints(lp_conn *c, int on);
