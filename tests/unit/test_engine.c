@@ -18,6 +18,7 @@
 #include "error.h"
 #include "log.h"
 #include "pg.h"
+#include "schema_pg.h"
 #include "sql_pg.h"
 #include "tmpdir.h"
 
@@ -422,8 +423,11 @@ static void test_pg_migrate_once(const char *uri)
         return;
     }
     struct versions v0 = versions_of(ops[0].engine), v1 = versions_of(ops[1].engine);
-    CHECK_INT(v0.rows, 1); /* one file applied, once */
-    CHECK(v0.newest >= 14);
+    int files = 0;
+    while (lp_pg_schema_files[files].name != NULL)
+        files++;
+    CHECK_INT(v0.rows, files); /* each file applied, once */
+    CHECK_INT(v0.newest, lp_pg_schema_newest());
     CHECK_INT(v1.rows, v0.rows);
     lp_engine_close(ops[0].engine);
     lp_engine_close(ops[1].engine);

@@ -475,6 +475,18 @@ static const char *const SCENARIO[] = {
     "received_ms) VALUES (1, 1, 1, 1, 0.5, K16(a1), 40, K64(00), 60000), "
     "(2, 1, 0, 1, NULL, K16(a2), 41, K64(00), 119999), "
     "(3, 3, 1, 0, 1.5, K16(a3), 42, K64(00), 120000)",
+    /* since 015 the label writer, not a trigger, writes the labels'
+     * counters once per commit: these are its writes for the three labels */
+    "UPDATE task_fill SET labels = labels + 1 WHERE task IN (1, 3)",
+    "UPDATE task_fill SET labels = labels + 1 WHERE task = 1",
+    "UPDATE annotator_fill SET labels = labels + 1, last_label_ms = 60000 WHERE annotator = 1",
+    "UPDATE annotator_fill SET labels = labels + 1, last_label_ms = 119999 WHERE annotator = 2",
+    "UPDATE annotator_fill SET labels = labels + 1, last_label_ms = 120000 WHERE annotator = 3",
+    "INSERT INTO label_minutes (campaign, minute, labels) VALUES (2, 1, 2), (1, 2, 1)",
+    "UPDATE campaign_fill SET labels = labels + 2, tasks_complete = tasks_complete + 1, "
+    "epsilon_spent = epsilon_spent + 3 WHERE campaign = 2",
+    "UPDATE campaign_fill SET labels = labels + 1, tasks_complete = tasks_complete + 1 "
+    "WHERE campaign = 1",
 };
 
 /* The scenario's SQL for one dialect: K<width>(xx) becomes X'xx...'
