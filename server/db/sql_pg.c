@@ -1030,6 +1030,7 @@ static void pg_close(lp_conn *base)
 
 static const lp_sql_driver PG_DRIVER = {
     .name = "postgresql",
+    .dialect = LP_SQL_POSTGRESQL,
     .bind_int64 = pg_bind_int64,
     .bind_double = pg_bind_double,
     .bind_text = pg_bind_text,

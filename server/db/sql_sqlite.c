@@ -206,6 +206,7 @@ static void sq_close(lp_conn *c)
 
 static const lp_sql_driver sq_driver = {
     .name = "sqlite",
+    .dialect = LP_SQL_SQLITE,
     .bind_int64 = sq_bind_int64,
     .bind_double = sq_bind_double,
     .bind_text = sq_bind_text,

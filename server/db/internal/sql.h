@@ -63,8 +63,13 @@ static inline int lp_sql_is_constraint(int step)
 /* A driver's functions; the repositories call the wrappers below. Every
  * driver's connection and statement structs begin with the member `drv`
  * (struct lp_conn / struct lp_stmt) and are otherwise private to it. */
+/* The SQL dialect of a connection, for the few statements and steps that
+ * differ between the databases (lp_conn_dialect). */
+typedef enum lp_sql_dialect { LP_SQL_SQLITE = 0, LP_SQL_POSTGRESQL = 1 } lp_sql_dialect;
+
 struct lp_sql_driver {
     const char *name; /* "sqlite", "postgresql" */
+    lp_sql_dialect dialect;
     /* statements */
     int (*bind_int64)(lp_stmt *st, int i, int64_t v);
     int (*bind_double)(lp_stmt *st, int i, double v);
@@ -226,6 +231,11 @@ static inline int64_t lp_conn_changes(lp_conn *c)
 static inline int64_t lp_conn_last_insert_id(lp_conn *c)
 {
     return c->drv->last_insert_id(c);
+}
+/* The database c speaks to. */
+static inline lp_sql_dialect lp_conn_dialect(const lp_conn *c)
+{
+    return c->drv->dialect;
 }
 /* 1 while c is inside a transaction, 0 otherwise. */
 static inline int lp_conn_in_txn(lp_conn *c)
