@@ -126,6 +126,14 @@ int lp_engine_fail(lp_conn *c, const char *what)
     return LP_ESTORAGE;
 }
 
+int lp_engine_step_id(lp_stmt *st, int64_t *id)
+{
+    int step = lp_stmt_step(st);
+    *id = step == LP_SQL_ROW ? lp_stmt_column_int64(st, 0) : 0;
+    lp_stmt_reset(st);
+    return step == LP_SQL_ROW ? LP_SQL_DONE : step;
+}
+
 char *lp_engine_column_dup(lp_stmt *st, int col)
 {
     const char *t = lp_stmt_column_text(st, col);

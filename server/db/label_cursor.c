@@ -26,15 +26,16 @@ struct lp_label_cursor {
 
 static const char SQL_NEWEST[] = "SELECT COALESCE(MAX(l.id), 0) FROM labels l "
                                  "JOIN tasks t ON t.id = l.task WHERE " CAMPAIGN_MATCH;
-static const char SQL_SUMMARY[] = "SELECT COUNT(*), COALESCE(SUM(t.features0 IS NULL), 0), "
+static const char SQL_SUMMARY[] = "SELECT COUNT(*), COUNT(*) - COUNT(t.features0), "
                                   "MIN(length(t.features0)), MAX(length(t.features0)) " RANGE;
 /* Per annotator: its labels, its unprivatized ones (epsilon NULL), the
  * smallest and largest privatized epsilon and their sum; then over
  * annotators. */
 static const char SQL_PRIVACY[] =
     "SELECT COUNT(*), COALESCE(SUM(n), 0), COALESCE(SUM(inf), 0), MIN(emin), MAX(emax), "
-    "MAX(total) FROM (SELECT COUNT(*) AS n, SUM(l.epsilon IS NULL) AS inf, MIN(l.epsilon) AS emin, "
-    "MAX(l.epsilon) AS emax, SUM(l.epsilon) AS total " RANGE " GROUP BY l.annotator)";
+    "MAX(total) FROM (SELECT COUNT(*) AS n, COUNT(*) - COUNT(l.epsilon) AS inf, "
+    "MIN(l.epsilon) AS emin, MAX(l.epsilon) AS emax, SUM(l.epsilon) AS total " RANGE
+    " GROUP BY l.annotator) AS per_annotator";
 static const char SQL_ROWS[] =
     "SELECT l.id, l.task, t.campaign, l.timestamp_ms, l.received_ms, c.name, a.pseudonym, "
     "t.prompt, t.response0, t.response1, l.z_task, l.epsilon, t.features0, t.features1, "

@@ -13,7 +13,7 @@ static const char SQL_TASK_INSERT[] =
     "INSERT INTO tasks (campaign, source_id, prompt, response0, response1, "
     "features0, features1, reference_preferred, created_ms, gold) "
     "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10) "
-    "ON CONFLICT (campaign, source_id) DO NOTHING";
+    "ON CONFLICT (campaign, source_id) DO NOTHING RETURNING id";
 static const char SQL_TASK_GET[] =
     "SELECT id, campaign, prompt, response0, response1 FROM tasks WHERE id = ?1";
 static const char SQL_TURN_INSERT[] =
@@ -107,13 +107,12 @@ static int load_fn(lp_conn *db, void *ctx)
         lp_stmt_bind_int64(st, 9, now);
         if (t->gold != LP_GOLD_NONE)
             lp_stmt_bind_int64(st, 10, t->gold == LP_GOLD_RESPONSE1);
-        int step = lp_stmt_step(st);
+        int64_t id;
+        int step = lp_engine_step_id(st, &id);
         if (step != LP_SQL_DONE)
             return step == LP_SQL_FOREIGN_KEY ? LP_EUNKNOWN_CAMPAIGN
                                               : lp_engine_fail(db, "task insert");
-        lp_stmt_reset(st);
-        if (lp_conn_changes(db) == 1) {
-            int64_t id = lp_conn_last_insert_id(db);
+        if (id != 0) { /* no row: a task with this source_id was there */
             int rc = insert_turns(a->engine, db, id, t->context, t->n_context);
             if (rc != LP_OK)
                 return rc;

@@ -212,7 +212,8 @@ int lp_store_op_token_live(lp_store *s, int64_t id, unsigned *scopes)
 #define ROW_COLUMNS "id, name, scopes, created_ms, revoked_ms"
 
 static const char SQL_INSERT[] =
-    "INSERT INTO operator_tokens (hash, name, scopes, created_ms) VALUES (?1, ?2, ?3, ?4)";
+    "INSERT INTO operator_tokens (hash, name, scopes, created_ms) VALUES (?1, ?2, ?3, ?4) "
+    "RETURNING id";
 static const char SQL_GET[] = "SELECT " ROW_COLUMNS " FROM operator_tokens WHERE id = ?1";
 static const char SQL_LIST[] = "SELECT " ROW_COLUMNS " FROM operator_tokens ORDER BY id";
 static const char SQL_COUNT[] = "SELECT count(*) FROM operator_tokens";
@@ -259,11 +260,8 @@ static int insert_row(lp_engine *e, lp_conn *db, const uint8_t *hash, lp_op_toke
     lp_stmt_bind_text(st, 2, row->name, -1);
     lp_stmt_bind_int64(st, 3, (int)row->scopes);
     lp_stmt_bind_int64(st, 4, row->created_ms);
-    int step = lp_stmt_step(st);
-    lp_stmt_reset(st);
-    if (step != LP_SQL_DONE)
+    if (lp_engine_step_id(st, &row->id) != LP_SQL_DONE)
         return lp_engine_fail(db, "operator token insert");
-    row->id = lp_conn_last_insert_id(db);
     row->revoked_ms = 0;
     return LP_OK;
 }

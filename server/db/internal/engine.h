@@ -135,6 +135,12 @@ lp_stmt *lp_engine_stmt(lp_engine *e, lp_conn *c, const char *sql);
  * ("" for NULL); NULL only when out of memory. */
 char *lp_engine_column_dup(lp_stmt *st, int col);
 
+/* Runs st, an INSERT ... RETURNING id (both backends; the portable form of
+ * a last insert id), and resets it. LP_SQL_DONE with *id the new row's id,
+ * or 0 when the statement inserted nothing (ON CONFLICT DO NOTHING);
+ * otherwise the failed step's result (*id 0). */
+int lp_engine_step_id(lp_stmt *st, int64_t *id);
+
 /* Logs what failed with c's message; returns LP_ESTORAGE. */
 int lp_engine_fail(lp_conn *c, const char *what);
 
