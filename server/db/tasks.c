@@ -43,6 +43,9 @@ static const char SQL_LEASES[] =
     "SELECT count(*) FROM assignments a WHERE a.task = ?1 AND a.leased_ms > ?3 "
     "AND a.annotator <> ?2 AND a.skipped = 0 AND NOT EXISTS (SELECT 1 FROM labels l "
     "WHERE l.annotator = a.annotator AND l.task = a.task)";
+/* PostgreSQL: the task's counter row, locked until commit (see task_open) */
+static const char SQL_TASK_LOCK[] =
+    "SELECT labels FROM task_fill WHERE task = ?1 FOR UPDATE SKIP LOCKED";
 static const char SQL_ASSIGN_INSERT[] = "INSERT INTO assignments (annotator, task, swapped, "
                                         "created_ms, leased_ms) VALUES (?1, ?2, ?3, ?4, ?4)";
 static const char SQL_RENEW[] =
@@ -337,12 +340,35 @@ static int own_pending(struct assign_job *a, lp_conn *db, const struct who *w, i
 static int task_open(struct assign_job *a, lp_conn *db, int64_t task, int64_t labels, int64_t need,
                      int64_t live_after, int *swapped)
 {
-    lp_stmt *st = lp_engine_stmt(a->engine, db, SQL_OWN_ONE);
-    if (st == NULL)
+    lp_stmt *st;
+    int step;
+    /* Several servers (PostgreSQL): the reads below and the lease are made
+     * under the task's counter row lock, so two servers never both see room
+     * for one more lease on a task; a task another server holds right now
+     * is passed over (SKIP LOCKED). Each read after the lock is a statement
+     * of its own and sees what the previous holder committed. SQLite has
+     * one writer. */
+    if (lp_conn_dialect(db) == LP_SQL_POSTGRESQL) {
+        if ((st = lp_engine_stmt(a->engine, db, SQL_TASK_LOCK)) == NULL)
+            return -LP_ESTORAGE;
+        lp_stmt_bind_int64(st, 1, task);
+        step = lp_stmt_step(st);
+        if (step == LP_SQL_ROW)
+            labels = lp_stmt_column_int64(st, 0);
+        lp_stmt_reset(st);
+        if (step == LP_SQL_DONE)
+            return 0;
+        if (step != LP_SQL_ROW)
+            return -lp_engine_fail(db, "task lock");
+        if (labels >= need)
+            return 0;
+    }
+    if ((st = lp_engine_stmt(a->engine, db, SQL_OWN_ONE)) == NULL)
         return -LP_ESTORAGE;
     lp_stmt_bind_int64(st, 1, a->annotator);
     lp_stmt_bind_int64(st, 2, task);
-    int step = lp_stmt_step(st), kind = 1;
+    step = lp_stmt_step(st);
+    int kind = 1;
     if (step == LP_SQL_ROW) {
         *swapped = lp_stmt_column_int(st, 0);
         int live = lp_stmt_column_int64(st, 1) > live_after;

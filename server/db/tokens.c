@@ -220,6 +220,10 @@ static const char SQL_COUNT[] = "SELECT count(*) FROM operator_tokens";
 static const char SQL_OTHERS_HOLDING[] =
     "SELECT count(*) FROM operator_tokens "
     "WHERE revoked_ms IS NULL AND id <> ?1 AND (scopes & ?2) = ?2";
+/* PostgreSQL: the live holders of the scopes locked until commit, in id
+ * order (see revoke_fn) */
+static const char SQL_LOCK_HOLDERS[] = "SELECT id FROM operator_tokens WHERE revoked_ms IS NULL "
+                                       "AND (scopes & ?1) = ?1 ORDER BY id FOR UPDATE";
 static const char SQL_REVOKE[] =
     "UPDATE operator_tokens SET revoked_ms = ?2 WHERE id = ?1 AND revoked_ms IS NULL";
 
@@ -327,8 +331,23 @@ static int revoke_fn(lp_conn *db, void *ctx)
     if (rc != LP_OK)
         return rc;
     if (j->keep != 0 && (j->row.scopes & j->keep) == j->keep) {
-        lp_stmt *st = lp_engine_stmt(j->engine, db, SQL_OTHERS_HOLDING);
-        if (st == NULL)
+        lp_stmt *st;
+        /* Several servers (PostgreSQL): the holders locked first, so that
+         * two servers revoking the last two holders at once do not both
+         * count the other; the count, a statement of its own, then sees
+         * what the other committed. SQLite has one writer. */
+        if (lp_conn_dialect(db) == LP_SQL_POSTGRESQL) {
+            if ((st = lp_engine_stmt(j->engine, db, SQL_LOCK_HOLDERS)) == NULL)
+                return LP_ESTORAGE;
+            lp_stmt_bind_int64(st, 1, (int)j->keep);
+            int step;
+            while ((step = lp_stmt_step(st)) == LP_SQL_ROW) {
+            }
+            lp_stmt_reset(st);
+            if (step != LP_SQL_DONE)
+                return lp_engine_fail(db, "operator token lock");
+        }
+        if ((st = lp_engine_stmt(j->engine, db, SQL_OTHERS_HOLDING)) == NULL)
             return LP_ESTORAGE;
         lp_stmt_bind_int64(st, 1, j->id);
         lp_stmt_bind_int64(st, 2, (int)j->keep);
