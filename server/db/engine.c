@@ -13,6 +13,7 @@
  */
 #include "engine.h"
 #include "engine_backend.h"
+#include "sql_pg.h"
 
 #include "clock.h"
 #include "error.h"
@@ -627,6 +628,13 @@ void lp_engine_close(lp_engine *e)
 const char *lp_engine_train_lock_path(lp_engine *e)
 {
     return e->ops->train_lock_path(e->be);
+}
+
+int lp_engine_file_open(const char *path, lp_conn **out, char *err, size_t errlen)
+{
+    if (lp_backend_for(path) == &lp_backend_pg) /* reads run READ ONLY (lp_conn_begin_read) */
+        return lp_sql_pg_open(path, out, err, errlen) == LP_OK ? LP_OK : LP_ESTORAGE;
+    return lp_sqlite_file_open(path, out, err, errlen);
 }
 
 const lp_backend_ops *lp_backend_for(const char *path)

@@ -3,8 +3,11 @@
  */
 #include "db_counters.h"
 
+#include <libpq-fe.h>
 #include <sqlite3.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 
 /* Each query counts the rows of one counter that disagree with the labels
  * (tasks_complete counts tasks at or beyond their campaign's labels_per_task). */
@@ -14,7 +17,7 @@ static const char *const CHECKS[][2] = {
     {"annotator_fill.labels", "SELECT count(*) FROM annotator_fill f WHERE f.labels <> "
                               "(SELECT count(*) FROM labels l WHERE l.annotator = f.annotator)"},
     {"annotator_fill.last_label_ms",
-     "SELECT count(*) FROM annotator_fill f WHERE f.last_label_ms IS NOT "
+     "SELECT count(*) FROM annotator_fill f WHERE f.last_label_ms IS DISTINCT FROM "
      "(SELECT max(received_ms) FROM labels l WHERE l.annotator = f.annotator)"},
     {"annotators.epsilon_spent",
      "SELECT count(*) FROM annotators a WHERE abs(a.epsilon_spent - "
@@ -35,11 +38,34 @@ static const char *const CHECKS[][2] = {
      "SELECT count(*) FROM (SELECT t.campaign AS campaign, l.received_ms / 60000 AS minute, "
      "count(*) AS n FROM labels l JOIN tasks t ON t.id = l.task GROUP BY 1, 2) g "
      "FULL JOIN label_minutes m ON m.campaign = g.campaign AND m.minute = g.minute "
-     "WHERE g.n IS NOT m.labels"},
+     "WHERE g.n IS DISTINCT FROM m.labels"},
 };
+
+/* The checks on a PostgreSQL database (path a libpq URI). */
+static int mismatch_pg(const char *uri)
+{
+    PGconn *conn = PQconnectdb(uri);
+    int total = PQstatus(conn) == CONNECTION_OK ? 0 : -1;
+    for (size_t i = 0; i < sizeof CHECKS / sizeof CHECKS[0] && total >= 0; i++) {
+        PGresult *r = PQexec(conn, CHECKS[i][1]);
+        if (PQresultStatus(r) != PGRES_TUPLES_OK || PQntuples(r) != 1) {
+            fprintf(stderr, "db_counters: %s: %s\n", CHECKS[i][0], PQerrorMessage(conn));
+            total = -1;
+        } else if (atoi(PQgetvalue(r, 0, 0)) != 0) {
+            fprintf(stderr, "db_counters: %d rows of %s differ from the labels\n",
+                    atoi(PQgetvalue(r, 0, 0)), CHECKS[i][0]);
+            total += atoi(PQgetvalue(r, 0, 0));
+        }
+        PQclear(r);
+    }
+    PQfinish(conn);
+    return total;
+}
 
 int db_counters_mismatch(const char *path)
 {
+    if (strncmp(path, "postgresql://", 13) == 0)
+        return mismatch_pg(path);
     sqlite3 *db = NULL;
     if (sqlite3_open_v2(path, &db, SQLITE_OPEN_READONLY, NULL) != SQLITE_OK) {
         sqlite3_close(db);

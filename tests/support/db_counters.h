@@ -9,7 +9,8 @@
 /* The number of counter rows that differ from what the labels give (0 when
  * every counter is exact; spends within 1e-9 relative), or -1 if the file
  * cannot be read. Prints each kind that differs to stderr. Opens its own
- * read-only connection, so it may run while a server has the file open. */
+ * read-only connection, so it may run while a server has the file open.
+ * path may be a PostgreSQL URI (postgresql://...): the same checks there. */
 int db_counters_mismatch(const char *path);
 
 /* The first column of the first row of sql on the file, as an integer; -1

@@ -340,6 +340,30 @@ long long server_db_scalar(const server_proc *s, const char *sql, const char *ar
     return n;
 }
 
+long long server_db_exec(const server_proc *s, const char *sql)
+{
+    long long n = -1;
+    if (server_db_is_postgresql(s)) {
+        PGconn *conn = PQconnectdb(s->db);
+        PGresult *r = PQstatus(conn) == CONNECTION_OK ? PQexec(conn, sql) : NULL;
+        if (PQresultStatus(r) == PGRES_COMMAND_OK)
+            n = strtoll(PQcmdTuples(r), NULL, 10);
+        else
+            fprintf(stderr, "server_db_exec: %s: %s", sql, PQerrorMessage(conn));
+        PQclear(r);
+        PQfinish(conn);
+        return n;
+    }
+    sqlite3 *db;
+    if (sqlite3_open_v2(s->db, &db, SQLITE_OPEN_READWRITE, NULL) == SQLITE_OK) {
+        sqlite3_busy_timeout(db, 5000);
+        if (sqlite3_exec(db, sql, NULL, NULL, NULL) == SQLITE_OK)
+            n = sqlite3_changes(db);
+    }
+    sqlite3_close(db);
+    return n;
+}
+
 long long server_db_count(const server_proc *s, const char *table)
 {
     char sql[128];

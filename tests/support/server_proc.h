@@ -59,6 +59,9 @@ int server_skip_on_postgresql(const char *test, const char *why);
  * (a boolean reads as 1 or 0, a numeric is truncated). Returns the number,
  * or -1 on error. */
 long long server_db_scalar(const server_proc *s, const char *sql, const char *arg);
+/* Runs one writing statement (SQL both backends run) on the server's
+ * database, outside the server: the rows it changed, or -1 on error. */
+long long server_db_exec(const server_proc *s, const char *sql);
 /* server_db_scalar of "SELECT count(*) FROM <table>". */
 long long server_db_count(const server_proc *s, const char *table);
 /* A number field of /proc/PID/status ("VmRSS" in KiB, "Threads"), or -1. */

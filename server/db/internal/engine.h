@@ -121,7 +121,9 @@ int lp_engine_read_snapshot(lp_engine *e, lp_job_fn fn, void *ctx);
  * lp_conn_close. LP_ESTORAGE on failure (logged). */
 int lp_engine_reader_open(lp_engine *e, lp_conn **out);
 /* The database file at path opened read-only, outside any engine (a tool
- * checking a file); close it with lp_conn_close. LP_OK, or LP_ESTORAGE
+ * checking a file), or the PostgreSQL database of a URI (read through
+ * lp_conn_begin_read, which is read-only there); close it with
+ * lp_conn_close. LP_OK, or LP_ESTORAGE
  * with a message in err. */
 int lp_engine_file_open(const char *path, lp_conn **out, char *err, size_t errlen);
 
