@@ -647,6 +647,7 @@ const lp_backend_ops *lp_backend_for(const char *path)
 void lp_engine_health(lp_engine *e, lp_store_health *out)
 {
     lp_health_get(&e->health, out);
+    out->backend = e->ops->name;
 }
 
 void lp_engine_stats(lp_engine *e, lp_store_writer_stats *out)
