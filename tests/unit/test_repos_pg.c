@@ -5,23 +5,27 @@
  * with room for one label is leased to one annotator, the last holder of
  * a scope is not revoked by two revocations at once. Each race is run by
  * one thread per store, released together; the database then holds what
- * one server would have left.
+ * one server would have left. And a training cut-off waits for the labels
+ * whose ids were drawn before it but not yet committed.
  */
 #include "annotators.h"
 #include "campaigns.h"
 #include "check.h"
 #include "error.h"
+#include "label_cursor.h"
 #include "log.h"
 #include "pg.h"
 #include "store.h"
 #include "tasks.h"
 #include "tokens.h"
 
+#include <libpq-fe.h>
 #include <pthread.h>
 #include <sodium.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #define STORES 3
 #define ROUNDS 10
@@ -250,6 +254,82 @@ static void test_last_holder(void)
     }
 }
 
+/* ---- training cut-offs ---- */
+
+static char db_uri[400];
+static int64_t cutoff_campaign;
+static lp_label_summary cutoff_summary;
+static int64_t cutoff_seen;
+
+static void *open_cursor(void *arg)
+{
+    lp_label_cursor *c = NULL;
+    if (lp_label_cursor_open(stores[2], cutoff_campaign, 0, &c) == LP_OK) {
+        cutoff_seen = lp_label_cursor_cutoff(c);
+        lp_label_cursor_summary(c, &cutoff_summary);
+    }
+    lp_label_cursor_close(c);
+    return NULL;
+}
+
+static int64_t sql_int(PGconn *conn, const char *sql)
+{
+    PGresult *r = PQexec(conn, sql);
+    int ok = PQresultStatus(r) == PGRES_TUPLES_OK && PQntuples(r) == 1;
+    if (!ok)
+        fprintf(stderr, "%s: %s", sql, PQerrorMessage(conn));
+    int64_t v = ok ? strtoll(PQgetvalue(r, 0, 0), NULL, 10) : -1;
+    PQclear(r);
+    return v;
+}
+
+/* A label whose id was drawn first commits after one drawn later: the
+ * cursor opened in between takes the later one as its cut-off and reads
+ * both, the earlier once it has committed. */
+static void test_cutoff(void)
+{
+    cutoff_campaign = campaign_new("cutoff", 2);
+    lp_task_in task = {.source_id = "c", .prompt = "p", .response0 = "a", .response1 = "b"};
+    size_t loaded, skipped;
+    int64_t first, last;
+    CHECK_INT(
+        lp_store_tasks_load(stores[0], cutoff_campaign, &task, 1, &loaded, &skipped, &first, &last),
+        LP_OK);
+    uint8_t hashes[2][LP_HASH_BYTES];
+    randombytes_buf(hashes, sizeof hashes);
+    CHECK_INT(lp_store_enroll_tokens_add(stores[0], cutoff_campaign, hashes[0], 2), LP_OK);
+    int64_t annotators[2];
+    for (int i = 0; i < 2; i++) {
+        uint8_t key[LP_KEY_BYTES];
+        randombytes_buf(key, sizeof key);
+        lp_annotator a;
+        CHECK_INT(lp_store_enroll(stores[0], key, hashes[i], &a), LP_OK);
+        annotators[i] = a.id;
+    }
+    PGconn *slow = PQconnectdb(db_uri), *fast = PQconnectdb(db_uri);
+    CHECK(PQstatus(slow) == CONNECTION_OK && PQstatus(fast) == CONNECTION_OK);
+    char sql[512];
+    const char *insert = "INSERT INTO labels (annotator, task, z, z_task, nonce, timestamp_ms, "
+                         "signature, received_ms) VALUES (%lld, %lld, 0, 0, "
+                         "decode(repeat('00', 16), 'hex'), 1, decode(repeat('00', 64), 'hex'), 1) "
+                         "RETURNING id";
+    PQclear(PQexec(slow, "BEGIN"));
+    snprintf(sql, sizeof sql, insert, (long long)annotators[0], (long long)first);
+    int64_t early = sql_int(slow, sql);
+    snprintf(sql, sizeof sql, insert, (long long)annotators[1], (long long)first);
+    int64_t late = sql_int(fast, sql); /* committed at once */
+    CHECK(early > 0 && late > early);
+    pthread_t t;
+    pthread_create(&t, NULL, open_cursor, NULL);
+    nanosleep(&(struct timespec){0, 300 * 1000000L}, NULL);
+    PQclear(PQexec(slow, "COMMIT"));
+    pthread_join(t, NULL);
+    CHECK_INT(cutoff_seen, late);
+    CHECK_INT(cutoff_summary.labels, 2);
+    PQfinish(slow);
+    PQfinish(fast);
+}
+
 int main(void)
 {
     lp_log_configure(LP_LOG_WARN, LP_LOG_TEXT);
@@ -258,10 +338,9 @@ int main(void)
     pg_cluster cluster;
     if (!pg_cluster_start_for(&cluster, "test_repos_pg"))
         return check_summary();
-    char uri[400];
-    CHECK_INT(pg_cluster_create_db(&cluster, "repos", uri, sizeof uri), 0);
+    CHECK_INT(pg_cluster_create_db(&cluster, "repos", db_uri, sizeof db_uri), 0);
     for (int i = 0; i < STORES; i++) {
-        lp_store_opts so = {.path = uri, .read_conns = 2};
+        lp_store_opts so = {.path = db_uri, .read_conns = 2};
         char err[256];
         int rc = lp_store_open(&so, &stores[i], err, sizeof err);
         if (rc != LP_OK)
@@ -273,6 +352,7 @@ int main(void)
         test_enrollment();
         test_leases();
         test_last_holder();
+        test_cutoff();
     }
     pthread_barrier_destroy(&start);
     for (int i = 0; i < STORES; i++)
