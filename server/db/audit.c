@@ -82,9 +82,15 @@ struct append_job {
 
 /* Reads the head and inserts the row after it, on the writer: one job,
  * so no other append can come between the read and the insert. */
-static int append_fn(lp_conn *db, void *ctx)
+/* Appends after the head. Several servers (PostgreSQL) may read the same
+ * head at once: the second's insert of the same id waits for the first to
+ * commit and is refused (the primary key); it then reads the new head and
+ * chains after it. */
+#define APPEND_ATTEMPTS 16
+#define HEAD_TAKEN (-1) /* another server appended the same id first */
+
+static int append_once(struct append_job *j, lp_conn *db)
 {
-    struct append_job *j = ctx;
     lp_audit_row *r = &j->row;
     lp_stmt *st = lp_engine_stmt(j->engine, db, SQL_HEAD);
     if (st == NULL)
@@ -112,9 +118,19 @@ static int append_fn(lp_conn *db, void *ctx)
     lp_stmt_bind_text(st, 7, r->error, -1);
     lp_stmt_bind_blob(st, 8, r->prev_hash, LP_HASH_BYTES);
     lp_stmt_bind_blob(st, 9, r->hash, LP_HASH_BYTES);
-    int rc = lp_stmt_step(st) == LP_SQL_DONE ? LP_OK : lp_engine_fail(db, "audit insert");
+    step = lp_stmt_step(st);
     lp_stmt_reset(st);
-    return rc;
+    if (step == LP_SQL_UNIQUE)
+        return HEAD_TAKEN;
+    return step == LP_SQL_DONE ? LP_OK : lp_engine_fail(db, "audit insert");
+}
+
+static int append_fn(lp_conn *db, void *ctx)
+{
+    int rc = HEAD_TAKEN;
+    for (int i = 0; i < APPEND_ATTEMPTS && rc == HEAD_TAKEN; i++)
+        rc = append_once(ctx, db);
+    return rc == HEAD_TAKEN ? lp_engine_fail(db, "audit insert") : rc;
 }
 
 int lp_store_audit_append(lp_store *s, int64_t token_id, const char *action, const char *params,

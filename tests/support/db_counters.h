@@ -2,6 +2,7 @@
  * db_counters.h — the label counters of a database file (task_fill,
  * annotator_fill, campaign_fill, label_minutes, annotators.epsilon_spent)
  * recomputed in SQL from the labels, for tests of the writer that keeps them.
+ * path is a SQLite file or a PostgreSQL URI (postgresql://..., postgres://...).
  */
 #ifndef LP_DB_COUNTERS_H
 #define LP_DB_COUNTERS_H
@@ -9,8 +10,7 @@
 /* The number of counter rows that differ from what the labels give (0 when
  * every counter is exact; spends within 1e-9 relative), or -1 if the file
  * cannot be read. Prints each kind that differs to stderr. Opens its own
- * read-only connection, so it may run while a server has the file open.
- * path may be a PostgreSQL URI (postgresql://...): the same checks there. */
+ * read-only connection, so it may run while a server has the file open. */
 int db_counters_mismatch(const char *path);
 
 /* The first column of the first row of sql on the file, as an integer; -1
