@@ -20,10 +20,15 @@ static const char SQL_TURN_INSERT[] =
     "INSERT INTO task_turns (task, position, role, content) VALUES (?1, ?2, ?3, ?4)";
 static const char SQL_TURNS[] =
     "SELECT role, content FROM task_turns WHERE task = ?1 ORDER BY position";
-static const char SQL_ANNOTATOR[] =
-    "SELECT a.revoked, a.campaign, c.labels_per_task, coalesce(c.annotator_quota, 0), f.tasks, "
-    "f.tasks_complete, f.open_from FROM annotators a JOIN campaigns c ON c.id = a.campaign "
-    "JOIN campaign_fill f ON f.campaign = a.campaign WHERE a.id = ?1";
+#define ANNOTATOR_READ                                                                             \
+    "SELECT a.revoked, a.campaign, c.labels_per_task, coalesce(c.annotator_quota, 0), f.tasks, "   \
+    "f.tasks_complete, f.open_from FROM annotators a JOIN campaigns c ON c.id = a.campaign "       \
+    "JOIN campaign_fill f ON f.campaign = a.campaign WHERE a.id = ?1"
+static const char SQL_ANNOTATOR[] = ANNOTATOR_READ;
+/* PostgreSQL: the annotator's row locked until commit, so that requests of
+ * one annotator through several servers count its leases one at a time
+ * (the quota); label ingest takes the same lock. */
+static const char SQL_ANNOTATOR_PG[] = ANNOTATOR_READ " FOR UPDATE OF a";
 /* every assignment of the annotator, with whether it is labelled and its
  * task's label count */
 static const char SQL_OWN[] =
@@ -277,7 +282,8 @@ struct who {
 
 static int who_get(lp_engine *e, lp_conn *db, int64_t annotator, struct who *w)
 {
-    lp_stmt *st = lp_engine_stmt(e, db, SQL_ANNOTATOR);
+    lp_stmt *st = lp_engine_stmt(
+        e, db, lp_conn_dialect(db) == LP_SQL_POSTGRESQL ? SQL_ANNOTATOR_PG : SQL_ANNOTATOR);
     if (st == NULL)
         return LP_ESTORAGE;
     lp_stmt_bind_int64(st, 1, annotator);

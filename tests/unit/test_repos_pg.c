@@ -220,6 +220,65 @@ static void test_leases(void)
         lease_round(round);
 }
 
+/* One annotator with a quota of two asks three stores for two tasks each
+ * at once: two leases in all. */
+static int64_t quota_annotator;
+static int assign_quota(int i, int round)
+{
+    return lp_store_assign(stores[i], quota_annotator, 2, leased[round][i], &n_leased[round][i]);
+}
+
+static void test_quota(void)
+{
+    for (int round = 0; round < ROUNDS; round++) {
+        char name[32];
+        snprintf(name, sizeof name, "quota-%d", round);
+        lp_campaign c = {.epsilon_min = 0.1,
+                         .epsilon_max = 8,
+                         .epsilon_budget = 100,
+                         .epsilon_default = 1,
+                         .labels_per_task = 3,
+                         .annotator_quota = 2};
+        snprintf(c.name, sizeof c.name, "%s", name);
+        CHECK_INT(lp_store_campaign_create(stores[0], &c), LP_OK);
+        lp_task_in tasks[TASKS];
+        char ids[TASKS][16];
+        for (int k = 0; k < TASKS; k++) {
+            snprintf(ids[k], sizeof ids[k], "q%d", k);
+            tasks[k] = (lp_task_in){.source_id = ids[k],
+                                    .prompt = "p",
+                                    .response0 = "a",
+                                    .response1 = "b",
+                                    .reference_preferred = -1};
+        }
+        size_t loaded, skipped;
+        int64_t first, last;
+        CHECK_INT(
+            lp_store_tasks_load(stores[0], c.id, tasks, TASKS, &loaded, &skipped, &first, &last),
+            LP_OK);
+        uint8_t hash[LP_HASH_BYTES], key[LP_KEY_BYTES];
+        randombytes_buf(hash, sizeof hash);
+        randombytes_buf(key, sizeof key);
+        CHECK_INT(lp_store_enroll_tokens_add(stores[0], c.id, hash, 1), LP_OK);
+        lp_annotator a;
+        CHECK_INT(lp_store_enroll(stores[0], key, hash, &a), LP_OK);
+        quota_annotator = a.id;
+        int rcs[STORES];
+        race(assign_quota, round, rcs);
+        int64_t distinct[2 * STORES];
+        size_t nd = 0;
+        for (int i = 0; i < STORES; i++)
+            for (size_t k = 0; rcs[i] == LP_OK && k < n_leased[round][i]; k++) {
+                size_t d = 0;
+                while (d < nd && distinct[d] != leased[round][i][k].task_id)
+                    d++;
+                if (d == nd)
+                    distinct[nd++] = leased[round][i][k].task_id;
+            }
+        CHECK_INT(nd, 2);
+    }
+}
+
 /* ---- operator tokens ---- */
 
 #define ADMIN_SCOPE 1u
@@ -383,6 +442,7 @@ int main(void)
     if (check_failures() == 0) {
         test_enrollment();
         test_leases();
+        test_quota();
         test_last_holder();
         test_cutoff();
         test_audit_chain();
