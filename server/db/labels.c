@@ -1000,14 +1000,39 @@ struct labels_job {
     void *user_ctx;
 };
 
+static int cmp_item_annotator(const void *a, const void *b, void *ctx)
+{
+    const lp_label_item *items = ctx;
+    size_t x = *(const size_t *)a, y = *(const size_t *)b;
+    int c = cmp_int64(items[x].annotator, items[y].annotator);
+    return c != 0 ? c : (x > y) - (x < y);
+}
+
+/* PostgreSQL: the job's items in the order of their annotators (each
+ * annotator's in their own order), so that jobs of several annotators lock
+ * their rows in one order on every server; NULL for the items' order. */
+static size_t *annotator_order(const lp_label_item *items, size_t n)
+{
+    size_t *order = n > 1 ? malloc(n * sizeof *order) : NULL;
+    if (order == NULL)
+        return NULL; /* the items' order: correct, deadlocks are run again */
+    for (size_t i = 0; i < n; i++)
+        order[i] = i;
+    qsort_r(order, n, sizeof *order, cmp_item_annotator, (void *)items);
+    return order;
+}
+
 static int labels_fn(lp_conn *db, void *ctx)
 {
     struct labels_job *lj = ctx;
     int64_t now = lp_now_ms();
-    for (size_t i = 0; i < lj->n; i++) {
+    size_t *order = lj->w->pg ? annotator_order(lj->items, lj->n) : NULL;
+    for (size_t k = 0; k < lj->n; k++) {
+        size_t i = order != NULL ? order[k] : k;
         lj->items[i].existing = 0;
         lj->items[i].rc = store_label(lj->w, db, &lj->items[i], now);
     }
+    free(order);
     return LP_OK; /* the results are per item */
 }
 
