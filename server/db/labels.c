@@ -20,8 +20,9 @@
  * statement per annotator per transaction, the SELECT the copy needs
  * anyway.) There is no nonce index: label ids are not in commit order, so
  * it could not catch up with other servers by id; the UNIQUE (annotator,
- * nonce) constraint refuses a reused nonce at the insert, which then goes
- * through label_checks like a conflict, and label_checks asks SQL. The
+ * nonce) constraint refuses a reused nonce at the insert (no row
+ * inserted), which then goes through label_checks like a conflict, and
+ * label_checks asks SQL. The
  * counters are written in a fixed order (task_fill by task, campaign_fill
  * by campaign, label_minutes by campaign and minute, each row locked from
  * its first read), so two servers flushing at once wait for each other
@@ -98,9 +99,11 @@ static const char *const LSQL[L_COUNT] = {
 };
 
 /* PostgreSQL's own statements (NULL: LSQL's): the annotator and task counter
- * rows locked until the commit, the insert's id returned, and the nonce
- * asked of the UNIQUE (annotator, nonce) index (SQLite has no such index:
- * its nonce index answers, see below). */
+ * rows locked until the commit; the insert's id returned, or no row when
+ * UNIQUE (annotator, task) or (annotator, nonce) refuses it (no error in
+ * the server's log for every resend); the nonce asked of the UNIQUE
+ * (annotator, nonce) index (SQLite has no such index: its nonce index
+ * answers, see below). */
 static const char *const LSQL_PG[L_COUNT] = {
     [L_ANNOT] = "SELECT a.revoked, a.epsilon_spent, a.campaign, c.epsilon_min, c.epsilon_max, "
                 "c.allow_infinite, c.epsilon_budget FROM annotators a "
@@ -108,7 +111,7 @@ static const char *const LSQL_PG[L_COUNT] = {
     [L_NONCE_USED] = "SELECT 1 FROM labels WHERE annotator = ?1 AND nonce = ?2",
     [L_INSERT] = "INSERT INTO labels (annotator, task, z, z_task, epsilon, nonce, "
                  "timestamp_ms, signature, received_ms) "
-                 "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9) RETURNING id",
+                 "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9) ON CONFLICT DO NOTHING RETURNING id",
     [L_TASK_COUNT] = "SELECT campaign, labels FROM task_fill WHERE task = ?1 FOR UPDATE",
 };
 
@@ -959,11 +962,14 @@ static int store_label(struct lp_label_writer *w, lp_conn *db, lp_label_item *it
     lp_stmt_bind_int64(st, 7, m->timestamp_ms);
     lp_stmt_bind_blob(st, 8, m->sig, LP_SIG_BYTES);
     lp_stmt_bind_int64(st, 9, now);
-    step = lp_stmt_step(st); /* PostgreSQL: the row of RETURNING id */
+    step = lp_stmt_step(st);
     int64_t id = step == LP_SQL_ROW ? lp_stmt_column_int64(st, 0) : 0;
     lp_stmt_reset(st);
-    if (step != LP_SQL_DONE && step != LP_SQL_ROW) {
-        if (!lp_sql_is_constraint(step) || !lp_conn_in_txn(db))
+    /* SQLite: done, or a UNIQUE refusal; PostgreSQL: the row of RETURNING
+     * id, or none when a UNIQUE constraint stood in the way */
+    int refused = w->pg ? step == LP_SQL_DONE : lp_sql_is_constraint(step);
+    if (step != (w->pg ? LP_SQL_ROW : LP_SQL_DONE)) {
+        if (!refused || !lp_conn_in_txn(db))
             return lp_engine_fail(db, "label insert");
         return label_checks(w, db, it, a, swapped, now, nonce_h);
     }
