@@ -402,10 +402,10 @@ static int flush_tasks(struct lp_label_writer *w, lp_conn *db)
  * engine.c, sees the count cross) and label_minutes. */
 static int flush_campaigns(struct lp_label_writer *w, lp_conn *db)
 {
-    if (w->pg) {
+    if (w->pg && w->n_camp > 1)
         qsort(w->camp, w->n_camp, sizeof *w->camp, cmp_campaign);
+    if (w->pg && w->n_minutes > 1)
         qsort(w->minutes, w->n_minutes, sizeof *w->minutes, cmp_minute);
-    }
     for (size_t i = 0; i < w->n_camp; i++) {
         const struct campaign_delta *c = &w->camp[i];
         lp_stmt *st = w_stmt(w, db, L_CAMPAIGN_FILL);
