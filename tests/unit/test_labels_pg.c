@@ -18,7 +18,8 @@
  * acknowledged label is stored, no annotator spends more than its budget,
  * each spends all of it when it tried enough tasks. At the end every
  * stored label resent through every store gets its original receipt, and
- * the counters equal what the labels table gives.
+ * the counters equal what the labels table gives. A revocation through one
+ * store is authoritative in the others' next job.
  */
 #include "annotators.h"
 #include "campaigns.h"
@@ -53,11 +54,15 @@
 static lp_store *st[STORES];
 static char uri[512];
 
+static uint8_t keys[ANNOTS + FREE_ANNOTS][32]; /* the annotators' keys, in enrollment order */
+static int n_keys;
+static int64_t revoked; /* the annotator revoked after the lock step */
+
 static int64_t enroll_new(int64_t campaign)
 {
-    uint8_t h[LP_HASH_BYTES], key[32];
+    uint8_t h[LP_HASH_BYTES], *key = keys[n_keys++];
     randombytes_buf(h, sizeof h);
-    randombytes_buf(key, sizeof key);
+    randombytes_buf(key, 32);
     CHECK_INT(lp_store_enroll_tokens_add(st[0], campaign, h, 1), LP_OK);
     lp_annotator a;
     CHECK_INT(lp_store_enroll(st[0], key, h, &a), LP_OK);
@@ -254,6 +259,21 @@ static void test_lockstep(void)
                  (long long)annots[a]);
         CHECK_INT(db_scalar(uri, sql), BUDGET * 1000);
     }
+
+    /* a revocation through one store is seen by the others' next job: a
+     * new label and a resend both get revoked_key */
+    CHECK_ERR(lp_store_revoke(st[1], keys[0]), LP_OK);
+    revoked = annots[0];
+    for (int k = 0; k < STORES; k += 2) {
+        lp_label_item it[2];
+        make_item(&it[0], annots[0], tasks[2 * ROUNDS - 1], 1.0);
+        for (size_t j = 0; j < n_kept; j++)
+            if (kept[j].item.annotator == annots[0])
+                it[1] = kept[j].item;
+        CHECK_ERR(lp_store_labels_submit(st[k], it, 2), LP_OK);
+        CHECK_ERR(it[0].rc, LP_EREVOKED_KEY);
+        CHECK_ERR(it[1].rc, LP_EREVOKED_KEY);
+    }
 }
 
 /* ---- free running ---- */
@@ -346,17 +366,23 @@ static void test_free_running(void)
             stored[3]);
 }
 
-/* Every stored label resent through every store: its original receipt. */
+/* Every stored label resent through every store: its original receipt
+ * (revoked_key for the revoked annotator's). */
 static void test_resends(void)
 {
-    int same = 0;
-    for (size_t j = 0; j < n_kept; j++)
+    int same = 0, refused = 0, of_revoked = 0;
+    for (size_t j = 0; j < n_kept; j++) {
+        of_revoked += kept[j].item.annotator == revoked;
         for (int k = 0; k < STORES; k++) {
             lp_label_item it = kept[j].item;
             CHECK_ERR(lp_store_labels_submit(st[k], &it, 1), LP_OK);
             same += it.rc == LP_OK && it.existing && same_receipt(&it.receipt, &kept[j].receipt);
+            refused += it.rc == LP_EREVOKED_KEY && it.annotator == revoked;
         }
-    CHECK_INT(same, (int)n_kept * STORES);
+    }
+    CHECK_INT(of_revoked, BUDGET);
+    CHECK_INT(refused, of_revoked * STORES);
+    CHECK_INT(same, ((int)n_kept - of_revoked) * STORES);
     CHECK_INT(db_scalar(uri, "SELECT count(*) FROM labels"), (long long)n_kept);
 }
 
