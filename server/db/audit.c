@@ -82,17 +82,26 @@ struct append_job {
 
 /* Reads the head and inserts the row after it, on the writer: one job,
  * so no other append can come between the read and the insert. */
-/* Appends after the head. Several servers (PostgreSQL) may read the same
- * head at once: the second's insert of the same id waits for the first to
- * commit and is refused (the primary key); it then reads the new head and
- * chains after it. */
-#define APPEND_ATTEMPTS 16
-#define HEAD_TAKEN (-1) /* another server appended the same id first */
+/* Several servers (PostgreSQL): the chain's transaction-level advisory
+ * lock (the training lock's key plus one; coord.c), taken before the head
+ * is read and held until commit, so that servers append one at a time, in
+ * the order they asked, and never read the same head. */
+static const char SQL_CHAIN_LOCK_PG[] = "SELECT pg_advisory_xact_lock(7234315233945600003)";
 
-static int append_once(struct append_job *j, lp_conn *db)
+static int append_fn(lp_conn *db, void *ctx)
 {
+    struct append_job *j = ctx;
     lp_audit_row *r = &j->row;
-    lp_stmt *st = lp_engine_stmt(j->engine, db, SQL_HEAD);
+    lp_stmt *st;
+    if (lp_conn_dialect(db) == LP_SQL_POSTGRESQL) {
+        if ((st = lp_engine_stmt(j->engine, db, SQL_CHAIN_LOCK_PG)) == NULL)
+            return LP_ESTORAGE;
+        int locked = lp_stmt_step(st);
+        lp_stmt_reset(st);
+        if (locked != LP_SQL_ROW)
+            return lp_engine_fail(db, "audit chain lock");
+    }
+    st = lp_engine_stmt(j->engine, db, SQL_HEAD);
     if (st == NULL)
         return LP_ESTORAGE;
     memset(r->prev_hash, 0, sizeof r->prev_hash);
@@ -120,17 +129,7 @@ static int append_once(struct append_job *j, lp_conn *db)
     lp_stmt_bind_blob(st, 9, r->hash, LP_HASH_BYTES);
     step = lp_stmt_step(st);
     lp_stmt_reset(st);
-    if (step == LP_SQL_UNIQUE)
-        return HEAD_TAKEN;
     return step == LP_SQL_DONE ? LP_OK : lp_engine_fail(db, "audit insert");
-}
-
-static int append_fn(lp_conn *db, void *ctx)
-{
-    int rc = HEAD_TAKEN;
-    for (int i = 0; i < APPEND_ATTEMPTS && rc == HEAD_TAKEN; i++)
-        rc = append_once(ctx, db);
-    return rc == HEAD_TAKEN ? lp_engine_fail(db, "audit insert") : rc;
 }
 
 int lp_store_audit_append(lp_store *s, int64_t token_id, const char *action, const char *params,
