@@ -242,8 +242,8 @@ static lp_stmt *w_stmt(struct lp_label_writer *w, lp_conn *db, enum lstmt which)
 {
     lp_stmt *st = w->st[which];
     if (st == NULL) {
-        st = w->st[which] = lp_engine_stmt(w->engine, db,
-                                           w->pg && LSQL_PG[which] ? LSQL_PG[which] : LSQL[which]);
+        st = w->st[which] =
+            lp_engine_stmt(w->engine, db, w->pg && LSQL_PG[which] ? LSQL_PG[which] : LSQL[which]);
         if (st != NULL && w->pg) /* no constraint refuses them there: see the top */
             lp_stmt_set_unguarded(st);
         return st;
