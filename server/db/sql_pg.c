@@ -234,40 +234,43 @@ static char *rewrite(pg_conn *c, const char *sql, int *nparams, unsigned char *u
     return out;
 }
 
+/* The transaction control commands, by the word they begin with; the
+ * first TXN_BOUNDARY begin or end a transaction. */
+static const char *const TXN_WORDS[] = {"BEGIN", "START",    "COMMIT",    "END",
+                                        "ABORT", "ROLLBACK", "SAVEPOINT", "RELEASE"};
+#define TXN_BOUNDARY 6
+#define TXN_ROLLBACK 5
+
+/* The index in TXN_WORDS of sql's first word, -1 when none. */
+static int txn_word(const char *sql)
+{
+    while (isspace((unsigned char)*sql))
+        sql++;
+    for (size_t k = 0; k < sizeof TXN_WORDS / sizeof TXN_WORDS[0]; k++) {
+        size_t n = strlen(TXN_WORDS[k]);
+        if (strncasecmp(sql, TXN_WORDS[k], n) == 0 && !isalnum((unsigned char)sql[n]))
+            return (int)k;
+    }
+    return -1;
+}
+
 /* Transaction control runs as it is, never inside a statement savepoint. */
 static int is_txn_control(const char *sql)
 {
-    static const char *const words[] = {"BEGIN",    "START", "COMMIT",    "END",
-                                        "ROLLBACK", "ABORT", "SAVEPOINT", "RELEASE"};
-    while (isspace((unsigned char)*sql))
-        sql++;
-    for (size_t k = 0; k < sizeof words / sizeof words[0]; k++) {
-        size_t n = strlen(words[k]);
-        if (strncasecmp(sql, words[k], n) == 0 && !isalnum((unsigned char)sql[n]))
-            return 1;
-    }
-    return 0;
+    return txn_word(sql) >= 0;
 }
 
-/* Begins or ends a transaction: BEGIN, START, COMMIT, END, ROLLBACK or
- * ABORT, but not ROLLBACK TO a savepoint. */
+/* Begins or ends a transaction: BEGIN, START, COMMIT, END, ABORT or
+ * ROLLBACK, but not ROLLBACK [WORK | TRANSACTION] TO a savepoint. */
 static int is_txn_boundary(const char *sql)
 {
-    static const char *const words[] = {"BEGIN", "START", "COMMIT", "END", "ROLLBACK", "ABORT"};
-    while (isspace((unsigned char)*sql))
-        sql++;
-    for (size_t k = 0; k < sizeof words / sizeof words[0]; k++) {
-        size_t n = strlen(words[k]);
-        if (strncasecmp(sql, words[k], n) != 0 || isalnum((unsigned char)sql[n]))
-            continue;
-        int rollback = strcmp(words[k], "ROLLBACK") == 0;
-        for (const char *p = sql + n; rollback && *p && *p != ';'; p++) /* ROLLBACK [WORK] TO */
+    int k = txn_word(sql);
+    if (k == TXN_ROLLBACK)
+        for (const char *p = strcasestr(sql, "ROLLBACK") + 8; *p && *p != ';'; p++)
             if (strncasecmp(p, "TO", 2) == 0 && isspace((unsigned char)p[-1]) &&
                 (p[2] == 0 || isspace((unsigned char)p[2])))
                 return 0;
-        return 1;
-    }
-    return 0;
+    return k >= 0 && k < TXN_BOUNDARY;
 }
 
 /* After a failure ended the caller's transaction, refuses sql until a
