@@ -57,7 +57,8 @@
 static lp_store *st[STORES];
 static char uri[512];
 
-static uint8_t keys[ANNOTS + FREE_ANNOTS + GROUP_ANNOTS][32]; /* the annotators' keys, in enrollment order */
+static uint8_t keys[ANNOTS + FREE_ANNOTS + GROUP_ANNOTS]
+                   [32]; /* the annotators' keys, in enrollment order */
 static int n_keys;
 static int64_t revoked; /* the annotator revoked after the lock step */
 
