@@ -413,6 +413,14 @@ static int64_t xids_since(int64_t *mark)
     return drawn;
 }
 
+/* Steps st from its start with ?1 bound to k. */
+static int run_with(lp_stmt *st, int64_t k)
+{
+    lp_stmt_reset(st);
+    lp_stmt_bind_int64(st, 1, k);
+    return lp_stmt_step(st);
+}
+
 /*
  * Unguarded statements (lp_stmt_set_unguarded): 100 INSERTs in one
  * transaction draw one transaction id and no subtransaction id (guarded,
@@ -437,9 +445,7 @@ static void test_unguarded(void)
         CHECK_INT(exec("BEGIN"), LP_SQL_DONE);
         int done = 0;
         for (int k = 0; k < 100; k++) {
-            lp_stmt_reset(ins);
-            lp_stmt_bind_int64(ins, 1, 1000 * u + k);
-            done += lp_stmt_step(ins) == LP_SQL_DONE;
+            done += run_with(ins, 1000 * u + k) == LP_SQL_DONE;
         }
         CHECK_INT(done, 100);
         CHECK_INT(exec("COMMIT"), LP_SQL_DONE);
@@ -452,27 +458,19 @@ static void test_unguarded(void)
 
     /* a unique refusal of an unguarded statement ends the transaction */
     CHECK_INT(exec("BEGIN"), LP_SQL_DONE);
-    lp_stmt_reset(upsert);
-    lp_stmt_bind_int64(upsert, 1, 5000);
-    CHECK_INT(lp_stmt_step(upsert), LP_SQL_DONE);
+    CHECK_INT(run_with(upsert, 5000), LP_SQL_DONE);
     lp_stmt_reset(upsert);
     lp_stmt_bind_int64(upsert, 1, 1); /* no row, no failure */
     CHECK_INT(lp_stmt_step(upsert), LP_SQL_DONE);
     CHECK_INT(lp_conn_changes(conn), 0);
-    lp_stmt_reset(unguarded);
-    lp_stmt_bind_int64(unguarded, 1, 1);
-    CHECK_INT(lp_stmt_step(unguarded), LP_SQL_ERROR);
+    CHECK_INT(run_with(unguarded, 1), LP_SQL_ERROR);
     CHECK(strstr(lp_conn_errmsg(conn), "duplicate key") != NULL);
     CHECK_INT(lp_conn_in_txn(conn), 0);
     /* then everything but the transaction's end or a new one is refused */
-    lp_stmt_reset(upsert);
-    lp_stmt_bind_int64(upsert, 1, 5001);
-    CHECK_INT(lp_stmt_step(upsert), LP_SQL_ERROR);
+    CHECK_INT(run_with(upsert, 5001), LP_SQL_ERROR);
     CHECK(strstr(lp_conn_errmsg(conn), "earlier failure") != NULL);
     CHECK(strstr(lp_conn_errmsg(conn), "duplicate key") != NULL); /* and why */
-    lp_stmt_reset(guarded);
-    lp_stmt_bind_int64(guarded, 1, 5002);
-    CHECK_INT(lp_stmt_step(guarded), LP_SQL_ERROR);
+    CHECK_INT(run_with(guarded, 5002), LP_SQL_ERROR);
     CHECK_INT(lp_conn_exec(conn, "SAVEPOINT s"), LP_SQL_ERROR);
     CHECK_INT(lp_conn_exec(conn, "ROLLBACK TO SAVEPOINT s"), LP_SQL_ERROR);
     CHECK_INT(lp_conn_exec(conn, "INSERT INTO tu VALUES (5003)"), LP_SQL_ERROR);
@@ -481,21 +479,15 @@ static void test_unguarded(void)
 
     /* a new transaction after the loss, without a ROLLBACK first */
     CHECK_INT(exec("BEGIN"), LP_SQL_DONE);
-    lp_stmt_reset(unguarded);
-    lp_stmt_bind_int64(unguarded, 1, 2);
-    CHECK_INT(lp_stmt_step(unguarded), LP_SQL_ERROR);
+    CHECK_INT(run_with(unguarded, 2), LP_SQL_ERROR);
     CHECK_INT(exec("BEGIN"), LP_SQL_DONE);
     CHECK_INT(lp_conn_in_txn(conn), 1);
-    lp_stmt_reset(upsert);
-    lp_stmt_bind_int64(upsert, 1, 5004);
-    CHECK_INT(lp_stmt_step(upsert), LP_SQL_DONE);
+    CHECK_INT(run_with(upsert, 5004), LP_SQL_DONE);
     CHECK_INT(exec("COMMIT"), LP_SQL_DONE);
     CHECK_INT(scalar(conn, "SELECT count(*) FROM tu WHERE k >= 5000"), 1);
 
     /* outside a transaction an unguarded refusal is a constraint result */
-    lp_stmt_reset(unguarded);
-    lp_stmt_bind_int64(unguarded, 1, 1);
-    CHECK_INT(lp_stmt_step(unguarded), LP_SQL_UNIQUE);
+    CHECK_INT(run_with(unguarded, 1), LP_SQL_UNIQUE);
     CHECK_INT(scalar(conn, "SELECT 7"), 7);
     lp_stmt_finalize(guarded);
     lp_stmt_finalize(unguarded);
