@@ -1050,7 +1050,11 @@ static int labels_fn(lp_conn *db, void *ctx)
     for (size_t k = 0; k < lj->n; k++) {
         size_t i = order != NULL ? order[k] : k;
         lj->items[i].existing = 0;
-        lj->items[i].rc = store_label(lj->w, db, &lj->items[i], now);
+        /* PostgreSQL: an unguarded statement's failure ended the
+         * transaction; the engine runs the group again or fails it */
+        lj->items[i].rc = lj->w->pg && !lp_conn_in_txn(db)
+                              ? LP_ESTORAGE
+                              : store_label(lj->w, db, &lj->items[i], now);
     }
     free(order);
     return LP_OK; /* the results are per item */
