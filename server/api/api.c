@@ -162,11 +162,11 @@ static json_t *storage_json(const lp_store_health *h)
         json_array_append_new(reasons, json_string("commit_failed"));
     if (h->disk_low)
         json_array_append_new(reasons, json_string("disk_low"));
-    json_t *o =
-        json_pack("{s:s, s:o, s:I, s:I, s:I, s:I, s:I}", "state", h->reason, "reasons", reasons,
-                  "free_bytes", (json_int_t)h->free_bytes, "free_min", (json_int_t)h->free_min,
-                  "wal_bytes", (json_int_t)h->wal_bytes, "checked_at", (json_int_t)h->checked_ms,
-                  "truncated_at", (json_int_t)h->truncated_ms);
+    json_t *o = json_pack("{s:s, s:s, s:o, s:I, s:I, s:I, s:I, s:I}", "state", h->reason, "backend",
+                          h->backend ? h->backend : "sqlite", "reasons", reasons, "free_bytes",
+                          (json_int_t)h->free_bytes, "free_min", (json_int_t)h->free_min,
+                          "wal_bytes", (json_int_t)h->wal_bytes, "checked_at",
+                          (json_int_t)h->checked_ms, "truncated_at", (json_int_t)h->truncated_ms);
     if (o != NULL && h->failed_ms > 0)
         json_object_set_new(o, "commit_failed_at", json_integer(h->failed_ms));
     if (o != NULL && h->commit_failed)

@@ -249,6 +249,10 @@ void lp_metrics_render_storage(lp_buf *b, const lp_store_health *h)
                    "they are refused (storage_unhealthy).\n"
                    "# TYPE ldpref_storage_healthy gauge\n");
     lp_buf_printf(b, "ldpref_storage_healthy %d\n", healthy);
+    lp_buf_puts(b, "# HELP ldpref_storage_backend The database the server stores in (1 for it).\n"
+                   "# TYPE ldpref_storage_backend gauge\n");
+    lp_buf_printf(b, "ldpref_storage_backend{backend=\"%s\"} 1\n",
+                  h->backend ? h->backend : "sqlite");
     lp_buf_puts(b, "# HELP ldpref_storage_unhealthy Whether each reason to refuse writes holds.\n"
                    "# TYPE ldpref_storage_unhealthy gauge\n");
     lp_buf_printf(b,

@@ -329,13 +329,6 @@ int lp_config_load(lp_config *cfg, int argc, char **argv, lp_config_getenv_fn ge
         if (set_value(cfg, o, value, "command line", err, errlen) != 0)
             return -1;
     }
-    /* a libpq URI: the PostgreSQL backend to come (docs/postgresql.md) */
-    if (strncmp(cfg->db, "postgresql://", 13) == 0 || strncmp(cfg->db, "postgres://", 11) == 0) {
-        snprintf(err, errlen,
-                 "--db: the PostgreSQL backend is not available yet (docs/postgresql.md); "
-                 "give a SQLite database file");
-        return -1;
-    }
     resolve(cfg);
     return 0;
 }

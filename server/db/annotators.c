@@ -172,7 +172,7 @@ static const char SQL_ETOKEN_GET[] =
     "SELECT campaign, used_by FROM enrollment_tokens WHERE hash = ?1";
 static const char SQL_ANNOT_INSERT[] =
     "INSERT INTO annotators (public_key, pseudonym, campaign, enrolled_ms) "
-    "VALUES (?1, ?2, ?3, ?4)";
+    "VALUES (?1, ?2, ?3, ?4) RETURNING id";
 static const char SQL_ETOKEN_USE[] = "UPDATE enrollment_tokens SET used_by = ?2 "
                                      "WHERE hash = ?1 AND used_by IS NULL";
 static const char SQL_REVOKE[] = "UPDATE annotators SET revoked = 1 WHERE public_key = ?1";
@@ -224,9 +224,9 @@ struct enroll_job {
     lp_annotator out;
 };
 
-static int enroll_fn(lp_conn *db, void *ctx)
+/* LP_EALREADY_ENROLLED when the key has an annotator, LP_OK when not. */
+static int key_free(struct enroll_job *a, lp_conn *db)
 {
-    struct enroll_job *a = ctx;
     lp_stmt *st = lp_engine_stmt(a->engine, db, SQL_KEY_ID);
     if (st == NULL)
         return LP_ESTORAGE;
@@ -235,8 +235,21 @@ static int enroll_fn(lp_conn *db, void *ctx)
     lp_stmt_reset(st);
     if (step == LP_SQL_ROW)
         return LP_EALREADY_ENROLLED;
-    if (step != LP_SQL_DONE)
-        return lp_engine_fail(db, "key lookup");
+    return step == LP_SQL_DONE ? LP_OK : lp_engine_fail(db, "key lookup");
+}
+
+/* Several servers may enroll at once (PostgreSQL): the unique public key
+ * and the token taken by "WHERE used_by IS NULL" (re-checked on the newest
+ * row when another server took it meanwhile) decide; the loser's job is
+ * rolled back whole and gets the answer a single server would give. */
+static int enroll_fn(lp_conn *db, void *ctx)
+{
+    struct enroll_job *a = ctx;
+    int rc = key_free(a, db);
+    if (rc != LP_OK)
+        return rc;
+    lp_stmt *st;
+    int step;
 
     if ((st = lp_engine_stmt(a->engine, db, SQL_ETOKEN_GET)) == NULL)
         return LP_ESTORAGE;
@@ -263,23 +276,29 @@ static int enroll_fn(lp_conn *db, void *ctx)
         lp_stmt_bind_text(st, 2, a->out.pseudonym, -1);
         lp_stmt_bind_int64(st, 3, campaign);
         lp_stmt_bind_int64(st, 4, lp_now_ms());
-        step = lp_stmt_step(st);
-        lp_stmt_reset(st);
+        step = lp_engine_step_id(st, &a->out.id);
         if (step == LP_SQL_DONE)
             break;
+        /* the key enrolled meanwhile by another server, or else a
+         * pseudonym collision */
+        if (step == LP_SQL_UNIQUE && (rc = key_free(a, db)) != LP_OK)
+            return rc;
         if (attempt >= 3) /* a pseudonym collision is ~2^-64; more is a real error */
             return lp_engine_fail(db, "annotator insert");
     }
-    a->out.id = lp_conn_last_insert_id(db);
     a->out.campaign = campaign;
     a->out.revoked = 0;
     if ((st = lp_engine_stmt(a->engine, db, SQL_ETOKEN_USE)) == NULL)
         return LP_ESTORAGE;
     lp_stmt_bind_blob(st, 1, a->token_hash, LP_HASH_BYTES);
     lp_stmt_bind_int64(st, 2, a->out.id);
-    if (lp_stmt_step(st) != LP_SQL_DONE || lp_conn_changes(db) != 1)
-        return lp_engine_fail(db, "token update");
+    step = lp_stmt_step(st);
+    int64_t taken = step == LP_SQL_DONE ? lp_conn_changes(db) : 0;
     lp_stmt_reset(st);
+    if (step == LP_SQL_UNIQUE || (step == LP_SQL_DONE && taken == 0))
+        return LP_EBAD_ENROLLMENT_TOKEN; /* another server used it first */
+    if (step != LP_SQL_DONE)
+        return lp_engine_fail(db, "token update");
     return LP_OK;
 }
 

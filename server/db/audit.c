@@ -4,6 +4,7 @@
 #include "db.h"
 #include "error.h"
 #include "log.h"
+#include "schema_pg.h"
 #include "schema_sql.h"
 
 #include <sodium.h>
@@ -23,6 +24,16 @@ static const char SQL_PAGE[] = ROW_COLS "FROM audit WHERE id > ?1 ORDER BY id LI
 static const char SQL_WALK[] = ROW_COLS "FROM audit ORDER BY id";
 static const char SQL_HAS_TABLE[] =
     "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = 'audit'";
+static const char SQL_HAS_TABLE_PG[] =
+    "SELECT count(*) FROM pg_tables "
+    "WHERE schemaname = current_schema() AND tablename = 'audit'";
+/* PostgreSQL: the trigger's definition, whether it is enabled ('D': not),
+ * and the source of the function it runs */
+static const char SQL_TRIGGER_PG[] =
+    "SELECT pg_get_triggerdef(t.oid), t.tgenabled, p.prosrc FROM pg_trigger t "
+    "JOIN pg_proc p ON p.oid = t.tgfoid JOIN pg_class c ON c.oid = t.tgrelid "
+    "JOIN pg_namespace n ON n.oid = c.relnamespace WHERE t.tgname = ?1 "
+    "AND c.relname = 'audit' AND n.nspname = current_schema()";
 static const char SQL_TRIGGER[] =
     "SELECT sql FROM sqlite_master WHERE type = 'trigger' AND name = ?1 AND tbl_name = 'audit'";
 
@@ -71,11 +82,26 @@ struct append_job {
 
 /* Reads the head and inserts the row after it, on the writer: one job,
  * so no other append can come between the read and the insert. */
+/* Several servers (PostgreSQL): the chain's transaction-level advisory
+ * lock (the training lock's key plus one; coord.c), taken before the head
+ * is read and held until commit, so that servers append one at a time, in
+ * the order they asked, and never read the same head. */
+static const char SQL_CHAIN_LOCK_PG[] = "SELECT pg_advisory_xact_lock(7234315233945600003)";
+
 static int append_fn(lp_conn *db, void *ctx)
 {
     struct append_job *j = ctx;
     lp_audit_row *r = &j->row;
-    lp_stmt *st = lp_engine_stmt(j->engine, db, SQL_HEAD);
+    lp_stmt *st;
+    if (lp_conn_dialect(db) == LP_SQL_POSTGRESQL) {
+        if ((st = lp_engine_stmt(j->engine, db, SQL_CHAIN_LOCK_PG)) == NULL)
+            return LP_ESTORAGE;
+        int locked = lp_stmt_step(st);
+        lp_stmt_reset(st);
+        if (locked != LP_SQL_ROW)
+            return lp_engine_fail(db, "audit chain lock");
+    }
+    st = lp_engine_stmt(j->engine, db, SQL_HEAD);
     if (st == NULL)
         return LP_ESTORAGE;
     memset(r->prev_hash, 0, sizeof r->prev_hash);
@@ -101,9 +127,9 @@ static int append_fn(lp_conn *db, void *ctx)
     lp_stmt_bind_text(st, 7, r->error, -1);
     lp_stmt_bind_blob(st, 8, r->prev_hash, LP_HASH_BYTES);
     lp_stmt_bind_blob(st, 9, r->hash, LP_HASH_BYTES);
-    int rc = lp_stmt_step(st) == LP_SQL_DONE ? LP_OK : lp_engine_fail(db, "audit insert");
+    step = lp_stmt_step(st);
     lp_stmt_reset(st);
-    return rc;
+    return step == LP_SQL_DONE ? LP_OK : lp_engine_fail(db, "audit insert");
 }
 
 int lp_store_audit_append(lp_store *s, int64_t token_id, const char *action, const char *params,
@@ -257,9 +283,77 @@ static const char *audit_migration(void)
     return NULL;
 }
 
+/* s with every run of white space one blank and "ON <schema>." as "ON "
+ * (how pg_get_triggerdef names the table), into out. */
+static void normalize_sql(const char *s, size_t n, char *out, size_t len)
+{
+    size_t o = 0;
+    for (size_t i = 0; i < n && o + 1 < len; i++) {
+        int space = s[i] == ' ' || s[i] == '\n' || s[i] == '\t' || s[i] == '\r';
+        if (space && (o == 0 || out[o - 1] == ' '))
+            continue;
+        out[o++] = space ? ' ' : s[i];
+    }
+    while (o > 0 && out[o - 1] == ' ')
+        o--;
+    out[o] = 0;
+    char *on = strstr(out, " ON ");
+    char *dot = on ? strchr(on + 4, '.') : NULL;
+    if (dot != NULL && memchr(on + 4, ' ', (size_t)(dot - on - 4)) == NULL)
+        memmove(on + 4, dot + 1, strlen(dot + 1) + 1);
+}
+
+/* 1 when text (len bytes) of one of the PostgreSQL schema files holds
+ * needle; with trigger, compares the "CREATE TRIGGER name ...;" statement
+ * of the files with needle instead (both normalized). */
+static int pg_schema_has(const char *needle, const char *trigger)
+{
+    char want[1024], have[1024], head[128];
+    snprintf(head, sizeof head, "CREATE TRIGGER %s ", trigger ? trigger : "");
+    if (trigger)
+        normalize_sql(needle, strlen(needle), want, sizeof want);
+    for (const lp_pg_schema_file *f = lp_pg_schema_files; f->name != NULL; f++) {
+        const char *text = (const char *)f->sql, *end = text + f->len;
+        if (!trigger) {
+            if (memmem(text, f->len, needle, strlen(needle)) != NULL)
+                return 1;
+            continue;
+        }
+        const char *p = memmem(text, f->len, head, strlen(head));
+        const char *semi = p ? memchr(p, ';', (size_t)(end - p)) : NULL;
+        if (semi == NULL)
+            continue;
+        normalize_sql(p, (size_t)(semi - p), have, sizeof have);
+        if (strcmp(have, want) == 0)
+            return 1;
+    }
+    return 0;
+}
+
+/* PostgreSQL: trigger name on audit exists, is enabled, is defined as in
+ * schema/postgresql/, and its function's source is the schema's. */
+static int trigger_intact_pg(lp_conn *db, const char *name)
+{
+    lp_stmt *st = lp_stmt_prepare(db, SQL_TRIGGER_PG);
+    int ok = 0;
+    if (st != NULL) {
+        lp_stmt_bind_text(st, 1, name, -1);
+        if (lp_stmt_step(st) == LP_SQL_ROW) {
+            const char *def = lp_stmt_column_text(st, 0), *on = lp_stmt_column_text(st, 1);
+            const char *src = lp_stmt_column_text(st, 2);
+            ok = def && on && src && strcmp(on, "D") != 0 && pg_schema_has(def, name) &&
+                 pg_schema_has(src, NULL);
+        }
+    }
+    lp_stmt_finalize(st);
+    return ok;
+}
+
 /* 1 when trigger name exists and its text is the schema's own. */
 static int trigger_intact(lp_conn *db, const char *name)
 {
+    if (lp_conn_dialect(db) == LP_SQL_POSTGRESQL)
+        return trigger_intact_pg(db, name);
     lp_stmt *st = NULL;
     int ok = 0;
     const char *schema = audit_migration();
@@ -358,7 +452,10 @@ int lp_audit_verify_file(const char *path, lp_audit_check *out, char *err, size_
     if (lp_engine_file_open(path, &db, err, errlen) != LP_OK)
         return LP_ESTORAGE;
     if (lp_conn_begin_read(db) != LP_SQL_DONE ||
-        (st = lp_stmt_prepare(db, SQL_HAS_TABLE)) == NULL || lp_stmt_step(st) != LP_SQL_ROW) {
+        (st = lp_stmt_prepare(db, lp_conn_dialect(db) == LP_SQL_POSTGRESQL ? SQL_HAS_TABLE_PG
+                                                                           : SQL_HAS_TABLE)) ==
+            NULL ||
+        lp_stmt_step(st) != LP_SQL_ROW) {
         snprintf(err, errlen, "cannot read %s: %s", path, lp_conn_errmsg(db));
         goto done;
     }

@@ -21,7 +21,8 @@ static const char SQL_INSERT[] = "INSERT INTO campaigns (name, epsilon_min, epsi
                                  "allow_infinite, epsilon_budget, epsilon_default, created_ms, "
                                  "labels_per_task, annotator_quota, trust, release_epsilon, "
                                  "release_delta, contribution_cap) "
-                                 "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)";
+                                 "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13) "
+                                 "RETURNING id";
 static const char SQL_SET_BUDGET[] =
     "UPDATE campaigns SET release_epsilon = ?2, release_delta = ?3 WHERE name = ?1";
 static const char SQL_SPENT[] =
@@ -75,10 +76,8 @@ static int create_fn(lp_conn *db, void *ctx)
         lp_stmt_bind_double(st, 12, c->release_delta);
     if (c->contribution_cap > 0)
         lp_stmt_bind_int64(st, 13, c->contribution_cap);
-    if (lp_stmt_step(st) != LP_SQL_DONE)
+    if (lp_engine_step_id(st, &c->id) != LP_SQL_DONE)
         return lp_engine_fail(db, "campaign insert");
-    lp_stmt_reset(st);
-    c->id = lp_conn_last_insert_id(db);
     return LP_OK;
 }
 

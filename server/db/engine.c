@@ -13,6 +13,7 @@
  */
 #include "engine.h"
 #include "engine_backend.h"
+#include "sql_pg.h"
 
 #include "clock.h"
 #include "error.h"
@@ -124,6 +125,14 @@ int lp_engine_fail(lp_conn *c, const char *what)
     lp_log(LP_LOG_ERROR, "storage_error", LP_LOG_STR("what", what),
            LP_LOG_STR("message", lp_conn_errmsg(c)));
     return LP_ESTORAGE;
+}
+
+int lp_engine_step_id(lp_stmt *st, int64_t *id)
+{
+    int step = lp_stmt_step(st);
+    *id = step == LP_SQL_ROW ? lp_stmt_column_int64(st, 0) : 0;
+    lp_stmt_reset(st);
+    return step == LP_SQL_ROW ? LP_SQL_DONE : step;
 }
 
 char *lp_engine_column_dup(lp_stmt *st, int col)
@@ -625,6 +634,13 @@ const char *lp_engine_train_lock_path(lp_engine *e)
     return e->ops->train_lock_path(e->be);
 }
 
+int lp_engine_file_open(const char *path, lp_conn **out, char *err, size_t errlen)
+{
+    if (lp_backend_for(path) == &lp_backend_pg) /* reads run READ ONLY (lp_conn_begin_read) */
+        return lp_sql_pg_open(path, out, err, errlen) == LP_OK ? LP_OK : LP_ESTORAGE;
+    return lp_sqlite_file_open(path, out, err, errlen);
+}
+
 const lp_backend_ops *lp_backend_for(const char *path)
 {
     if (strncmp(path, "postgresql://", 13) == 0 || strncmp(path, "postgres://", 11) == 0)
@@ -635,6 +651,7 @@ const lp_backend_ops *lp_backend_for(const char *path)
 void lp_engine_health(lp_engine *e, lp_store_health *out)
 {
     lp_health_get(&e->health, out);
+    out->backend = e->ops->name;
 }
 
 void lp_engine_stats(lp_engine *e, lp_store_writer_stats *out)

@@ -2,7 +2,7 @@
  * engine_sqlite.c — the storage engine's SQLite backend (engine_backend.h):
  * a database file in WAL mode, its migrations (PRAGMA user_version), the
  * walbuf VFS for the writer, the files' health, the idle checkpoint, and
- * the campaign-completed event. Also lp_engine_file_open (engine.h).
+ * the campaign-completed event. Also lp_sqlite_file_open (lp_engine_file_open's on SQLite).
  */
 #include "engine.h"
 #include "engine_backend.h"
@@ -91,7 +91,7 @@ static int open_conn(const char *path, int sync_full, int readonly, lp_conn **ou
     return exec_sql(db, sql, err, errlen);
 }
 
-int lp_engine_file_open(const char *path, lp_conn **out, char *err, size_t errlen)
+int lp_sqlite_file_open(const char *path, lp_conn **out, char *err, size_t errlen)
 {
     if (open_file(path, SQLITE_OPEN_READONLY, NULL, out, err, errlen) != LP_OK)
         return LP_ESTORAGE;

@@ -3,11 +3,13 @@
 
 #include "db.h"
 #include "error.h"
+#include "log.h"
 
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 struct lp_label_cursor {
     lp_conn *db;
@@ -26,15 +28,16 @@ struct lp_label_cursor {
 
 static const char SQL_NEWEST[] = "SELECT COALESCE(MAX(l.id), 0) FROM labels l "
                                  "JOIN tasks t ON t.id = l.task WHERE " CAMPAIGN_MATCH;
-static const char SQL_SUMMARY[] = "SELECT COUNT(*), COALESCE(SUM(t.features0 IS NULL), 0), "
+static const char SQL_SUMMARY[] = "SELECT COUNT(*), COUNT(*) - COUNT(t.features0), "
                                   "MIN(length(t.features0)), MAX(length(t.features0)) " RANGE;
 /* Per annotator: its labels, its unprivatized ones (epsilon NULL), the
  * smallest and largest privatized epsilon and their sum; then over
  * annotators. */
 static const char SQL_PRIVACY[] =
     "SELECT COUNT(*), COALESCE(SUM(n), 0), COALESCE(SUM(inf), 0), MIN(emin), MAX(emax), "
-    "MAX(total) FROM (SELECT COUNT(*) AS n, SUM(l.epsilon IS NULL) AS inf, MIN(l.epsilon) AS emin, "
-    "MAX(l.epsilon) AS emax, SUM(l.epsilon) AS total " RANGE " GROUP BY l.annotator)";
+    "MAX(total) FROM (SELECT COUNT(*) AS n, COUNT(*) - COUNT(l.epsilon) AS inf, "
+    "MIN(l.epsilon) AS emin, MAX(l.epsilon) AS emax, SUM(l.epsilon) AS total " RANGE
+    " GROUP BY l.annotator) AS per_annotator";
 static const char SQL_ROWS[] =
     "SELECT l.id, l.task, t.campaign, l.timestamp_ms, l.received_ms, c.name, a.pseudonym, "
     "t.prompt, t.response0, t.response1, l.z_task, l.epsilon, t.features0, t.features1, "
@@ -42,6 +45,16 @@ static const char SQL_ROWS[] =
     "FROM labels l JOIN tasks t ON t.id = l.task JOIN annotators a ON a.id = l.annotator "
     "JOIN campaigns c ON c.id = t.campaign "
     "WHERE l.id <= ?1 AND " CAMPAIGN_MATCH " ORDER BY l.id";
+
+/* PostgreSQL: the newest label and the snapshot it was read in; then how
+ * many of the transactions running at that snapshot still run. */
+static const char SQL_NEWEST_PG[] =
+    "SELECT COALESCE(MAX(l.id), 0), CAST(pg_current_snapshot() AS text) FROM labels l "
+    "JOIN tasks t ON t.id = l.task WHERE " CAMPAIGN_MATCH;
+static const char SQL_RUNNING_PG[] =
+    "SELECT count(*) FROM pg_snapshot_xip(CAST(?1 AS pg_snapshot)) AS x "
+    "WHERE pg_xact_status(x) = 'in progress'";
+#define SETTLE_WAIT_MS 10000
 
 /* Prepares sql with the range bound (?1 cut-off, ?2 campaign). */
 static lp_stmt *range_stmt(lp_label_cursor *c, const char *sql)
@@ -57,6 +70,54 @@ static lp_stmt *range_stmt(lp_label_cursor *c, const char *sql)
     return st;
 }
 
+/* PostgreSQL, several servers: a label's id is drawn before its
+ * transaction commits, so when the newest visible label is N a label with
+ * a smaller id may still be on its way. Each such label's transaction began
+ * before N's committed, so it runs in the snapshot that saw N: the cut-off
+ * is N once those transactions have ended (within SETTLE_WAIT_MS; a
+ * transaction still open then is logged and the cursor goes on). The read
+ * that follows then sees every label up to N that will ever exist, so a
+ * cut-off means the same set of labels whenever it is read. */
+static int settle_cutoff_pg(lp_label_cursor *c)
+{
+    lp_stmt *st = lp_stmt_prepare(c->db, SQL_NEWEST_PG), *running = NULL;
+    char *snapshot = NULL;
+    int rc = LP_ESTORAGE;
+    if (st != NULL) {
+        lp_stmt_bind_int64(st, 2, c->campaign);
+        if (lp_stmt_step(st) == LP_SQL_ROW) {
+            c->cutoff = lp_stmt_column_int64(st, 0);
+            snapshot = lp_engine_column_dup(st, 1);
+        }
+    }
+    lp_stmt_finalize(st);
+    if (snapshot == NULL || (running = lp_stmt_prepare(c->db, SQL_RUNNING_PG)) == NULL) {
+        free(snapshot);
+        return lp_engine_fail(c->db, "label cursor: newest label");
+    }
+    lp_stmt_bind_text(running, 1, snapshot, -1);
+    for (int waited_ms = 0;; waited_ms++) {
+        int step = lp_stmt_step(running);
+        int64_t n = step == LP_SQL_ROW ? lp_stmt_column_int64(running, 0) : -1;
+        lp_stmt_reset(running);
+        if (n < 0) {
+            rc = lp_engine_fail(c->db, "label cursor: running transactions");
+            break;
+        }
+        if (n == 0 || waited_ms >= SETTLE_WAIT_MS) {
+            if (n > 0)
+                lp_log(LP_LOG_WARN, "label_cutoff_unsettled", LP_LOG_INT("cutoff", c->cutoff),
+                       LP_LOG_INT("transactions", n));
+            rc = LP_OK;
+            break;
+        }
+        nanosleep(&(struct timespec){0, 1000000}, NULL);
+    }
+    lp_stmt_finalize(running);
+    free(snapshot);
+    return rc;
+}
+
 int lp_label_cursor_open(lp_store *s, int64_t campaign, int64_t cutoff, lp_label_cursor **out)
 {
     *out = NULL;
@@ -66,6 +127,8 @@ int lp_label_cursor_open(lp_store *s, int64_t campaign, int64_t cutoff, lp_label
     c->campaign = campaign;
     c->cutoff = cutoff;
     int rc = lp_engine_reader_open(s->engine, &c->db);
+    if (rc == LP_OK && c->cutoff <= 0 && lp_conn_dialect(c->db) == LP_SQL_POSTGRESQL)
+        rc = settle_cutoff_pg(c);
     if (rc == LP_OK && lp_conn_begin_read(c->db) != LP_SQL_DONE)
         rc = lp_engine_fail(c->db, "label cursor: begin");
     c->in_txn = rc == LP_OK;

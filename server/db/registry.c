@@ -35,6 +35,16 @@ static int exec_done(lp_conn *db, lp_stmt *st)
     return rc == LP_SQL_DONE ? LP_OK : LP_ESTORAGE;
 }
 
+/* exec_done of an INSERT ... RETURNING id: the new row's id into *id. */
+static int exec_id(lp_conn *db, lp_stmt *st, int64_t *id)
+{
+    int rc = lp_engine_step_id(st, id);
+    if (rc != LP_SQL_DONE)
+        lp_engine_fail(db, "registry write");
+    lp_stmt_finalize(st);
+    return rc == LP_SQL_DONE ? LP_OK : LP_ESTORAGE;
+}
+
 static void copy_text(lp_stmt *st, int col, char *dst, size_t cap)
 {
     const char *t = lp_stmt_column_text(st, col);
@@ -97,7 +107,7 @@ static int corruption_add_fn(lp_conn *db, void *ctx)
     lp_stmt *st;
     if (prep(db,
              "INSERT INTO corruption_settings (campaign, alpha, strategy, seed, feature, "
-             "created_ms) VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+             "created_ms) VALUES (?1, ?2, ?3, ?4, ?5, ?6) RETURNING id",
              &st) != LP_OK)
         return LP_ESTORAGE;
     lp_stmt_bind_int64(st, 1, c->campaign);
@@ -106,10 +116,7 @@ static int corruption_add_fn(lp_conn *db, void *ctx)
     lp_stmt_bind_int64(st, 4, (int64_t)c->seed);
     lp_stmt_bind_int64(st, 5, c->feature);
     lp_stmt_bind_int64(st, 6, c->created_ms);
-    int rc = exec_done(db, st);
-    if (rc == LP_OK)
-        c->id = lp_conn_last_insert_id(db);
-    return rc;
+    return exec_id(db, st, &c->id);
 }
 
 int lp_registry_corruption_add(lp_store *s, lp_corruption *c)
@@ -262,7 +269,7 @@ static int settings_insert(lp_conn *db, const lp_train_settings *t, int64_t *id)
     if (prep(db,
              "INSERT INTO train_settings (" SETTINGS_FIELDS ") VALUES (?1, ?2, ?3, ?4, ?5, ?6, "
              "?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20, ?21, ?22, ?23, "
-             "?24, ?25, ?26)",
+             "?24, ?25, ?26) RETURNING id",
              &st) != LP_OK)
         return LP_ESTORAGE;
     lp_stmt_bind_text(st, 1, t->loss, -1);
@@ -293,10 +300,7 @@ static int settings_insert(lp_conn *db, const lp_train_settings *t, int64_t *id)
         lp_stmt_bind_double(st, 25, t->release_delta);
         lp_stmt_bind_text(st, 26, t->candidates, -1);
     }
-    int rc = exec_done(db, st);
-    if (rc == LP_OK)
-        *id = lp_conn_last_insert_id(db);
-    return rc;
+    return exec_id(db, st, id);
 }
 
 /* ---- runs ---- */
@@ -341,16 +345,13 @@ static int run_create_fn(lp_conn *db, void *ctx)
     lp_stmt *st;
     if (prep(db,
              "INSERT INTO training_runs (trigger_kind, settings, status, created_ms) "
-             "VALUES (?1, ?2, 'queued', ?3)",
+             "VALUES (?1, ?2, 'queued', ?3) RETURNING id",
              &st) != LP_OK)
         return LP_ESTORAGE;
     lp_stmt_bind_text(st, 1, r->trigger, -1);
     lp_stmt_bind_int64(st, 2, settings);
     lp_stmt_bind_int64(st, 3, r->created_ms);
-    rc = exec_done(db, st);
-    if (rc == LP_OK)
-        r->id = lp_conn_last_insert_id(db);
-    return rc;
+    return exec_id(db, st, &r->id);
 }
 
 int lp_registry_run_create(lp_store *s, lp_run *r)
@@ -653,6 +654,21 @@ static int release_budget_check(lp_conn *db, const lp_model_record *m)
     if (!m->privacy.known || m->campaign == 0)
         return LP_EINVALID_ARGUMENT; /* a release is of one campaign, recorded */
     lp_stmt *st;
+    /* Several servers (PostgreSQL): the campaign's row locked until commit,
+     * so that releases of one campaign are checked and recorded one at a
+     * time; the sums below, a statement of their own, then see every
+     * release committed before the lock was granted. SQLite has one writer. */
+    if (lp_conn_dialect(db) == LP_SQL_POSTGRESQL) {
+        if (prep(db, "SELECT id FROM campaigns WHERE id = ?1 FOR UPDATE", &st) != LP_OK)
+            return LP_ESTORAGE;
+        lp_stmt_bind_int64(st, 1, m->campaign);
+        int step = lp_stmt_step(st);
+        lp_stmt_finalize(st);
+        if (step == LP_SQL_DONE)
+            return LP_EUNKNOWN_CAMPAIGN;
+        if (step != LP_SQL_ROW)
+            return lp_engine_fail(db, "release budget lock");
+    }
     if (prep(db,
              "SELECT coalesce(c.release_epsilon, 0), coalesce(c.release_delta, 0), "
              "(SELECT coalesce(sum(p.release_epsilon), 0) FROM model_privacy p JOIN models x ON "
@@ -684,7 +700,7 @@ static int model_add_fn(lp_conn *db, void *ctx)
              "INSERT INTO models (run, loss, campaign, cutoff, labels, duration_ms, model, "
              "created_ms, summary, features, dim, text_dim, text_bigrams, text_cross_prompt, "
              "text_cross_max, text_length) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, "
-             "?12, ?13, ?14, ?15, ?16)",
+             "?12, ?13, ?14, ?15, ?16) RETURNING version",
              &st) != LP_OK)
         return LP_ESTORAGE;
     int text = strcmp(m->features, "text") == 0;
@@ -706,10 +722,8 @@ static int model_add_fn(lp_conn *db, void *ctx)
         lp_stmt_bind_int64(st, 15, m->text_cross_max);
         lp_stmt_bind_int64(st, 16, m->text_length);
     }
-    rc = exec_done(db, st);
-    if (rc != LP_OK)
+    if ((rc = exec_id(db, st, &m->version)) != LP_OK)
         return rc;
-    m->version = lp_conn_last_insert_id(db);
     if ((rc = model_corruption_insert(db, m)) != LP_OK ||
         (rc = model_privacy_insert(db, m)) != LP_OK)
         return rc;

@@ -89,6 +89,8 @@ void lp_store_writer_stats_get(lp_store *s, lp_store_writer_stats *out);
 typedef struct lp_store_health {
     int unlinked, commit_failed, disk_low; /* 1 when that reason holds */
     const char *reason;   /* the first that holds, in the order above, or "ok" (static) */
+    const char *backend;  /* "sqlite" or "postgresql" (static); the file checks (unlinked,
+                             disk_low, free and WAL bytes) are SQLite's only */
     int64_t free_bytes;   /* at the last check; -1 unknown */
     int64_t free_min;     /* disk_free_min */
     int64_t wal_bytes;    /* the WAL file's size at the last check; -1 unknown */

@@ -13,17 +13,22 @@ static const char SQL_TASK_INSERT[] =
     "INSERT INTO tasks (campaign, source_id, prompt, response0, response1, "
     "features0, features1, reference_preferred, created_ms, gold) "
     "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10) "
-    "ON CONFLICT (campaign, source_id) DO NOTHING";
+    "ON CONFLICT (campaign, source_id) DO NOTHING RETURNING id";
 static const char SQL_TASK_GET[] =
     "SELECT id, campaign, prompt, response0, response1 FROM tasks WHERE id = ?1";
 static const char SQL_TURN_INSERT[] =
     "INSERT INTO task_turns (task, position, role, content) VALUES (?1, ?2, ?3, ?4)";
 static const char SQL_TURNS[] =
     "SELECT role, content FROM task_turns WHERE task = ?1 ORDER BY position";
-static const char SQL_ANNOTATOR[] =
-    "SELECT a.revoked, a.campaign, c.labels_per_task, coalesce(c.annotator_quota, 0), f.tasks, "
-    "f.tasks_complete, f.open_from FROM annotators a JOIN campaigns c ON c.id = a.campaign "
-    "JOIN campaign_fill f ON f.campaign = a.campaign WHERE a.id = ?1";
+#define ANNOTATOR_READ                                                                             \
+    "SELECT a.revoked, a.campaign, c.labels_per_task, coalesce(c.annotator_quota, 0), f.tasks, "   \
+    "f.tasks_complete, f.open_from FROM annotators a JOIN campaigns c ON c.id = a.campaign "       \
+    "JOIN campaign_fill f ON f.campaign = a.campaign WHERE a.id = ?1"
+static const char SQL_ANNOTATOR[] = ANNOTATOR_READ;
+/* PostgreSQL: the annotator's row locked until commit, so that requests of
+ * one annotator through several servers count its leases one at a time
+ * (the quota); label ingest takes the same lock. */
+static const char SQL_ANNOTATOR_PG[] = ANNOTATOR_READ " FOR UPDATE OF a";
 /* every assignment of the annotator, with whether it is labelled and its
  * task's label count */
 static const char SQL_OWN[] =
@@ -43,6 +48,9 @@ static const char SQL_LEASES[] =
     "SELECT count(*) FROM assignments a WHERE a.task = ?1 AND a.leased_ms > ?3 "
     "AND a.annotator <> ?2 AND a.skipped = 0 AND NOT EXISTS (SELECT 1 FROM labels l "
     "WHERE l.annotator = a.annotator AND l.task = a.task)";
+/* PostgreSQL: the task's counter row, locked until commit (see task_open) */
+static const char SQL_TASK_LOCK[] =
+    "SELECT labels FROM task_fill WHERE task = ?1 FOR UPDATE SKIP LOCKED";
 static const char SQL_ASSIGN_INSERT[] = "INSERT INTO assignments (annotator, task, swapped, "
                                         "created_ms, leased_ms) VALUES (?1, ?2, ?3, ?4, ?4)";
 static const char SQL_RENEW[] =
@@ -107,13 +115,12 @@ static int load_fn(lp_conn *db, void *ctx)
         lp_stmt_bind_int64(st, 9, now);
         if (t->gold != LP_GOLD_NONE)
             lp_stmt_bind_int64(st, 10, t->gold == LP_GOLD_RESPONSE1);
-        int step = lp_stmt_step(st);
+        int64_t id;
+        int step = lp_engine_step_id(st, &id);
         if (step != LP_SQL_DONE)
             return step == LP_SQL_FOREIGN_KEY ? LP_EUNKNOWN_CAMPAIGN
                                               : lp_engine_fail(db, "task insert");
-        lp_stmt_reset(st);
-        if (lp_conn_changes(db) == 1) {
-            int64_t id = lp_conn_last_insert_id(db);
+        if (id != 0) { /* no row: a task with this source_id was there */
             int rc = insert_turns(a->engine, db, id, t->context, t->n_context);
             if (rc != LP_OK)
                 return rc;
@@ -275,7 +282,8 @@ struct who {
 
 static int who_get(lp_engine *e, lp_conn *db, int64_t annotator, struct who *w)
 {
-    lp_stmt *st = lp_engine_stmt(e, db, SQL_ANNOTATOR);
+    lp_stmt *st = lp_engine_stmt(
+        e, db, lp_conn_dialect(db) == LP_SQL_POSTGRESQL ? SQL_ANNOTATOR_PG : SQL_ANNOTATOR);
     if (st == NULL)
         return LP_ESTORAGE;
     lp_stmt_bind_int64(st, 1, annotator);
@@ -338,12 +346,35 @@ static int own_pending(struct assign_job *a, lp_conn *db, const struct who *w, i
 static int task_open(struct assign_job *a, lp_conn *db, int64_t task, int64_t labels, int64_t need,
                      int64_t live_after, int *swapped)
 {
-    lp_stmt *st = lp_engine_stmt(a->engine, db, SQL_OWN_ONE);
-    if (st == NULL)
+    lp_stmt *st;
+    int step;
+    /* Several servers (PostgreSQL): the reads below and the lease are made
+     * under the task's counter row lock, so two servers never both see room
+     * for one more lease on a task; a task another server holds right now
+     * is passed over (SKIP LOCKED). Each read after the lock is a statement
+     * of its own and sees what the previous holder committed. SQLite has
+     * one writer. */
+    if (lp_conn_dialect(db) == LP_SQL_POSTGRESQL) {
+        if ((st = lp_engine_stmt(a->engine, db, SQL_TASK_LOCK)) == NULL)
+            return -LP_ESTORAGE;
+        lp_stmt_bind_int64(st, 1, task);
+        step = lp_stmt_step(st);
+        if (step == LP_SQL_ROW)
+            labels = lp_stmt_column_int64(st, 0);
+        lp_stmt_reset(st);
+        if (step == LP_SQL_DONE)
+            return 0;
+        if (step != LP_SQL_ROW)
+            return -lp_engine_fail(db, "task lock");
+        if (labels >= need)
+            return 0;
+    }
+    if ((st = lp_engine_stmt(a->engine, db, SQL_OWN_ONE)) == NULL)
         return -LP_ESTORAGE;
     lp_stmt_bind_int64(st, 1, a->annotator);
     lp_stmt_bind_int64(st, 2, task);
-    int step = lp_stmt_step(st), kind = 1;
+    step = lp_stmt_step(st);
+    int kind = 1;
     if (step == LP_SQL_ROW) {
         *swapped = lp_stmt_column_int(st, 0);
         int live = lp_stmt_column_int64(st, 1) > live_after;

@@ -212,13 +212,18 @@ int lp_store_op_token_live(lp_store *s, int64_t id, unsigned *scopes)
 #define ROW_COLUMNS "id, name, scopes, created_ms, revoked_ms"
 
 static const char SQL_INSERT[] =
-    "INSERT INTO operator_tokens (hash, name, scopes, created_ms) VALUES (?1, ?2, ?3, ?4)";
+    "INSERT INTO operator_tokens (hash, name, scopes, created_ms) VALUES (?1, ?2, ?3, ?4) "
+    "RETURNING id";
 static const char SQL_GET[] = "SELECT " ROW_COLUMNS " FROM operator_tokens WHERE id = ?1";
 static const char SQL_LIST[] = "SELECT " ROW_COLUMNS " FROM operator_tokens ORDER BY id";
 static const char SQL_COUNT[] = "SELECT count(*) FROM operator_tokens";
 static const char SQL_OTHERS_HOLDING[] =
     "SELECT count(*) FROM operator_tokens "
     "WHERE revoked_ms IS NULL AND id <> ?1 AND (scopes & ?2) = ?2";
+/* PostgreSQL: the live holders of the scopes locked until commit, in id
+ * order (see revoke_fn) */
+static const char SQL_LOCK_HOLDERS[] = "SELECT id FROM operator_tokens WHERE revoked_ms IS NULL "
+                                       "AND (scopes & ?1) = ?1 ORDER BY id FOR UPDATE";
 static const char SQL_REVOKE[] =
     "UPDATE operator_tokens SET revoked_ms = ?2 WHERE id = ?1 AND revoked_ms IS NULL";
 
@@ -259,11 +264,8 @@ static int insert_row(lp_engine *e, lp_conn *db, const uint8_t *hash, lp_op_toke
     lp_stmt_bind_text(st, 2, row->name, -1);
     lp_stmt_bind_int64(st, 3, (int)row->scopes);
     lp_stmt_bind_int64(st, 4, row->created_ms);
-    int step = lp_stmt_step(st);
-    lp_stmt_reset(st);
-    if (step != LP_SQL_DONE)
+    if (lp_engine_step_id(st, &row->id) != LP_SQL_DONE)
         return lp_engine_fail(db, "operator token insert");
-    row->id = lp_conn_last_insert_id(db);
     row->revoked_ms = 0;
     return LP_OK;
 }
@@ -329,8 +331,23 @@ static int revoke_fn(lp_conn *db, void *ctx)
     if (rc != LP_OK)
         return rc;
     if (j->keep != 0 && (j->row.scopes & j->keep) == j->keep) {
-        lp_stmt *st = lp_engine_stmt(j->engine, db, SQL_OTHERS_HOLDING);
-        if (st == NULL)
+        lp_stmt *st;
+        /* Several servers (PostgreSQL): the holders locked first, so that
+         * two servers revoking the last two holders at once do not both
+         * count the other; the count, a statement of its own, then sees
+         * what the other committed. SQLite has one writer. */
+        if (lp_conn_dialect(db) == LP_SQL_POSTGRESQL) {
+            if ((st = lp_engine_stmt(j->engine, db, SQL_LOCK_HOLDERS)) == NULL)
+                return LP_ESTORAGE;
+            lp_stmt_bind_int64(st, 1, (int)j->keep);
+            int step;
+            while ((step = lp_stmt_step(st)) == LP_SQL_ROW) {
+            }
+            lp_stmt_reset(st);
+            if (step != LP_SQL_DONE)
+                return lp_engine_fail(db, "operator token lock");
+        }
+        if ((st = lp_engine_stmt(j->engine, db, SQL_OTHERS_HOLDING)) == NULL)
             return LP_ESTORAGE;
         lp_stmt_bind_int64(st, 1, j->id);
         lp_stmt_bind_int64(st, 2, (int)j->keep);

@@ -26,7 +26,8 @@ static const char SQL_ANNOTATORS[] =
     "coalesce(f.last_label_ms, 0) FROM annotators a JOIN annotator_fill f ON f.annotator = a.id "
     "WHERE a.campaign = ?1 ORDER BY a.id LIMIT ?3 OFFSET ?2";
 static const char SQL_TASKS[] =
-    "SELECT t.id, substr(t.prompt, 1, ?4), f.labels, coalesce(t.gold, -1) FROM tasks t "
+    "SELECT t.id, substr(t.prompt, 1, CAST(?4 AS INTEGER)), f.labels, coalesce(t.gold, -1) FROM "
+    "tasks t "
     "JOIN task_fill f ON f.task = t.id WHERE t.campaign = ?1 ORDER BY t.id LIMIT ?3 OFFSET ?2";
 static const char SQL_TASK_ONE[] =
     "SELECT t.id, t.created_ms, c.name, t.source_id, t.prompt, t.response0, t.response1, "

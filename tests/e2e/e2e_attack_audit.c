@@ -398,6 +398,72 @@ static void check_tampering(void)
     CHECK(stat(path, &st) != 0);
 }
 
+/* The same on PostgreSQL, where the database is no file to copy: each
+ * tampering is made on the database itself and undone again. */
+#define EDIT_ROW_2(from, to)                                                                       \
+    "ALTER TABLE audit DISABLE TRIGGER audit_no_update; "                                          \
+    "UPDATE audit SET params = replace(params, '" from "', '" to "') WHERE id = 2; "               \
+    "ALTER TABLE audit ENABLE TRIGGER audit_no_update"
+
+static void verify_broken(const char *what, const char *want)
+{
+    char out[1024];
+    int rc = verify(srv.db, out, sizeof out);
+    check_record(rc == 1 && strstr(out, want) != NULL, __FILE__, __LINE__,
+                 "%s: exit %d, \"%s\" (want \"%s\")", what, rc, out, want);
+}
+
+static void check_tampering_pg(void)
+{
+    char out[1024], want[200];
+    snprintf(want, sizeof want, "audit chain intact: %lld rows, head %s\n",
+             (long long)jint(audit, "head_id"), jstr(audit, "head_hash"));
+    CHECK_INT(verify(srv.db, out, sizeof out), 0);
+    CHECK_STR(out, want);
+    /* the triggers refuse another client too */
+    CHECK(server_db_exec(&srv, "DELETE FROM audit WHERE id = 3") < 0);
+    CHECK(server_db_exec(&srv, "UPDATE audit SET status = 200 WHERE id = 3") < 0);
+    CHECK(server_stop(&srv) == 0);
+    /* a row edited behind disabled triggers, then put back */
+    CHECK_INT(server_db_exec(&srv, EDIT_ROW_2(CAMPAIGN, "innocent")), 0);
+    verify_broken("edited", "audit chain broken at row 2:");
+    CHECK_INT(server_db_exec(&srv, EDIT_ROW_2("innocent", CAMPAIGN)), 0);
+    CHECK_INT(verify(srv.db, out, sizeof out), 0);
+    /* a trigger left disabled */
+    CHECK_INT(server_db_exec(&srv, "ALTER TABLE audit DISABLE TRIGGER audit_no_delete"), 0);
+    verify_broken("disabled", "trigger audit_no_delete is missing or altered");
+    CHECK_INT(server_db_exec(&srv, "ALTER TABLE audit ENABLE TRIGGER audit_no_delete"), 0);
+    /* the triggers' function made to let every change through */
+    CHECK_INT(server_db_exec(&srv, "CREATE OR REPLACE FUNCTION lp_refuse() RETURNS trigger "
+                                   "LANGUAGE plpgsql AS $$ BEGIN RETURN NEW; END; $$"),
+              0);
+    verify_broken("function replaced", "trigger audit_no_update is missing or altered");
+    CHECK_INT(server_db_exec(&srv, "CREATE OR REPLACE FUNCTION lp_refuse() RETURNS trigger "
+                                   "LANGUAGE plpgsql AS $$\nBEGIN\n    RAISE EXCEPTION '%', "
+                                   "TG_ARGV[0] USING ERRCODE = 'integrity_constraint_violation';"
+                                   "\nEND;\n$$"),
+              0);
+    /* a trigger dropped and made again differently (after instead of before) */
+    CHECK_INT(server_db_exec(&srv, "DROP TRIGGER audit_no_update ON audit; CREATE TRIGGER "
+                                   "audit_no_update AFTER UPDATE ON audit FOR EACH ROW EXECUTE "
+                                   "FUNCTION lp_refuse('audit rows are append-only')"),
+              0);
+    verify_broken("redefined", "trigger audit_no_update is missing or altered");
+    CHECK_INT(server_db_exec(&srv, "DROP TRIGGER audit_no_update ON audit; CREATE TRIGGER "
+                                   "audit_no_update BEFORE UPDATE ON audit FOR EACH ROW EXECUTE "
+                                   "FUNCTION lp_refuse('audit rows are append-only')"),
+              0);
+    CHECK_INT(verify(srv.db, out, sizeof out), 0);
+    CHECK_STR(out, want);
+    /* no such database: unreadable */
+    char none[sizeof srv.db + 8];
+    snprintf(none, sizeof none, "%s", srv.db);
+    char *name = strstr(none, "/e2e_");
+    if (name != NULL)
+        memcpy(name + 1, "none", 4);
+    CHECK_INT(verify(none, out, sizeof out), 2);
+}
+
 /* A restarted server appends after the same head. */
 static void check_restart(void)
 {
@@ -430,7 +496,10 @@ int main(void)
     operator_actions();
     check_rows();
     check_cli_forms();
-    check_tampering();
+    if (server_db_is_postgresql(&srv))
+        check_tampering_pg();
+    else
+        check_tampering();
     check_restart();
     json_decref(audit);
     free(enroll_tokens[0]);

@@ -209,6 +209,9 @@ static void test_nothing_lost(void)
 int main(void)
 {
     lp_rng_init();
+    if (server_skip_on_postgresql("e2e_attack_fulldisk",
+                                  "the database's disk is PostgreSQL's, not the server's"))
+        return check_summary();
     if (server_prepare(&srv) != 0) {
         check_record(0, __FILE__, __LINE__, "a temporary directory");
         return check_summary();

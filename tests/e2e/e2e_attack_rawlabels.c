@@ -42,7 +42,6 @@
 
 #include <jansson.h>
 #include <math.h>
-#include <sqlite3.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -272,14 +271,10 @@ static void restart(const char *const *args, ldpref_client **anon, int64_t forge
 {
     CHECK_INT(server_stop(&srv), 0);
     if (forget > 0) {
-        sqlite3 *db = NULL;
         char sql[128];
         snprintf(sql, sizeof sql, "DELETE FROM model_privacy WHERE model = %lld",
                  (long long)forget);
-        CHECK(sqlite3_open(srv.db, &db) == SQLITE_OK);
-        CHECK(db && sqlite3_exec(db, sql, NULL, NULL, NULL) == SQLITE_OK);
-        CHECK(sqlite3_changes(db) == 1);
-        sqlite3_close(db);
+        CHECK_INT(server_db_exec(&srv, sql), 1);
     }
     char token[sizeof srv.token];
     memcpy(token, srv.token, sizeof token);

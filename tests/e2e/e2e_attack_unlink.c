@@ -180,6 +180,8 @@ static void test_restart(void)
 int main(void)
 {
     lp_rng_init();
+    if (server_skip_on_postgresql("e2e_attack_unlink", "the database is not a file to unlink"))
+        return check_summary();
     if (server_start(&srv, NULL) != 0) {
         check_record(0, __FILE__, __LINE__, "server starts");
         return check_summary();

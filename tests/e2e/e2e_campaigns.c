@@ -172,12 +172,13 @@ static void test_two_labels_per_task(ldpref_client *op)
     CHECK_INT(total, N * K);
     for (int i = 0; i < N; i++)
         CHECK_INT(labels_of[i], K);
-    CHECK_INT(server_db_scalar(&srv,
-                               "SELECT count(*) FROM (SELECT l.task FROM labels l JOIN tasks t ON "
-                               "t.id = l.task JOIN campaigns c ON c.id = t.campaign WHERE c.name = "
-                               "?1 GROUP BY l.task HAVING count(DISTINCT l.annotator) = 2)",
-                               "pairs"),
-              N);
+    CHECK_INT(
+        server_db_scalar(&srv,
+                         "SELECT count(*) FROM (SELECT l.task FROM labels l JOIN tasks t ON "
+                         "t.id = l.task JOIN campaigns c ON c.id = t.campaign WHERE c.name = "
+                         "?1 GROUP BY l.task HAVING count(DISTINCT l.annotator) = 2) AS pairs",
+                         "pairs"),
+        N);
     CHECK_INT(server_db_scalar(&srv,
                                "SELECT count(*) FROM labels l JOIN tasks t ON t.id = l.task JOIN "
                                "campaigns c ON c.id = t.campaign WHERE c.name = ?1",
@@ -288,7 +289,8 @@ static void test_skip(ldpref_client *op)
     CHECK_ERR(ldpref_skip(x, ids[1]), LP_EALREADY_ANSWERED);
     char task_arg[32];
     snprintf(task_arg, sizeof task_arg, "%lld", (long long)ids[1]);
-    CHECK_INT(server_db_scalar(&srv, "SELECT count(*) FROM assignments WHERE task = ?1 AND skipped",
+    CHECK_INT(server_db_scalar(&srv,
+                               "SELECT count(*) FROM assignments WHERE task = ?1 AND skipped = 1",
                                task_arg),
               0);
     /* the CLI: skip the last one, then nothing is left for x */

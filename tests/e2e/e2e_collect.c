@@ -18,6 +18,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <float.h>
+#include <jansson.h>
 #include <math.h>
 #include <pty.h>
 #include <sodium.h>
@@ -705,8 +706,19 @@ int main(void)
     snprintf(env_server, sizeof env_server, "LDPREF_SERVER=%s", srv.url);
     snprintf(env_token, sizeof env_token, "LDPREF_OPERATOR_TOKEN=%s", srv.token);
 
+    /* the storage's backend, as the health check and the metrics say */
+    const char *backend = server_db_is_postgresql(&srv) ? "postgresql" : "sqlite";
     http_reply r;
     CHECK_INT(raw_get(srv.url, "/v1/healthz", NULL, &r), 200);
+    json_t *health = r.body ? json_loads(r.body, 0, NULL) : NULL;
+    CHECK_STR(json_string_value(json_object_get(json_object_get(health, "storage"), "backend")),
+              backend);
+    json_decref(health);
+    http_reply_free(&r);
+    CHECK_INT(raw_get(srv.url, "/metrics", srv.token, &r), 200);
+    char metric[80];
+    snprintf(metric, sizeof metric, "\nldpref_storage_backend{backend=\"%s\"} 1\n", backend);
+    CHECK(r.body && strstr(r.body, metric) != NULL);
     http_reply_free(&r);
 
     ldpref_client *op = operator_client_open(&srv);

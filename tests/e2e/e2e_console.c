@@ -473,7 +473,7 @@ static void test_campaigns_page(cdp *b)
         &srv,
         "SELECT count(*) FROM (SELECT t.id FROM tasks t JOIN campaigns c ON c.id = "
         "t.campaign JOIN labels l ON l.task = t.id WHERE c.name = ?1 GROUP BY t.id "
-        "HAVING count(*) >= 2)",
+        "HAVING count(*) >= 2) AS complete",
         CAMPAIGN);
     CHECK_INT(tasks, NTASKS);
     CHECK_INT(labels, 6);

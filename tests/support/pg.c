@@ -31,6 +31,7 @@ static struct {
     char dir[256];
 } live[LIVE_MAX];
 static int atexit_set;
+static pid_t atexit_owner; /* a forked child exiting leaves the clusters alone */
 
 static void sleep_ms(long ms)
 {
@@ -167,6 +168,8 @@ static void stop_pid(pid_t pid)
 
 static void stop_live_at_exit(void)
 {
+    if (getpid() != atexit_owner)
+        return;
     for (int i = 0; i < LIVE_MAX; i++)
         if (live[i].pid > 0) {
             stop_pid(live[i].pid);
@@ -289,6 +292,7 @@ int pg_cluster_start(pg_cluster *c)
     if (!atexit_set) {
         atexit(stop_live_at_exit);
         atexit_set = 1;
+        atexit_owner = getpid();
     }
     live_set(0, c->dir, c->pid);
     if (wait_ready(c) != 0) {

@@ -2,9 +2,11 @@
 #include "server_proc.h"
 
 #include "check.h"
+#include "pg.h"
 #include "tmpdir.h"
 
 #include <errno.h>
+#include <libpq-fe.h>
 #include <fcntl.h>
 #include <signal.h>
 #include <sqlite3.h>
@@ -123,11 +125,52 @@ static int spawn(server_proc *s, const char *const *extra_args)
     return 0;
 }
 
+int server_uses_postgresql(void)
+{
+    const char *db = getenv("LDPREF_TEST_DB");
+    return db != NULL && strcmp(db, "postgresql") == 0;
+}
+
+int server_db_is_postgresql(const server_proc *s)
+{
+    return strncmp(s->db, "postgresql://", 13) == 0;
+}
+
+int server_skip_on_postgresql(const char *test, const char *why)
+{
+    if (!server_uses_postgresql())
+        return 0;
+    printf("SKIP %s on PostgreSQL: %s\n", test, why);
+    fflush(stdout);
+    return 1;
+}
+
+/* One private PostgreSQL cluster per test process, started on first use,
+ * stopped at exit (pg.c); each server gets a database of its own. */
+static pg_cluster test_cluster;
+static int test_cluster_state; /* 0 not started, 1 running, -1 failed */
+
+static int create_pg_database(char *uri, size_t len)
+{
+    if (test_cluster_state == 0)
+        test_cluster_state = pg_cluster_start_for(&test_cluster, "server_proc") ? 1 : -1;
+    if (test_cluster_state != 1)
+        return -1;
+    static int count;
+    char name[64];
+    snprintf(name, sizeof name, "e2e_%d", ++count);
+    return pg_cluster_create_db(&test_cluster, name, uri, len);
+}
+
 int server_prepare(server_proc *s)
 {
     memset(s, 0, sizeof *s);
     if (tmpdir_create(s->dir, sizeof s->dir, "e2e") != 0)
         return -1;
+    if (server_uses_postgresql()) {
+        snprintf(s->log, sizeof s->log, "%s/server.log", s->dir);
+        return create_pg_database(s->db, sizeof s->db);
+    }
     snprintf(s->db, sizeof s->db, "%s/ldpref.db", s->dir);
     snprintf(s->log, sizeof s->log, "%s/server.log", s->dir);
     return 0;
@@ -229,8 +272,56 @@ int run_tool(const char *const *argv, const char *const *env, char **out)
     return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
 }
 
+/* sql with SQLite's ?N (or ?) parameters written as PostgreSQL's $N, outside
+ * string literals. */
+static void pg_placeholders(const char *sql, char *out, size_t len)
+{
+    size_t o = 0;
+    int quoted = 0, next = 1;
+    for (const char *p = sql; *p && o + 8 < len; p++) {
+        if (*p == '\'')
+            quoted = !quoted;
+        if (*p != '?' || quoted) {
+            out[o++] = *p;
+            continue;
+        }
+        int n = next;
+        if (p[1] >= '0' && p[1] <= '9') {
+            char *end;
+            n = (int)strtol(p + 1, &end, 10);
+            p = end - 1;
+        }
+        next = n + 1;
+        o += (size_t)snprintf(out + o, len - o, "$%d", n);
+    }
+    out[o] = 0;
+}
+
+static long long pg_scalar(const char *uri, const char *sql, const char *arg)
+{
+    char text[4096];
+    pg_placeholders(sql, text, sizeof text);
+    PGconn *conn = PQconnectdb(uri);
+    long long n = -1;
+    if (PQstatus(conn) == CONNECTION_OK) {
+        const char *params[1] = {arg};
+        PGresult *r = PQexecParams(conn, text, arg ? 1 : 0, NULL, params, NULL, NULL, 0);
+        if (PQresultStatus(r) == PGRES_TUPLES_OK && PQntuples(r) > 0 && !PQgetisnull(r, 0, 0)) {
+            const char *v = PQgetvalue(r, 0, 0);
+            n = strcmp(v, "t") == 0 ? 1 : strcmp(v, "f") == 0 ? 0 : (long long)strtod(v, NULL);
+        } else if (PQresultStatus(r) != PGRES_TUPLES_OK) {
+            fprintf(stderr, "server_db_scalar: %s: %s", text, PQerrorMessage(conn));
+        }
+        PQclear(r);
+    }
+    PQfinish(conn);
+    return n;
+}
+
 long long server_db_scalar(const server_proc *s, const char *sql, const char *arg)
 {
+    if (server_db_is_postgresql(s))
+        return pg_scalar(s->db, sql, arg);
     sqlite3 *db;
     long long n = -1;
     if (sqlite3_open_v2(s->db, &db, SQLITE_OPEN_READONLY, NULL) == SQLITE_OK) {
@@ -244,6 +335,30 @@ long long server_db_scalar(const server_proc *s, const char *sql, const char *ar
                 n = sqlite3_column_int64(st, 0);
         }
         sqlite3_finalize(st);
+    }
+    sqlite3_close(db);
+    return n;
+}
+
+long long server_db_exec(const server_proc *s, const char *sql)
+{
+    long long n = -1;
+    if (server_db_is_postgresql(s)) {
+        PGconn *conn = PQconnectdb(s->db);
+        PGresult *r = PQstatus(conn) == CONNECTION_OK ? PQexec(conn, sql) : NULL;
+        if (PQresultStatus(r) == PGRES_COMMAND_OK)
+            n = strtoll(PQcmdTuples(r), NULL, 10);
+        else
+            fprintf(stderr, "server_db_exec: %s: %s", sql, PQerrorMessage(conn));
+        PQclear(r);
+        PQfinish(conn);
+        return n;
+    }
+    sqlite3 *db;
+    if (sqlite3_open_v2(s->db, &db, SQLITE_OPEN_READWRITE, NULL) == SQLITE_OK) {
+        sqlite3_busy_timeout(db, 5000);
+        if (sqlite3_exec(db, sql, NULL, NULL, NULL) == SQLITE_OK)
+            n = sqlite3_changes(db);
     }
     sqlite3_close(db);
     return n;

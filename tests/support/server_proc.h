@@ -42,10 +42,26 @@ int server_restart(server_proc *s, const char *const *extra_args);
 int server_stop(server_proc *s);
 /* SIGKILL and wait. */
 void server_kill(server_proc *s);
+/* $LDPREF_TEST_DB=postgresql: servers run on PostgreSQL. One private
+ * cluster per test process (tests/support/pg.h) is started on the first
+ * server_prepare, and each server_prepare creates a fresh database in it:
+ * s->db is then its libpq URI (server_restart keeps it). Returns 1 then. */
+int server_uses_postgresql(void);
+/* 1 when s->db is a PostgreSQL URI. */
+int server_db_is_postgresql(const server_proc *s);
+/* For a test that is SQLite-file-specific by nature (the database file
+ * unlinked, a full disk, the WAL): under $LDPREF_TEST_DB=postgresql prints
+ * "SKIP test on PostgreSQL: why" and returns 1; otherwise 0. */
+int server_skip_on_postgresql(const char *test, const char *why);
 /* Runs a one-number query (e.g. "SELECT count(*) FROM labels") on the
- * server's database file, read-only, with an optional text parameter ?1
- * (arg may be NULL). Returns the number, or -1 on error. */
+ * server's database (the file read-only, or the PostgreSQL database), with
+ * an optional text parameter ?1 (arg may be NULL). The SQL must run on both
+ * (a boolean reads as 1 or 0, a numeric is truncated). Returns the number,
+ * or -1 on error. */
 long long server_db_scalar(const server_proc *s, const char *sql, const char *arg);
+/* Runs one writing statement (SQL both backends run) on the server's
+ * database, outside the server: the rows it changed, or -1 on error. */
+long long server_db_exec(const server_proc *s, const char *sql);
 /* server_db_scalar of "SELECT count(*) FROM <table>". */
 long long server_db_count(const server_proc *s, const char *table);
 /* A number field of /proc/PID/status ("VmRSS" in KiB, "Threads"), or -1. */

@@ -123,7 +123,9 @@ int lp_engine_read_snapshot(lp_engine *e, lp_job_fn fn, void *ctx);
  * lp_conn_close. LP_ESTORAGE on failure (logged). */
 int lp_engine_reader_open(lp_engine *e, lp_conn **out);
 /* The database file at path opened read-only, outside any engine (a tool
- * checking a file); close it with lp_conn_close. LP_OK, or LP_ESTORAGE
+ * checking a file), or the PostgreSQL database of a URI (read through
+ * lp_conn_begin_read, which is read-only there); close it with
+ * lp_conn_close. LP_OK, or LP_ESTORAGE
  * with a message in err. */
 int lp_engine_file_open(const char *path, lp_conn **out, char *err, size_t errlen);
 
@@ -136,6 +138,12 @@ lp_stmt *lp_engine_stmt(lp_engine *e, lp_conn *c, const char *sql);
 /* A new copy (free()) of text column col of the current row, by its length
  * ("" for NULL); NULL only when out of memory. */
 char *lp_engine_column_dup(lp_stmt *st, int col);
+
+/* Runs st, an INSERT ... RETURNING id (both backends; the portable form of
+ * a last insert id), and resets it. LP_SQL_DONE with *id the new row's id,
+ * or 0 when the statement inserted nothing (ON CONFLICT DO NOTHING);
+ * otherwise the failed step's result (*id 0). */
+int lp_engine_step_id(lp_stmt *st, int64_t *id);
 
 /* Logs what failed with c's message; returns LP_ESTORAGE. */
 int lp_engine_fail(lp_conn *c, const char *what);

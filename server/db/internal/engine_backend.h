@@ -94,6 +94,9 @@ typedef struct lp_backend_ops {
 extern const lp_backend_ops lp_backend_sqlite;
 extern const lp_backend_ops lp_backend_pg;
 
+/* lp_engine_file_open on a SQLite file (engine_sqlite.c). */
+int lp_sqlite_file_open(const char *path, lp_conn **out, char *err, size_t errlen);
+
 /* The backend for a path: PostgreSQL for a libpq URI (postgresql:// or
  * postgres://), SQLite for anything else. */
 const lp_backend_ops *lp_backend_for(const char *path);
