@@ -621,6 +621,30 @@ const char *lp_engine_train_lock_path(lp_engine *e)
     return e->ops->train_lock_path(e->be);
 }
 
+lp_sql_dialect lp_engine_dialect(lp_engine *e)
+{
+    return e->ops->dialect;
+}
+
+int lp_engine_session_open(lp_engine *e, lp_conn **out)
+{
+    *out = NULL;
+    if (e->ops->session_open == NULL)
+        return LP_EINVALID_ARGUMENT;
+    char err[256] = "";
+    int rc = e->ops->session_open(e->be, out, err, sizeof err);
+    if (rc != LP_OK)
+        lp_log(LP_LOG_ERROR, "storage_error", LP_LOG_STR("what", "session open"),
+               LP_LOG_STR("message", err));
+    return rc;
+}
+
+int lp_engine_session_wait(lp_engine *e, lp_conn *c, int wake_fd, int timeout_ms,
+                           void (*on_notify)(const char *channel, void *ctx), void *ctx)
+{
+    return e->ops->session_wait(c, wake_fd, timeout_ms, on_notify, ctx);
+}
+
 const lp_backend_ops *lp_backend_for(const char *path)
 {
     if (strncmp(path, "postgresql://", 13) == 0 || strncmp(path, "postgres://", 11) == 0)
