@@ -337,8 +337,7 @@ static int revoke_fn(lp_conn *db, void *ctx)
     if (lp_stmt_step(st) != LP_SQL_DONE)
         return lp_engine_fail(db, "revoke");
     lp_stmt_reset(st);
-    return lp_conn_changes(db) == 1 ? lp_coord_notify(db, LP_COORD_REVOKED)
-                                    : LP_EUNKNOWN_KEY;
+    return lp_conn_changes(db) == 1 ? lp_coord_notify(db, LP_COORD_REVOKED) : LP_EUNKNOWN_KEY;
 }
 
 static int revoke_run(lp_store *s, struct revoke_job *j)

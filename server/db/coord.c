@@ -27,10 +27,10 @@
 struct lp_train_lock {
     pthread_mutex_t mu;
     lp_engine *engine;
-    int fd;            /* SQLite: open and locked while held; -1 otherwise */
-    lp_conn *session;  /* PostgreSQL: the lock's own session, opened when first taken */
-    int held;          /* PostgreSQL: granted on session */
-    char path[];       /* SQLite: the lock's file; "" on PostgreSQL */
+    int fd;           /* SQLite: open and locked while held; -1 otherwise */
+    lp_conn *session; /* PostgreSQL: the lock's own session, opened when first taken */
+    int held;         /* PostgreSQL: granted on session */
+    char path[];      /* SQLite: the lock's file; "" on PostgreSQL */
 };
 
 struct lp_train_lock *lp_train_lock_new(lp_engine *e)
@@ -175,10 +175,9 @@ int lp_coord_notify(lp_conn *c, const char *channel)
 /* What changes when a token is added, revoked or rotated, or an annotator
  * revoked, on any server: counts that only grow (token rows are never
  * deleted, revocations never undone). */
-static const char SQL_VERSIONS[] =
-    "SELECT (SELECT count(*) FROM operator_tokens), "
-    "(SELECT count(revoked_ms) FROM operator_tokens), "
-    "(SELECT count(*) FROM annotators WHERE revoked = 1)";
+static const char SQL_VERSIONS[] = "SELECT (SELECT count(*) FROM operator_tokens), "
+                                   "(SELECT count(revoked_ms) FROM operator_tokens), "
+                                   "(SELECT count(*) FROM annotators WHERE revoked = 1)";
 
 struct versions {
     int64_t tokens, tokens_revoked, keys_revoked;
@@ -188,7 +187,7 @@ struct lp_coord_watch {
     lp_store *s;
     pthread_t thread;
     int started;
-    int wake[2]; /* a byte written to wake[1] stops the thread */
+    int wake[2];      /* a byte written to wake[1] stops the thread */
     lp_conn *session; /* PostgreSQL: LISTENs on the channels */
     int sessions_opened;
     int check_now; /* thread only: a revocation was announced */
@@ -260,8 +259,12 @@ static void on_notify(const char *channel, void *ctx)
     struct lp_coord_watch *w = ctx;
     if (strcmp(channel, LP_COORD_ACTIVATED) == 0)
         watch_activation(w);
-    else if (strcmp(channel, LP_COORD_REVOKED) == 0)
+    else if (strcmp(channel, LP_COORD_REVOKED) == 0) {
         w->check_now = 1;
+        pthread_mutex_lock(&w->mu);
+        w->stats.revocations++;
+        pthread_mutex_unlock(&w->mu);
+    }
 }
 
 /* PostgreSQL: a listening session, opened again after a loss; a new one

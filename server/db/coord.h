@@ -87,7 +87,8 @@ typedef struct lp_coord_watch_stats {
     int64_t checks;      /* reads of the counts */
     int64_t token_drops; /* times the token set was dropped */
     int64_t key_drops;   /* times the key cache was dropped */
-    int64_t activations; /* activations announced to this store */
+    int64_t activations; /* activations announced to this store (PostgreSQL) */
+    int64_t revocations; /* revocations announced to this store (PostgreSQL) */
 } lp_coord_watch_stats;
 void lp_coord_watch_stats_get(lp_store *s, lp_coord_watch_stats *out);
 

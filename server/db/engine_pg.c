@@ -238,9 +238,14 @@ static int pgb_session_open(lp_backend *b, lp_conn **out, char *err, size_t errl
 {
     if (lp_sql_pg_open(b->uri, out, err, errlen) != LP_OK)
         return LP_ESTORAGE;
-    if (lp_conn_exec(*out, "SET tcp_keepalives_idle = " STR(KEEPALIVE_IDLE_S) "; "
-                           "SET tcp_keepalives_interval = " STR(KEEPALIVE_INTERVAL_S) "; "
-                           "SET tcp_keepalives_count = " STR(KEEPALIVE_COUNT)) != LP_SQL_DONE) {
+    if (lp_conn_exec(
+            *out,
+            "SET tcp_keepalives_idle = " STR(
+                KEEPALIVE_IDLE_S) "; "
+                                  "SET tcp_keepalives_interval = " STR(
+                                      KEEPALIVE_INTERVAL_S) "; "
+                                                            "SET tcp_keepalives_count = " STR(
+                                                                KEEPALIVE_COUNT)) != LP_SQL_DONE) {
         snprintf(err, errlen, "cannot set the session's keepalives: %s", lp_conn_errmsg(*out));
         lp_conn_close(*out);
         *out = NULL;
@@ -264,14 +269,14 @@ static int pgb_session_wait(lp_conn *c, int wake_fd, int timeout_ms,
                             void (*on_notify)(const char *channel, void *ctx), void *ctx)
 {
     PGconn *pg = lp_sql_pg_conn(c);
-    struct pollfd fds[2] = {{.fd = PQsocket(pg), .events = POLLIN}, {.fd = wake_fd, .events = POLLIN}};
+    struct pollfd fds[2] = {{.fd = PQsocket(pg), .events = POLLIN},
+                            {.fd = wake_fd, .events = POLLIN}};
     if (fds[0].fd < 0)
         return LP_ESTORAGE;
     int n = poll(fds, 2, timeout_ms);
     if (n < 0 && errno != EINTR)
         return LP_ESTORAGE;
-    if (n > 0 && fds[0].revents != 0 &&
-        (PQconsumeInput(pg) == 0 || PQstatus(pg) != CONNECTION_OK))
+    if (n > 0 && fds[0].revents != 0 && (PQconsumeInput(pg) == 0 || PQstatus(pg) != CONNECTION_OK))
         return LP_ESTORAGE;
     for (PGnotify *m; (m = PQnotifies(pg)) != NULL; PQfreemem(m))
         on_notify(m->relname, ctx);
