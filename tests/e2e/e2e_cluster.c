@@ -11,7 +11,9 @@
  * in both directions and for a rollback; that a stored schedule fires once
  * across both servers, not once per server; and that when a server is
  * killed while it trains, the other trains at once and records the killed
- * run as failed ("interrupted").
+ * run as failed ("interrupted"); and that an operator token and an
+ * annotator key revoked through one server are refused by the other within
+ * the servers' watcher period (1 s) plus an allowance.
  */
 #include "annotator_client.h"
 #include "check.h"
@@ -163,6 +165,81 @@ static void test_activation_followed(void)
     CHECK(d1 >= 0);
     CHECK(d2 >= 0);
     CHECK(d3 >= 0);
+}
+
+/* ---- revocations reach every server ---- */
+
+#define WATCH_MS 1000 /* the servers' watcher period (server/db/coord.h) */
+
+/* Milliseconds until call(c) returns want, or -1 past WATCH_MS +
+ * LOAD_ALLOWANCE_MS. */
+static int64_t until_result(int (*call)(ldpref_client *), ldpref_client *c, int want)
+{
+    int64_t since = now_ms();
+    for (;;) {
+        int64_t waited = now_ms() - since;
+        if (call(c) == want)
+            return waited;
+        if (waited > WATCH_MS + LOAD_ALLOWANCE_MS)
+            return -1;
+        nap_ms(5);
+    }
+}
+
+static int models_call(ldpref_client *c)
+{
+    char *out = NULL;
+    int rc = ldpref_admin_models(c, &out);
+    free(out);
+    return rc;
+}
+
+/* /v1/progress trusts the server's key cache alone (tasks and labels
+ * re-check revocation in the database) */
+static int progress_call(ldpref_client *c)
+{
+    ldpref_progress p;
+    return ldpref_progress_get(c, &p);
+}
+
+static void test_revocations_reach_both(void)
+{
+    char *out = NULL;
+    CHECK_ERR(ldpref_admin_token_create(op_one, "cluster", "admin", &out), LP_OK);
+    json_t *tok = parsed(out);
+    const char *id = json_string_value(json_object_get(tok, "id"));
+    const char *secret = json_string_value(json_object_get(tok, "token"));
+    CHECK(id != NULL && secret != NULL);
+    if (id == NULL || secret == NULL) {
+        json_decref(tok);
+        return;
+    }
+    server_proc with_new = two; /* server two, the new token */
+    snprintf(with_new.token, sizeof with_new.token, "%s", secret);
+    ldpref_client *op_new = operator_client_open(&with_new);
+    CHECK(until_result(models_call, op_new, LDPREF_OK) >= 0); /* created on one, works on two */
+    out = NULL;
+    CHECK_ERR(ldpref_admin_token_revoke(op_one, id, &out), LP_OK);
+    free(out);
+    int64_t token_ms = until_result(models_call, op_new, LDPREF_EUNAUTHORIZED);
+    ldpref_client_close(op_new);
+    json_decref(tok);
+
+    ldpref_client *ann = annotator_enrolled(&two, op_two, NULL, "revokedann", 1.0, 1000.0);
+    CHECK(ann != NULL);
+    if (ann == NULL)
+        return;
+    CHECK_ERR(progress_call(ann), LP_OK); /* its key, found live, is in two's cache now */
+    char key[LDPREF_KEY_B64_SIZE];
+    CHECK_ERR(ldpref_public_key(ann, key), LP_OK);
+    CHECK_ERR(ldpref_admin_revoke(op_one, key), LP_OK);
+    int64_t key_ms = until_result(progress_call, ann, LDPREF_EREVOKED_KEY);
+    ldpref_client_close(ann);
+    printf(
+        "revoked through one, refused by two after: token %lld ms, key %lld ms (watcher %d ms)\n",
+        (long long)token_ms, (long long)key_ms, WATCH_MS);
+    CHECK(token_ms >= 0);
+    CHECK(key_ms >= 0);
 }
 
 /* ---- the training lock ---- */
@@ -318,6 +395,7 @@ int main(void)
             test_lock_refuses();
             test_activation_followed();
             test_schedule_fires_once();
+            test_revocations_reach_both();
             CHECK_INT(server_stop(&two), 0); /* a clean stop: the ASan build checks for leaks */
             CHECK_INT(server_restart(&two, args), 0);
             snprintf(two.token, sizeof two.token, "%s", one.token);
