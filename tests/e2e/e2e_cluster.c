@@ -1,12 +1,14 @@
 /*
- * e2e_cluster.c — two real ldpref-server processes on one SQLite database
+ * e2e_cluster.c — two real ldpref-server processes on one database (a
+ * SQLite file, or PostgreSQL under LDPREF_TEST_DB=postgresql)
  * (docs/server.md, "Several servers on one database"), driven through the
  * real client library: tasks and labels go in through the first server,
  * the operator works on both.
  *
  * Checks that a retrain is refused on both servers with retrain_in_progress
- * while the database's training lock (the documented file beside it) is
- * held by someone else; that a model trained and activated on one server is
+ * while the database's training lock (the documented file beside it, or
+ * PostgreSQL's documented advisory lock when the harness runs the servers
+ * on PostgreSQL) is held by someone else; that a model trained and activated on one server is
  * served by the other within the poll period (1 s) plus a load allowance,
  * in both directions and for a rollback; that a stored schedule fires once
  * across both servers, not once per server; and that when a server is
@@ -24,6 +26,7 @@
 
 #include <fcntl.h>
 #include <jansson.h>
+#include <libpq-fe.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -244,20 +247,49 @@ static void test_revocations_reach_both(void)
 
 /* ---- the training lock ---- */
 
-static void test_lock_refuses(void)
+/* Takes the database's training lock as a server would (docs/server.md):
+ * the file beside a SQLite database, or PostgreSQL's advisory lock on a
+ * session of this test. 1 when held; release with lock_drop. */
+struct held_lock {
+    int fd;
+    PGconn *pg;
+};
+
+static int lock_take(struct held_lock *h)
 {
+    h->fd = -1;
+    h->pg = NULL;
+    if (strncmp(one.db, "postgresql://", 13) == 0) {
+        h->pg = PQconnectdb(one.db);
+        PGresult *r = PQexec(h->pg, "SELECT pg_try_advisory_lock(7234315233945600002)");
+        int ok = PQresultStatus(r) == PGRES_TUPLES_OK && strcmp(PQgetvalue(r, 0, 0), "t") == 0;
+        PQclear(r);
+        return ok;
+    }
     char path[512];
     snprintf(path, sizeof path, "%s/.ldpref.db.train-lock", one.dir);
-    int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
-    CHECK(fd >= 0 && flock(fd, LOCK_EX | LOCK_NB) == 0); /* free: nothing trains */
+    h->fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+    return h->fd >= 0 && flock(h->fd, LOCK_EX | LOCK_NB) == 0;
+}
+
+static void lock_drop(struct held_lock *h)
+{
+    if (h->fd >= 0)
+        close(h->fd);
+    PQfinish(h->pg); /* the session ends: the advisory lock goes with it */
+}
+
+static void test_lock_refuses(void)
+{
+    struct held_lock h;
+    CHECK(lock_take(&h)); /* free: nothing trains */
     char *out = NULL;
     CHECK_ERR(ldpref_admin_retrain(op_one, "{\"l2\": 0.01}", &out), LP_ERETRAIN_IN_PROGRESS);
     free(out);
     out = NULL;
     CHECK_ERR(ldpref_admin_retrain(op_two, "{\"l2\": 0.01}", &out), LP_ERETRAIN_IN_PROGRESS);
     free(out);
-    if (fd >= 0)
-        close(fd);
+    lock_drop(&h);
     trained_version(op_two, "{\"seed\": 4, \"l2\": 0.01, \"activate\": false}");
 }
 
