@@ -625,6 +625,25 @@ const char *lp_engine_train_lock_path(lp_engine *e)
     return e->ops->train_lock_path(e->be);
 }
 
+const lp_backend_ops *lp_backend_for(const char *path)
+{
+    if (strncmp(path, "postgresql://", 13) == 0 || strncmp(path, "postgres://", 11) == 0)
+        return &lp_backend_pg;
+    return &lp_backend_sqlite;
+}
+
+void lp_engine_health(lp_engine *e, lp_store_health *out)
+{
+    lp_health_get(&e->health, out);
+}
+
+void lp_engine_stats(lp_engine *e, lp_store_writer_stats *out)
+{
+    pthread_mutex_lock(&e->stats_lock);
+    *out = e->wstats;
+    pthread_mutex_unlock(&e->stats_lock);
+}
+
 lp_sql_dialect lp_engine_dialect(lp_engine *e)
 {
     return e->ops->dialect;
@@ -647,23 +666,4 @@ int lp_engine_session_wait(lp_engine *e, lp_conn *c, int wake_fd, int timeout_ms
                            void (*on_notify)(const char *channel, void *ctx), void *ctx)
 {
     return e->ops->session_wait(c, wake_fd, timeout_ms, on_notify, ctx);
-}
-
-const lp_backend_ops *lp_backend_for(const char *path)
-{
-    if (strncmp(path, "postgresql://", 13) == 0 || strncmp(path, "postgres://", 11) == 0)
-        return &lp_backend_pg;
-    return &lp_backend_sqlite;
-}
-
-void lp_engine_health(lp_engine *e, lp_store_health *out)
-{
-    lp_health_get(&e->health, out);
-}
-
-void lp_engine_stats(lp_engine *e, lp_store_writer_stats *out)
-{
-    pthread_mutex_lock(&e->stats_lock);
-    *out = e->wstats;
-    pthread_mutex_unlock(&e->stats_lock);
 }
