@@ -5,7 +5,8 @@
  * The key cache maps public keys to committed annotator rows. A row read
  * from the database is inserted only if no revocation committed since the
  * read began (the generation counter), so the cache never resurrects a
- * revoked key; a revocation marks the cached entry once it has committed.
+ * revoked key; a revocation marks the cached entry once it has committed,
+ * and one on another server empties the cache (lp_keys_drop, coord.c).
  */
 #include "annotators.h"
 
@@ -72,6 +73,20 @@ static uint32_t kc_hash(const uint8_t key[LP_KEY_BYTES])
     uint32_t h;
     memcpy(&h, key, sizeof h);
     return h % KC_BUCKETS;
+}
+
+void lp_keys_drop(struct lp_keys *k)
+{
+    pthread_rwlock_wrlock(&k->lock);
+    k->gen++;
+    for (size_t b = 0; b < KC_BUCKETS; b++)
+        for (struct kc_entry *e = k->bucket[b], *n; e != NULL; e = n) {
+            n = e->next;
+            free(e);
+        }
+    memset(k->bucket, 0, KC_BUCKETS * sizeof *k->bucket);
+    k->count = 0;
+    pthread_rwlock_unlock(&k->lock);
 }
 
 static int kc_get(struct lp_keys *k, const uint8_t key[LP_KEY_BYTES], lp_annotator *out,
@@ -341,7 +356,7 @@ static int revoke_fn(lp_conn *db, void *ctx)
     if (lp_stmt_step(st) != LP_SQL_DONE)
         return lp_engine_fail(db, "revoke");
     lp_stmt_reset(st);
-    return lp_conn_changes(db) == 1 ? LP_OK : LP_EUNKNOWN_KEY;
+    return lp_conn_changes(db) == 1 ? lp_coord_notify(db, LP_COORD_REVOKED) : LP_EUNKNOWN_KEY;
 }
 
 static int revoke_run(lp_store *s, struct revoke_job *j)

@@ -660,3 +660,27 @@ void lp_engine_stats(lp_engine *e, lp_store_writer_stats *out)
     *out = e->wstats;
     pthread_mutex_unlock(&e->stats_lock);
 }
+
+lp_sql_dialect lp_engine_dialect(lp_engine *e)
+{
+    return e->ops->dialect;
+}
+
+int lp_engine_session_open(lp_engine *e, lp_conn **out)
+{
+    *out = NULL;
+    if (e->ops->session_open == NULL)
+        return LP_EINVALID_ARGUMENT;
+    char err[256] = "";
+    int rc = e->ops->session_open(e->be, out, err, sizeof err);
+    if (rc != LP_OK)
+        lp_log(LP_LOG_ERROR, "storage_error", LP_LOG_STR("what", "session open"),
+               LP_LOG_STR("message", err));
+    return rc;
+}
+
+int lp_engine_session_wait(lp_engine *e, lp_conn *c, int wake_fd, int timeout_ms,
+                           void (*on_notify)(const char *channel, void *ctx), void *ctx)
+{
+    return e->ops->session_wait(c, wake_fd, timeout_ms, on_notify, ctx);
+}

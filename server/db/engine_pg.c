@@ -29,7 +29,9 @@
  * the probe, once a second, commits again (it reconnects too). A read that
  * failed on a pooled reader found lost runs once more on a new connection. Files, WAL and
  * free space are the PostgreSQL server's (db_unlinked and disk_low do not
- * apply); there is no training-lock file.
+ * apply); there is no training-lock file: coord.c takes an advisory lock on
+ * a session of its own (session_open, with keepalives), and waits there
+ * for the notifications other servers send (session_wait).
  */
 #include "engine_backend.h"
 
@@ -38,10 +40,15 @@
 #include "schema_pg.h"
 #include "sql_pg.h"
 
+#include <errno.h>
 #include <jansson.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 
 #define COMPLETED_CHANNEL "ldpref_campaign_complete"
 
@@ -226,6 +233,68 @@ static int pgb_probe(lp_backend *b, char *why, size_t whylen)
     return ok;
 }
 
+/* ---- sessions of their own (coord.c) ---- */
+
+/* Keepalives on a session: the server ends the session of a client whose
+ * host is gone (its probes go unanswered: 10 s idle, then 5 probes 2 s
+ * apart), and the client notices a server that is gone the same way. A
+ * process that dies closes its socket, which the server sees at once;
+ * on a Unix socket the settings do nothing and nothing is needed. */
+#define KEEPALIVE_IDLE_S 10
+#define KEEPALIVE_INTERVAL_S 2
+#define KEEPALIVE_COUNT 5
+#define STR_(x) #x
+#define STR(x) STR_(x)
+
+static int pgb_session_open(lp_backend *b, lp_conn **out, char *err, size_t errlen)
+{
+    if (lp_sql_pg_open(b->uri, out, err, errlen) != LP_OK)
+        return LP_ESTORAGE;
+    if (lp_conn_exec(
+            *out,
+            "SET tcp_keepalives_idle = " STR(
+                KEEPALIVE_IDLE_S) "; "
+                                  "SET tcp_keepalives_interval = " STR(
+                                      KEEPALIVE_INTERVAL_S) "; "
+                                                            "SET tcp_keepalives_count = " STR(
+                                                                KEEPALIVE_COUNT)) != LP_SQL_DONE) {
+        snprintf(err, errlen, "cannot set the session's keepalives: %s", lp_conn_errmsg(*out));
+        lp_conn_close(*out);
+        *out = NULL;
+        return LP_ESTORAGE;
+    }
+    int fd = PQsocket(lp_sql_pg_conn(*out)), on = 1, idle = KEEPALIVE_IDLE_S,
+        interval = KEEPALIVE_INTERVAL_S, count = KEEPALIVE_COUNT;
+    struct sockaddr_storage addr;
+    socklen_t len = sizeof addr;
+    if (getsockname(fd, (struct sockaddr *)&addr, &len) == 0 &&
+        (addr.ss_family == AF_INET || addr.ss_family == AF_INET6)) {
+        setsockopt(fd, SOL_SOCKET, SO_KEEPALIVE, &on, sizeof on);
+        setsockopt(fd, IPPROTO_TCP, TCP_KEEPIDLE, &idle, sizeof idle);
+        setsockopt(fd, IPPROTO_TCP, TCP_KEEPINTVL, &interval, sizeof interval);
+        setsockopt(fd, IPPROTO_TCP, TCP_KEEPCNT, &count, sizeof count);
+    }
+    return LP_OK;
+}
+
+static int pgb_session_wait(lp_conn *c, int wake_fd, int timeout_ms,
+                            void (*on_notify)(const char *channel, void *ctx), void *ctx)
+{
+    PGconn *pg = lp_sql_pg_conn(c);
+    struct pollfd fds[2] = {{.fd = PQsocket(pg), .events = POLLIN},
+                            {.fd = wake_fd, .events = POLLIN}};
+    if (fds[0].fd < 0)
+        return LP_ESTORAGE;
+    int n = poll(fds, 2, timeout_ms);
+    if (n < 0 && errno != EINTR)
+        return LP_ESTORAGE;
+    if (n > 0 && fds[0].revents != 0 && (PQconsumeInput(pg) == 0 || PQstatus(pg) != CONNECTION_OK))
+        return LP_ESTORAGE;
+    for (PGnotify *m; (m = PQnotifies(pg)) != NULL; PQfreemem(m))
+        on_notify(m->relname, ctx);
+    return LP_OK;
+}
+
 static const char *pgb_train_lock_path(lp_backend *b)
 {
     (void)b;
@@ -242,6 +311,7 @@ static void pgb_close(lp_backend *b)
 
 const lp_backend_ops lp_backend_pg = {
     .name = "postgresql",
+    .dialect = LP_SQL_POSTGRESQL,
     .begin_sql = "BEGIN",
     .open = pgb_open,
     .reader_open = pgb_reader_open,
@@ -255,5 +325,7 @@ const lp_backend_ops lp_backend_pg = {
     .upkeep = pgb_upkeep,
     .probe = pgb_probe,
     .train_lock_path = pgb_train_lock_path,
+    .session_open = pgb_session_open,
+    .session_wait = pgb_session_wait,
     .close = pgb_close,
 };

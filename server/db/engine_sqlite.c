@@ -323,6 +323,7 @@ static void sq_close(lp_backend *b)
 
 const lp_backend_ops lp_backend_sqlite = {
     .name = "sqlite",
+    .dialect = LP_SQL_SQLITE,
     .begin_sql = "BEGIN IMMEDIATE",
     .data_version_sql = "PRAGMA data_version",
     .open = sq_open,

@@ -593,7 +593,8 @@ static int activation_insert(lp_conn *db, int64_t version)
         return LP_ESTORAGE;
     lp_stmt_bind_int64(st, 1, version);
     lp_stmt_bind_int64(st, 2, lp_now_ms());
-    return exec_done(db, st);
+    int rc = exec_done(db, st);
+    return rc == LP_OK ? lp_coord_notify(db, LP_COORD_ACTIVATED) : rc;
 }
 
 /* The model's rows of model_corruption. */

@@ -30,12 +30,17 @@ int lp_store_open(const lp_store_opts *opts, lp_store **out, char *err, size_t e
         return rc;
     }
     lp_label_writer_attach(s->labels, s->engine);
-    if ((s->train_lock = lp_train_lock_new(lp_engine_train_lock_path(s->engine))) == NULL) {
+    if ((s->train_lock = lp_train_lock_new(s->engine)) == NULL) {
         snprintf(err, errlen, "out of memory");
         lp_store_close(s);
         return LP_ENO_MEMORY;
     }
     s->lease_ms = opts->lease_ms > 0 ? opts->lease_ms : LP_LEASE_DEFAULT_MS;
+    if ((s->watch = lp_coord_watch_start(s)) == NULL) {
+        snprintf(err, errlen, "cannot start the coordination thread");
+        lp_store_close(s);
+        return LP_ENO_MEMORY;
+    }
     *out = s;
     return LP_OK;
 }
@@ -44,7 +49,8 @@ void lp_store_close(lp_store *s)
 {
     if (s == NULL)
         return;
-    lp_engine_close(s->engine); /* first: the writer uses the label state */
+    lp_coord_watch_stop(s->watch); /* first: it reads through the engine */
+    lp_engine_close(s->engine);    /* then: the writer uses the label state */
     lp_label_writer_free(s->labels);
     lp_train_lock_free(s->train_lock);
     lp_keys_free(s->keys);

@@ -32,7 +32,7 @@ struct lp_tokens {
 
 /* A miss on a copy older than this reads the table again: another process
  * may have added a token (ldpref-server --new-operator-token while the
- * server runs). Revocations come through this process only. */
+ * server runs). Another server's revocations drop the copy (coord.c). */
 #define LIVE_REFRESH_NS (1000 * (int64_t)1000000)
 
 struct lp_tokens *lp_tokens_new(void)
@@ -62,6 +62,11 @@ static void live_drop(struct lp_tokens *t)
     t->live = NULL;
     t->n = 0;
     pthread_mutex_unlock(&t->lock);
+}
+
+void lp_tokens_drop(struct lp_tokens *t)
+{
+    live_drop(t);
 }
 
 static const char SQL_LIVE[] =
@@ -281,7 +286,7 @@ static int revoke_row(lp_engine *e, lp_conn *db, int64_t id, int64_t now_ms)
     lp_stmt_reset(st);
     if (step != LP_SQL_DONE)
         return lp_engine_fail(db, "operator token revoke");
-    return lp_conn_changes(db) == 1 ? LP_OK : LP_EUNKNOWN_TOKEN;
+    return lp_conn_changes(db) == 1 ? lp_coord_notify(db, LP_COORD_REVOKED) : LP_EUNKNOWN_TOKEN;
 }
 
 /* ------------------------------------------------------------------ */

@@ -193,6 +193,7 @@ struct lp_learner {
      * never swaps back a version read before an activation committed. */
     pthread_mutex_t follow_lock;
     int64_t followed; /* the active version at the last poll or activation */
+    int follow_now;   /* under lock: another server announced an activation */
 
     lp_curve curve;          /* the active run's (or the last run's) curve */
     int64_t fit_start_ms;    /* monotonic ms when the active fit started */
@@ -768,6 +769,17 @@ static void follow_active(lp_learner *l)
     pthread_mutex_unlock(&l->follow_lock);
 }
 
+/* The watcher's call (coord.h) when another server announced an
+ * activation: the poll runs now rather than at its next period. */
+static void activation_announced(void *ctx)
+{
+    lp_learner *l = ctx;
+    pthread_mutex_lock(&l->lock);
+    l->follow_now = 1;
+    pthread_cond_broadcast(&l->wake);
+    pthread_mutex_unlock(&l->lock);
+}
+
 static void *scheduler_main(void *arg)
 {
     lp_learner *l = arg;
@@ -778,9 +790,11 @@ static void *scheduler_main(void *arg)
         int64_t ns = until.tv_nsec + (int64_t)l->o.poll_ms * 1000000;
         until.tv_sec += ns / 1000000000;
         until.tv_nsec = ns % 1000000000;
-        pthread_cond_timedwait(&l->wake, &l->lock, &until);
+        if (!l->follow_now)
+            pthread_cond_timedwait(&l->wake, &l->lock, &until);
         if (l->stopping)
             break;
+        l->follow_now = 0;
         pthread_mutex_unlock(&l->lock);
         follow_active(l);
         if (l->o.scheduler)
@@ -852,6 +866,7 @@ int lp_learner_new(lp_store *s, const lp_learner_opts *o, lp_learner **out, char
         lp_learner_free(l);
         return lp_fail(LP_EINTERNAL, err, errlen, "cannot start the learner threads");
     }
+    lp_coord_on_activation(s, activation_announced, l);
     *out = l;
     return LP_OK;
 }
@@ -860,6 +875,7 @@ void lp_learner_free(lp_learner *l)
 {
     if (l == NULL)
         return;
+    lp_coord_on_activation(l->s, NULL, NULL);
     pthread_mutex_lock(&l->lock);
     l->stopping = 1;
     atomic_store(&l->cancel, 1);

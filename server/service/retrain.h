@@ -25,7 +25,10 @@
  * server. Every poll_ms the same thread reads the registry's active version
  * and serves it when it changed (an activation or rollback on another
  * server): a model activated anywhere is served here within poll_ms plus
- * the time to load it. Activations on this server are served at once.
+ * the time to load it. On PostgreSQL the activation's notification wakes
+ * that thread at once (coord.h, lp_coord_on_activation): within a round
+ * trip plus the load. Activations on this server are served at once. One
+ * learner per store (it owns the store's activation callback).
  *
  * Thread safety: every function may be called from any thread.
  */

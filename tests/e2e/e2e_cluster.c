@@ -1,17 +1,21 @@
 /*
- * e2e_cluster.c — two real ldpref-server processes on one SQLite database
+ * e2e_cluster.c — two real ldpref-server processes on one database (a
+ * SQLite file, or PostgreSQL under LDPREF_TEST_DB=postgresql)
  * (docs/server.md, "Several servers on one database"), driven through the
  * real client library: tasks and labels go in through the first server,
  * the operator works on both.
  *
  * Checks that a retrain is refused on both servers with retrain_in_progress
- * while the database's training lock (the documented file beside it) is
- * held by someone else; that a model trained and activated on one server is
+ * while the database's training lock (the documented file beside it, or
+ * PostgreSQL's documented advisory lock when the harness runs the servers
+ * on PostgreSQL) is held by someone else; that a model trained and activated on one server is
  * served by the other within the poll period (1 s) plus a load allowance,
  * in both directions and for a rollback; that a stored schedule fires once
  * across both servers, not once per server; and that when a server is
  * killed while it trains, the other trains at once and records the killed
- * run as failed ("interrupted").
+ * run as failed ("interrupted"); and that an operator token and an
+ * annotator key revoked through one server are refused by the other within
+ * the servers' watcher period (1 s) plus an allowance.
  */
 #include "annotator_client.h"
 #include "check.h"
@@ -22,6 +26,7 @@
 
 #include <fcntl.h>
 #include <jansson.h>
+#include <libpq-fe.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -165,22 +170,126 @@ static void test_activation_followed(void)
     CHECK(d3 >= 0);
 }
 
+/* ---- revocations reach every server ---- */
+
+#define WATCH_MS 1000 /* the servers' watcher period (server/db/coord.h) */
+
+/* Milliseconds until call(c) returns want, or -1 past WATCH_MS +
+ * LOAD_ALLOWANCE_MS. */
+static int64_t until_result(int (*call)(ldpref_client *), ldpref_client *c, int want)
+{
+    int64_t since = now_ms();
+    for (;;) {
+        int64_t waited = now_ms() - since;
+        if (call(c) == want)
+            return waited;
+        if (waited > WATCH_MS + LOAD_ALLOWANCE_MS)
+            return -1;
+        nap_ms(5);
+    }
+}
+
+static int models_call(ldpref_client *c)
+{
+    char *out = NULL;
+    int rc = ldpref_admin_models(c, &out);
+    free(out);
+    return rc;
+}
+
+/* /v1/progress trusts the server's key cache alone (tasks and labels
+ * re-check revocation in the database) */
+static int progress_call(ldpref_client *c)
+{
+    ldpref_progress p;
+    return ldpref_progress_get(c, &p);
+}
+
+static void test_revocations_reach_both(void)
+{
+    char *out = NULL;
+    CHECK_ERR(ldpref_admin_token_create(op_one, "cluster", "admin", &out), LP_OK);
+    json_t *tok = parsed(out);
+    const char *id = json_string_value(json_object_get(tok, "id"));
+    const char *secret = json_string_value(json_object_get(tok, "token"));
+    CHECK(id != NULL && secret != NULL);
+    if (id == NULL || secret == NULL) {
+        json_decref(tok);
+        return;
+    }
+    server_proc with_new = two; /* server two, the new token */
+    snprintf(with_new.token, sizeof with_new.token, "%s", secret);
+    ldpref_client *op_new = operator_client_open(&with_new);
+    CHECK(until_result(models_call, op_new, LDPREF_OK) >= 0); /* created on one, works on two */
+    out = NULL;
+    CHECK_ERR(ldpref_admin_token_revoke(op_one, id, &out), LP_OK);
+    free(out);
+    int64_t token_ms = until_result(models_call, op_new, LDPREF_EUNAUTHORIZED);
+    ldpref_client_close(op_new);
+    json_decref(tok);
+
+    ldpref_client *ann = annotator_enrolled(&two, op_two, NULL, "revokedann", 1.0, 1000.0);
+    CHECK(ann != NULL);
+    if (ann == NULL)
+        return;
+    CHECK_ERR(progress_call(ann), LP_OK); /* its key, found live, is in two's cache now */
+    char key[LDPREF_KEY_B64_SIZE];
+    CHECK_ERR(ldpref_public_key(ann, key), LP_OK);
+    CHECK_ERR(ldpref_admin_revoke(op_one, key), LP_OK);
+    int64_t key_ms = until_result(progress_call, ann, LDPREF_EREVOKED_KEY);
+    ldpref_client_close(ann);
+    printf(
+        "revoked through one, refused by two after: token %lld ms, key %lld ms (watcher %d ms)\n",
+        (long long)token_ms, (long long)key_ms, WATCH_MS);
+    CHECK(token_ms >= 0);
+    CHECK(key_ms >= 0);
+}
+
 /* ---- the training lock ---- */
+
+/* Takes the database's training lock as a server would (docs/server.md):
+ * the file beside a SQLite database, or PostgreSQL's advisory lock on a
+ * session of this test. 1 when held; release with lock_drop. */
+struct held_lock {
+    int fd;
+    PGconn *pg;
+};
+
+static int lock_take(struct held_lock *h)
+{
+    h->fd = -1;
+    h->pg = NULL;
+    if (strncmp(one.db, "postgresql://", 13) == 0) {
+        h->pg = PQconnectdb(one.db);
+        PGresult *r = PQexec(h->pg, "SELECT pg_try_advisory_lock(7234315233945600002)");
+        int ok = PQresultStatus(r) == PGRES_TUPLES_OK && strcmp(PQgetvalue(r, 0, 0), "t") == 0;
+        PQclear(r);
+        return ok;
+    }
+    char path[512];
+    snprintf(path, sizeof path, "%s/.ldpref.db.train-lock", one.dir);
+    h->fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+    return h->fd >= 0 && flock(h->fd, LOCK_EX | LOCK_NB) == 0;
+}
+
+static void lock_drop(struct held_lock *h)
+{
+    if (h->fd >= 0)
+        close(h->fd);
+    PQfinish(h->pg); /* the session ends: the advisory lock goes with it */
+}
 
 static void test_lock_refuses(void)
 {
-    char path[512];
-    snprintf(path, sizeof path, "%s/.ldpref.db.train-lock", one.dir);
-    int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
-    CHECK(fd >= 0 && flock(fd, LOCK_EX | LOCK_NB) == 0); /* free: nothing trains */
+    struct held_lock h;
+    CHECK(lock_take(&h)); /* free: nothing trains */
     char *out = NULL;
     CHECK_ERR(ldpref_admin_retrain(op_one, "{\"l2\": 0.01}", &out), LP_ERETRAIN_IN_PROGRESS);
     free(out);
     out = NULL;
     CHECK_ERR(ldpref_admin_retrain(op_two, "{\"l2\": 0.01}", &out), LP_ERETRAIN_IN_PROGRESS);
     free(out);
-    if (fd >= 0)
-        close(fd);
+    lock_drop(&h);
     trained_version(op_two, "{\"seed\": 4, \"l2\": 0.01, \"activate\": false}");
 }
 
@@ -289,6 +398,15 @@ static void test_holder_killed(void)
     CHECK_ERR(ldpref_admin_retrain(op_one, "{\"l2\": 0.01}", &out), LP_ERETRAIN_IN_PROGRESS);
     free(out);
     server_kill(&two);
+    /* SQLite: the kernel dropped the lock with the process; PostgreSQL:
+     * the server ends the dead session once it reads the closed socket */
+    struct held_lock h;
+    int free_now = 0;
+    for (deadline = now_ms() + 5000; !free_now && now_ms() < deadline; nap_ms(5)) {
+        free_now = lock_take(&h);
+        lock_drop(&h);
+    }
+    CHECK(free_now);
     trained_version(op_one, "{\"seed\": 5, \"l2\": 0.01, \"activate\": false}");
     run = run_on(op_one, id);
     CHECK_STR(status_of(run), "failed");
@@ -318,6 +436,7 @@ int main(void)
             test_lock_refuses();
             test_activation_followed();
             test_schedule_fires_once();
+            test_revocations_reach_both();
             CHECK_INT(server_stop(&two), 0); /* a clean stop: the ASan build checks for leaks */
             CHECK_INT(server_restart(&two, args), 0);
             snprintf(two.token, sizeof two.token, "%s", one.token);

@@ -1,27 +1,41 @@
 /*
  * test_cluster.c — several servers on one database (server/db/coord.h,
- * docs/server.md "Several servers on one database"): two stores opened on
- * one SQLite file in this process, each with its own learner, and a third
- * holder in a child process that is killed.
+ * docs/server.md "Several servers on one database"), on a SQLite file and
+ * then on a real PostgreSQL server (tests/support/pg.h): three stores
+ * opened on one database in this process, each with its own learner, and
+ * a holder of the training lock in a child process that is killed.
  *
  * Checks that one store at a time holds the training lock, that a holder's
- * death frees it at once and the next holder marks the dead holder's run
- * failed, that a retrain asked of one server while the other holds the lock
- * is refused with retrain_in_progress (and so is cancelling a run the other
- * server trains), that a model activated (or rolled
- * back) through one learner is served by the other within the poll period
- * plus the time to load it, that the scheduler reads the newest run's start
- * and cut-off whichever store recorded them, and that the stored schedule
- * fires once across both learners, not once per learner.
+ * death frees it (SQLite: at once; PostgreSQL: once the server ends the
+ * dead session) and the next holder marks the dead holder's run failed,
+ * that a holder whose session was ended (PostgreSQL) knows it lost the lock
+ * and another store takes it, that a retrain asked of one server while
+ * another holds the lock is refused with retrain_in_progress (and so is
+ * cancelling a run the other server trains), that a model activated (or
+ * rolled back) through one learner is served by the other within the poll
+ * period plus the time to load it (PostgreSQL: with the poll at a minute,
+ * by the activation's notification alone), that an operator token and an
+ * annotator key revoked through one store are refused by another within
+ * the watcher's period (PostgreSQL: announced by notification), that the
+ * scheduler reads the newest run's start and cut-off whichever store
+ * recorded them, and that the stored schedule fires once across three
+ * learners, not once per learner.
  */
+#include "annotators.h"
+#include "campaigns.h"
 #include "check.h"
 #include "clock.h"
 #include "coord.h"
 #include "error.h"
+#include "pg.h"
 #include "registry.h"
 #include "retrain.h"
 #include "store.h"
 #include "store_fixture.h"
+#include "tokens.h"
+
+#include <libpq-fe.h>
+#include <sodium.h>
 
 #include <signal.h>
 #include <stdint.h>
@@ -37,6 +51,10 @@
  * shared machine before the test calls it a failure. */
 #define LOAD_SLACK_MS 3000
 #define SCHEDULE_INTERVAL_S 2
+/* PostgreSQL: the learners' poll while the notification alone must carry
+ * an activation to the other server. */
+#define NOTIFY_ONLY_POLL_MS 60000
+#define PATH_MAX_ 512
 
 static void sleep_ms(int ms)
 {
@@ -44,13 +62,13 @@ static void sleep_ms(int ms)
     nanosleep(&ts, NULL);
 }
 
-static lp_store *open_second(const char *path)
+static lp_store *open_store(const char *path)
 {
     char err[256] = "";
     lp_store_opts so = {.path = path, .sync_full = 0, .read_conns = 2};
     lp_store *s = NULL;
     if (lp_store_open(&so, &s, err, sizeof err) != LP_OK)
-        fprintf(stderr, "second store: %s\n", err);
+        fprintf(stderr, "store: %s\n", err);
     return s;
 }
 
@@ -85,9 +103,9 @@ static lp_run run_record(lp_store *s, const char *trigger)
  * reports, and waits to be killed. */
 static void child_holder(int from_parent, int to_parent)
 {
-    char path[300] = "";
+    char path[PATH_MAX_] = "";
     ssize_t n = read(from_parent, path, sizeof path - 1);
-    lp_store *s = n > 0 ? open_second(path) : NULL;
+    lp_store *s = n > 0 ? open_store(path) : NULL;
     char rc = s != NULL && lp_coord_train_lock_try(s) == LP_OK ? 'L' : 'x';
     if (rc == 'L')
         run_record(s, "manual"); /* the run its death leaves unfinished */
@@ -97,29 +115,56 @@ static void child_holder(int from_parent, int to_parent)
         pause();
 }
 
-static pid_t holder_pid = -1;
-static int holder_in = -1, holder_out = -1;
+typedef struct holder {
+    pid_t pid;
+    int in, out;
+} holder;
 
-/* Forks the holder before this process starts any thread. */
-static void fork_holder(void)
+/* Forks a holder before this process starts any thread. */
+static holder fork_holder(void)
 {
+    holder h = {-1, -1, -1};
     int down[2], up[2];
     if (pipe(down) != 0 || pipe(up) != 0)
-        return;
-    holder_pid = fork();
-    if (holder_pid == 0) {
+        return h;
+    h.pid = fork();
+    if (h.pid == 0) {
         close(down[1]);
         close(up[0]);
         child_holder(down[0], up[1]);
     }
     close(down[0]);
     close(up[1]);
-    holder_in = down[1];
-    holder_out = up[0];
+    h.in = down[1];
+    h.out = up[0];
+    return h;
+}
+
+/* Tries the lock on s for up to ms: LP_OK once taken, else the last code. */
+static int lock_within(lp_store *s, int ms, int *waited)
+{
+    int rc = lp_coord_train_lock_try(s);
+    for (*waited = 0; rc != LP_OK && *waited < ms; *waited += 5) {
+        sleep_ms(5);
+        rc = lp_coord_train_lock_try(s);
+    }
+    return rc;
+}
+
+/* PostgreSQL: ends the session that holds the training lock, as a server
+ * whose host is lost has it ended (the keepalives unanswered). */
+static void end_lock_session(const char *uri)
+{
+    PGconn *pg = PQconnectdb(uri);
+    PGresult *r = PQexec(pg, "SELECT count(pg_terminate_backend(pid)) FROM pg_locks "
+                             "WHERE locktype = 'advisory' AND objsubid = 1 AND granted");
+    CHECK(PQresultStatus(r) == PGRES_TUPLES_OK && strcmp(PQgetvalue(r, 0, 0), "1") == 0);
+    PQclear(r);
+    PQfinish(pg);
 }
 
 /* The lock between two stores of this process, and a holder that dies. */
-static void test_lock(lp_store *a, lp_store *b, const char *path)
+static void test_lock(lp_store *a, lp_store *b, const char *path, holder *h, int pg)
 {
     CHECK_INT(lp_coord_train_lock_held(a), 0);
     CHECK_INT(lp_coord_train_lock_try(a), LP_OK);
@@ -133,21 +178,38 @@ static void test_lock(lp_store *a, lp_store *b, const char *path)
     CHECK_ERR(lp_coord_train_lock_try(a), LP_ERETRAIN_IN_PROGRESS);
     lp_coord_train_lock_release(b);
 
-    /* a holder in another process, killed: the lock is free at once */
-    CHECK(holder_pid > 0);
-    if (holder_pid <= 0)
+    int waited = 0;
+    if (pg) { /* a holder whose session ended knows it, and holds nothing */
+        CHECK_INT(lp_coord_train_lock_try(a), LP_OK);
+        end_lock_session(path);
+        CHECK_INT(lock_within(b, 5000, &waited), LP_OK);
+        CHECK_INT(lp_coord_train_lock_held(a), 0);
+        CHECK_ERR(lp_coord_train_lock_try(a), LP_ERETRAIN_IN_PROGRESS); /* a new session */
+        lp_coord_train_lock_release(b);
+        CHECK_INT(lp_coord_train_lock_try(a), LP_OK);
+        lp_coord_train_lock_release(a);
+    }
+
+    /* a holder in another process, killed: the lock is free */
+    CHECK(h->pid > 0);
+    if (h->pid <= 0)
         return;
     char got = 0;
-    CHECK(write(holder_in, path, strlen(path)) == (ssize_t)strlen(path));
-    CHECK_INT(read(holder_out, &got, 1), 1);
+    CHECK(write(h->in, path, strlen(path)) == (ssize_t)strlen(path));
+    CHECK_INT(read(h->out, &got, 1), 1);
     CHECK_INT(got, 'L');
     CHECK_ERR(lp_coord_train_lock_try(a), LP_ERETRAIN_IN_PROGRESS);
     CHECK_ERR(lp_coord_train_lock_try(b), LP_ERETRAIN_IN_PROGRESS);
-    kill(holder_pid, SIGKILL);
+    kill(h->pid, SIGKILL);
     int status = 0;
-    CHECK_INT(waitpid(holder_pid, &status, 0), holder_pid);
+    CHECK_INT(waitpid(h->pid, &status, 0), h->pid);
     CHECK(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL);
-    CHECK_INT(lp_coord_train_lock_try(a), LP_OK);
+    h->pid = -1;
+    /* SQLite: the kernel drops the flock with the process; PostgreSQL: the
+     * server sees the closed socket and ends the session */
+    CHECK_INT(lock_within(a, pg ? 5000 : 0, &waited), LP_OK);
+    printf("%s: the killed holder's lock taken %d ms after its death\n",
+           pg ? "postgresql" : "sqlite", waited);
     lp_coord_train_lock_release(a);
 }
 
@@ -271,13 +333,89 @@ static void test_follow(lp_store *a, lp_learner *la, lp_learner *lb)
     int64_t d1 = activate_and_follow(la, lb, v1); /* A activates, B follows */
     int64_t d2 = activate_and_follow(lb, la, v2); /* B activates, A follows */
     int64_t d3 = activate_and_follow(la, lb, v1); /* a rollback through A */
-    printf("follow delays (poll %d ms): %lld, %lld, %lld ms\n", POLL_MS, (long long)d1,
-           (long long)d2, (long long)d3);
+    printf("follow delays: %lld, %lld, %lld ms\n", (long long)d1, (long long)d2, (long long)d3);
     CHECK(d1 >= 0);
     CHECK(d2 >= 0);
     CHECK(d3 >= 0);
     CHECK_INT(served_version(la), v1);
     CHECK_INT(served_version(lb), v1);
+}
+
+/* ---- caches: revocations reach every server ---- */
+
+/* Polls until refused() says 1: the ms it took, or -1 past limit_ms. */
+static int64_t ms_until(int (*refused)(lp_store *, const void *), lp_store *s, const void *arg,
+                        int limit_ms)
+{
+    int64_t t0 = lp_mono_ns();
+    for (;;) {
+        int64_t ms = (lp_mono_ns() - t0) / 1000000;
+        if (refused(s, arg))
+            return ms;
+        if (ms > limit_ms)
+            return -1;
+        sleep_ms(2);
+    }
+}
+
+static int token_refused(lp_store *s, const void *hash)
+{
+    int64_t id;
+    unsigned scopes;
+    return lp_store_op_token_match(s, hash, &id, &scopes) == LP_EUNAUTHORIZED;
+}
+
+static int token_accepted(lp_store *s, const void *hash)
+{
+    return !token_refused(s, hash);
+}
+
+static int key_revoked(lp_store *s, const void *key)
+{
+    lp_annotator a;
+    return lp_store_annotator_by_key(s, key, &a) == LP_OK && a.revoked;
+}
+
+/* A token and an annotator key revoked through a are refused by b within
+ * the watcher's period (plus one read); on PostgreSQL b was told. */
+static void test_caches(lp_store *a, lp_store *b, int pg)
+{
+    const int limit = LP_COORD_WATCH_MS + LOAD_SLACK_MS;
+    uint8_t hash[LP_HASH_BYTES], key[LP_KEY_BYTES], etoken[LP_HASH_BYTES];
+    randombytes_buf(hash, sizeof hash);
+    randombytes_buf(key, sizeof key);
+    randombytes_buf(etoken, sizeof etoken);
+    lp_op_token row;
+    CHECK_INT(lp_store_op_token_add(a, hash, "cluster", 1u, lp_now_ms(), &row), LP_OK);
+    CHECK(ms_until(token_accepted, b, hash, limit) >= 0); /* b reads it when it misses */
+    lp_campaign c;
+    lp_annotator ann, seen;
+    CHECK_INT(lp_store_campaign_by_name(a, "default", &c), LP_OK);
+    CHECK_INT(lp_store_enroll_tokens_add(a, c.id, etoken, 1), LP_OK);
+    CHECK_INT(lp_store_enroll(a, key, etoken, &ann), LP_OK);
+    CHECK_INT(lp_store_annotator_by_key(b, key, &seen), LP_OK); /* now in b's cache */
+    CHECK_INT(seen.revoked, 0);
+
+    lp_coord_watch_stats before, after;
+    lp_coord_watch_stats_get(b, &before);
+    CHECK_INT(lp_store_op_token_revoke(a, row.id, 0, lp_now_ms(), NULL), LP_OK);
+    int64_t token_ms = ms_until(token_refused, b, hash, limit);
+    unsigned scopes;
+    CHECK_ERR(lp_store_op_token_live(b, row.id, &scopes), LP_EUNAUTHORIZED);
+    CHECK_INT(lp_store_revoke(a, key), LP_OK);
+    int64_t key_ms = ms_until(key_revoked, b, key, limit);
+    lp_coord_watch_stats_get(b, &after);
+    printf("%s: revocation refused by the other store after: token %lld ms, key %lld ms "
+           "(watcher period %d ms)\n",
+           pg ? "postgresql" : "sqlite", (long long)token_ms, (long long)key_ms, LP_COORD_WATCH_MS);
+    CHECK(token_ms >= 0);
+    CHECK(key_ms >= 0);
+    CHECK(after.token_drops > before.token_drops);
+    CHECK(after.key_drops > before.key_drops);
+    if (pg) /* both revocations were announced to b's watcher */
+        CHECK(after.revocations >= before.revocations + 2);
+    else
+        CHECK_INT(after.revocations, 0);
 }
 
 /* ---- the schedule fires once ---- */
@@ -300,62 +438,107 @@ static size_t scheduled_runs(lp_store *s, int64_t before, int64_t *first)
     return count;
 }
 
-/* Both learners check the schedule every POLL_MS. The next firing is due
+/* Every learner checks the schedule every POLL_MS. The next firing is due
  * SCHEDULE_INTERVAL_S after the first scheduled run started: any other
  * scheduled run that started before then is a firing per server. */
-static void test_schedule_once(lp_store *a, lp_learner *la, lp_learner *lb)
+static void test_schedule_once(lp_store *a, lp_learner **l, size_t n)
 {
     lp_train_request req = replayable_request();
     lp_schedule sc = {.interval_s = SCHEDULE_INTERVAL_S, .has_settings = 1};
     lp_train_settings_from_request(&req, &sc.settings);
     CHECK_INT(lp_registry_schedule_set(a, &sc), LP_OK);
-    lp_learner_schedule_changed(la);
-    lp_learner_schedule_changed(lb);
+    for (size_t i = 0; i < n; i++)
+        lp_learner_schedule_changed(l[i]);
     int64_t first = 0;
     for (int waited = 0; waited < 30000 && scheduled_runs(a, INT64_MAX, &first) == 0; waited += 20)
         sleep_ms(20);
     CHECK_INT(scheduled_runs(a, INT64_MAX, &first), 1);
     int64_t next_due = first + SCHEDULE_INTERVAL_S * 1000;
-    while (lp_now_ms() < next_due) /* both learners have ticked several times */
+    while (lp_now_ms() < next_due) /* every learner has ticked several times */
         sleep_ms(20);
     CHECK_INT(scheduled_runs(a, next_due, &first), 1);
     lp_schedule off = {.has_settings = 1, .settings = sc.settings};
     CHECK_INT(lp_registry_schedule_set(a, &off), LP_OK);
 }
 
+/* ---- the suite, on one database ---- */
+
+static lp_learner *learner(lp_store *s, int poll_ms)
+{
+    char err[256] = "";
+    lp_learner_opts lo = {.threads = 1, .scheduler = 1, .poll_ms = poll_ms};
+    lp_learner *l = NULL;
+    CHECK_INT(lp_learner_new(s, &lo, &l, err, sizeof err), LP_OK);
+    if (l == NULL)
+        fprintf(stderr, "learner: %s\n", err);
+    return l;
+}
+
+static void suite(const char *path, holder *h, int pg)
+{
+    lp_store *st[3] = {open_store(path), open_store(path), open_store(path)};
+    lp_store *a = st[0], *b = st[1];
+    CHECK(st[0] != NULL && st[1] != NULL && st[2] != NULL);
+    if (st[0] == NULL || st[1] == NULL || st[2] == NULL)
+        goto out;
+    test_lock(a, b, path, h, pg);
+    /* the holder's queued run: the newest run now */
+    lp_run *runs = NULL;
+    size_t n = 0;
+    CHECK_INT(lp_registry_run_list(a, 1, &runs, &n), LP_OK);
+    int64_t dead_run = n == 1 && runs[0].status == LP_RUN_QUEUED ? runs[0].id : 0;
+    CHECK(dead_run != 0);
+    free(runs);
+
+    /* on PostgreSQL the activation's notification, not the poll, must
+     * carry an activation to the other learner */
+    lp_learner *la = learner(a, pg ? NOTIFY_ONLY_POLL_MS : POLL_MS);
+    lp_learner *lb = learner(b, pg ? NOTIFY_ONLY_POLL_MS : POLL_MS);
+    if (la != NULL && lb != NULL) {
+        test_one_trainer(a, lb, dead_run);
+        test_runs_read(a, b);
+        test_follow(a, la, lb);
+    }
+    lp_learner_free(la);
+    lp_learner_free(lb);
+
+    test_caches(a, b, pg);
+
+    lp_learner *l[3] = {learner(st[0], POLL_MS), learner(st[1], POLL_MS), learner(st[2], POLL_MS)};
+    if (l[0] != NULL && l[1] != NULL && l[2] != NULL)
+        test_schedule_once(a, l, 3);
+    for (size_t i = 0; i < 3; i++)
+        lp_learner_free(l[i]);
+out:
+    for (size_t i = 0; i < 3; i++)
+        lp_store_close(st[i]);
+}
+
 int main(void)
 {
-    fork_holder(); /* before any thread */
+    holder on_file = fork_holder(), on_pg = fork_holder(); /* before any thread */
     store_fixture fx;
     if (store_fixture_open(&fx, "test-cluster", 2) != LP_OK)
         return 1;
-    lp_store *a = fx.store, *b = open_second(fx.path);
-    CHECK(b != NULL);
-    if (b != NULL) {
-        test_lock(a, b, fx.path);
-        /* the holder's queued run: the newest run now */
-        lp_run *runs = NULL;
-        size_t n = 0;
-        CHECK_INT(lp_registry_run_list(a, 1, &runs, &n), LP_OK);
-        int64_t dead_run = n == 1 && runs[0].status == LP_RUN_QUEUED ? runs[0].id : 0;
-        CHECK(dead_run != 0);
-        free(runs);
-
-        char err[256];
-        lp_learner_opts lo = {.threads = 1, .scheduler = 1, .poll_ms = POLL_MS};
-        lp_learner *la = NULL, *lb = NULL;
-        CHECK_INT(lp_learner_new(a, &lo, &la, err, sizeof err), LP_OK);
-        CHECK_INT(lp_learner_new(b, &lo, &lb, err, sizeof err), LP_OK);
-        if (la != NULL && lb != NULL) {
-            test_one_trainer(a, lb, dead_run);
-            test_runs_read(a, b);
-            test_follow(a, la, lb);
-            test_schedule_once(a, la, lb);
-        }
-        lp_learner_free(la);
-        lp_learner_free(lb);
-    }
-    lp_store_close(b);
+    char path[PATH_MAX_];
+    snprintf(path, sizeof path, "%s", fx.path);
+    lp_store_close(fx.store); /* the suite opens its own stores */
+    fx.store = NULL;
+    printf("-- SQLite: %s\n", path);
+    suite(path, &on_file, 0);
     store_fixture_close(&fx);
+
+    pg_cluster pgc;
+    if (pg_cluster_start_for(&pgc, "test_cluster (PostgreSQL)")) {
+        char uri[PATH_MAX_];
+        CHECK_INT(pg_cluster_create_db(&pgc, "cluster", uri, sizeof uri), 0);
+        printf("-- PostgreSQL: %s\n", uri);
+        suite(uri, &on_pg, 1);
+        pg_cluster_stop(&pgc);
+    }
+    if (on_pg.pid > 0) { /* not used: PostgreSQL is not installed */
+        kill(on_pg.pid, SIGKILL);
+        waitpid(on_pg.pid, NULL, 0);
+    }
     return check_summary();
 }

@@ -152,6 +152,22 @@ int lp_engine_fail(lp_conn *c, const char *what);
  * PostgreSQL. */
 const char *lp_engine_train_lock_path(lp_engine *e);
 
+/* The SQL dialect of the engine's database. */
+lp_sql_dialect lp_engine_dialect(lp_engine *e);
+
+/* A session of its own (engine_backend.h, session_open): a read-write
+ * connection outside the writer and the pool, for what lives in a session
+ * (coord.c on PostgreSQL: the training lock, LISTEN). Close it with
+ * lp_conn_close. LP_OK, LP_ESTORAGE (logged), or LP_EINVALID_ARGUMENT when
+ * the backend has none (SQLite). */
+int lp_engine_session_open(lp_engine *e, lp_conn **out);
+/* Waits on session c (from lp_engine_session_open) until a notification
+ * arrives, wake_fd is readable or timeout_ms passed; on_notify(channel,
+ * ctx) is called for each notification. LP_OK, or LP_ESTORAGE when the
+ * session is lost (close it and open another). */
+int lp_engine_session_wait(lp_engine *e, lp_conn *c, int wake_fd, int timeout_ms,
+                           void (*on_notify)(const char *channel, void *ctx), void *ctx);
+
 /* Writer statistics since open. */
 void lp_engine_stats(lp_engine *e, lp_store_writer_stats *out);
 

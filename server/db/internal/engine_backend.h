@@ -33,6 +33,7 @@ typedef struct lp_backend lp_backend; /* a backend's own state */
 
 typedef struct lp_backend_ops {
     const char *name; /* "sqlite", "postgresql" */
+    lp_sql_dialect dialect;
     /* The SQL that begins a write transaction (run as a cached statement). */
     const char *begin_sql;
     /* A query whose one value changes when another connection commits to
@@ -86,6 +87,18 @@ typedef struct lp_backend_ops {
     /* The file of the training lock (coord.h), or NULL when the backend
      * has none. */
     const char *(*train_lock_path)(lp_backend *b);
+    /* A read-write connection of its own, outside the writer and the
+     * pool, for what lives in a session (coord.c: an advisory lock,
+     * LISTEN); a peer that is gone is noticed by TCP keepalives on both
+     * ends. LP_OK, or LP_ESTORAGE with a message in err. NULL: the backend
+     * has no such sessions. */
+    int (*session_open)(lp_backend *b, lp_conn **out, char *err, size_t errlen);
+    /* Waits on session c until a notification arrives, wake_fd is
+     * readable, or timeout_ms passed, and calls on_notify(channel, ctx)
+     * for each notification received. LP_OK, or LP_ESTORAGE when the
+     * session is lost. */
+    int (*session_wait)(lp_conn *c, int wake_fd, int timeout_ms,
+                        void (*on_notify)(const char *channel, void *ctx), void *ctx);
     /* Closes the writer connection (its cached statements are finalized)
      * and frees b. Accepts NULL. */
     void (*close)(lp_backend *b);
