@@ -175,7 +175,8 @@ $(BUILD)/obj/%.o: %.c $(VERSION_STAMP)
 # (client/lib/ui.c) include microhttpd.h.
 DB_SQLITE_FILES := server/db/engine_sqlite.c server/db/walbuf.c server/db/sql_sqlite.c \
                    server/db/internal/walbuf.h server/db/internal/sql_sqlite.h
-DB_PG_FILES     := server/db/engine_pg.c server/db/sql_pg.c server/db/internal/sql_pg.h
+DB_PG_FILES     := server/db/engine_pg.c server/db/sql_pg.c server/db/internal/sql_pg.h \
+                   server/db/copy_pg.c
 check-layers:
 	@bad=$$(grep -ln '^#include <sqlite3.h>' $$(git ls-files 'server/*.c' 'server/*.h' 2>/dev/null || find server -name '*.[ch]') \
 	        | grep -v '^server/db/'); \
