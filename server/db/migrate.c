@@ -338,7 +338,7 @@ static int lock_and_check_empty(migration *m)
             return LP_ESTORAGE;
         if (rows > 0)
             return failf(m,
-                         "the target database is not empty (table %s holds %lld rows): "
+                         "the target database is not empty (table %s has %lld rows): "
                          "migrate into a new database (createdb)",
                          t->name, (long long)rows);
     }
