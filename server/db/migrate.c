@@ -284,6 +284,43 @@ static int check_source_columns(migration *m, const table_def *t)
     return ok;
 }
 
+/* The SQLite types a column of the target's type may hold (typeof). */
+static const char *source_types(char type)
+{
+    switch (type) {
+    case 'i':
+        return "'integer', 'null'";
+    case 'd':
+        return "'real', 'integer', 'null'";
+    case 't':
+        return "'text', 'null'";
+    default:
+        return "'blob', 'null'";
+    }
+}
+
+/* SQLite stores any value in any column: a value whose type does not fit
+ * its column in the target would be copied wrong, so none may exist. */
+static int check_source_types(migration *m, const table_def *t)
+{
+    char sql[STMT_MAX];
+    snprintf(sql, sizeof sql, "SELECT count(*) FROM %s WHERE", t->name);
+    for (int i = 0; i < t->ncols; i++) {
+        size_t len = strlen(sql);
+        snprintf(sql + len, sizeof sql - len, "%s typeof(%s) NOT IN (%s)", i ? " OR" : "",
+                 t->col_names[i], source_types(t->types[i]));
+    }
+    int64_t bad = 0;
+    if (query_int64(m, m->src, sql, NULL, &bad) != LP_OK)
+        return LP_ESTORAGE;
+    if (bad > 0)
+        return failf(m,
+                     "table %s: %lld rows of the source hold a value whose type does not "
+                     "fit its column (SQLite's typeof)",
+                     t->name, (long long)bad);
+    return LP_OK;
+}
+
 /* Same tables on both sides, column for column. */
 static int check_source_tables(migration *m)
 {
@@ -313,7 +350,8 @@ static int check_source_tables(migration *m)
                              m->tables[i].name);
         }
     for (int i = 0; ok == LP_OK && i < m->ntables; i++)
-        ok = check_source_columns(m, &m->tables[i]);
+        if ((ok = check_source_columns(m, &m->tables[i])) == LP_OK)
+            ok = check_source_types(m, &m->tables[i]);
     return ok;
 }
 

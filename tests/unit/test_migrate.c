@@ -15,7 +15,9 @@
  * are those of a fresh database. Refusals, each leaving the target as it
  * was: a target that is not empty, a copy that fails midway (a constraint
  * the target adds refuses a late table's row: all or nothing), a source
- * older than the server, a source with a table the target's schema lacks.
+ * older than the server, a source with a table the target's schema lacks
+ * or lacking one of its tables, a value whose SQLite type does not fit its
+ * column, a missing file.
  * And the backup of docs/postgresql.md: pg_dump of the migrated database,
  * pg_restore into a new one, equal table by table, which the engine opens.
  */
@@ -409,6 +411,12 @@ static void test_refusals(pg_cluster *pgc, const char *src)
     altered_copy(src, "lacking.db", "DROP TABLE model_privacy", path, sizeof path);
     CHECK_INT(lp_migrate_to_pg(path, uri, &rep, NULL, NULL, err, sizeof err), LP_ESTORAGE);
     CHECK(strstr(err, "model_privacy") != NULL);
+    CHECK_INT(target_rows(pg), 0);
+
+    altered_copy(src, "typed.db", "UPDATE tasks SET created_ms = 'soon' WHERE id = 100", path,
+                 sizeof path);
+    CHECK_INT(lp_migrate_to_pg(path, uri, &rep, NULL, NULL, err, sizeof err), LP_ESTORAGE);
+    CHECK(strstr(err, "table tasks: 1 rows of the source hold a value whose type") != NULL);
     CHECK_INT(target_rows(pg), 0);
 
     snprintf(path, sizeof path, "%s/missing.db", dir);
