@@ -544,7 +544,7 @@ static double insert_cpu_us(int annotators, int tasks, int group)
  * verify CPU), so that it does not move with other load on the machine;
  * ingest_*_server_cpu against the parts shows what else the server spends. */
 static void print_bound(const char *phase, int cores, double verify_us, double insert_us,
-                        double parse_us, double loadgen_us, double server_us)
+                        double parse_us, double loadgen_us, double server_us, double http_us)
 {
     double parts = verify_us + insert_us + parse_us + loadgen_us;
     printf("BENCH %s_bound_verify_cpu %.1f us/label\n", phase, verify_us);
@@ -557,6 +557,13 @@ static void print_bound(const char *phase, int cores, double verify_us, double i
      * hand-offs, the writer's checks and counters */
     printf("BENCH %s_bound_other_server_cpu %.1f us/label\n", phase,
            server_us - verify_us - insert_us - parse_us);
+    /* the ceiling once the server's HTTP floor per label (http_us: the
+     * floor per request over the labels a request carries) is added to
+     * the parts: no request path through this HTTP server can do better */
+    double with_http = parts + http_us;
+    printf("BENCH %s_bound_http_floor_cpu %.1f us/label\n", phase, http_us);
+    printf("BENCH %s_bound_ceiling_with_http %.0f labels/s\n", phase, cores * 1e6 / with_http);
+    printf("BENCH %s_bound_ceiling_with_http_vs_verify %.3f ratio\n", phase, verify_us / with_http);
     /* the ratio the measured CPU allows: verify over everything spent */
     printf("BENCH %s_cpu_vs_verify %.3f ratio\n", phase, verify_us / (server_us + loadgen_us));
 }
@@ -906,6 +913,20 @@ int main(int argc, char **argv)
     wait_server_idle();
     verify_rate[2] = raw_verify_rate(cores, 2.0, &verify_cpu_us[2]);
     int nbatch_labels = nbatch * cfg.batch_size;
+    /* The HTTP floor: what the server and the generator spend on a request
+     * that does nothing (GET /v1/healthz, no body) over the same
+     * connections. A label request costs at least this besides its own
+     * work, so it belongs to the bound. */
+    int nfloor = nsingle;
+    struct request *floor_reqs = malloc(sizeof *floor_reqs * (size_t)nfloor);
+    static char floor_text[] = "GET /v1/healthz HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n";
+    for (int i = 0; i < nfloor; i++)
+        floor_reqs[i] = (struct request){floor_text, sizeof floor_text - 1, 1};
+    double sf0 = server_cpu_s(), gf0 = self_cpu_s();
+    struct run_result rf = drive(floor_reqs, nfloor, cfg.conns);
+    double http_server_us = (server_cpu_s() - sf0) * 1e6 / nfloor;
+    double http_loadgen_us = (self_cpu_s() - gf0) * 1e6 / nfloor;
+    free(floor_reqs);
     /* the parts measured alone, with the server idle, in the commit groups
      * the phases had */
     double group_single = mean_group(c0, c1), group_batch = mean_group(c1, c2);
@@ -932,6 +953,9 @@ int main(int argc, char **argv)
                verify_rate[i]);
     printf("BENCH ed25519_verify_cpu %.1f us/verify\n",
            (verify_cpu_us[0] + verify_cpu_us[1] + verify_cpu_us[2]) / 3);
+    printf("BENCH http_floor_requests_per_s %.0f req/s\n", rf.labels_per_s);
+    printf("BENCH http_floor_server_cpu %.1f us/request\n", http_server_us);
+    printf("BENCH http_floor_loadgen_cpu %.1f us/request\n", http_loadgen_us);
     printf("BENCH ingest_single %.0f labels/s\n", rs.labels_per_s);
     printf("BENCH ingest_single_p50 %.3f ms\n", rs.p50_ms);
     printf("BENCH ingest_single_p99 %.3f ms\n", rs.p99_ms);
@@ -942,7 +966,7 @@ int main(int argc, char **argv)
     double verify_cpu = (verify_cpu_us[0] + verify_cpu_us[1] + verify_cpu_us[2]) / 3;
     if (!pg)
         print_bound("ingest_single", cores, verify_cpu, insert_single, parse_single,
-                    (g1 - g0) * 1e6 / nalone, (s1 - s0) * 1e6 / nalone);
+                    (g1 - g0) * 1e6 / nalone, (s1 - s0) * 1e6 / nalone, http_server_us);
     if (nbatch > 0) {
         printf("BENCH ingest_batch%d %.0f labels/s\n", cfg.batch_size, rb.labels_per_s);
         printf("BENCH ingest_batch%d_p50 %.3f ms\n", cfg.batch_size, rb.p50_ms);
@@ -959,9 +983,10 @@ int main(int argc, char **argv)
         snprintf(phase, sizeof phase, "ingest_batch%d", cfg.batch_size);
         if (!pg)
             print_bound(phase, cores, verify_cpu, insert_batch, parse_batch,
-                        (g2 - g1v) * 1e6 / nbatch_labels, (s2 - s1v) * 1e6 / nbatch_labels);
+                        (g2 - g1v) * 1e6 / nbatch_labels, (s2 - s1v) * 1e6 / nbatch_labels,
+                        http_server_us / cfg.batch_size);
     }
-    printf("BENCH ingest_errors %d requests\n", rs.errors + rb.errors);
+    printf("BENCH ingest_errors %d requests\n", rs.errors + rb.errors + rf.errors);
     printf("BENCH ingest_servers %d servers\n", nservers);
     for (int i = 0; i < nsingle; i++)
         free(single[i].bytes);
