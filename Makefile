@@ -7,6 +7,7 @@
 #   make bench      all benchmarks            make install PREFIX=/usr/local
 #   make bench-flood  ingest alone and under a flood of anonymous score requests
 #   make bench-startup  server start-up time and memory on 10^7 labels
+#   make bench-migrate  --migrate-to of 10^6 labels into PostgreSQL, beside pg_restore
 #   make soak       60 s of mixed load with the server's memory sampled (a benchmark)
 #   make SAN=1 BUILD=build/asan test          sanitizer build of the tests
 #   make fuzz       libFuzzer binaries (clang)
@@ -313,7 +314,8 @@ run: deps
 reproduce: all
 	BUILD=$(BUILD) QUICK=$(QUICK) tests/study/reproduce.sh
 
-bench: bench-ingest bench-flood bench-train bench-score bench-metrics bench-guard bench-audit bench-startup
+bench: bench-ingest bench-flood bench-train bench-score bench-metrics bench-guard bench-audit bench-startup \
+       bench-migrate
 # Each benchmark is a script tests/bench/<name>.sh printing "BENCH <name> <value> <unit>".
 bench-%: all $(BENCHES)
 	BUILD=$(BUILD) tests/bench/$*.sh

@@ -326,10 +326,10 @@ static void test_copy(pg_cluster *pgc, const char *src, char *uri, size_t urilen
     free(fk_a);
     free(fk_b);
     /* the counter triggers work again: a new task counts */
-    CHECK(
-        PQresultStatus(PQexec(pg, "INSERT INTO tasks (campaign, source_id, prompt, response0,"
-                                  " response1, created_ms) VALUES (7, 'new', 'p', 'a', 'b', 1)")) ==
-        PGRES_COMMAND_OK);
+    PGresult *ins = PQexec(pg, "INSERT INTO tasks (campaign, source_id, prompt, response0,"
+                               " response1, created_ms) VALUES (7, 'new', 'p', 'a', 'b', 1)");
+    CHECK(PQresultStatus(ins) == PGRES_COMMAND_OK);
+    PQclear(ins);
     CHECK_INT(pg_long(pg, "SELECT tasks FROM campaign_fill WHERE campaign = 7"), 31);
 
     /* a second copy into the same database: refused, nothing changed */
