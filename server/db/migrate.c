@@ -2,17 +2,19 @@
  * migrate.c — a SQLite database copied into PostgreSQL (migrate.h).
  *
  * The tables and their columns come from the target's catalog (the
- * server's PostgreSQL schema) and are checked against the source's. In
- * the target's transaction: every table locked, found empty (the schema's
- * default campaign aside, then deleted), its foreign keys dropped and its
- * triggers disabled; each table copied with COPY in PostgreSQL's binary
- * format, from the source's rows in key order; the foreign keys added back
- * (which checks them over the whole copy), the triggers enabled, the
- * identity sequences set; each table read back with COPY in the same order
- * and format, whose checksum must equal the checksum of what was sent;
- * commit. Dropping the foreign keys for the copy and adding them after, as
- * pg_restore does, also copies the one cycle of the schema (training_runs
- * and models refer to each other).
+ * server's PostgreSQL schema) and are checked against the source's (and
+ * every source value's type against its column). In the target's
+ * transaction: every table locked, found empty (the schema's default
+ * campaign aside, then deleted), its foreign keys, keys and indexes
+ * dropped and its triggers disabled; each table copied with COPY in
+ * PostgreSQL's binary format, from the source's rows in key order; the
+ * indexes, keys and foreign keys made again (which checks every row
+ * against them), the triggers enabled, the identity sequences set; each
+ * table read back with COPY in the same order and format, whose checksum
+ * must equal the checksum of what was sent; commit. Building the indexes
+ * and constraints after the data, as pg_restore does, builds each index
+ * once, and copies the one cycle of the schema (training_runs and models
+ * refer to each other).
  */
 #include "migrate.h"
 
@@ -47,19 +49,21 @@ typedef struct table_def {
     char col_names[MAX_COLS][NAME_MAX_LEN + 1];
 } table_def;
 
-/* A foreign key, dropped for the copy and added back after. */
-typedef struct foreign_key {
+/* An index or constraint, dropped for the copy and made again after. */
+enum { REBUILT_INDEX = 1, REBUILT_KEY = 2, REBUILT_FOREIGN_KEY = 3 }; /* the order made */
+typedef struct rebuilt {
+    int kind;
     char table[NAME_MAX_LEN + 1];
     char name[NAME_MAX_LEN + 1];
-    char *def; /* pg_get_constraintdef */
-} foreign_key;
+    char *def; /* pg_get_indexdef (a whole statement) or pg_get_constraintdef */
+} rebuilt;
 
 typedef struct migration {
     lp_conn *src, *pg;
     table_def *tables;
     int ntables;
-    foreign_key *fks;
-    int nfks;
+    rebuilt *rebuilt;
+    int nrebuilt;
     char *err;
     size_t errlen;
 } migration;
@@ -383,52 +387,72 @@ static int lock_and_check_empty(migration *m)
     return LP_OK;
 }
 
-static int load_foreign_keys(migration *m)
+/* The indexes (but those of constraints), the primary keys and unique
+ * constraints, and the foreign keys of the schema, in the order they are
+ * made again. */
+static int load_rebuilt(migration *m)
 {
-    static const char SQL_FKS[] =
-        "SELECT CAST(CAST(conrelid AS regclass) AS text), conname, pg_get_constraintdef(oid) "
-        "FROM pg_constraint WHERE contype = 'f' "
-        "AND connamespace = CAST(current_schema() AS regnamespace) ORDER BY oid";
-    lp_stmt *st = lp_stmt_prepare(m->pg, SQL_FKS);
+    static const char SQL_REBUILT[] =
+        "SELECT kind, tab, name, def FROM ("
+        " SELECT CASE contype WHEN 'f' THEN 3 ELSE 2 END AS kind,"
+        "  CAST(CAST(conrelid AS regclass) AS text) AS tab, conname AS name,"
+        "  pg_get_constraintdef(oid) AS def, oid FROM pg_constraint"
+        "  WHERE contype IN ('p', 'u', 'f')"
+        "  AND connamespace = CAST(current_schema() AS regnamespace)"
+        " UNION ALL"
+        " SELECT 1, CAST(CAST(i.indrelid AS regclass) AS text),"
+        "  CAST(CAST(i.indexrelid AS regclass) AS text), pg_get_indexdef(i.indexrelid),"
+        "  i.indexrelid FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid"
+        "  WHERE c.relnamespace = CAST(current_schema() AS regnamespace)"
+        "  AND NOT EXISTS (SELECT 1 FROM pg_constraint k WHERE k.conindid = i.indexrelid"
+        "   AND k.contype IN ('p', 'u', 'x'))"
+        ") AS all_of_them ORDER BY kind, oid";
+    lp_stmt *st = lp_stmt_prepare(m->pg, SQL_REBUILT);
     if (st == NULL)
-        return failf(m, "foreign keys: %s", lp_conn_errmsg(m->pg));
+        return failf(m, "indexes and constraints: %s", lp_conn_errmsg(m->pg));
     int rc, ok = LP_OK, cap = 0;
     while (ok == LP_OK && (rc = lp_stmt_step(st)) == LP_SQL_ROW) {
-        const char *table = lp_stmt_column_text(st, 0), *name = lp_stmt_column_text(st, 1);
+        const char *table = lp_stmt_column_text(st, 1), *name = lp_stmt_column_text(st, 2);
         if (!plain_name(table) || !plain_name(name)) {
-            ok = failf(m, "foreign key \"%.64s\" cannot be copied", name);
+            ok = failf(m, "index or constraint \"%.64s\" cannot be copied", name);
             break;
         }
-        if (m->nfks == cap) {
-            cap = cap ? cap * 2 : 32;
-            foreign_key *more = realloc(m->fks, (size_t)cap * sizeof *more);
+        if (m->nrebuilt == cap) {
+            cap = cap ? cap * 2 : 64;
+            rebuilt *more = realloc(m->rebuilt, (size_t)cap * sizeof *more);
             if (more == NULL) {
                 ok = failf(m, "out of memory");
                 break;
             }
-            m->fks = more;
+            m->rebuilt = more;
         }
-        foreign_key *fk = &m->fks[m->nfks];
-        snprintf(fk->table, sizeof fk->table, "%s", table);
-        snprintf(fk->name, sizeof fk->name, "%s", name);
-        if ((fk->def = lp_engine_column_dup(st, 2)) == NULL)
+        rebuilt *r = &m->rebuilt[m->nrebuilt];
+        r->kind = lp_stmt_column_int(st, 0);
+        snprintf(r->table, sizeof r->table, "%s", table);
+        snprintf(r->name, sizeof r->name, "%s", name);
+        if ((r->def = lp_engine_column_dup(st, 3)) == NULL)
             ok = failf(m, "out of memory");
         else
-            m->nfks++;
+            m->nrebuilt++;
     }
     if (ok == LP_OK && rc != LP_SQL_DONE)
-        ok = failf(m, "foreign keys: %s", lp_conn_errmsg(m->pg));
+        ok = failf(m, "indexes and constraints: %s", lp_conn_errmsg(m->pg));
     lp_stmt_finalize(st);
     return ok;
 }
 
-/* Drops the foreign keys, disables the triggers, empties the tables. */
+/* Drops the foreign keys, then the keys, then the indexes (so that the
+ * rows are copied into bare tables and each index is built once, after),
+ * disables the triggers, empties the tables. */
 static int prepare_target(migration *m)
 {
     char sql[STMT_MAX];
-    for (int i = 0; i < m->nfks; i++) {
-        snprintf(sql, sizeof sql, "ALTER TABLE %s DROP CONSTRAINT %s", m->fks[i].table,
-                 m->fks[i].name);
+    for (int i = m->nrebuilt - 1; i >= 0; i--) {
+        const rebuilt *r = &m->rebuilt[i];
+        if (r->kind == REBUILT_INDEX)
+            snprintf(sql, sizeof sql, "DROP INDEX %s", r->name);
+        else
+            snprintf(sql, sizeof sql, "ALTER TABLE %s DROP CONSTRAINT %s", r->table, r->name);
         if (exec(m, m->pg, sql) != LP_OK)
             return LP_ESTORAGE;
     }
@@ -441,14 +465,19 @@ static int prepare_target(migration *m)
     return LP_OK;
 }
 
-/* Adds the foreign keys back (PostgreSQL checks every row), enables the
+/* Makes the indexes, keys and foreign keys again (PostgreSQL checks
+ * every row against each unique key and foreign key), enables the
  * triggers, sets each identity sequence to the largest id copied. */
 static int finish_target(migration *m)
 {
     char sql[STMT_MAX];
-    for (int i = 0; i < m->nfks; i++) {
-        snprintf(sql, sizeof sql, "ALTER TABLE %s ADD CONSTRAINT %s %s", m->fks[i].table,
-                 m->fks[i].name, m->fks[i].def);
+    for (int i = 0; i < m->nrebuilt; i++) {
+        const rebuilt *r = &m->rebuilt[i];
+        if (r->kind == REBUILT_INDEX)
+            snprintf(sql, sizeof sql, "%s", r->def);
+        else
+            snprintf(sql, sizeof sql, "ALTER TABLE %s ADD CONSTRAINT %s %s", r->table, r->name,
+                     r->def);
         if (exec(m, m->pg, sql) != LP_OK)
             return LP_ESTORAGE;
     }
@@ -636,7 +665,7 @@ static int run(migration *m, lp_migrate_report *rep, lp_migrate_progress progres
         return failf(m, "out of memory");
     if ((rc = exec(m, m->pg, "BEGIN")) != LP_OK)
         goto out;
-    if ((rc = lock_and_check_empty(m)) != LP_OK || (rc = load_foreign_keys(m)) != LP_OK ||
+    if ((rc = lock_and_check_empty(m)) != LP_OK || (rc = load_rebuilt(m)) != LP_OK ||
         (rc = prepare_target(m)) != LP_OK)
         goto out;
     for (int i = 0; i < m->ntables; i++) {
@@ -704,9 +733,9 @@ int lp_migrate_to_pg(const char *sqlite_path, const char *pg_uri, lp_migrate_rep
         rc = run(&m, rep, progress, ctx);
     lp_conn_end_read(m.src);
 out:
-    for (int i = 0; i < m.nfks; i++)
-        free(m.fks[i].def);
-    free(m.fks);
+    for (int i = 0; i < m.nrebuilt; i++)
+        free(m.rebuilt[i].def);
+    free(m.rebuilt);
     free(m.tables);
     lp_conn_close(m.pg);
     lp_conn_close(m.src);

@@ -11,8 +11,8 @@
  * rows here fails this test) and is in the report; each table is equal row
  * by row, read independently of the copier (sqlite3 and libpq, every
  * column compared by its SQLite type); the identity sequences continue past
- * the largest ids; the target's triggers are enabled and its foreign keys
- * are those of a fresh database. Refusals, each leaving the target as it
+ * the largest ids; the target's triggers are enabled and its constraints
+ * and indexes are those of a fresh database. Refusals, each leaving the target as it
  * was: a target that is not empty, a copy that fails midway (a constraint
  * the target adds refuses a late table's row: all or nothing), a source
  * older than the server, a source with a table the target's schema lacks
@@ -232,9 +232,13 @@ static long target_rows(PGconn *pg)
                        " + (SELECT count(*) FROM campaigns WHERE id <> 1)");
 }
 
-static const char FKS[] = "SELECT conrelid::regclass || ' ' || conname || ' ' || "
-                          "pg_get_constraintdef(oid) FROM pg_constraint WHERE contype = 'f' "
-                          "ORDER BY 1";
+/* The constraints and indexes of the schema, as text. */
+static const char SCHEMA_OBJECTS[] =
+    "SELECT conrelid::regclass || ' ' || conname || ' ' || "
+    "pg_get_constraintdef(oid) FROM pg_constraint "
+    "WHERE connamespace = 'public'::regnamespace "
+    "UNION ALL SELECT indexdef FROM pg_indexes WHERE schemaname = 'public' "
+    "ORDER BY 1";
 static const char TRIGGERS_ENABLED[] =
     "SELECT count(*) FROM pg_trigger WHERE NOT tgisinternal AND tgenabled = 'O'";
 
@@ -310,7 +314,7 @@ static void test_copy(pg_cluster *pgc, const char *src, char *uri, size_t urilen
     CHECK_INT(pg_long(pg, "SELECT nextval(pg_get_serial_sequence('tasks', 'id'))"), 160);
     CHECK_INT(pg_long(pg, "SELECT nextval(pg_get_serial_sequence('models', 'version'))"), 7);
     CHECK_INT(pg_long(pg, "SELECT nextval(pg_get_serial_sequence('campaigns', 'id'))"), 8);
-    /* triggers on, the foreign keys of a fresh database */
+    /* triggers on, the constraints and indexes of a fresh database */
     PGconn *fresh = PQconnectdb(fresh_uri);
     lp_conn *fc = NULL;
     char e2[256];
@@ -320,7 +324,7 @@ static void test_copy(pg_cluster *pgc, const char *src, char *uri, size_t urilen
     lp_conn_close(fc);
     CHECK(pg_long(pg, TRIGGERS_ENABLED) > 10);
     CHECK_INT(pg_long(pg, TRIGGERS_ENABLED), pg_long(fresh, TRIGGERS_ENABLED));
-    char *fk_a = pg_text(pg, FKS), *fk_b = pg_text(fresh, FKS);
+    char *fk_a = pg_text(pg, SCHEMA_OBJECTS), *fk_b = pg_text(fresh, SCHEMA_OBJECTS);
     CHECK(strlen(fk_a) > 100);
     CHECK_STR(fk_a, fk_b);
     free(fk_a);
@@ -344,7 +348,7 @@ static void test_copy(pg_cluster *pgc, const char *src, char *uri, size_t urilen
 }
 
 /* A copy that fails at a late table leaves the target empty, with its
- * triggers and foreign keys. */
+ * triggers, constraints and indexes. */
 static void test_all_or_nothing(pg_cluster *pgc, const char *src)
 {
     char uri[512], err[1024];
@@ -357,7 +361,7 @@ static void test_all_or_nothing(pg_cluster *pgc, const char *src)
               LP_SQL_DONE);
     lp_conn_close(c);
     PGconn *pg = PQconnectdb(uri);
-    char *fk_before = pg_text(pg, FKS);
+    char *fk_before = pg_text(pg, SCHEMA_OBJECTS);
     long trig_before = pg_long(pg, TRIGGERS_ENABLED);
     lp_migrate_report rep;
     CHECK_INT(lp_migrate_to_pg(src, uri, &rep, NULL, NULL, err, sizeof err), LP_ESTORAGE);
@@ -366,7 +370,7 @@ static void test_all_or_nothing(pg_cluster *pgc, const char *src)
     CHECK_INT(target_rows(pg), 0);
     CHECK_INT(pg_long(pg, "SELECT count(*) FROM campaigns"), 1);
     CHECK_INT(pg_long(pg, TRIGGERS_ENABLED), trig_before);
-    char *fk_after = pg_text(pg, FKS);
+    char *fk_after = pg_text(pg, SCHEMA_OBJECTS);
     CHECK_STR(fk_after, fk_before);
     free(fk_before);
     free(fk_after);
@@ -463,7 +467,7 @@ static int same_databases(PGconn *a, PGconn *b)
 
 /* docs/postgresql.md "Back up" and "Restore": pg_dump of the migrated
  * database, pg_restore into a new one: the same rows, sequences, triggers
- * and foreign keys, and the server's engine opens it without migrating. */
+ * constraints and indexes, and the server's engine opens it without migrating. */
 static void test_backup_restore(pg_cluster *pgc, const char *uri)
 {
     char restored_uri[512], cmd[2048], dump[400];
@@ -479,7 +483,7 @@ static void test_backup_restore(pg_cluster *pgc, const char *uri)
     CHECK(same_databases(a, b));
     CHECK_INT(pg_long(b, "SELECT count(*) FROM labels"), LABELS);
     CHECK_INT(pg_long(b, TRIGGERS_ENABLED), pg_long(a, TRIGGERS_ENABLED));
-    char *fk_a = pg_text(a, FKS), *fk_b = pg_text(b, FKS);
+    char *fk_a = pg_text(a, SCHEMA_OBJECTS), *fk_b = pg_text(b, SCHEMA_OBJECTS);
     CHECK_STR(fk_b, fk_a);
     free(fk_a);
     free(fk_b);
