@@ -128,8 +128,8 @@ int main(int argc, char **argv)
         die("could not start PostgreSQL");
 
     server_bin_path("ldpref-server", bin, sizeof bin);
-    snprintf(cmd, sizeof cmd, "'%s' --db '%s' --migrate-to '%s' > '%s/migrate.out' 2>&1", bin, src, uri,
-             dir);
+    snprintf(cmd, sizeof cmd, "'%s' --db '%s' --migrate-to '%s' > '%s/migrate.out' 2>&1", bin, src,
+             uri, dir);
     long migrate_rss_kb = 0;
     double migrate_s = timed_with_rss(cmd, &migrate_rss_kb);
     if (migrate_s < 0)
