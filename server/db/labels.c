@@ -6,6 +6,28 @@
  * savepoint. The writer's annotator copy (struct lp_label_writer) is the
  * engine's transaction cache: it equals the annotators rows as the current
  * transaction sees them.
+ *
+ * PostgreSQL (several servers may write one database): the same steps, with
+ * a few statements of their own (LSQL_PG). The engine clears the annotator
+ * copy at the start of every transaction, and the copy is read with FOR
+ * UPDATE, so the annotator's row stays locked until the commit: another
+ * server's label job for the same annotator waits for it, then reads the
+ * committed row and labels. Every check of one annotator (existing label,
+ * nonce, budget, revocation) thus runs as if there were one writer, and the
+ * spend written back at the flush is exact. (The alternative, a conditional
+ * `epsilon_spent = epsilon_spent + e ... RETURNING` per label, guards the
+ * budget only and costs a round trip per label; the lock costs one
+ * statement per annotator per transaction, the SELECT the copy needs
+ * anyway.) There is no nonce index: label ids are not in commit order, so
+ * it could not catch up with other servers by id; the UNIQUE (annotator,
+ * nonce) constraint refuses a reused nonce at the insert (no row
+ * inserted), which then goes through label_checks like a conflict, and
+ * label_checks asks SQL. The
+ * counters are written in a fixed order (task_fill by task, campaign_fill
+ * by campaign, label_minutes by campaign and minute, each row locked from
+ * its first read), so two servers flushing at once wait for each other
+ * rather than deadlock. A group rolled back by a conflict runs again whole:
+ * labels_fn overwrites every output of its items.
  */
 #include "labels.h"
 
@@ -27,6 +49,7 @@ enum lstmt {
     L_ASSIGNED,
     L_TASK_EXISTS,
     L_NONCE_ROW,
+    L_NONCE_USED,
     L_NONCE_ALL,
     L_NONCE_SINCE,
     L_MAX_ID,
@@ -61,8 +84,9 @@ static const char *const LSQL[L_COUNT] = {
                  "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
     [L_SPEND] = "UPDATE annotators SET epsilon_spent = ?2 WHERE id = ?1",
     /* the counters of schemas 004/006, once per commit (schema/015) */
-    [L_ANNOT_FILL] = "UPDATE annotator_fill SET labels = labels + ?2, "
-                     "last_label_ms = max(coalesce(last_label_ms, ?3), ?3) WHERE annotator = ?1",
+    [L_ANNOT_FILL] = "UPDATE annotator_fill SET labels = labels + ?2, last_label_ms = "
+                     "CASE WHEN last_label_ms > ?3 THEN last_label_ms ELSE ?3 END "
+                     "WHERE annotator = ?1",
     [L_TASK_COUNT] = "SELECT campaign, labels FROM task_fill WHERE task = ?1",
     [L_TASK_FILL] = "UPDATE task_fill SET labels = labels + ?2 WHERE task = ?1",
     [L_LABELS_PER_TASK] = "SELECT labels_per_task FROM campaigns WHERE id = ?1",
@@ -70,7 +94,25 @@ static const char *const LSQL[L_COUNT] = {
                         "tasks_complete = tasks_complete + ?3, epsilon_spent = epsilon_spent + ?4 "
                         "WHERE campaign = ?1",
     [L_MINUTE] = "INSERT INTO label_minutes (campaign, minute, labels) VALUES (?1, ?2, ?3) "
-                 "ON CONFLICT (campaign, minute) DO UPDATE SET labels = labels + excluded.labels",
+                 "ON CONFLICT (campaign, minute) DO UPDATE "
+                 "SET labels = label_minutes.labels + excluded.labels",
+};
+
+/* PostgreSQL's own statements (NULL: LSQL's): the annotator and task counter
+ * rows locked until the commit; the insert's id returned, or no row when
+ * UNIQUE (annotator, task) or (annotator, nonce) refuses it (no error in
+ * the server's log for every resend); the nonce asked of the UNIQUE
+ * (annotator, nonce) index (SQLite has no such index: its nonce index
+ * answers, see below). */
+static const char *const LSQL_PG[L_COUNT] = {
+    [L_ANNOT] = "SELECT a.revoked, a.epsilon_spent, a.campaign, c.epsilon_min, c.epsilon_max, "
+                "c.allow_infinite, c.epsilon_budget FROM annotators a "
+                "JOIN campaigns c ON c.id = a.campaign WHERE a.id = ?1 FOR UPDATE OF a",
+    [L_NONCE_USED] = "SELECT 1 FROM labels WHERE annotator = ?1 AND nonce = ?2",
+    [L_INSERT] = "INSERT INTO labels (annotator, task, z, z_task, epsilon, nonce, "
+                 "timestamp_ms, signature, received_ms) "
+                 "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9) ON CONFLICT DO NOTHING RETURNING id",
+    [L_TASK_COUNT] = "SELECT campaign, labels FROM task_fill WHERE task = ?1 FOR UPDATE",
 };
 
 /*
@@ -182,6 +224,7 @@ struct lp_label_writer {
     struct minute_delta *minutes;
     size_t n_camp, n_minutes, cap_camp, cap_minutes;
     int broken; /* a flush failed: the transaction must not commit */
+    int pg;     /* the database is PostgreSQL (LSQL_PG, no nonce index) */
 };
 
 /* The statement, reset and unbound; NULL on failure (logged). */
@@ -189,7 +232,8 @@ static lp_stmt *w_stmt(struct lp_label_writer *w, lp_conn *db, enum lstmt which)
 {
     lp_stmt *st = w->st[which];
     if (st == NULL)
-        return w->st[which] = lp_engine_stmt(w->engine, db, LSQL[which]);
+        return w->st[which] = lp_engine_stmt(
+                   w->engine, db, w->pg && LSQL_PG[which] ? LSQL_PG[which] : LSQL[which]);
     lp_stmt_reset(st);
     lp_stmt_clear_bindings(st);
     return st;
@@ -278,10 +322,39 @@ static int step_one(lp_conn *db, lp_stmt *st, const char *what)
     return ok ? LP_OK : lp_engine_fail(db, what);
 }
 
+/* Orders of the counter rows, for PostgreSQL's lock order (see the top). */
+static int cmp_int64(int64_t x, int64_t y)
+{
+    return (x > y) - (x < y);
+}
+
+static int cmp_task_slot(const void *a, const void *b, void *ctx)
+{
+    const struct task_delta *x = (const struct task_delta *)ctx + *(const uint32_t *)a;
+    const struct task_delta *y = (const struct task_delta *)ctx + *(const uint32_t *)b;
+    int c = cmp_int64(x->task, y->task);
+    return c != 0 ? c : cmp_int64(x->minute, y->minute);
+}
+
+static int cmp_campaign(const void *a, const void *b)
+{
+    return cmp_int64(((const struct campaign_delta *)a)->campaign,
+                     ((const struct campaign_delta *)b)->campaign);
+}
+
+static int cmp_minute(const void *a, const void *b)
+{
+    const struct minute_delta *x = a, *y = b;
+    int c = cmp_int64(x->campaign, y->campaign);
+    return c != 0 ? c : cmp_int64(x->minute, y->minute);
+}
+
 /* Adds the task deltas to task_fill and collects what they add to their
  * campaigns (labels, tasks that reached labels_per_task, minutes). */
 static int flush_tasks(struct lp_label_writer *w, lp_conn *db)
 {
+    if (w->pg)
+        qsort_r(w->task_used, w->n_task, sizeof *w->task_used, cmp_task_slot, w->task);
     for (size_t i = 0; i < w->n_task; i++) {
         struct task_delta *t = &w->task[w->task_used[i]];
         /* the count before, then the new count (a SELECT and an UPDATE cost
@@ -329,6 +402,10 @@ static int flush_tasks(struct lp_label_writer *w, lp_conn *db)
  * engine.c, sees the count cross) and label_minutes. */
 static int flush_campaigns(struct lp_label_writer *w, lp_conn *db)
 {
+    if (w->pg && w->n_camp > 1)
+        qsort(w->camp, w->n_camp, sizeof *w->camp, cmp_campaign);
+    if (w->pg && w->n_minutes > 1)
+        qsort(w->minutes, w->n_minutes, sizeof *w->minutes, cmp_minute);
     for (size_t i = 0; i < w->n_camp; i++) {
         const struct campaign_delta *c = &w->camp[i];
         lp_stmt *st = w_stmt(w, db, L_CAMPAIGN_FILL);
@@ -548,6 +625,18 @@ static int nonce_used(struct lp_label_writer *w, lp_conn *db, int64_t annotator,
 {
     const struct nonce_index *ni = &w->nonces;
     *used = 0;
+    if (w->pg) { /* the UNIQUE (annotator, nonce) index answers */
+        lp_stmt *st = w_stmt(w, db, L_NONCE_USED);
+        if (st == NULL)
+            return LP_ESTORAGE;
+        lp_stmt_bind_int64(st, 1, annotator);
+        lp_stmt_bind_blob(st, 2, nonce, LP_NONCE_BYTES);
+        int step = lp_stmt_step(st);
+        lp_stmt_reset(st);
+        *used = step == LP_SQL_ROW;
+        return step == LP_SQL_ROW || step == LP_SQL_DONE ? LP_OK
+                                                         : lp_engine_fail(db, "nonce lookup");
+    }
     for (int t = 0; t < 2; t++) { /* the table, then the one still moving */
         const struct nonce_slot *slot = t == 0 ? ni->slot : ni->old;
         size_t cap = t == 0 ? ni->cap : ni->old_cap, from = t == 0 ? 0 : ni->moved;
@@ -570,6 +659,8 @@ static int nonce_used(struct lp_label_writer *w, lp_conn *db, int64_t annotator,
 static int ni_load(lp_conn *db, void *ctx)
 {
     struct lp_label_writer *w = ctx;
+    if ((w->pg = lp_conn_dialect(db) == LP_SQL_POSTGRESQL))
+        return LP_OK; /* no nonce index (see the top) */
     randombytes_buf(w->nonces.key, sizeof w->nonces.key);
     /* ids only grow and labels are never deleted: the largest id bounds
      * the count, and sizing the table once saves rehashing it as it grows
@@ -621,6 +712,8 @@ static int ni_others(lp_conn *db, void *ctx)
 {
     struct lp_label_writer *w = ctx;
     struct nonce_index *ni = &w->nonces;
+    if (w->pg)
+        return LP_OK;
     lp_stmt *st = w_stmt(w, db, L_NONCE_SINCE);
     if (st == NULL)
         return LP_ESTORAGE;
@@ -671,7 +764,7 @@ static int ni_check_fn(lp_conn *db, void *ctx)
              i = (i + 1) & (ni->old_cap - 1))
             found |= i >= ni->moved && ni->old[i].h == h && ni->old[i].id == id;
         c->out->rows++;
-        c->out->missing += !found;
+        c->out->missing += !found && !c->w->pg; /* PostgreSQL has no index */
     }
     lp_stmt_reset(st);
     return step == LP_SQL_DONE ? LP_OK : lp_engine_fail(db, "nonce index check");
@@ -843,13 +936,16 @@ static int store_label(struct lp_label_writer *w, lp_conn *db, lp_label_item *it
                 (inf ? a->allow_inf
                      : m->epsilon >= a->eps_min && m->epsilon <= a->eps_max &&
                            a->spent + m->epsilon <= a->budget * (1.0 + 1e-12));
-    uint64_t nonce_h = ni_hash(&w->nonces, it->annotator, m->nonce);
+    /* PostgreSQL: the insert's UNIQUE (annotator, nonce) refuses a reused
+     * nonce (the annotator's row lock keeps that exact) */
+    uint64_t nonce_h = w->pg ? 0 : ni_hash(&w->nonces, it->annotator, m->nonce);
     int used = 0;
-    if (clean && (rc = nonce_used(w, db, it->annotator, m->nonce, nonce_h, &used)) != LP_OK)
+    if (clean && !w->pg &&
+        (rc = nonce_used(w, db, it->annotator, m->nonce, nonce_h, &used)) != LP_OK)
         return rc;
     if (!clean || used)
         return label_checks(w, db, it, a, swapped, now, nonce_h);
-    if (ni_reserve(&w->nonces, 1) != LP_OK) /* before the insert: its slot must fit */
+    if (!w->pg && ni_reserve(&w->nonces, 1) != LP_OK) /* before the insert: its slot must fit */
         return LP_ENO_MEMORY;
 
     if ((st = w_stmt(w, db, L_INSERT)) == NULL)
@@ -867,14 +963,22 @@ static int store_label(struct lp_label_writer *w, lp_conn *db, lp_label_item *it
     lp_stmt_bind_blob(st, 8, m->sig, LP_SIG_BYTES);
     lp_stmt_bind_int64(st, 9, now);
     step = lp_stmt_step(st);
+    int64_t id = step == LP_SQL_ROW ? lp_stmt_column_int64(st, 0) : 0;
     lp_stmt_reset(st);
-    if (step != LP_SQL_DONE) {
-        if (!lp_sql_is_constraint(step) || !lp_conn_in_txn(db))
+    /* SQLite: done, or a UNIQUE refusal; PostgreSQL: the row of RETURNING
+     * id, or none when a UNIQUE constraint stood in the way */
+    int refused = w->pg ? step == LP_SQL_DONE : lp_sql_is_constraint(step);
+    if (step != (w->pg ? LP_SQL_ROW : LP_SQL_DONE)) {
+        if (!refused || !lp_conn_in_txn(db))
             return lp_engine_fail(db, "label insert");
         return label_checks(w, db, it, a, swapped, now, nonce_h);
     }
-    it->receipt.label_id = lp_conn_last_insert_id(db);
-    ni_add(&w->nonces, nonce_h, it->receipt.label_id);
+    if (w->pg) {
+        it->receipt.label_id = id;
+    } else {
+        it->receipt.label_id = lp_conn_last_insert_id(db);
+        ni_add(&w->nonces, nonce_h, it->receipt.label_id);
+    }
     it->receipt.task_id = m->task_id;
     it->receipt.z = m->z;
     it->receipt.epsilon = m->epsilon;
@@ -902,14 +1006,39 @@ struct labels_job {
     void *user_ctx;
 };
 
+static int cmp_item_annotator(const void *a, const void *b, void *ctx)
+{
+    const lp_label_item *items = ctx;
+    size_t x = *(const size_t *)a, y = *(const size_t *)b;
+    int c = cmp_int64(items[x].annotator, items[y].annotator);
+    return c != 0 ? c : (x > y) - (x < y);
+}
+
+/* PostgreSQL: the job's items in the order of their annotators (each
+ * annotator's in their own order), so that jobs of several annotators lock
+ * their rows in one order on every server; NULL for the items' order. */
+static size_t *annotator_order(const lp_label_item *items, size_t n)
+{
+    size_t *order = n > 1 ? malloc(n * sizeof *order) : NULL;
+    if (order == NULL)
+        return NULL; /* the items' order: correct, deadlocks are run again */
+    for (size_t i = 0; i < n; i++)
+        order[i] = i;
+    qsort_r(order, n, sizeof *order, cmp_item_annotator, (void *)items);
+    return order;
+}
+
 static int labels_fn(lp_conn *db, void *ctx)
 {
     struct labels_job *lj = ctx;
     int64_t now = lp_now_ms();
-    for (size_t i = 0; i < lj->n; i++) {
+    size_t *order = lj->w->pg ? annotator_order(lj->items, lj->n) : NULL;
+    for (size_t k = 0; k < lj->n; k++) {
+        size_t i = order != NULL ? order[k] : k;
         lj->items[i].existing = 0;
         lj->items[i].rc = store_label(lj->w, db, &lj->items[i], now);
     }
+    free(order);
     return LP_OK; /* the results are per item */
 }
 

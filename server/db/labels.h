@@ -46,7 +46,9 @@ int lp_store_labels_submit_async(lp_store *s, lp_label_item *items, size_t n,
  * read, rows whose (annotator, nonce) has no slot with their id (0 when
  * consistent), slots and capacity (slots >= rows; more only after a
  * transaction that did not commit), and the slots of the previous table
- * still to move into the current one (0 when no growth is under way). */
+ * still to move into the current one (0 when no growth is under way).
+ * PostgreSQL keeps no index (its UNIQUE (annotator, nonce) constraint is the
+ * authority): rows only, every other field 0. */
 typedef struct lp_label_index_check {
     size_t rows, missing, slots, capacity, moving;
 } lp_label_index_check;

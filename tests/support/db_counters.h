@@ -2,6 +2,7 @@
  * db_counters.h — the label counters of a database file (task_fill,
  * annotator_fill, campaign_fill, label_minutes, annotators.epsilon_spent)
  * recomputed in SQL from the labels, for tests of the writer that keeps them.
+ * path is a SQLite file or a PostgreSQL URI (postgresql://..., postgres://...).
  */
 #ifndef LP_DB_COUNTERS_H
 #define LP_DB_COUNTERS_H

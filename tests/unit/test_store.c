@@ -3,7 +3,8 @@
  * schema matching schema/00N_*.sql, group commit under many threads,
  * budget checks that concurrent submissions cannot both pass, the nonce
  * index exact under racing submissions and rebuilt after a restart,
- * append-only labels, and integrity after all of it.
+ * append-only labels, and integrity after all of it; the label checks on
+ * PostgreSQL too.
  */
 #include "annotators.h"
 #include "campaigns.h"
@@ -12,6 +13,7 @@
 #include "db_counters.h"
 #include "error.h"
 #include "labels.h"
+#include "pg.h"
 #include "schema_sql.h"
 #include "stats.h"
 #include "store.h"
@@ -106,13 +108,17 @@ static void test_schema_files(void)
     }
 }
 
-/* The writer's label checks, on a database of their own: protocol order
- * with the insert-first fast path, a resend and a conflict in the same
- * group, epsilon spends written back, a revocation between label jobs. */
-static void test_label_checks(void)
+/* The writer's label checks, on a database of their own (a SQLite file, or
+ * the PostgreSQL database at uri): protocol order with the insert-first
+ * fast path, a resend and a conflict in the same group, epsilon spends
+ * written back, a revocation between label jobs. */
+static void test_label_checks(const char *uri)
 {
-    char err[256], cpath[300];
-    snprintf(cpath, sizeof cpath, "%s/checks.db", dir);
+    char err[256], cpath[600];
+    if (uri != NULL)
+        snprintf(cpath, sizeof cpath, "%s", uri);
+    else
+        snprintf(cpath, sizeof cpath, "%s/checks.db", dir);
     lp_store_opts o = {.path = cpath, .sync_full = 1, .read_conns = 1};
     CHECK_INT(lp_store_open(&o, &s, err, sizeof err), LP_OK);
     lp_campaign c = {
@@ -215,6 +221,8 @@ static void test_label_checks(void)
     CHECK_INT(db_counters_mismatch(cpath), 0);
     lp_store_close(s);
     s = NULL;
+    if (uri != NULL)
+        return;
     sqlite3 *db;
     CHECK_INT(sqlite3_open(cpath, &db), SQLITE_OK);
     sqlite3_stmt *q;
@@ -885,7 +893,14 @@ int main(void)
     sqlite3_finalize(q);
     sqlite3_close(db);
 
-    test_label_checks();
+    test_label_checks(NULL);
+    pg_cluster pgc;
+    if (pg_cluster_start_for(&pgc, "test_store (PostgreSQL)")) {
+        char uri[512];
+        CHECK_INT(pg_cluster_create_db(&pgc, "label_checks", uri, sizeof uri), 0);
+        test_label_checks(uri);
+        pg_cluster_stop(&pgc);
+    }
 
     char cmd[512];
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
