@@ -10,9 +10,9 @@
  * operator token minted on SQLite, answers every resend with the original
  * receipt (the label id it had), refuses a reused nonce as on SQLite,
  * takes new labels with ids after the copied ones, and enrolls with a
- * token issued on SQLite. A second --migrate-to into the same database is
- * refused. Then pg_dump and pg_restore into a new database, and a server
- * on the restored database serves the same export again.
+ * token issued on SQLite, the new annotator labelling a copied task. A second --migrate-to into the
+ * same database is refused. Then pg_dump and pg_restore into a new database, and a server on the
+ * restored database serves the same export again.
  */
 #include "check.h"
 #include "clock.h"
@@ -76,7 +76,7 @@ static void collect_on_sqlite(void)
     http_reply r;
     json_t *camp = json_pack("{s:s, s:f, s:f, s:b, s:f, s:f, s:i}", "name", "mig", "epsilon_min",
                              0.1, "epsilon_max", 5.0, "allow_infinite", 0, "epsilon_budget", 100.0,
-                             "epsilon_default", 1.0, "labels_per_task", ANNOTATORS);
+                             "epsilon_default", 1.0, "labels_per_task", ANNOTATORS + 1);
     CHECK_INT(raw_post_json(srv.url, "/v1/campaigns", camp, op_token, &r), 201);
     json_decref(camp);
     http_reply_free(&r);
@@ -157,10 +157,12 @@ static void check_on_postgresql(void)
     reply_error(&r, err, sizeof err);
     CHECK_STR(err, "replayed_nonce");
     http_reply_free(&r);
-    /* the same task with a fresh nonce: a new label after the copied ids */
+    /* the same task with a fresh nonce: a new label after the copied ids
+     * (PostgreSQL's sequence may skip ids: a refused insert draws one) */
     m = raw_label(&a[0].ann, a[0].tasks[TASKS - 1], 1, 1.0);
     CHECK_INT(raw_post_label(srv.url, &m, &r), 201);
-    CHECK_INT(receipt_id(&r), max_label_id() + 1);
+    int64_t first_new = receipt_id(&r);
+    CHECK(first_new > max_label_id());
     http_reply_free(&r);
     /* an enrollment token issued on SQLite, a new annotator labelling */
     raw_annotator late;
@@ -171,7 +173,7 @@ static void check_on_postgresql(void)
     json_decref(tasks);
     m = raw_label(&late, task, 0, 1.0);
     CHECK_INT(raw_post_label(srv.url, &m, &r), 201);
-    CHECK_INT(receipt_id(&r), max_label_id() + 2);
+    CHECK(receipt_id(&r) > first_new);
     http_reply_free(&r);
 }
 
