@@ -53,6 +53,7 @@
 #include <unistd.h>
 
 #define TASKS_PER_ANNOTATOR 1000
+#define TASKS_PER_UPLOAD 2000
 
 struct request {
     char *bytes; /* full HTTP request */
@@ -842,23 +843,28 @@ int main(int argc, char **argv)
         post_json("/v1/enrollment-tokens",
                   json_pack("{s:s, s:i}", "campaign", "bench", "count", total_ann), srv.token, 201);
 
-    /* Tasks: enough for every annotator's share. */
+    /* Tasks: enough for every annotator's share, uploaded in files of
+     * TASKS_PER_UPLOAD (each file is one transaction, whose cost on
+     * PostgreSQL grows faster than its size). */
     size_t ntasks = (size_t)total_ann * TASKS_PER_ANNOTATOR;
-    size_t cap = ntasks * 80 + 64, len = 0;
+    size_t cap = TASKS_PER_UPLOAD * 80 + 64;
     char *jsonl = malloc(cap);
-    for (size_t i = 0; i < ntasks; i++)
-        len += (size_t)snprintf(
-            jsonl + len, cap - len,
-            "{\"id\":\"b%zu\",\"prompt\":\"p%zu\",\"responses\":[\"a%zu\",\"b%zu\"]}\n", i, i, i,
-            i);
     char url[256];
     snprintf(url, sizeof url, "%s/v1/tasks?campaign=bench", srv.url);
-    http_reply r;
-    if (http_raw("POST", url, jsonl, len, srv.token, &r) != 0 || r.status != 200) {
-        fprintf(stderr, "%ld %s\n", r.status, r.body);
-        die("task upload failed");
+    for (size_t first = 0; first < ntasks; first += TASKS_PER_UPLOAD) {
+        size_t len = 0;
+        for (size_t i = first; i < ntasks && i < first + TASKS_PER_UPLOAD; i++)
+            len += (size_t)snprintf(
+                jsonl + len, cap - len,
+                "{\"id\":\"b%zu\",\"prompt\":\"p%zu\",\"responses\":[\"a%zu\",\"b%zu\"]}\n", i, i,
+                i, i);
+        http_reply r;
+        if (http_raw("POST", url, jsonl, len, srv.token, &r) != 0 || r.status != 200) {
+            fprintf(stderr, "%ld %s\n", r.status, r.body);
+            die("task upload failed");
+        }
+        http_reply_free(&r);
     }
-    http_reply_free(&r);
     free(jsonl);
 
     struct annotator *ann = calloc((size_t)total_ann, sizeof *ann);
