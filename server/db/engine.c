@@ -379,6 +379,10 @@ static int run_txn(lp_engine *e, lp_job *batch, size_t *items)
     }
     if (rc == LP_OK && txn_flush(e) != LP_OK)
         rc = LP_ESTORAGE;
+    /* a failure caused by a conflict with another writer (a deadlock in a
+     * job or in the flush) is not the storage's: the group runs again */
+    if (rc == LP_ESTORAGE && e->ops->conflicted != NULL && e->ops->conflicted(e->be))
+        rc = LP_BACKEND_RETRY;
     if (rc == LP_OK && e->ops->before_commit != NULL)
         rc = e->ops->before_commit(e->be);
     e->commit_failure[0] = '\0';

@@ -17,6 +17,11 @@
  * notification (channel ldpref_campaign_complete, delivered on commit):
  * the writer LISTENs and logs the notifications its own session sent.
  *
+ * A failure of a job or of the transaction cache's flush that a conflict
+ * caused (a deadlock in the flush's counter updates, a serialization
+ * failure) runs the group again too (conflicted), whether the statement's
+ * savepoint kept the transaction going or an unguarded statement ended it.
+ *
  * A lost connection: the writer's next BEGIN fails, the connection is made
  * again and the BEGIN tried once more, so a server that restarted is
  * reached by the next group; a transaction the loss cut short fails its
@@ -156,11 +161,18 @@ static int pgb_reconnect(lp_backend *b)
     return lp_sql_pg_connected(b->wconn) ? LP_ESTORAGE : ensure_connected(b->wconn, 1);
 }
 
+/* A statement of the open transaction met a conflict with another writer:
+ * the driver counted it since the transaction began. */
+static int pgb_conflicted(lp_backend *b)
+{
+    return lp_sql_pg_conflicts(b->wconn) != b->conflicts;
+}
+
 /* A statement of the transaction met a conflict with another writer (its
  * job may have failed, or gone on): the whole transaction runs again. */
 static int pgb_before_commit(lp_backend *b)
 {
-    return lp_sql_pg_conflicts(b->wconn) == b->conflicts ? LP_OK : LP_BACKEND_RETRY;
+    return pgb_conflicted(b) ? LP_BACKEND_RETRY : LP_OK;
 }
 
 /* COMMIT, told apart: a conflict with another writer may be retried; a
@@ -236,6 +248,7 @@ const lp_backend_ops lp_backend_pg = {
     .reader_check = pgb_reader_check,
     .prepare_kept = pgb_prepare_kept,
     .reconnect = pgb_reconnect,
+    .conflicted = pgb_conflicted,
     .before_commit = pgb_before_commit,
     .commit = pgb_commit,
     .after_commit = pgb_after_commit,

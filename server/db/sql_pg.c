@@ -37,7 +37,10 @@ typedef struct pg_conn {
     pg_stmt *stmts;          /* every statement of the connection, for close */
     pg_stmt *lastval;        /* SELECT lastval(), made on first use */
     uint64_t conflicts;      /* failures with SQLSTATE 40001 or 40P01 (lp_sql_pg_conflicts) */
+    int txn_lost;            /* a failure ended the caller's transaction: only BEGIN, COMMIT or
+                              * ROLLBACK run until one has (see sql_pg.h) */
     char err[512];
+    char lost_why[512]; /* the failure that ended it */
 } pg_conn;
 
 enum { P_NULL, P_INT, P_DOUBLE, P_TEXT, P_BLOB };
@@ -67,6 +70,8 @@ struct pg_stmt {
     pg_stmt *next, *prev; /* in c->stmts */
     char *sql;            /* with $N */
     int wrap;             /* 0: transaction control, never inside a savepoint */
+    int boundary;         /* begins or ends a transaction (BEGIN, COMMIT, ROLLBACK...) */
+    int unguarded;        /* never inside a savepoint (lp_stmt_set_unguarded) */
     int nparams;
     struct param *params;
     unsigned char *used; /* used[k]: ?k+1 appears in the SQL (numbers may be skipped) */
@@ -141,6 +146,8 @@ static void end_failed_txn(pg_conn *c)
 {
     if (in_txn_status(c->pg))
         PQclear(PQexec(c->pg, "ROLLBACK"));
+    c->txn_lost = 1;
+    memcpy(c->lost_why, c->err, sizeof c->lost_why);
 }
 
 /* The result of a failure rc that happened while the connection was (or
@@ -155,6 +162,9 @@ static int settle_failure(pg_conn *c, int rc, int was_in_txn)
         return rc;
     size_t n = strlen(c->err);
     snprintf(c->err + n, sizeof c->err - n, " (the transaction was rolled back)");
+    if (!c->txn_lost)
+        memcpy(c->lost_why, c->err, sizeof c->lost_why);
+    c->txn_lost = 1;
     return LP_SQL_ERROR;
 }
 
@@ -224,19 +234,62 @@ static char *rewrite(pg_conn *c, const char *sql, int *nparams, unsigned char *u
     return out;
 }
 
+/* The transaction control commands, by the word they begin with; the
+ * first TXN_BOUNDARY begin or end a transaction. */
+static const char *const TXN_WORDS[] = {"BEGIN", "START",    "COMMIT",    "END",
+                                        "ABORT", "ROLLBACK", "SAVEPOINT", "RELEASE"};
+#define TXN_BOUNDARY 6
+#define TXN_ROLLBACK 5
+
+/* The index in TXN_WORDS of sql's first word, -1 when none. */
+static int txn_word(const char *sql)
+{
+    while (isspace((unsigned char)*sql))
+        sql++;
+    for (size_t k = 0; k < sizeof TXN_WORDS / sizeof TXN_WORDS[0]; k++) {
+        size_t n = strlen(TXN_WORDS[k]);
+        if (strncasecmp(sql, TXN_WORDS[k], n) == 0 && !isalnum((unsigned char)sql[n]))
+            return (int)k;
+    }
+    return -1;
+}
+
 /* Transaction control runs as it is, never inside a statement savepoint. */
 static int is_txn_control(const char *sql)
 {
-    static const char *const words[] = {"BEGIN",    "START", "COMMIT",    "END",
-                                        "ROLLBACK", "ABORT", "SAVEPOINT", "RELEASE"};
-    while (isspace((unsigned char)*sql))
-        sql++;
-    for (size_t k = 0; k < sizeof words / sizeof words[0]; k++) {
-        size_t n = strlen(words[k]);
-        if (strncasecmp(sql, words[k], n) == 0 && !isalnum((unsigned char)sql[n]))
-            return 1;
+    return txn_word(sql) >= 0;
+}
+
+/* Begins or ends a transaction: BEGIN, START, COMMIT, END, ABORT or
+ * ROLLBACK, but not ROLLBACK [WORK | TRANSACTION] TO a savepoint. */
+static int is_txn_boundary(const char *sql)
+{
+    int k = txn_word(sql);
+    if (k == TXN_ROLLBACK)
+        for (const char *p = strcasestr(sql, "ROLLBACK") + 8; *p && *p != ';'; p++)
+            if (strncasecmp(p, "TO", 2) == 0 && isspace((unsigned char)p[-1]) &&
+                (p[2] == 0 || isspace((unsigned char)p[2])))
+                return 0;
+    return k >= 0 && k < TXN_BOUNDARY;
+}
+
+/* After a failure ended the caller's transaction, refuses sql until a
+ * statement that begins or ends a transaction runs (it clears the mark):
+ * run now, sql would commit on its own, outside the transaction its caller
+ * believes open. 0 when sql may run. */
+static int refused_after_loss(pg_conn *c, int boundary)
+{
+    if (!c->txn_lost)
+        return 0;
+    if (boundary) {
+        c->txn_lost = 0;
+        return 0;
     }
-    return 0;
+    snprintf(c->err, sizeof c->err,
+             "the transaction was rolled back by an earlier failure (%.400s); it must be ended "
+             "(ROLLBACK) before anything else runs",
+             c->lost_why);
+    return 1;
 }
 
 /* ---- statements ---- */
@@ -321,6 +374,7 @@ static lp_stmt *pg_prepare(lp_conn *base, const char *sql)
         return NULL;
     }
     st->wrap = !is_txn_control(st->sql);
+    st->boundary = is_txn_boundary(st->sql);
     /* prepared now with the server's types, so that a wrong statement fails
      * here; one whose types only the bindings can decide waits for them */
     PGresult *r = prepare_as(st);
@@ -397,6 +451,11 @@ static int pg_bind_blob(lp_stmt *base, int i, const void *v, int bytes)
     p->p = v;
     p->len = bytes < 0 ? 0 : bytes;
     return 0;
+}
+
+static void pg_set_unguarded(lp_stmt *base)
+{
+    ((pg_stmt *)base)->unguarded = 1;
 }
 
 static void pg_clear_bindings(lp_stmt *base)
@@ -802,7 +861,7 @@ static int stream_next(pg_stmt *st)
 static int run(pg_stmt *st)
 {
     pg_conn *c = st->c;
-    if (st->sql == NULL)
+    if (st->sql == NULL || refused_after_loss(c, st->boundary))
         return LP_SQL_ERROR;
     int rc = ensure_prepared(st);
     if (rc == 0 && marshal(st) != 0)
@@ -813,7 +872,7 @@ static int run(pg_stmt *st)
         return run_streamed(st);
     int in_txn = PQtransactionStatus(c->pg) == PQTRANS_INTRANS;
     PGresult *r;
-    if (in_txn && st->wrap && c->savepoints)
+    if (in_txn && st->wrap && c->savepoints && !st->unguarded)
         r = run_in_savepoint(st);
     else
         r = PQexecPrepared(c->pg, st->name, st->nparams, st->values, st->lengths, st->formats, 0);
@@ -961,6 +1020,8 @@ static int pg_column_bytes(lp_stmt *base, int col)
 static int pg_exec(lp_conn *base, const char *sql)
 {
     pg_conn *c = (pg_conn *)base;
+    if (refused_after_loss(c, is_txn_boundary(sql)))
+        return LP_SQL_ERROR;
     int in_txn = in_txn_status(c->pg);
     PGresult *r = PQexec(c->pg, sql);
     if (ok_status(r)) {
@@ -1046,6 +1107,7 @@ static const lp_sql_driver PG_DRIVER = {
     .reset = pg_reset,
     .clear_bindings = pg_clear_bindings,
     .finalize = pg_finalize,
+    .set_unguarded = pg_set_unguarded,
     .prepare = pg_prepare,
     .exec = pg_exec,
     .begin_read = pg_begin_read,
@@ -1140,6 +1202,7 @@ int lp_sql_pg_reconnect(lp_conn *base, char *err, size_t errlen)
         st->fixed = 0;
     }
     PQreset(c->pg);
+    c->txn_lost = 0; /* the caller knows: its transaction is gone with the session */
     if (PQstatus(c->pg) != CONNECTION_OK) {
         connect_failed(c, err, errlen);
         return LP_ESTORAGE;

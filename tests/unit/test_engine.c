@@ -10,8 +10,10 @@
  * PostgreSQL also: a reopen does not migrate again, two engines opening
  * one new database at once migrate it once, a writer or reader whose
  * connection the server ended connects again, a campaign completed by a
- * committed job is logged once, by the engine that completed it, and a
- * group that a serialization failure rolled back runs again and commits.
+ * committed job is logged once, by the engine that completed it, a
+ * group that a serialization failure rolled back runs again and commits,
+ * and so does a group whose transaction cache's flush met a deadlock (the
+ * flush's statement under the driver's savepoint or unguarded).
  */
 #include "check.h"
 #include "engine.h"
@@ -646,15 +648,186 @@ static void test_pg_retry(const char *uri)
     e = NULL;
 }
 
+/* ---- a deadlock in the transaction cache's flush ----
+ * Two engines on one database, each with a cache whose flush adds its
+ * job's count to two counter rows, in opposite orders; each engine's first
+ * flush of a round waits, holding its first row, until the other holds its
+ * own: PostgreSQL finds the deadlock (deadlock_timeout 50 ms on this
+ * database) and fails one flush with 40P01. That group runs again and
+ * commits: both jobs succeed, each row gets both counts, the storage stays
+ * healthy. The flush statements of one engine run under the driver's
+ * savepoint (the statement alone rolled back), the other's unguarded (the
+ * transaction rolled back); the two swap each round. */
+
+#define DEADLOCK_ROUNDS 4
+
+static const char SQL_COUNTERS[] =
+    "CREATE TABLE counters (id bigint PRIMARY KEY, n bigint NOT NULL); "
+    "INSERT INTO counters VALUES (1, 0), (2, 0)";
+static const char SQL_BUMP[] = "UPDATE counters SET n = n + ?2 WHERE id = ?1";
+
+struct bump_cache {
+    lp_engine *engine;
+    int64_t first, second; /* the rows, in this cache's order */
+    int64_t pending;       /* added by the jobs of the open transaction */
+    int unguarded;         /* the flush's statement runs without a savepoint */
+    int must_wait;         /* this round's first flush waits for the other's */
+    atomic_int holds, *other_holds;
+    atomic_int flushes; /* flushes that wrote */
+};
+
+static int bump_row(struct bump_cache *bc, lp_conn *db, int64_t row)
+{
+    lp_stmt *st = lp_engine_stmt(bc->engine, db, SQL_BUMP);
+    if (st == NULL)
+        return LP_ESTORAGE;
+    if (bc->unguarded)
+        lp_stmt_set_unguarded(st);
+    lp_stmt_bind_int64(st, 1, row);
+    lp_stmt_bind_int64(st, 2, bc->pending);
+    int step = lp_stmt_step(st);
+    lp_stmt_reset(st);
+    return step == LP_SQL_DONE ? LP_OK : lp_engine_fail(db, "counter");
+}
+
+static int bump_flush(lp_conn *db, void *ctx)
+{
+    struct bump_cache *bc = ctx;
+    if (bc->pending == 0)
+        return LP_OK;
+    atomic_fetch_add(&bc->flushes, 1);
+    if (bump_row(bc, db, bc->first) != LP_OK)
+        return LP_ESTORAGE;
+    atomic_store(&bc->holds, 1);
+    for (int waited = 0; bc->must_wait && !atomic_load(bc->other_holds) && waited < 5000; waited++)
+        usleep(1000);
+    bc->must_wait = 0;
+    if (bump_row(bc, db, bc->second) != LP_OK)
+        return LP_ESTORAGE;
+    bc->pending = 0;
+    return LP_OK;
+}
+
+static void bump_clear(void *ctx)
+{
+    ((struct bump_cache *)ctx)->pending = 0;
+}
+
+static int bump_fn(lp_conn *db, void *ctx)
+{
+    (void)db;
+    ((struct bump_cache *)ctx)->pending++;
+    return LP_OK;
+}
+
+static int counters_fn(lp_conn *db, void *ctx)
+{
+    (void)ctx;
+    return lp_conn_exec(db, SQL_COUNTERS) == LP_SQL_DONE ? LP_OK : lp_engine_fail(db, "create");
+}
+
+struct bump_writer {
+    lp_engine *engine;
+    struct bump_cache *cache;
+    int rc;
+};
+
+static void *bump_main(void *arg)
+{
+    struct bump_writer *w = arg;
+    w->rc = lp_engine_write(w->engine, bump_fn, w->cache, 1, LP_JOB_BARE);
+    return NULL;
+}
+
+static const char SQL_COUNTER[] = "SELECT n FROM counters WHERE id = ?1";
+
+struct counter_query {
+    lp_engine *engine;
+    int64_t row, n;
+};
+
+static int counter_fn(lp_conn *db, void *ctx)
+{
+    struct counter_query *q = ctx;
+    lp_stmt *st = lp_engine_stmt(q->engine, db, SQL_COUNTER);
+    if (st == NULL)
+        return LP_ESTORAGE;
+    lp_stmt_bind_int64(st, 1, q->row);
+    int step = lp_stmt_step(st);
+    q->n = step == LP_SQL_ROW ? lp_stmt_column_int64(st, 0) : -1;
+    lp_stmt_reset(st);
+    return step == LP_SQL_ROW ? LP_OK : LP_ESTORAGE;
+}
+
+static int64_t counter_of(lp_engine *en, int64_t row)
+{
+    struct counter_query q = {en, row, -1};
+    return lp_engine_read(en, counter_fn, &q) == LP_OK ? q.n : -1;
+}
+
+static void test_pg_flush_deadlock(const char *uri)
+{
+    static struct bump_cache ca = {.first = 1, .second = 2}, cb = {.first = 2, .second = 1};
+    ca.other_holds = &cb.holds;
+    cb.other_holds = &ca.holds;
+    lp_txn_cache cache_a = {.flush = bump_flush, .clear = bump_clear, .ctx = &ca};
+    lp_txn_cache cache_b = {.flush = bump_flush, .clear = bump_clear, .ctx = &cb};
+    char err[256];
+    lp_store_opts o = {.path = uri, .sync_full = 1, .read_conns = 1};
+    lp_engine *a = NULL, *b = NULL;
+    CHECK_INT(lp_engine_open(&o, &cache_a, &a, err, sizeof err), LP_OK);
+    CHECK_INT(lp_engine_open(&o, &cache_b, &b, err, sizeof err), LP_OK);
+    if (a == NULL || b == NULL) {
+        lp_engine_close(a);
+        lp_engine_close(b);
+        return;
+    }
+    ca.engine = a;
+    cb.engine = b;
+    CHECK_INT(lp_engine_write(a, counters_fn, NULL, 1, 0), LP_OK);
+    int failed = 0;
+    for (int r = 0; r < DEADLOCK_ROUNDS; r++) {
+        ca.unguarded = r % 2;
+        cb.unguarded = !ca.unguarded;
+        ca.must_wait = cb.must_wait = 1;
+        atomic_store(&ca.holds, 0);
+        atomic_store(&cb.holds, 0);
+        struct bump_writer wa = {a, &ca, -1}, wb = {b, &cb, -1};
+        pthread_t ta, tb;
+        pthread_create(&ta, NULL, bump_main, &wa);
+        pthread_create(&tb, NULL, bump_main, &wb);
+        pthread_join(ta, NULL);
+        pthread_join(tb, NULL);
+        CHECK_ERR(wa.rc, LP_OK);
+        CHECK_ERR(wb.rc, LP_OK);
+        failed += wa.rc != LP_OK || wb.rc != LP_OK;
+    }
+    /* every round one flush met the deadlock and ran again */
+    int writes = atomic_load(&ca.flushes) + atomic_load(&cb.flushes);
+    CHECK(writes >= 3 * DEADLOCK_ROUNDS);
+    fprintf(stderr, "flush deadlocks: %d flushes for %d rounds of two groups\n", writes,
+            DEADLOCK_ROUNDS);
+    CHECK_INT(counter_of(a, 1), 2 * DEADLOCK_ROUNDS - failed);
+    CHECK_INT(counter_of(b, 2), 2 * DEADLOCK_ROUNDS - failed);
+    lp_store_health h;
+    lp_engine_health(a, &h);
+    CHECK_INT(h.commit_failed, 0);
+    lp_engine_health(b, &h);
+    CHECK_INT(h.commit_failed, 0);
+    lp_engine_close(b);
+    lp_engine_close(a);
+}
+
 static void test_pg(void)
 {
     pg_cluster pgc;
     if (!pg_cluster_start_for(&pgc, "test_engine (PostgreSQL)"))
         return;
-    char uri[512], uri2[512], uri3[512];
+    char uri[512], uri2[512], uri3[512], uri4[512];
     CHECK_INT(pg_cluster_create_db(&pgc, "engine_test", uri, sizeof uri), 0);
     CHECK_INT(pg_cluster_create_db(&pgc, "engine_migrate", uri2, sizeof uri2), 0);
     CHECK_INT(pg_cluster_create_db(&pgc, "engine_ssi", uri3, sizeof uri3), 0);
+    CHECK_INT(pg_cluster_create_db(&pgc, "engine_deadlock", uri4, sizeof uri4), 0);
     CHECK(strncmp(uri, "postgresql://", 13) == 0 || strncmp(uri, "postgres://", 11) == 0);
     test_backend(uri);
     test_pg_migrate_once(uri2);
@@ -667,8 +840,12 @@ static void test_pg(void)
         CHECK_INT(lp_conn_exec(admin, "ALTER DATABASE engine_ssi "
                                       "SET default_transaction_isolation = 'serializable'"),
                   LP_SQL_DONE);
-        lp_conn_close(admin);
         test_pg_retry(uri3);
+        CHECK_INT(lp_conn_exec(admin, "ALTER DATABASE engine_deadlock "
+                                      "SET deadlock_timeout = '50ms'"),
+                  LP_SQL_DONE);
+        lp_conn_close(admin);
+        test_pg_flush_deadlock(uri4);
     }
 
     /* a server that cannot be reached: a clear error, nothing left */

@@ -7,7 +7,9 @@
  * literals and comments; re-preparing when a binding changes type; the
  * constraint results by SQLSTATE; rows changed; a job's savepoint rolled
  * back and a failed statement inside a transaction that leaves it going;
- * a read snapshot; the session's durability settings.
+ * unguarded statements (no subtransaction; a failure ends the transaction
+ * and the connection refuses statements until it is ended); a read
+ * snapshot; the session's durability settings.
  */
 #include "check.h"
 #include "error.h"
@@ -367,7 +369,13 @@ static void test_transactions(void)
     CHECK(strstr(lp_conn_errmsg(conn), "duplicate key") != NULL);
     CHECK(strstr(lp_conn_errmsg(conn), "rolled back") != NULL);
     CHECK_INT(lp_conn_in_txn(conn), 0);
-    CHECK_INT(scalar(conn, "SELECT count(*) FROM tx WHERE k = 10"), 0);
+    /* what follows would run outside the transaction: refused until it ends */
+    lp_stmt_reset(ins);
+    lp_stmt_bind_int64(ins, 1, 12);
+    CHECK_INT(lp_stmt_step(ins), LP_SQL_ERROR);
+    CHECK(strstr(lp_conn_errmsg(conn), "earlier failure") != NULL);
+    CHECK_INT(exec("ROLLBACK"), LP_SQL_DONE);
+    CHECK_INT(scalar(conn, "SELECT count(*) FROM tx WHERE k = 10 OR k = 12"), 0);
     lp_sql_pg_statement_savepoints(conn, 1);
 
     /* outside a transaction a refusal is a constraint result, as ever */
@@ -376,6 +384,7 @@ static void test_transactions(void)
     CHECK_INT(exec("BEGIN"), LP_SQL_DONE);
     CHECK_INT(lp_conn_exec(conn, "INSERT INTO tx VALUES (1, 'again')"), LP_SQL_ERROR);
     CHECK_INT(lp_conn_in_txn(conn), 0);
+    CHECK_INT(lp_conn_exec(conn, "SELECT 1"), LP_SQL_ERROR); /* until a BEGIN or ROLLBACK */
 
     /* statements failing inside a transaction, when prepared and when run */
     CHECK_INT(exec("BEGIN"), LP_SQL_DONE);
@@ -392,6 +401,97 @@ static void test_transactions(void)
     CHECK_INT(exec("COMMIT"), LP_SQL_DONE);
     CHECK_INT(scalar(conn, "SELECT count(*) FROM tx WHERE k = 11"), 1);
     lp_stmt_finalize(ins);
+}
+
+/* The transaction ids drawn between two calls, less the second's own (each
+ * pg_current_xact_id() outside a transaction draws one). */
+static int64_t xids_since(int64_t *mark)
+{
+    int64_t now = scalar(conn, "SELECT pg_current_xact_id()::text::bigint");
+    int64_t drawn = now - *mark - 1;
+    *mark = now;
+    return drawn;
+}
+
+/* Steps st from its start with ?1 bound to k. */
+static int run_with(lp_stmt *st, int64_t k)
+{
+    lp_stmt_reset(st);
+    lp_stmt_bind_int64(st, 1, k);
+    return lp_stmt_step(st);
+}
+
+/*
+ * Unguarded statements (lp_stmt_set_unguarded): 100 INSERTs in one
+ * transaction draw one transaction id and no subtransaction id (guarded,
+ * each draws a subtransaction id: 101 in all; a background ANALYZE on the
+ * private cluster may draw one or two more); an unguarded statement's
+ * failure ends the transaction (LP_SQL_ERROR even for a unique refusal),
+ * and until a BEGIN, COMMIT or ROLLBACK runs every other statement is
+ * refused, so nothing runs outside the transaction its caller believes
+ * open; ROLLBACK TO and SAVEPOINT are refused too.
+ */
+static void test_unguarded(void)
+{
+    CHECK_INT(exec("CREATE TABLE tu (k bigint PRIMARY KEY)"), LP_SQL_DONE);
+    lp_stmt *guarded = prepare(conn, "INSERT INTO tu (k) VALUES (?1)");
+    lp_stmt *unguarded = prepare(conn, "INSERT INTO tu (k) VALUES (?1)");
+    lp_stmt *upsert = prepare(conn, "INSERT INTO tu (k) VALUES (?1) ON CONFLICT DO NOTHING");
+    lp_stmt_set_unguarded(unguarded);
+    lp_stmt_set_unguarded(upsert);
+    int64_t mark = scalar(conn, "SELECT pg_current_xact_id()::text::bigint");
+    for (int u = 0; u < 2; u++) {
+        lp_stmt *ins = u ? unguarded : guarded;
+        CHECK_INT(exec("BEGIN"), LP_SQL_DONE);
+        int done = 0;
+        for (int k = 0; k < 100; k++) {
+            done += run_with(ins, 1000 * u + k) == LP_SQL_DONE;
+        }
+        CHECK_INT(done, 100);
+        CHECK_INT(exec("COMMIT"), LP_SQL_DONE);
+        int64_t drawn = xids_since(&mark);
+        fprintf(stderr, "100 %s inserts: %lld transaction ids\n", u ? "unguarded" : "guarded",
+                (long long)drawn);
+        CHECK(drawn >= (u ? 1 : 101) && drawn <= (u ? 3 : 103));
+    }
+    CHECK_INT(scalar(conn, "SELECT count(*) FROM tu"), 200);
+
+    /* a unique refusal of an unguarded statement ends the transaction */
+    CHECK_INT(exec("BEGIN"), LP_SQL_DONE);
+    CHECK_INT(run_with(upsert, 5000), LP_SQL_DONE);
+    lp_stmt_reset(upsert);
+    lp_stmt_bind_int64(upsert, 1, 1); /* no row, no failure */
+    CHECK_INT(lp_stmt_step(upsert), LP_SQL_DONE);
+    CHECK_INT(lp_conn_changes(conn), 0);
+    CHECK_INT(run_with(unguarded, 1), LP_SQL_ERROR);
+    CHECK(strstr(lp_conn_errmsg(conn), "duplicate key") != NULL);
+    CHECK_INT(lp_conn_in_txn(conn), 0);
+    /* then everything but the transaction's end or a new one is refused */
+    CHECK_INT(run_with(upsert, 5001), LP_SQL_ERROR);
+    CHECK(strstr(lp_conn_errmsg(conn), "earlier failure") != NULL);
+    CHECK(strstr(lp_conn_errmsg(conn), "duplicate key") != NULL); /* and why */
+    CHECK_INT(run_with(guarded, 5002), LP_SQL_ERROR);
+    CHECK_INT(lp_conn_exec(conn, "SAVEPOINT s"), LP_SQL_ERROR);
+    CHECK_INT(lp_conn_exec(conn, "ROLLBACK TO SAVEPOINT s"), LP_SQL_ERROR);
+    CHECK_INT(lp_conn_exec(conn, "INSERT INTO tu VALUES (5003)"), LP_SQL_ERROR);
+    CHECK_INT(exec("ROLLBACK"), LP_SQL_DONE);
+    CHECK_INT(scalar(conn, "SELECT count(*) FROM tu WHERE k >= 5000"), 0);
+
+    /* a new transaction after the loss, without a ROLLBACK first */
+    CHECK_INT(exec("BEGIN"), LP_SQL_DONE);
+    CHECK_INT(run_with(unguarded, 2), LP_SQL_ERROR);
+    CHECK_INT(exec("BEGIN"), LP_SQL_DONE);
+    CHECK_INT(lp_conn_in_txn(conn), 1);
+    CHECK_INT(run_with(upsert, 5004), LP_SQL_DONE);
+    CHECK_INT(exec("COMMIT"), LP_SQL_DONE);
+    CHECK_INT(scalar(conn, "SELECT count(*) FROM tu WHERE k >= 5000"), 1);
+
+    /* outside a transaction an unguarded refusal is a constraint result */
+    CHECK_INT(run_with(unguarded, 1), LP_SQL_UNIQUE);
+    CHECK_INT(scalar(conn, "SELECT 7"), 7);
+    lp_stmt_finalize(guarded);
+    lp_stmt_finalize(unguarded);
+    lp_stmt_finalize(upsert);
 }
 
 /* The statement API's shared contract (tests/support/sql_contract.h). */
@@ -561,6 +661,7 @@ int main(void)
     test_sql_text();
     test_constraints_and_changes();
     test_transactions();
+    test_unguarded();
     test_contract();
     test_snapshot(uri);
     test_stream(uri);

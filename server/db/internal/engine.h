@@ -30,8 +30,10 @@
  * without one (each of its writes must be a single statement, which leaves
  * nothing when it fails). When the commit fails, every job of the group gets
  * LP_ESTORAGE. fn must use only c and must not block, and must depend only
- * on the database and ctx: on PostgreSQL a group that a conflict with
- * another writer rolled back at its commit runs again whole.
+ * on the database and ctx: on PostgreSQL a group runs again whole when a
+ * conflict with another writer (a deadlock, a serialization failure) rolled
+ * it back at its commit or failed any of its statements, a job's or the
+ * transaction cache's flush's.
  *
  * The transaction cache: one repository (label ingest) may keep rows in
  * memory for the length of a group transaction. The engine flushes it (its

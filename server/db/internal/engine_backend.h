@@ -61,6 +61,11 @@ typedef struct lp_backend_ops {
     /* After a BEGIN failed: makes a lost writer connection again. LP_OK
      * when the BEGIN may be tried once more. NULL: never. */
     int (*reconnect)(lp_backend *b);
+    /* After a job or the transaction cache's flush failed (the transaction
+     * may be over): 1 when a statement of the transaction met a conflict
+     * with another writer (PostgreSQL: SQLSTATE 40001 or 40P01), so that
+     * the group runs again rather than failing; 0 otherwise. NULL: never. */
+    int (*conflicted)(lp_backend *b);
     /* Right before the commit: LP_OK, or LP_ESTORAGE_UNHEALTHY to roll the
      * transaction back instead (SQLite: the files are no longer linked),
      * or LP_BACKEND_RETRY to roll it back and run the group again

@@ -25,7 +25,8 @@
  * the surrounding transaction (SQLite's ABORT); a driver whose database
  * aborts the whole transaction on an error must restore that (PostgreSQL:
  * a savepoint around the statement), or report LP_SQL_ERROR and leave the
- * transaction ended (lp_conn_in_txn then says 0).
+ * transaction ended (lp_conn_in_txn then says 0). A statement marked
+ * unguarded (lp_stmt_set_unguarded) may end the transaction that way.
  *
  * Thread safety: a connection and its statements are used by one thread at
  * a time.
@@ -86,6 +87,7 @@ struct lp_sql_driver {
     void (*reset)(lp_stmt *st);
     void (*clear_bindings)(lp_stmt *st);
     void (*finalize)(lp_stmt *st);
+    void (*set_unguarded)(lp_stmt *st); /* NULL: statements need no guard */
     /* connections */
     lp_stmt *(*prepare)(lp_conn *c, const char *sql);
     int (*exec)(lp_conn *c, const char *sql);
@@ -195,6 +197,20 @@ static inline void lp_stmt_clear_bindings(lp_stmt *st)
 static inline lp_stmt *lp_stmt_prepare(lp_conn *c, const char *sql)
 {
     return c->drv->prepare(c, sql);
+}
+/* Marks st as a statement that no constraint or trigger can refuse (a
+ * SELECT, an INSERT ... ON CONFLICT DO NOTHING, an UPDATE of counters):
+ * it fails only when the storage does or when it meets a conflict with
+ * another writer, and the caller then abandons the transaction. A driver
+ * that guards each statement of a transaction so that its failure leaves
+ * the transaction going (PostgreSQL: a savepoint, one of the 64
+ * subtransactions a session keeps in shared memory) runs it unguarded: its
+ * failure inside a transaction ends the transaction (LP_SQL_ERROR,
+ * lp_conn_in_txn says 0). SQLite: no effect. For the statement's life. */
+static inline void lp_stmt_set_unguarded(lp_stmt *st)
+{
+    if (st->drv->set_unguarded != NULL)
+        st->drv->set_unguarded(st);
 }
 /* Frees a statement from lp_stmt_prepare; accepts NULL. */
 static inline void lp_stmt_finalize(lp_stmt *st)

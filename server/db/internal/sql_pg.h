@@ -25,8 +25,20 @@
  * transaction a statement runs inside a savepoint (SAVEPOINT, the
  * statement and RELEASE sent together in one pipeline), rolled back when it
  * fails, so that a failed statement leaves the transaction going, as with
- * SQLite. With statement savepoints turned off, a failed statement inside
- * a transaction rolls the whole transaction back (lp_conn_in_txn says 0).
+ * SQLite. A statement marked unguarded (lp_stmt_set_unguarded: one that
+ * no constraint can refuse) runs without it, so that it costs no
+ * subtransaction: PostgreSQL keeps the ids of 64 subtransactions per
+ * session in shared memory, and past that every other session's snapshots
+ * read pg_subtrans (a savepoint's statement that writes draws one; the
+ * released ones count until the commit). With statement savepoints turned
+ * off, or for an unguarded statement, a failed statement inside a
+ * transaction rolls the whole transaction back (lp_conn_in_txn says 0).
+ * Once a failure ended the caller's transaction, the connection refuses
+ * every statement (LP_SQL_ERROR) but one that begins or ends a transaction
+ * (BEGIN, START, COMMIT, END, ROLLBACK, ABORT; not ROLLBACK TO), until one
+ * runs or the connection is made again: the statements that follow
+ * would otherwise commit one by one, outside the transaction their caller
+ * believes open.
  * lp_conn_exec runs SQL as it is (several statements, no parameters) and
  * also rolls the transaction back when it fails inside one. A failure that
  * ended the transaction is LP_SQL_ERROR whatever its cause (the message
