@@ -7,6 +7,7 @@
 #   make bench      all benchmarks            make install PREFIX=/usr/local
 #   make bench-flood  ingest alone and under a flood of anonymous score requests
 #   make bench-startup  server start-up time and memory on 10^7 labels
+#   make bench-migrate  --migrate-to of 10^6 labels into PostgreSQL, beside pg_restore
 #   make soak       60 s of mixed load with the server's memory sampled (a benchmark)
 #   make SAN=1 BUILD=build/asan test          sanitizer build of the tests
 #   make fuzz       libFuzzer binaries (clang)
@@ -175,7 +176,8 @@ $(BUILD)/obj/%.o: %.c $(VERSION_STAMP)
 # (client/lib/ui.c) include microhttpd.h.
 DB_SQLITE_FILES := server/db/engine_sqlite.c server/db/walbuf.c server/db/sql_sqlite.c \
                    server/db/internal/walbuf.h server/db/internal/sql_sqlite.h
-DB_PG_FILES     := server/db/engine_pg.c server/db/sql_pg.c server/db/internal/sql_pg.h
+DB_PG_FILES     := server/db/engine_pg.c server/db/sql_pg.c server/db/internal/sql_pg.h \
+                   server/db/copy_pg.c
 check-layers:
 	@bad=$$(grep -ln '^#include <sqlite3.h>' $$(git ls-files 'server/*.c' 'server/*.h' 2>/dev/null || find server -name '*.[ch]') \
 	        | grep -v '^server/db/'); \
@@ -312,7 +314,8 @@ run: deps
 reproduce: all
 	BUILD=$(BUILD) QUICK=$(QUICK) tests/study/reproduce.sh
 
-bench: bench-ingest bench-flood bench-train bench-score bench-metrics bench-guard bench-audit bench-startup
+bench: bench-ingest bench-flood bench-train bench-score bench-metrics bench-guard bench-audit bench-startup \
+       bench-migrate
 # Each benchmark is a script tests/bench/<name>.sh printing "BENCH <name> <value> <unit>".
 bench-%: all $(BENCHES)
 	BUILD=$(BUILD) tests/bench/$*.sh

@@ -156,6 +156,10 @@ static const opt_def OPTIONS[] = {
     {"verify-audit", NULL, OPT_FLAG, OFF(verify_audit), "0", 0, 1,
      "verify the audit log's hash chain in --db, print the result and exit: 0 intact, "
      "1 broken (the first broken row is named), 2 unreadable"},
+    {"migrate-to", NULL, OPT_STR, OFF(migrate_to), "", 0, 0,
+     "copy the SQLite database --db into this empty PostgreSQL database (a postgresql:// URI), "
+     "check the copy, print what was copied and exit: 0 copied, 1 refused or failed "
+     "(nothing committed)"},
     {"help", NULL, OPT_FLAG, OFF(help), "0", 0, 1, "print this help and exit"},
 };
 #define N_OPTIONS (sizeof OPTIONS / sizeof OPTIONS[0])

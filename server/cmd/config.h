@@ -61,6 +61,7 @@ typedef struct lp_config {
     char token_name[LP_CONFIG_STR_MAX];   /* of the token --new-operator-token mints */
     char token_scopes[LP_CONFIG_STR_MAX]; /* its scopes: "admin,export,score", "none" */
     int64_t verify_audit;                 /* flag */
+    char migrate_to[LP_CONFIG_STR_MAX];   /* a PostgreSQL URI; "" = serve */
     int64_t help;                         /* flag */
 } lp_config;
 

@@ -12,6 +12,9 @@
  * --log-level), except an invalid command line, reported before the log is
  * configured; secrets are never logged. --verify-audit prints one result
  * line on stdout ("audit chain intact: ..." or "audit chain broken ...").
+ * --migrate-to prints a line per table copied ("copied TABLE: N rows,
+ * checksum HEX") and a last line ("migrated: ..."); the URI is not printed
+ * (it may hold a password).
  */
 #include "api.h"
 #include "audit.h"
@@ -22,6 +25,7 @@
 #include "http.h"
 #include "log.h"
 #include "metrics.h"
+#include "migrate.h"
 #include "retrain.h"
 #include "rr.h"
 #include "store.h"
@@ -111,6 +115,36 @@ static int verify_audit(const char *db)
     return 1;
 }
 
+static void migrated_table(const lp_migrate_table *t, void *ctx)
+{
+    printf("copied %s: %lld rows, checksum %s\n", t->name, (long long)t->rows, t->checksum);
+    fflush(stdout);
+}
+
+/* --migrate-to: copies the SQLite database db into the PostgreSQL database
+ * at uri (migrate.h). 0 copied, 1 refused or failed, 2 a wrong command. */
+static int migrate_to(const char *db, const char *uri)
+{
+    if (strncmp(uri, "postgresql://", 13) != 0 && strncmp(uri, "postgres://", 11) != 0) {
+        fprintf(stderr, "ldpref-server: --migrate-to takes a postgresql:// URI\n");
+        return 2;
+    }
+    if (strncmp(db, "postgresql://", 13) == 0 || strncmp(db, "postgres://", 11) == 0) {
+        fprintf(stderr, "ldpref-server: --migrate-to copies a SQLite database: --db FILE\n");
+        return 2;
+    }
+    lp_migrate_report rep;
+    char err[1024];
+    int64_t start = lp_now_ms();
+    if (lp_migrate_to_pg(db, uri, &rep, migrated_table, NULL, err, sizeof err) != LP_OK) {
+        fprintf(stderr, "ldpref-server: --migrate-to: %s; nothing was committed\n", err);
+        return 1;
+    }
+    printf("migrated: %d tables, %lld rows, schema version %lld, %.1f s\n", rep.tables,
+           (long long)rep.rows, (long long)rep.version, (double)(lp_now_ms() - start) / 1000.0);
+    return 0;
+}
+
 /* Records a token minted outside the API in the audit log. */
 static void audit_mint(lp_store *store, const char *action)
 {
@@ -135,6 +169,8 @@ int main(int argc, char **argv)
     }
     if (cfg.verify_audit)
         return verify_audit(cfg.db);
+    if (cfg.migrate_to[0] != '\0')
+        return migrate_to(cfg.db, cfg.migrate_to);
     lp_log_configure((lp_log_level)cfg.log_level, (lp_log_format)cfg.log_format);
     /* Every file the server creates (the database, its WAL and shm, the
      * marker) is for its owner only; the store also asks for 0600 itself. */

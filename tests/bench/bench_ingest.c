@@ -17,12 +17,19 @@
  * ignoring Retry-After; the server gets --public-score when it has that
  * option. With --connection-threads N (N > 0) the server runs a thread per
  * connection instead of its event loop and workers, so that both models can
- * be measured in one session, alternating. Prints "BENCH <name> <value>
- * <unit>" lines; decides nothing.
+ * be measured in one session, alternating. With --db postgresql the
+ * database is a new one on a private PostgreSQL server started for the
+ * run (tests/support/pg.h), with fsync and synchronous_commit on; with
+ * --servers N, N servers share the database (SQLite: one file) and the
+ * connections are spread over them round robin (the CPU and commit
+ * figures are the servers' sums; the bound lines, which measure SQLite's
+ * own insert cost, are printed for SQLite only). Prints "BENCH <name>
+ * <value> <unit>" lines; decides nothing.
  */
 #include "canon.h"
 #include "clock.h"
 #include "http_raw.h"
+#include "pg.h"
 #include "rr.h"
 #include "schema_sql.h"
 #include "server_proc.h"
@@ -46,6 +53,7 @@
 #include <unistd.h>
 
 #define TASKS_PER_ANNOTATOR 1000
+#define TASKS_PER_UPLOAD 2000
 
 struct request {
     char *bytes; /* full HTTP request */
@@ -59,12 +67,30 @@ struct bench_cfg {
     size_t flood_body;
 };
 
-static server_proc srv;
+#define MAX_SERVERS 4
+
+/* srv is the first server (the setup requests go to it), more[] the others
+ * on the same database. */
+static server_proc srv, more[MAX_SERVERS - 1];
+static int nservers = 1;
+static pg_cluster pgc;
+
+static server_proc *server_at(int i)
+{
+    return i == 0 ? &srv : &more[i - 1];
+}
+
+static void stop_all(void)
+{
+    for (int i = nservers - 1; i >= 0; i--)
+        server_cleanup(server_at(i));
+    pg_cluster_stop(&pgc);
+}
 
 static void die(const char *what)
 {
     fprintf(stderr, "bench_ingest: %s\n", what);
-    server_cleanup(&srv);
+    stop_all();
     exit(1);
 }
 
@@ -154,12 +180,14 @@ struct conn {
     int64_t started;
 };
 
-static int connect_server(void)
+/* A connection to server i % nservers. */
+static int connect_server(int i)
 {
     int fd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK, 0);
     int one = 1;
     setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
-    struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons((uint16_t)srv.port)};
+    struct sockaddr_in a = {.sin_family = AF_INET,
+                            .sin_port = htons((uint16_t)server_at(i % nservers)->port)};
     a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
     if (connect(fd, (struct sockaddr *)&a, sizeof a) != 0 && errno != EINPROGRESS)
         die("connect");
@@ -199,7 +227,7 @@ static struct run_result drive(struct request *reqs, int nreq, int nconns)
     int next = 0, done = 0, errors = 0, labels = 0;
     int64_t t0 = lp_mono_ns();
     for (int i = 0; i < nconns && next < nreq; i++) {
-        conns[i].fd = connect_server();
+        conns[i].fd = connect_server(i);
         conns[i].req = &reqs[next++];
         conns[i].started = lp_mono_ns();
         struct epoll_event ev = {.events = EPOLLIN | EPOLLOUT, .data.ptr = &conns[i]};
@@ -265,21 +293,24 @@ struct commit_stats {
     double sum, count;
 };
 
+/* Summed over the servers. */
 static struct commit_stats commit_stats(void)
 {
     struct commit_stats cs = {0, 0};
-    char url[256];
-    snprintf(url, sizeof url, "%s/metrics", srv.url);
-    http_reply r;
-    if (http_raw("GET", url, NULL, 0, srv.token, &r) != 0 || r.status != 200)
-        die("GET /metrics failed");
-    const char *p = strstr(r.body, "ldpref_commit_batch_size_sum ");
-    const char *q = strstr(r.body, "ldpref_commit_batch_size_count ");
-    if (p != NULL && q != NULL) {
-        cs.sum = strtod(p + strlen("ldpref_commit_batch_size_sum "), NULL);
-        cs.count = strtod(q + strlen("ldpref_commit_batch_size_count "), NULL);
+    for (int i = 0; i < nservers; i++) {
+        char url[256];
+        snprintf(url, sizeof url, "%s/metrics", server_at(i)->url);
+        http_reply r;
+        if (http_raw("GET", url, NULL, 0, srv.token, &r) != 0 || r.status != 200)
+            die("GET /metrics failed");
+        const char *p = strstr(r.body, "ldpref_commit_batch_size_sum ");
+        const char *q = strstr(r.body, "ldpref_commit_batch_size_count ");
+        if (p != NULL && q != NULL) {
+            cs.sum += strtod(p + strlen("ldpref_commit_batch_size_sum "), NULL);
+            cs.count += strtod(q + strlen("ldpref_commit_batch_size_count "), NULL);
+        }
+        http_reply_free(&r);
     }
-    http_reply_free(&r);
     return cs;
 }
 
@@ -293,11 +324,11 @@ static double mean_group(struct commit_stats a, struct commit_stats b)
 
 static double clock_ticks;
 
-/* user+system CPU seconds of the server process (all its threads). */
-static double server_cpu_s(void)
+/* user+system CPU seconds of process pid (all its threads). */
+static double process_cpu_s(pid_t pid)
 {
     char path[64], buf[1024];
-    snprintf(path, sizeof path, "/proc/%d/stat", (int)srv.pid);
+    snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
     FILE *f = fopen(path, "r");
     if (f == NULL)
         return 0;
@@ -310,6 +341,16 @@ static double server_cpu_s(void)
         sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %llu %llu", &ut, &st) != 2)
         return 0;
     return (double)(ut + st) / clock_ticks;
+}
+
+/* Of every server process. (A PostgreSQL server's own processes are not
+ * counted: its CPU per label is not the ldpref server's.) */
+static double server_cpu_s(void)
+{
+    double sum = 0;
+    for (int i = 0; i < nservers; i++)
+        sum += process_cpu_s(server_at(i)->pid);
+    return sum;
 }
 
 static double self_cpu_s(void)
@@ -724,6 +765,7 @@ int main(int argc, char **argv)
                             .flood_body = 1 << 20};
     const char *threads = "2";
     const char *connection_threads = "0"; /* > 0: a thread per connection */
+    int pg = 0;                           /* --db postgresql */
     for (int i = 1; i + 1 < argc; i += 2) {
         if (strcmp(argv[i], "--single-annotators") == 0)
             cfg.annotators_single = atoi(argv[i + 1]);
@@ -741,7 +783,13 @@ int main(int argc, char **argv)
             cfg.flood_clients = atoi(argv[i + 1]);
         else if (strcmp(argv[i], "--flood-body") == 0)
             cfg.flood_body = strtoul(argv[i + 1], NULL, 10);
+        else if (strcmp(argv[i], "--db") == 0)
+            pg = strcmp(argv[i + 1], "postgresql") == 0;
+        else if (strcmp(argv[i], "--servers") == 0)
+            nservers = atoi(argv[i + 1]);
     }
+    if (nservers < 1 || nservers > MAX_SERVERS)
+        die("--servers: 1 to 4");
     if (lp_rng_init() != 0)
         die("libsodium");
     int cores = (int)sysconf(_SC_NPROCESSORS_ONLN);
@@ -763,8 +811,25 @@ int main(int argc, char **argv)
     }
     if (cfg.flood_clients > 0 && server_has_option("--public-score"))
         args[n_args] = "--public-score";
-    if (server_start(&srv, args) != 0)
-        die("could not start ldpref-server");
+    /* the first server creates the database, the others open it */
+    nservers = nservers > 1 ? nservers : 1;
+    int want = nservers;
+    nservers = 0;
+    for (int i = 0; i < want; i++) {
+        server_proc *s = server_at(i);
+        if (server_prepare(s) != 0)
+            die("temporary directory");
+        nservers = i + 1;
+        if (i > 0)
+            snprintf(s->db, sizeof s->db, "%s", srv.db);
+        else if (pg) {
+            if (pg_cluster_start(&pgc) != PG_STARTED ||
+                pg_cluster_create_db(&pgc, "bench", s->db, sizeof s->db) != 0)
+                die("could not start PostgreSQL");
+        }
+        if (server_restart(s, args) != 0)
+            die("could not start ldpref-server");
+    }
     int total_ann = cfg.annotators_single + cfg.annotators_batch;
     /* every annotator takes the first TASKS_PER_ANNOTATOR tasks: each task
      * asks for a label from each of them */
@@ -778,23 +843,28 @@ int main(int argc, char **argv)
         post_json("/v1/enrollment-tokens",
                   json_pack("{s:s, s:i}", "campaign", "bench", "count", total_ann), srv.token, 201);
 
-    /* Tasks: enough for every annotator's share. */
+    /* Tasks: enough for every annotator's share, uploaded in files of
+     * TASKS_PER_UPLOAD (each file is one transaction, whose cost on
+     * PostgreSQL grows faster than its size). */
     size_t ntasks = (size_t)total_ann * TASKS_PER_ANNOTATOR;
-    size_t cap = ntasks * 80 + 64, len = 0;
+    size_t cap = TASKS_PER_UPLOAD * 80 + 64;
     char *jsonl = malloc(cap);
-    for (size_t i = 0; i < ntasks; i++)
-        len += (size_t)snprintf(
-            jsonl + len, cap - len,
-            "{\"id\":\"b%zu\",\"prompt\":\"p%zu\",\"responses\":[\"a%zu\",\"b%zu\"]}\n", i, i, i,
-            i);
     char url[256];
     snprintf(url, sizeof url, "%s/v1/tasks?campaign=bench", srv.url);
-    http_reply r;
-    if (http_raw("POST", url, jsonl, len, srv.token, &r) != 0 || r.status != 200) {
-        fprintf(stderr, "%ld %s\n", r.status, r.body);
-        die("task upload failed");
+    for (size_t first = 0; first < ntasks; first += TASKS_PER_UPLOAD) {
+        size_t len = 0;
+        for (size_t i = first; i < ntasks && i < first + TASKS_PER_UPLOAD; i++)
+            len += (size_t)snprintf(
+                jsonl + len, cap - len,
+                "{\"id\":\"b%zu\",\"prompt\":\"p%zu\",\"responses\":[\"a%zu\",\"b%zu\"]}\n", i, i,
+                i, i);
+        http_reply r;
+        if (http_raw("POST", url, jsonl, len, srv.token, &r) != 0 || r.status != 200) {
+            fprintf(stderr, "%ld %s\n", r.status, r.body);
+            die("task upload failed");
+        }
+        http_reply_free(&r);
     }
-    http_reply_free(&r);
     free(jsonl);
 
     struct annotator *ann = calloc((size_t)total_ann, sizeof *ann);
@@ -868,13 +938,14 @@ int main(int argc, char **argv)
     double group_single = mean_group(c0, c1), group_batch = mean_group(c1, c2);
     double parse_single = parse_cpu_us(single, nsingle, 0);
     double parse_batch = nbatch > 0 ? parse_cpu_us(batch, nbatch, 1) : 0;
-    double insert_single = insert_cpu_us(total_ann, TASKS_PER_ANNOTATOR / 10,
-                                         group_single >= 1 ? (int)(group_single + 0.5) : 1);
-    double insert_batch = nbatch > 0
+    double insert_single = pg ? 0
+                              : insert_cpu_us(total_ann, TASKS_PER_ANNOTATOR / 10,
+                                              group_single >= 1 ? (int)(group_single + 0.5) : 1);
+    double insert_batch = nbatch > 0 && !pg
                               ? insert_cpu_us(total_ann, TASKS_PER_ANNOTATOR / 10,
                                               group_batch >= 1 ? (int)(group_batch + 0.5) : 1)
                               : 0;
-    server_cleanup(&srv);
+    stop_all();
 
     double v_single = (verify_rate[0] + verify_rate[1]) / 2;
     double v_batch = (verify_rate[1] + verify_rate[2]) / 2;
@@ -899,8 +970,9 @@ int main(int argc, char **argv)
     printf("BENCH ingest_single_loadgen_cpu %.1f us/label\n", (g1 - g0) * 1e6 / nalone);
     printf("BENCH ingest_single_commit_group %.1f labels_per_commit\n", group_single);
     double verify_cpu = (verify_cpu_us[0] + verify_cpu_us[1] + verify_cpu_us[2]) / 3;
-    print_bound("ingest_single", cores, verify_cpu, insert_single, parse_single,
-                (g1 - g0) * 1e6 / nalone, (s1 - s0) * 1e6 / nalone, http_server_us);
+    if (!pg)
+        print_bound("ingest_single", cores, verify_cpu, insert_single, parse_single,
+                    (g1 - g0) * 1e6 / nalone, (s1 - s0) * 1e6 / nalone, http_server_us);
     if (nbatch > 0) {
         printf("BENCH ingest_batch%d %.0f labels/s\n", cfg.batch_size, rb.labels_per_s);
         printf("BENCH ingest_batch%d_p50 %.3f ms\n", cfg.batch_size, rb.p50_ms);
@@ -915,11 +987,13 @@ int main(int argc, char **argv)
                group_batch);
         char phase[32];
         snprintf(phase, sizeof phase, "ingest_batch%d", cfg.batch_size);
-        print_bound(phase, cores, verify_cpu, insert_batch, parse_batch,
-                    (g2 - g1v) * 1e6 / nbatch_labels, (s2 - s1v) * 1e6 / nbatch_labels,
-                    http_server_us / cfg.batch_size);
+        if (!pg)
+            print_bound(phase, cores, verify_cpu, insert_batch, parse_batch,
+                        (g2 - g1v) * 1e6 / nbatch_labels, (s2 - s1v) * 1e6 / nbatch_labels,
+                        http_server_us / cfg.batch_size);
     }
     printf("BENCH ingest_errors %d requests\n", rs.errors + rb.errors + rf.errors);
+    printf("BENCH ingest_servers %d servers\n", nservers);
     for (int i = 0; i < nsingle; i++)
         free(single[i].bytes);
     for (int i = 0; i < nbatch; i++)
