@@ -68,12 +68,13 @@ static const char SQL_SKIP[] =
 /* ---- tasks ---- */
 
 /*
- * On PostgreSQL the load's statements are unguarded (sql.h): a savepoint
- * per statement drew a subtransaction id per task and per turn, and past
- * the 64 a session keeps in shared memory every check of a row version the
- * load wrote (the campaign's campaign_fill row, updated by the tasks_fill
- * trigger once per task) read pg_subtrans, so a file's upload took time in
- * the square of its size. No constraint can refuse them once load_checks
+ * On PostgreSQL the load's statements are unguarded (sql.h). The
+ * tasks_fill trigger updates the campaign's campaign_fill row once per
+ * task, so the row gains a version per task and each update checks those
+ * before it; with a savepoint per statement (a subtransaction id per task
+ * and per turn) each of those checks read pg_subtrans once past the 64 ids
+ * a session keeps in shared memory, and a file's upload took several times
+ * longer, in the square of its size. No constraint can refuse them once load_checks
  * passed: the task insert is ON CONFLICT (campaign, source_id) DO NOTHING;
  * its campaign exists (checked and locked first); its NOT NULL texts are
  * set and valid UTF-8 (the database's encoding); reference_preferred and
