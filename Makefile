@@ -315,7 +315,7 @@ reproduce: all
 	BUILD=$(BUILD) QUICK=$(QUICK) tests/study/reproduce.sh
 
 bench: bench-ingest bench-flood bench-train bench-score bench-metrics bench-guard bench-audit bench-startup \
-       bench-migrate
+       bench-migrate bench-upload
 # Each benchmark is a script tests/bench/<name>.sh printing "BENCH <name> <value> <unit>".
 bench-%: all $(BENCHES)
 	BUILD=$(BUILD) tests/bench/$*.sh

@@ -8,12 +8,16 @@
 #include <sodium.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistr.h>
 
 static const char SQL_TASK_INSERT[] =
     "INSERT INTO tasks (campaign, source_id, prompt, response0, response1, "
     "features0, features1, reference_preferred, created_ms, gold) "
     "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10) "
     "ON CONFLICT (campaign, source_id) DO NOTHING RETURNING id";
+/* PostgreSQL: the campaign the tasks reference, kept until commit (the
+ * foreign key's own lock) */
+static const char SQL_CAMPAIGN_PG[] = "SELECT 1 FROM campaigns WHERE id = ?1 FOR KEY SHARE";
 static const char SQL_TASK_GET[] =
     "SELECT id, campaign, prompt, response0, response1 FROM tasks WHERE id = ?1";
 static const char SQL_TURN_INSERT[] =
@@ -63,6 +67,77 @@ static const char SQL_SKIP[] =
 
 /* ---- tasks ---- */
 
+/*
+ * On PostgreSQL the load's statements are unguarded (sql.h). The
+ * tasks_fill trigger updates the campaign's campaign_fill row once per
+ * task, so the row gains a version per task and each update checks those
+ * before it; with a savepoint per statement (a subtransaction id per task
+ * and per turn) each of those checks read pg_subtrans once past the 64 ids
+ * a session keeps in shared memory, and a file's upload took several times
+ * longer, in the square of its size. No constraint can refuse them once load_checks
+ * passed: the task insert is ON CONFLICT (campaign, source_id) DO NOTHING;
+ * its campaign exists (checked and locked first); its NOT NULL texts are
+ * set and valid UTF-8 (the database's encoding); reference_preferred and
+ * gold are bound only as 0 or 1; a turn's task is the new row, its
+ * position new, its role one of the three the CHECK allows. The
+ * trigger's task_fill row is new and its campaign_fill row exists. What
+ * can still fail them (the storage, a conflict with another writer) ends
+ * the transaction, and the engine fails the group or runs it again.
+ */
+
+/* Whether s is set and valid UTF-8 (PostgreSQL refuses other text). */
+static int text_ok(const char *s)
+{
+    return s != NULL && u8_check((const uint8_t *)s, strlen(s)) == NULL;
+}
+
+static int role_ok(const char *role)
+{
+    return role != NULL && (strcmp(role, LP_ROLE_SYSTEM) == 0 || strcmp(role, LP_ROLE_USER) == 0 ||
+                            strcmp(role, LP_ROLE_ASSISTANT) == 0);
+}
+
+/* What the schema's constraints check of the tasks, checked before any is
+ * written: LP_OK or LP_EBAD_TASK. */
+static int load_checks(const lp_task_in *tasks, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        const lp_task_in *t = &tasks[i];
+        if (!text_ok(t->source_id) || !text_ok(t->prompt) || !text_ok(t->response0) ||
+            !text_ok(t->response1) || (t->n_context > 0 && t->context == NULL))
+            return LP_EBAD_TASK;
+        for (size_t k = 0; k < t->n_context; k++)
+            if (!role_ok(t->context[k].role) || !text_ok(t->context[k].content))
+                return LP_EBAD_TASK;
+    }
+    return LP_OK;
+}
+
+/* PostgreSQL: LP_OK when the campaign exists (locked as its foreign key
+ * would), else LP_EUNKNOWN_CAMPAIGN. */
+static int campaign_held(lp_engine *e, lp_conn *db, int64_t campaign)
+{
+    lp_stmt *st = lp_engine_stmt(e, db, SQL_CAMPAIGN_PG);
+    if (st == NULL)
+        return LP_ESTORAGE;
+    lp_stmt_set_unguarded(st);
+    lp_stmt_bind_int64(st, 1, campaign);
+    int step = lp_stmt_step(st);
+    lp_stmt_reset(st);
+    if (step == LP_SQL_ROW)
+        return LP_OK;
+    return step == LP_SQL_DONE ? LP_EUNKNOWN_CAMPAIGN : lp_engine_fail(db, "campaign lookup");
+}
+
+/* The load's statement, unguarded on PostgreSQL (see above). */
+static lp_stmt *load_stmt(lp_engine *e, lp_conn *db, const char *sql)
+{
+    lp_stmt *st = lp_engine_stmt(e, db, sql);
+    if (st != NULL && lp_conn_dialect(db) == LP_SQL_POSTGRESQL)
+        lp_stmt_set_unguarded(st);
+    return st;
+}
+
 struct load_job {
     lp_engine *engine;
     int64_t campaign;
@@ -75,7 +150,7 @@ struct load_job {
 static int insert_turns(lp_engine *e, lp_conn *db, int64_t id, const lp_turn *turns, size_t n)
 {
     for (size_t k = 0; k < n; k++) {
-        lp_stmt *st = lp_engine_stmt(e, db, SQL_TURN_INSERT);
+        lp_stmt *st = load_stmt(e, db, SQL_TURN_INSERT);
         if (st == NULL)
             return LP_ESTORAGE;
         lp_stmt_bind_int64(st, 1, id);
@@ -96,9 +171,14 @@ static int load_fn(lp_conn *db, void *ctx)
     int64_t now = lp_now_ms();
     a->loaded = a->skipped = 0;
     a->first = a->last = 0;
+    if (lp_conn_dialect(db) == LP_SQL_POSTGRESQL) {
+        int rc = campaign_held(a->engine, db, a->campaign);
+        if (rc != LP_OK)
+            return rc;
+    }
     for (size_t i = 0; i < a->n; i++) {
         const lp_task_in *t = &a->tasks[i];
-        lp_stmt *st = lp_engine_stmt(a->engine, db, SQL_TASK_INSERT);
+        lp_stmt *st = load_stmt(a->engine, db, SQL_TASK_INSERT);
         if (st == NULL)
             return LP_ESTORAGE;
         lp_stmt_bind_int64(st, 1, a->campaign);
@@ -138,7 +218,9 @@ int lp_store_tasks_load(lp_store *s, int64_t campaign, const lp_task_in *tasks, 
                         size_t *loaded, size_t *skipped, int64_t *first, int64_t *last)
 {
     struct load_job a = {.engine = s->engine, .campaign = campaign, .tasks = tasks, .n = n};
-    int rc = lp_engine_write(s->engine, load_fn, &a, n ? n : 1, 0);
+    int rc = load_checks(tasks, n);
+    if (rc == LP_OK)
+        rc = lp_engine_write(s->engine, load_fn, &a, n ? n : 1, 0);
     *loaded = rc == LP_OK ? a.loaded : 0;
     *skipped = rc == LP_OK ? a.skipped : 0;
     *first = rc == LP_OK ? a.first : 0;

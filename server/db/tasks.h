@@ -46,7 +46,8 @@ typedef struct lp_task_in {
 
 /* Inserts tasks (with their context turns) atomically; rows whose
  * (campaign, source_id) exists are skipped. first/last are the ids of the first and last inserted
- * (0 if none). LP_EUNKNOWN_CAMPAIGN. */
+ * (0 if none). LP_EUNKNOWN_CAMPAIGN; LP_EBAD_TASK (nothing written) when a text is NULL or
+ * not UTF-8, or a turn's role is not one of LP_ROLE_*. */
 int lp_store_tasks_load(lp_store *s, int64_t campaign, const lp_task_in *tasks, size_t n,
                         size_t *loaded, size_t *skipped, int64_t *first, int64_t *last);
 

@@ -7,7 +7,8 @@
  * one thread per store, released together; the database then holds what
  * one server would have left; the audit chain stays one chain. And a
  * training cut-off waits for the labels
- * whose ids were drawn before it but not yet committed.
+ * whose ids were drawn before it but not yet committed. A task upload
+ * draws no subtransaction per task, whatever the file's size.
  */
 #include "annotators.h"
 #include "audit.h"
@@ -421,6 +422,102 @@ static void test_cutoff(void)
     PQfinish(fast);
 }
 
+/* ---- a task upload's subtransactions ---- */
+
+#define LOAD_MAX 2000
+
+/* Loads n tasks (one context turn each, source ids tag-0..) into campaign
+ * through stores[0]; returns the transaction ids the upload drew beyond
+ * its own (its subtransactions). */
+static int64_t load_subxacts(PGconn *conn, int64_t campaign, const char *tag, size_t n)
+{
+    static char ids[LOAD_MAX][32];
+    static lp_task_in tasks[LOAD_MAX];
+    static const lp_turn turn = {.role = LP_ROLE_USER, .content = "earlier"};
+    for (size_t i = 0; i < n; i++) {
+        snprintf(ids[i], sizeof ids[i], "%s-%zu", tag, i);
+        tasks[i] = (lp_task_in){.source_id = ids[i],
+                                .prompt = "p",
+                                .response0 = "a",
+                                .response1 = "b",
+                                .reference_preferred = (int)(i % 3) - 1,
+                                .context = &turn,
+                                .n_context = 1,
+                                .gold = i % 2 ? LP_GOLD_RESPONSE1 : LP_GOLD_NONE};
+    }
+    size_t loaded, skipped;
+    int64_t first, last;
+    int64_t before = sql_int(conn, "SELECT pg_current_xact_id()::text::bigint");
+    CHECK_ERR(lp_store_tasks_load(stores[0], campaign, tasks, n, &loaded, &skipped, &first, &last),
+              LP_OK);
+    int64_t after = sql_int(conn, "SELECT pg_current_xact_id()::text::bigint");
+    CHECK_INT(loaded, n);
+    CHECK_INT(skipped, 0);
+    int64_t sub = after - before - 2; /* less before's own id and the upload's */
+    fprintf(stderr, "upload of %zu tasks: %lld subtransaction ids\n", n, (long long)sub);
+    return sub;
+}
+
+/*
+ * PostgreSQL keeps 64 subtransaction ids per session in shared memory; a
+ * transaction that draws more makes every check of the row versions it
+ * wrote read pg_subtrans, and an upload that drew one per task (a
+ * savepoint per statement) took time in the square of its size. The ids
+ * drawn between two pg_current_xact_id() calls on a database nobody else
+ * writes are the upload's own plus one per subtransaction that wrote (the
+ * engine's job savepoint; a background ANALYZE may add one or two): the
+ * same few for 20 and for 2,000 tasks. An upload a constraint would refuse
+ * is refused before it is written, and the store goes on.
+ */
+static void test_load_subxacts(void)
+{
+    PGconn *conn = PQconnectdb(db_uri);
+    CHECK(PQstatus(conn) == CONNECTION_OK);
+    int64_t campaign = campaign_new("upload", 1);
+    int64_t small = load_subxacts(conn, campaign, "small", 20);
+    int64_t large = load_subxacts(conn, campaign, "large", LOAD_MAX);
+    CHECK(small >= 0 && small <= 4);
+    CHECK(large >= 0 && large <= 4);
+    CHECK_INT(sql_int(conn, "SELECT count(*) FROM task_turns t JOIN tasks k ON k.id = t.task "
+                            "WHERE k.source_id LIKE 'large-%'"),
+              LOAD_MAX);
+
+    lp_turn bad_role = {.role = "narrator", .content = "x"};
+    lp_task_in bad[2] = {
+        {.source_id = "bad-0", .prompt = "p", .response0 = "a", .response1 = "b"},
+        {.source_id = "bad-1",
+         .prompt = "p",
+         .response0 = "a",
+         .response1 = "b",
+         .context = &bad_role,
+         .n_context = 1},
+    };
+    size_t loaded, skipped;
+    int64_t first, last;
+    CHECK_ERR(lp_store_tasks_load(stores[0], campaign, bad, 2, &loaded, &skipped, &first, &last),
+              LP_EBAD_TASK);
+    bad[1] =
+        (lp_task_in){.source_id = "bad-1", .prompt = "\xc3(", .response0 = "a", .response1 = "b"};
+    CHECK_ERR(lp_store_tasks_load(stores[0], campaign, bad, 2, &loaded, &skipped, &first, &last),
+              LP_EBAD_TASK);
+    bad[1].prompt = NULL;
+    CHECK_ERR(lp_store_tasks_load(stores[0], campaign, bad, 2, &loaded, &skipped, &first, &last),
+              LP_EBAD_TASK);
+    CHECK_ERR(
+        lp_store_tasks_load(stores[0], campaign + 1000, bad, 1, &loaded, &skipped, &first, &last),
+        LP_EUNKNOWN_CAMPAIGN);
+    CHECK_INT(sql_int(conn, "SELECT count(*) FROM tasks WHERE source_id LIKE 'bad-%'"), 0);
+    /* the store still writes: the refusals ended no transaction */
+    CHECK_ERR(lp_store_tasks_load(stores[0], campaign, bad, 1, &loaded, &skipped, &first, &last),
+              LP_OK);
+    CHECK_INT(loaded, 1);
+    char sql[200];
+    snprintf(sql, sizeof sql, "SELECT tasks FROM campaign_fill WHERE campaign = %lld",
+             (long long)campaign);
+    CHECK_INT(sql_int(conn, sql), 20 + LOAD_MAX + 1);
+    PQfinish(conn);
+}
+
 int main(void)
 {
     lp_log_configure(LP_LOG_WARN, LP_LOG_TEXT);
@@ -446,6 +543,7 @@ int main(void)
         test_last_holder();
         test_cutoff();
         test_audit_chain();
+        test_load_subxacts();
     }
     pthread_barrier_destroy(&start);
     for (int i = 0; i < STORES; i++)
