@@ -518,16 +518,37 @@ static struct writer writers[SERVERS * STREAM_WRITERS];
 static int acked_by[SERVERS]; /* atomic: labels acknowledged by each server */
 static int killed;            /* atomic: the victim has been killed */
 
+/* 1 once every server has acknowledged KILL_AFTER labels (the numbers
+ * read into at, if not NULL). */
+static int kill_due(int at[SERVERS])
+{
+    int low = KILL_AFTER;
+    for (int s = 0; s < SERVERS; s++) {
+        int n = __atomic_load_n(&acked_by[s], __ATOMIC_SEQ_CST);
+        low = n < low ? n : low;
+        if (at != NULL)
+            at[s] = n;
+    }
+    return low >= KILL_AFTER;
+}
+
+/* Holds a writer at its last AFTER_KILL labels (SQLite's writers may run
+ * far ahead of one another): one to the victim until the kill is due, one
+ * to a server that stays until the kill. */
+static void hold(const struct writer *w)
+{
+    for (int64_t deadline = now_ms() + 60000;
+         (w->server == VICTIM ? !kill_due(NULL) : !__atomic_load_n(&killed, __ATOMIC_SEQ_CST)) &&
+         now_ms() < deadline;)
+        nap_ms(1);
+}
+
 static void *stream(void *arg)
 {
     struct writer *w = arg;
     for (int i = 0; i < w->ntasks; i++) {
-        /* a writer to a server that stays keeps its last AFTER_KILL labels
-         * until the kill (SQLite's writers may run ahead of one another) */
-        for (int64_t deadline = now_ms() + 60000;
-             w->server != VICTIM && i == w->ntasks - AFTER_KILL &&
-             !__atomic_load_n(&killed, __ATOMIC_SEQ_CST) && now_ms() < deadline;)
-            nap_ms(1);
+        if (i == w->ntasks - AFTER_KILL)
+            hold(w);
         lp_label_msg m = raw_label(&w->a, w->tasks[i], i & 1, 1.0);
         http_reply r;
         long status = raw_post_label(srv[w->server].url, &m, &r);
@@ -591,15 +612,9 @@ static void test_kill_mid_stream(void)
     for (int i = 0; i < nw; i++)
         pthread_create(&tid[i], NULL, stream, &writers[i]);
     /* the kill comes once every server has acknowledged KILL_AFTER labels */
-    int at_kill[SERVERS] = {0}, low = 0;
-    for (int64_t deadline = now_ms() + 60000; low < KILL_AFTER && now_ms() < deadline;) {
+    int at_kill[SERVERS] = {0};
+    for (int64_t deadline = now_ms() + 60000; !kill_due(at_kill) && now_ms() < deadline;)
         nap_ms(1);
-        low = KILL_AFTER;
-        for (int s = 0; s < SERVERS; s++) {
-            at_kill[s] = __atomic_load_n(&acked_by[s], __ATOMIC_SEQ_CST);
-            low = at_kill[s] < low ? at_kill[s] : low;
-        }
-    }
     server_kill(&srv[victim]); /* SIGKILL mid-stream */
     __atomic_store_n(&killed, 1, __ATOMIC_SEQ_CST);
     int acked = 0, survivors_at_kill = 0, survivors_short = 0, failed = 0;
