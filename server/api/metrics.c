@@ -237,6 +237,10 @@ void lp_metrics_render(lp_buf *b, const lp_store_writer_stats *ws, double uptime
     }
     lp_buf_printf(b, "ldpref_commit_batch_size_sum %llu\n", (unsigned long long)ws->items);
     lp_buf_printf(b, "ldpref_commit_batch_size_count %llu\n", (unsigned long long)ws->commits);
+    lp_buf_puts(b, "# HELP ldpref_storage_conflicts_total Transactions rolled back by a conflict "
+                   "with another server's (serialization failure, deadlock) and run again.\n"
+                   "# TYPE ldpref_storage_conflicts_total counter\n");
+    lp_buf_printf(b, "ldpref_storage_conflicts_total %llu\n", (unsigned long long)ws->conflicts);
     lp_buf_puts(b, "# HELP ldpref_uptime_seconds Seconds since the server started.\n"
                    "# TYPE ldpref_uptime_seconds gauge\n");
     lp_buf_printf(b, "ldpref_uptime_seconds %.3f\n", uptime_s);

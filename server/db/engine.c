@@ -436,6 +436,9 @@ static void run_group(lp_engine *e, lp_job *batch)
         e->ops->after_commit(e->be, rc == LP_OK);
         if (rc != LP_BACKEND_RETRY)
             break;
+        pthread_mutex_lock(&e->stats_lock);
+        e->wstats.conflicts++;
+        pthread_mutex_unlock(&e->stats_lock);
         lp_log(LP_LOG_WARN, "storage_retry",
                LP_LOG_STR("message",
                           e->commit_failure[0] ? e->commit_failure : lp_conn_errmsg(e->wconn)),
@@ -463,6 +466,42 @@ static void run_group(lp_engine *e, lp_job *batch)
     }
 }
 
+struct ranked_job {
+    lp_job *job;
+    size_t queued; /* its place in the queue: ties keep it */
+};
+
+static int cmp_ranked(const void *a, const void *b)
+{
+    const struct ranked_job *x = a, *y = b;
+    if (x->job->lock_order != y->job->lock_order)
+        return x->job->lock_order < y->job->lock_order ? -1 : 1;
+    return (x->queued > y->queued) - (x->queued < y->queued);
+}
+
+/* The group in increasing lock_order (lp_job), queue order among equals;
+ * as it came when it has one job or memory runs out (a deadlock is then
+ * possible, and the group runs again after it). */
+static lp_job *order_group(lp_job *batch)
+{
+    size_t n = 0;
+    for (lp_job *j = batch; j != NULL; j = j->next)
+        n++;
+    struct ranked_job *r = n > 1 ? malloc(n * sizeof *r) : NULL;
+    if (r == NULL)
+        return batch;
+    n = 0;
+    for (lp_job *j = batch; j != NULL; j = j->next, n++)
+        r[n] = (struct ranked_job){j, n};
+    qsort(r, n, sizeof *r, cmp_ranked);
+    for (size_t i = 0; i + 1 < n; i++)
+        r[i].job->next = r[i + 1].job;
+    r[n - 1].job->next = NULL;
+    batch = r[0].job;
+    free(r);
+    return batch;
+}
+
 /* Group commit: while one transaction commits (its fsync takes 1.5-5 ms on
  * the benchmark VM), new jobs queue; the next transaction takes all of them.
  * There is no timed wait for more: measured with a thread per connection, a
@@ -482,6 +521,8 @@ static void *writer_main(void *arg)
         if (batch == NULL && stopping)
             break; /* nothing left */
         upkeep(e, batch == NULL);
+        if (batch != NULL && e->ops->dialect == LP_SQL_POSTGRESQL)
+            batch = order_group(batch); /* several writers: one lock order */
         if (batch != NULL)
             run_group(e, batch);
     }
@@ -525,8 +566,18 @@ static void waiter_done(lp_job *j)
 
 int lp_engine_write(lp_engine *e, lp_job_fn fn, void *ctx, size_t items, unsigned flags)
 {
-    struct waiter w = {
-        .job = {.fn = fn, .ctx = ctx, .items = items, .flags = flags, .done = waiter_done}};
+    return lp_engine_write_ordered(e, fn, ctx, items, flags, 0);
+}
+
+int lp_engine_write_ordered(lp_engine *e, lp_job_fn fn, void *ctx, size_t items, unsigned flags,
+                            int64_t lock_order)
+{
+    struct waiter w = {.job = {.fn = fn,
+                               .ctx = ctx,
+                               .items = items,
+                               .flags = flags,
+                               .lock_order = lock_order,
+                               .done = waiter_done}};
     pthread_mutex_init(&w.m, NULL);
     pthread_cond_init(&w.c, NULL);
     int rc = lp_engine_write_async(e, &w.job);

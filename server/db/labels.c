@@ -1071,10 +1071,22 @@ static void fail_items(lp_label_item *items, size_t n, int job_rc)
             items[i].rc = job_rc;
 }
 
+/* A label job's place in the engine's lock order: it locks its annotators'
+ * rows (on PostgreSQL), the smallest first. */
+static int64_t lock_order(const lp_label_item *items, size_t n)
+{
+    int64_t first = n > 0 ? items[0].annotator : 0;
+    for (size_t i = 1; i < n; i++)
+        if (items[i].annotator < first)
+            first = items[i].annotator;
+    return first;
+}
+
 int lp_store_labels_submit(lp_store *s, lp_label_item *items, size_t n)
 {
     struct labels_job lj = {.w = s->labels, .items = items, .n = n};
-    int rc = lp_engine_write(s->engine, labels_fn, &lj, n, LP_JOB_BARE);
+    int rc =
+        lp_engine_write_ordered(s->engine, labels_fn, &lj, n, LP_JOB_BARE, lock_order(items, n));
     fail_items(items, n, rc);
     return rc;
 }
@@ -1095,13 +1107,17 @@ int lp_store_labels_submit_async(lp_store *s, lp_label_item *items, size_t n,
     struct labels_job *lj = calloc(1, sizeof *lj);
     if (lj == NULL)
         return LP_ENO_MEMORY;
-    *lj = (struct labels_job){
-        .job = {.fn = labels_fn, .ctx = lj, .items = n, .flags = LP_JOB_BARE, .done = async_done},
-        .w = s->labels,
-        .items = items,
-        .n = n,
-        .user_done = done,
-        .user_ctx = ctx};
+    *lj = (struct labels_job){.job = {.fn = labels_fn,
+                                      .ctx = lj,
+                                      .items = n,
+                                      .flags = LP_JOB_BARE,
+                                      .lock_order = lock_order(items, n),
+                                      .done = async_done},
+                              .w = s->labels,
+                              .items = items,
+                              .n = n,
+                              .user_done = done,
+                              .user_ctx = ctx};
     int rc = lp_engine_write_async(s->engine, &lj->job);
     if (rc != LP_OK)
         free(lj);

@@ -68,6 +68,9 @@ void lp_store_close(lp_store *s);
 typedef struct lp_store_writer_stats {
     uint64_t commits;
     uint64_t items;
+    uint64_t conflicts; /* transactions rolled back by a conflict with another
+                         * writer (PostgreSQL: serialization failure or
+                         * deadlock), each run again */
     uint64_t hist[LP_STORE_HIST];
 } lp_store_writer_stats;
 void lp_store_writer_stats_get(lp_store *s, lp_store_writer_stats *out);

@@ -10,6 +10,8 @@
  * - conflicting labels for one (annotator, task): exactly one accepted
  *   (201), the others `conflicting_label`; a resend of the winner through
  *   every server gets the original receipt (200, the same body);
+ * - the same label through the three at once: one 201, two 200, one
+ *   receipt;
  * - one nonce on three tasks: one accepted, the others `replayed_nonce`;
  * - budget spends of one annotator through all three: exactly as many
  *   labels accepted as the budget holds, the rest `budget_exceeded`; the
@@ -242,6 +244,42 @@ static void test_conflicts(raw_annotator *a, const int64_t *tasks)
                  resent_ok, ROUNDS * SERVERS);
 }
 
+/* The same label sent through the three servers at once: one 201, and the
+ * other two its receipt (200, the same body). */
+static void test_same_label(raw_annotator *a, const int64_t *tasks)
+{
+    int receipts = 0;
+    for (int round = 0; round < ROUNDS; round++) {
+        struct sent out[SERVERS] = {0};
+        out[0].m[0] = raw_label(a, tasks[round], round & 1, 1.0);
+        for (int i = 0; i < SERVERS; i++) {
+            out[i].m[0] = out[0].m[0];
+            out[i].n = 1;
+        }
+        send_together(out);
+        int created = 0;
+        json_t *first = NULL;
+        for (int i = 0; i < SERVERS; i++) {
+            json_t *j = json_loads(out[i].body[0] ? out[i].body[0] : "", 0, NULL);
+            created += out[i].status[0] == 201;
+            if (first == NULL && j != NULL)
+                first = json_incref(j);
+            receipts += (out[i].status[0] == 201 || out[i].status[0] == 200) && first != NULL &&
+                        json_equal(first, j) &&
+                        json_integer_value(json_object_get(j, "label_id")) > 0;
+            json_decref(j);
+        }
+        json_decref(first);
+        check_record(created == 1, __FILE__, __LINE__,
+                     "round %d: the same label sent through three servers created %d", round,
+                     created);
+        sent_free(out);
+    }
+    check_record(receipts == ROUNDS * SERVERS, __FILE__, __LINE__,
+                 "%d of %d answers to the same label were one and the same receipt", receipts,
+                 ROUNDS * SERVERS);
+}
+
 /* One nonce on three tasks through the three servers: one accepted, the
  * others replayed_nonce. */
 static void test_nonce_reuse(raw_annotator *a, const int64_t *tasks)
@@ -328,14 +366,15 @@ static void test_budget(void)
 
 static void test_labels_across_servers(void)
 {
-    campaign_create("race", 1000, ROUNDS * (1 + SERVERS));
+    const int ntasks = ROUNDS * (2 + SERVERS);
+    campaign_create("race", 1000, ntasks);
     raw_annotator a;
-    int64_t tasks[ROUNDS * (1 + SERVERS)];
-    if (annotator_with_tasks(&a, "race", 0, tasks, ROUNDS * (1 + SERVERS)) !=
-        ROUNDS * (1 + SERVERS))
+    int64_t tasks[ROUNDS * (2 + SERVERS)];
+    if (annotator_with_tasks(&a, "race", 0, tasks, ntasks) != ntasks)
         return;
     test_conflicts(&a, tasks);
-    test_nonce_reuse(&a, tasks + ROUNDS);
+    test_same_label(&a, tasks + ROUNDS);
+    test_nonce_reuse(&a, tasks + 2 * ROUNDS);
     test_budget();
     CHECK_INT(db_counters_mismatch(srv[0].db), 0);
 }

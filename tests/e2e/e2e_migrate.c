@@ -197,12 +197,10 @@ static int dump_restore(pg_cluster *pgc, const char *from, const char *to)
 
 int main(void)
 {
-    const char *backend = getenv("LDPREF_TEST_DB");
-    if (backend != NULL && strcmp(backend, "postgresql") == 0) {
-        /* the scenario starts on SQLite and makes its own PostgreSQL */
-        printf("SKIP e2e_migrate: it runs in the SQLite pass (it moves SQLite to PostgreSQL)\n");
+    /* the scenario starts on SQLite and makes its own PostgreSQL */
+    if (server_skip_on_postgresql("e2e_migrate",
+                                  "it runs in the SQLite pass (it moves SQLite to PostgreSQL)"))
         return check_summary();
-    }
     lp_rng_init();
     pg_cluster pgc;
     if (!pg_cluster_start_for(&pgc, "e2e_migrate"))

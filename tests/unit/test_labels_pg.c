@@ -50,6 +50,10 @@
 #define FREE_THREADS 2 /* per store */
 #define FREE_JOBS 30   /* per thread, FREE_PER_JOB labels each */
 #define FREE_PER_JOB 2
+#define ORDER_ANNOTS 8 /* one annotator per job */
+#define ORDER_TASKS 40
+#define ORDER_THREADS 4 /* per store */
+#define ORDER_JOBS 40   /* per thread, one label each */
 #define GROUP_ANNOTS 10 /* one group: each labels GROUP_TASKS tasks, 100 labels */
 #define GROUP_TASKS 10
 #define GROUP_RUNS 5
@@ -57,7 +61,7 @@
 static lp_store *st[STORES];
 static char uri[512];
 
-static uint8_t keys[ANNOTS + FREE_ANNOTS + GROUP_ANNOTS]
+static uint8_t keys[ANNOTS + FREE_ANNOTS + ORDER_ANNOTS + GROUP_ANNOTS]
                    [32]; /* the annotators' keys, in enrollment order */
 static int n_keys;
 static int64_t revoked; /* the annotator revoked after the lock step */
@@ -136,8 +140,8 @@ struct stored {
     lp_receipt receipt; /* as first answered */
 };
 
-static struct stored
-    kept[ANNOTS * ROUNDS + FREE_ANNOTS * FREE_TASKS + GROUP_ANNOTS * GROUP_TASKS * GROUP_RUNS];
+static struct stored kept[ANNOTS * ROUNDS + FREE_ANNOTS * FREE_TASKS + ORDER_ANNOTS * ORDER_TASKS +
+                          GROUP_ANNOTS * GROUP_TASKS * GROUP_RUNS];
 static size_t n_kept;
 
 static lp_label_item round_items[STORES];
@@ -371,6 +375,67 @@ static void test_free_running(void)
             stored[3]);
 }
 
+/* ---- one annotator per job: one lock order ----
+ * Jobs of one annotator each (single labels, an annotator's own batch),
+ * submitted from several threads per store so that groups of several jobs
+ * form: the engine runs a group's jobs in annotator order, so the stores
+ * lock annotator rows in one order and never deadlock; every conflict
+ * would be counted in the writers' statistics. */
+struct order_worker {
+    int store;
+    const int64_t *annots, *tasks;
+    lp_label_item item[ORDER_JOBS];
+    int failed;
+};
+
+static void *order_main(void *arg)
+{
+    struct order_worker *ow = arg;
+    for (int j = 0; j < ORDER_JOBS; j++) {
+        int a = (int)randombytes_uniform(ORDER_ANNOTS);
+        int t = (int)randombytes_uniform(ORDER_TASKS);
+        lp_label_item *it = &ow->item[j];
+        make_item(it, ow->annots[a], ow->tasks[a * ORDER_TASKS + t], 0.5);
+        int rc = lp_store_labels_submit(st[ow->store], it, 1);
+        ow->failed += rc != LP_OK || (it->rc != LP_OK && it->rc != LP_ECONFLICTING_LABEL);
+    }
+    return NULL;
+}
+
+static uint64_t conflicts(void)
+{
+    uint64_t n = 0;
+    for (int k = 0; k < STORES; k++) {
+        lp_store_writer_stats ws;
+        lp_store_writer_stats_get(st[k], &ws);
+        n += ws.conflicts;
+    }
+    return n;
+}
+
+static void test_one_lock_order(void)
+{
+    int64_t annots[ORDER_ANNOTS], tasks[ORDER_ANNOTS * ORDER_TASKS];
+    campaign_with("order", 1e6, ORDER_TASKS, ORDER_ANNOTS, annots, tasks);
+    uint64_t before = conflicts();
+    static struct order_worker ow[STORES * ORDER_THREADS];
+    pthread_t th[STORES * ORDER_THREADS];
+    for (int k = 0; k < STORES * ORDER_THREADS; k++) {
+        ow[k] = (struct order_worker){.store = k % STORES, .annots = annots, .tasks = tasks};
+        pthread_create(&th[k], NULL, order_main, &ow[k]);
+    }
+    int failed = 0;
+    for (int k = 0; k < STORES * ORDER_THREADS; k++) {
+        pthread_join(th[k], NULL);
+        failed += ow[k].failed;
+        for (int j = 0; j < ORDER_JOBS; j++)
+            if (ow[k].item[j].rc == LP_OK && !ow[k].item[j].existing)
+                keep(&ow[k].item[j]); /* resent at the end */
+    }
+    CHECK_INT(failed, 0);
+    CHECK_INT((long long)(conflicts() - before), 0);
+}
+
 /* ---- one group of 100 labels ---- */
 
 /* The next transaction id to be assigned, drawing one (its own). */
@@ -471,6 +536,7 @@ int main(void)
     if (opened == STORES) {
         test_lockstep();
         test_free_running();
+        test_one_lock_order();
         test_group_subxacts();
         test_resends();
         CHECK_INT(db_counters_mismatch(uri), 0);

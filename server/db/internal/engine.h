@@ -100,6 +100,13 @@ typedef struct lp_job {
     /* asynchronous jobs: called once, from the writer thread, after the
      * commit (rc set); the job may be freed inside */
     void (*done)(struct lp_job *j);
+    /* Where the job's row locks fall in one order shared by every server
+     * (label jobs: their smallest annotator id; 0: none). On a database
+     * with several writers (PostgreSQL) the engine runs a group's jobs in
+     * increasing lock_order, the others first in their queue order, so
+     * that two servers' groups lock the same rows in the same order and
+     * wait for each other rather than deadlock. */
+    int64_t lock_order;
     int rc;              /* out: fn's result, LP_ESTORAGE if the commit failed,
                           * LP_ESTORAGE_UNHEALTHY if it was refused */
     struct lp_job *next; /* the engine's */
@@ -108,6 +115,9 @@ typedef struct lp_job {
 /* Runs fn(c, ctx) as a job and returns its rc once the transaction holding
  * it has committed (or failed). LP_EUNAVAILABLE when closing. */
 int lp_engine_write(lp_engine *e, lp_job_fn fn, void *ctx, size_t items, unsigned flags);
+/* As lp_engine_write, for a job with a lock_order (lp_job). */
+int lp_engine_write_ordered(lp_engine *e, lp_job_fn fn, void *ctx, size_t items, unsigned flags,
+                            int64_t lock_order);
 /* Enqueues j (fn, ctx, items, flags and done set) and returns at once: LP_OK,
  * or an error and done is never called. */
 int lp_engine_write_async(lp_engine *e, lp_job *j);
