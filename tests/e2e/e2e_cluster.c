@@ -19,6 +19,7 @@
  */
 #include "annotator_client.h"
 #include "check.h"
+#include "clock.h"
 #include "error.h"
 #include "ldpref.h"
 #include "operator_client.h"
@@ -43,18 +44,10 @@
 static server_proc one, two;
 static ldpref_client *op_one, *op_two;
 
+/* milliseconds on the monotonic clock */
 static int64_t now_ms(void)
 {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
-static int64_t wall_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+    return lp_mono_ns() / 1000000;
 }
 
 static void nap_ms(int ms)
@@ -335,7 +328,7 @@ static void test_schedule_fires_once(void)
         nap_ms(50);
     CHECK_INT(scheduled_runs(INT64_MAX, &first), 1);
     int64_t next_due = first + INTERVAL_S * 1000;
-    while (wall_ms() < next_due) /* both servers have checked several times */
+    while (lp_now_ms() < next_due) /* both servers have checked several times */
         nap_ms(50);
     CHECK_INT(scheduled_runs(next_due, &first), 1);
     CHECK_ERR(ldpref_admin_schedule_set(op_one, "{\"interval_s\": 0}", NULL), LP_OK);

@@ -27,6 +27,7 @@
  */
 #include "annotator_client.h"
 #include "check.h"
+#include "clock.h"
 #include "db_counters.h"
 #include "error.h"
 #include "http_raw.h"
@@ -64,11 +65,10 @@
 static server_proc srv[SERVERS];
 static ldpref_client *op[SERVERS];
 
+/* milliseconds on the monotonic clock */
 static int64_t now_ms(void)
 {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+    return lp_mono_ns() / 1000000;
 }
 
 static void nap_ms(int ms)
