@@ -38,6 +38,7 @@
 #include <arpa/inet.h>
 #include <errno.h>
 #include <jansson.h>
+#include <microhttpd.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <pthread.h>
@@ -46,14 +47,18 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <signal.h>
 #include <sys/epoll.h>
 #include <sys/socket.h>
 #include <sys/time.h>
+#include <sys/wait.h>
 #include <stdatomic.h>
 #include <unistd.h>
 
 #define TASKS_PER_ANNOTATOR 1000
 #define TASKS_PER_UPLOAD 2000
+/* the size of the body the server answers a single label with (its receipt) */
+#define RECEIPT_BYTES 100
 
 struct request {
     char *bytes; /* full HTTP request */
@@ -73,6 +78,7 @@ struct bench_cfg {
  * on the same database. */
 static server_proc srv, more[MAX_SERVERS - 1];
 static int nservers = 1;
+static int bare_port; /* > 0: drive() connects to the bare HTTP server instead */
 static pg_cluster pgc;
 
 static server_proc *server_at(int i)
@@ -186,8 +192,9 @@ static int connect_server(int i)
     int fd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK, 0);
     int one = 1;
     setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
-    struct sockaddr_in a = {.sin_family = AF_INET,
-                            .sin_port = htons((uint16_t)server_at(i % nservers)->port)};
+    struct sockaddr_in a = {
+        .sin_family = AF_INET,
+        .sin_port = htons((uint16_t)(bare_port > 0 ? bare_port : server_at(i % nservers)->port))};
     a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
     if (connect(fd, (struct sockaddr *)&a, sizeof a) != 0 && errno != EINPROGRESS)
         die("connect");
@@ -373,6 +380,153 @@ static void wait_server_idle(void)
     }
 }
 
+/* ---- the bare HTTP path: libmicrohttpd alone ----
+ *
+ * What any label request path through libmicrohttpd costs besides the
+ * label's own work, measured in a child process over the same connections
+ * with the same request bytes: the daemon runs with the server's threading
+ * (an event loop of `threads` threads, suspend/resume, the same connection
+ * memory), reads the body, suspends the connection as the server does while
+ * the label waits for its commit, and a second thread — the writer's place —
+ * takes every waiting connection at once and resumes it; the answer has the
+ * size of the server's receipt. No verification, parsing, storage, logging
+ * or JSON: the floor of the HTTP library, loopback TCP and the hand-off to
+ * the thread that acknowledges durability. */
+
+struct bare_conn {
+    struct MHD_Connection *conn;
+    struct bare_conn *next;
+    int resumed;
+};
+
+static pthread_mutex_t bare_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t bare_cond = PTHREAD_COND_INITIALIZER;
+static struct bare_conn *bare_waiting;
+static char bare_answer[512];
+static size_t bare_answer_len;
+
+static void *bare_acknowledger(void *arg)
+{
+    (void)arg;
+    for (;;) {
+        pthread_mutex_lock(&bare_lock);
+        while (bare_waiting == NULL)
+            pthread_cond_wait(&bare_cond, &bare_lock);
+        struct bare_conn *group = bare_waiting;
+        bare_waiting = NULL;
+        pthread_mutex_unlock(&bare_lock);
+        while (group != NULL) {
+            struct bare_conn *next = group->next;
+            group->resumed = 1;
+            MHD_resume_connection(group->conn);
+            group = next;
+        }
+    }
+    return NULL;
+}
+
+static enum MHD_Result bare_request(void *cls, struct MHD_Connection *conn, const char *url,
+                                    const char *method, const char *version, const char *upload,
+                                    size_t *upload_size, void **req_cls)
+{
+    (void)cls, (void)url, (void)method, (void)version, (void)upload;
+    struct bare_conn *b = *req_cls;
+    if (b == NULL) {
+        *req_cls = b = calloc(1, sizeof *b);
+        return b != NULL ? MHD_YES : MHD_NO;
+    }
+    if (*upload_size > 0) {
+        *upload_size = 0;
+        return MHD_YES;
+    }
+    if (b->resumed) {
+        struct MHD_Response *r =
+            MHD_create_response_from_buffer(bare_answer_len, bare_answer, MHD_RESPMEM_PERSISTENT);
+        MHD_add_response_header(r, "Content-Type", "application/json");
+        enum MHD_Result ok = MHD_queue_response(conn, 201, r);
+        MHD_destroy_response(r);
+        return ok;
+    }
+    b->conn = conn;
+    MHD_suspend_connection(conn);
+    pthread_mutex_lock(&bare_lock);
+    b->next = bare_waiting;
+    bare_waiting = b;
+    pthread_cond_signal(&bare_cond);
+    pthread_mutex_unlock(&bare_lock);
+    return MHD_YES;
+}
+
+static void bare_completed(void *cls, struct MHD_Connection *conn, void **req_cls,
+                           enum MHD_RequestTerminationCode toe)
+{
+    (void)cls, (void)conn, (void)toe;
+    free(*req_cls);
+    *req_cls = NULL;
+}
+
+/* Starts the bare server in a child process answering `answer_len` bytes;
+ * returns its pid and sets *port. */
+static pid_t bare_start(int threads, size_t answer_len, int *port)
+{
+    int fds[2];
+    if (pipe(fds) != 0)
+        die("pipe");
+    pid_t pid = fork();
+    if (pid < 0)
+        die("fork");
+    if (pid == 0) {
+        close(fds[0]);
+        bare_answer_len = answer_len < sizeof bare_answer ? answer_len : sizeof bare_answer;
+        memset(bare_answer, 'x', bare_answer_len);
+        pthread_t t;
+        pthread_create(&t, NULL, bare_acknowledger, NULL);
+        struct MHD_Daemon *d = MHD_start_daemon(
+            MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_AUTO | MHD_ALLOW_SUSPEND_RESUME, 0, NULL,
+            NULL, bare_request, NULL, MHD_OPTION_THREAD_POOL_SIZE, (unsigned int)threads,
+            MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)(16 * 1024), MHD_OPTION_NOTIFY_COMPLETED,
+            bare_completed, NULL, MHD_OPTION_LISTEN_BACKLOG_SIZE, (unsigned int)1024,
+            MHD_OPTION_END);
+        const union MHD_DaemonInfo *info =
+            d ? MHD_get_daemon_info(d, MHD_DAEMON_INFO_BIND_PORT) : NULL;
+        int p = info ? (int)info->port : 0;
+        if (write(fds[1], &p, sizeof p) != (ssize_t)sizeof p)
+            _exit(1);
+        close(fds[1]);
+        for (;;)
+            pause();
+    }
+    close(fds[1]);
+    if (read(fds[0], port, sizeof *port) != (ssize_t)sizeof *port || *port <= 0)
+        die("the bare HTTP server did not start");
+    close(fds[0]);
+    return pid;
+}
+
+struct bare_result {
+    double server_us, loadgen_us, per_s;
+};
+
+/* Drives `reqs` through the bare server: CPU per request of the server
+ * process and of this generator. */
+static struct bare_result bare_measure(struct request *reqs, int nreq, int nconns, int threads,
+                                       size_t answer_len)
+{
+    int port;
+    pid_t pid = bare_start(threads, answer_len, &port);
+    bare_port = port;
+    double s0 = process_cpu_s(pid), g0 = self_cpu_s();
+    struct run_result r = drive(reqs, nreq, nconns);
+    struct bare_result b = {(process_cpu_s(pid) - s0) * 1e6 / nreq,
+                            (self_cpu_s() - g0) * 1e6 / nreq, r.labels_per_s};
+    bare_port = 0;
+    kill(pid, SIGKILL);
+    waitpid(pid, NULL, 0);
+    if (r.errors > 0)
+        die("the bare HTTP server refused requests");
+    return b;
+}
+
 /* ---- raw verification rate on all cores */
 
 struct verify_job {
@@ -545,7 +699,8 @@ static double insert_cpu_us(int annotators, int tasks, int group)
  * verify CPU), so that it does not move with other load on the machine;
  * ingest_*_server_cpu against the parts shows what else the server spends. */
 static void print_bound(const char *phase, int cores, double verify_us, double insert_us,
-                        double parse_us, double loadgen_us, double server_us, double http_us)
+                        double parse_us, double loadgen_us, double server_us, double http_us,
+                        double bare_us)
 {
     double parts = verify_us + insert_us + parse_us + loadgen_us;
     printf("BENCH %s_bound_verify_cpu %.1f us/label\n", phase, verify_us);
@@ -565,6 +720,13 @@ static void print_bound(const char *phase, int cores, double verify_us, double i
     printf("BENCH %s_bound_http_floor_cpu %.1f us/label\n", phase, http_us);
     printf("BENCH %s_bound_ceiling_with_http %.0f labels/s\n", phase, cores * 1e6 / with_http);
     printf("BENCH %s_bound_ceiling_with_http_vs_verify %.3f ratio\n", phase, verify_us / with_http);
+    /* the same with the bare libmicrohttpd path (http_bare_server_cpu),
+     * which any request path through the HTTP library pays */
+    double with_bare = parts + bare_us;
+    printf("BENCH %s_bound_http_bare_cpu %.1f us/label\n", phase, bare_us);
+    printf("BENCH %s_bound_ceiling_with_bare_http %.0f labels/s\n", phase, cores * 1e6 / with_bare);
+    printf("BENCH %s_bound_ceiling_with_bare_http_vs_verify %.3f ratio\n", phase,
+           verify_us / with_bare);
     /* the ratio the measured CPU allows: verify over everything spent */
     printf("BENCH %s_cpu_vs_verify %.3f ratio\n", phase, verify_us / (server_us + loadgen_us));
 }
@@ -933,6 +1095,8 @@ int main(int argc, char **argv)
     double http_server_us = (server_cpu_s() - sf0) * 1e6 / nfloor;
     double http_loadgen_us = (self_cpu_s() - gf0) * 1e6 / nfloor;
     free(floor_reqs);
+    /* The bare HTTP path with the single-label requests' own bytes. */
+    struct bare_result bare = bare_measure(single, nalone, cfg.conns, atoi(threads), RECEIPT_BYTES);
     /* the parts measured alone, with the server idle, in the commit groups
      * the phases had */
     double group_single = mean_group(c0, c1), group_batch = mean_group(c1, c2);
@@ -962,6 +1126,9 @@ int main(int argc, char **argv)
     printf("BENCH http_floor_requests_per_s %.0f req/s\n", rf.labels_per_s);
     printf("BENCH http_floor_server_cpu %.1f us/request\n", http_server_us);
     printf("BENCH http_floor_loadgen_cpu %.1f us/request\n", http_loadgen_us);
+    printf("BENCH http_bare_requests_per_s %.0f req/s\n", bare.per_s);
+    printf("BENCH http_bare_server_cpu %.1f us/request\n", bare.server_us);
+    printf("BENCH http_bare_loadgen_cpu %.1f us/request\n", bare.loadgen_us);
     printf("BENCH ingest_single %.0f labels/s\n", rs.labels_per_s);
     printf("BENCH ingest_single_p50 %.3f ms\n", rs.p50_ms);
     printf("BENCH ingest_single_p99 %.3f ms\n", rs.p99_ms);
@@ -972,7 +1139,8 @@ int main(int argc, char **argv)
     double verify_cpu = (verify_cpu_us[0] + verify_cpu_us[1] + verify_cpu_us[2]) / 3;
     if (!pg)
         print_bound("ingest_single", cores, verify_cpu, insert_single, parse_single,
-                    (g1 - g0) * 1e6 / nalone, (s1 - s0) * 1e6 / nalone, http_server_us);
+                    (g1 - g0) * 1e6 / nalone, (s1 - s0) * 1e6 / nalone, http_server_us,
+                    bare.server_us);
     if (nbatch > 0) {
         printf("BENCH ingest_batch%d %.0f labels/s\n", cfg.batch_size, rb.labels_per_s);
         printf("BENCH ingest_batch%d_p50 %.3f ms\n", cfg.batch_size, rb.p50_ms);
@@ -990,7 +1158,7 @@ int main(int argc, char **argv)
         if (!pg)
             print_bound(phase, cores, verify_cpu, insert_batch, parse_batch,
                         (g2 - g1v) * 1e6 / nbatch_labels, (s2 - s1v) * 1e6 / nbatch_labels,
-                        http_server_us / cfg.batch_size);
+                        http_server_us / cfg.batch_size, bare.server_us / cfg.batch_size);
     }
     printf("BENCH ingest_errors %d requests\n", rs.errors + rb.errors + rf.errors);
     printf("BENCH ingest_servers %d servers\n", nservers);
