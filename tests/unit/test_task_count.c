@@ -193,8 +193,9 @@ static void *race(void *arg)
 }
 
 /* Two stores (two servers) upload files that share half their tasks, in
- * opposite orders, at once: on PostgreSQL each waits on the other's
- * uncommitted rows, and a deadlock runs one transaction again. */
+ * opposite orders, at once: on PostgreSQL each may wait on the other's
+ * uncommitted rows, and a deadlock runs one transaction again; on SQLite
+ * one writes at a time. */
 static void test_two_stores(const char *db)
 {
     static char names[RACE_N * 3 / 2][16];
