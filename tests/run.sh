@@ -40,15 +40,12 @@ done
 # The end-to-end suites again with every server on PostgreSQL
 # (LDPREF_TEST_DB=postgresql: a private cluster per binary, a database per
 # server; tests/support/server_proc.h). LDPREF_TEST_PG=0 leaves the pass out,
-# =1 runs it; by default it runs in the plain build where PostgreSQL is
-# installed (required under CI=true), and not in the sanitizer build (its
-# time: docs/postgresql.md, "The test harness").
+# =1 runs it; by default it runs where PostgreSQL is installed (required
+# under CI=true), in the plain and the sanitizer build alike.
 pg_pass=${LDPREF_TEST_PG:-auto}
 if [ "$pg_pass" = auto ]; then
   pg_pass=1
-  if [ "${LDPREF_SAN:-}" = 1 ] || nm "$BUILD/libldpref.a" 2>/dev/null | grep -q ' U __asan_'; then
-    pg_pass=0; echo "[postgresql] the e2e pass on PostgreSQL runs in the plain build only"
-  elif ! ls /usr/lib/postgresql/*/bin/postgres >/dev/null 2>&1 && [ -z "${LDPREF_PG_BIN:-}" ] \
+  if ! ls /usr/lib/postgresql/*/bin/postgres >/dev/null 2>&1 && [ -z "${LDPREF_PG_BIN:-}" ] \
        && [ "${CI:-}" != true ]; then
     pg_pass=0; echo "SKIP [postgresql] the e2e pass: PostgreSQL is not installed"
   fi

@@ -49,6 +49,7 @@
 #include <string.h>
 #include <signal.h>
 #include <sys/epoll.h>
+#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/time.h>
 #include <sys/wait.h>
@@ -476,17 +477,20 @@ static pid_t bare_start(int threads, size_t answer_len, int *port)
     if (pid < 0)
         die("fork");
     if (pid == 0) {
+        prctl(PR_SET_PDEATHSIG, SIGKILL); /* ends with the generator, however it ends */
         close(fds[0]);
         bare_answer_len = answer_len < sizeof bare_answer ? answer_len : sizeof bare_answer;
         memset(bare_answer, 'x', bare_answer_len);
         pthread_t t;
         pthread_create(&t, NULL, bare_acknowledger, NULL);
+        struct sockaddr_in loopback = {.sin_family = AF_INET};
+        loopback.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
         struct MHD_Daemon *d = MHD_start_daemon(
             MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_AUTO | MHD_ALLOW_SUSPEND_RESUME, 0, NULL,
-            NULL, bare_request, NULL, MHD_OPTION_THREAD_POOL_SIZE, (unsigned int)threads,
-            MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)(16 * 1024), MHD_OPTION_NOTIFY_COMPLETED,
-            bare_completed, NULL, MHD_OPTION_LISTEN_BACKLOG_SIZE, (unsigned int)1024,
-            MHD_OPTION_END);
+            NULL, bare_request, NULL, MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&loopback,
+            MHD_OPTION_THREAD_POOL_SIZE, (unsigned int)threads, MHD_OPTION_CONNECTION_MEMORY_LIMIT,
+            (size_t)(16 * 1024), MHD_OPTION_NOTIFY_COMPLETED, bare_completed, NULL,
+            MHD_OPTION_LISTEN_BACKLOG_SIZE, (unsigned int)1024, MHD_OPTION_END);
         const union MHD_DaemonInfo *info =
             d ? MHD_get_daemon_info(d, MHD_DAEMON_INFO_BIND_PORT) : NULL;
         int p = info ? (int)info->port : 0;
