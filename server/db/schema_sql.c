@@ -807,8 +807,26 @@ static const char MIGRATION_015[] =
     "DROP TRIGGER labels_views;\n"
     "DROP TRIGGER annotators_spend;\n";
 
+static const char MIGRATION_016[] =
+    "-- 016_task_count_in_upload.sql — a campaign's task count written once per\n"
+    "-- upload (PRAGMA user_version = 16).\n"
+    "--\n"
+    "-- The tasks_fill trigger of 004 added one to campaign_fill.tasks for every\n"
+    "-- task row, so an upload of n tasks updated its campaign's counter row n\n"
+    "-- times in one transaction. The upload (server/db/tasks.c, the only code\n"
+    "-- that inserts tasks) now adds the number of tasks it inserted once, in\n"
+    "-- the transaction that stores them, so every committed state has\n"
+    "-- campaign_fill.tasks equal to the campaign's tasks. The trigger keeps\n"
+    "-- giving each new task its task_fill row.\n"
+    "\n"
+    "DROP TRIGGER tasks_fill;\n"
+    "CREATE TRIGGER tasks_fill AFTER INSERT ON tasks\n"
+    "BEGIN\n"
+    "    INSERT INTO task_fill (task, campaign) VALUES (NEW.id, NEW.campaign);\n"
+    "END;\n";
+
 const char *const LP_MIGRATIONS[] = {MIGRATION_001, MIGRATION_002, MIGRATION_003, MIGRATION_004,
                                      MIGRATION_005, MIGRATION_006, MIGRATION_007, MIGRATION_008,
                                      MIGRATION_009, MIGRATION_010, MIGRATION_011, MIGRATION_012,
-                                     MIGRATION_013, MIGRATION_014, MIGRATION_015};
+                                     MIGRATION_013, MIGRATION_014, MIGRATION_015, MIGRATION_016};
 const int LP_MIGRATION_COUNT = (int)(sizeof LP_MIGRATIONS / sizeof LP_MIGRATIONS[0]);

@@ -18,6 +18,9 @@ static const char SQL_TASK_INSERT[] =
 /* PostgreSQL: the campaign the tasks reference, kept until commit (the
  * foreign key's own lock) */
 static const char SQL_CAMPAIGN_PG[] = "SELECT 1 FROM campaigns WHERE id = ?1 FOR KEY SHARE";
+/* the upload's tasks added to its campaign's count, once (schema/016) */
+static const char SQL_TASK_COUNT[] =
+    "UPDATE campaign_fill SET tasks = tasks + ?2 WHERE campaign = ?1";
 static const char SQL_TASK_GET[] =
     "SELECT id, campaign, prompt, response0, response1 FROM tasks WHERE id = ?1";
 static const char SQL_TURN_INSERT[] =
@@ -68,21 +71,27 @@ static const char SQL_SKIP[] =
 /* ---- tasks ---- */
 
 /*
- * On PostgreSQL the load's statements are unguarded (sql.h). The
- * tasks_fill trigger updates the campaign's campaign_fill row once per
- * task, so the row gains a version per task and each update checks those
- * before it; with a savepoint per statement (a subtransaction id per task
- * and per turn) each of those checks read pg_subtrans once past the 64 ids
- * a session keeps in shared memory, and a file's upload took several times
- * longer, in the square of its size. No constraint can refuse them once load_checks
- * passed: the task insert is ON CONFLICT (campaign, source_id) DO NOTHING;
- * its campaign exists (checked and locked first); its NOT NULL texts are
- * set and valid UTF-8 (the database's encoding); reference_preferred and
- * gold are bound only as 0 or 1; a turn's task is the new row, its
- * position new, its role one of the three the CHECK allows. The
- * trigger's task_fill row is new and its campaign_fill row exists. What
- * can still fail them (the storage, a conflict with another writer) ends
- * the transaction, and the engine fails the group or runs it again.
+ * An upload is one transaction. Its tasks' count is added to the
+ * campaign's campaign_fill row once, after the inserts (schema/016; the
+ * tasks_fill trigger gives each task its task_fill row only): a counter
+ * row updated once per task would gain a row version per task on
+ * PostgreSQL, each update stepping past the ones before it, and the
+ * upload would take time in the square of its size. Updated last, the
+ * row is locked only for the commit, not for the whole upload.
+ *
+ * On PostgreSQL the load's statements are unguarded (sql.h): with a
+ * savepoint per statement (a subtransaction id per task and per turn)
+ * row version checks read pg_subtrans once past the 64 ids a session
+ * keeps in shared memory. No constraint can refuse them once load_checks
+ * passed: the task insert is ON CONFLICT (campaign, source_id) DO
+ * NOTHING; its campaign exists (checked and locked first); its NOT NULL
+ * texts are set and valid UTF-8 (the database's encoding);
+ * reference_preferred and gold are bound only as 0 or 1; a turn's task is
+ * the new row, its position new, its role one of the three the CHECK
+ * allows. The trigger's task_fill row is new and the count's
+ * campaign_fill row exists. What can still fail them (the storage, a
+ * conflict with another writer) ends the transaction, and the engine
+ * fails the group or runs it again.
  */
 
 /* Whether s is set and valid UTF-8 (PostgreSQL refuses other text). */
@@ -165,6 +174,19 @@ static int insert_turns(lp_engine *e, lp_conn *db, int64_t id, const lp_turn *tu
     return LP_OK;
 }
 
+/* Adds n tasks to the campaign's campaign_fill.tasks. */
+static int count_tasks(lp_engine *e, lp_conn *db, int64_t campaign, int64_t n)
+{
+    lp_stmt *st = load_stmt(e, db, SQL_TASK_COUNT);
+    if (st == NULL)
+        return LP_ESTORAGE;
+    lp_stmt_bind_int64(st, 1, campaign);
+    lp_stmt_bind_int64(st, 2, n);
+    int step = lp_stmt_step(st);
+    lp_stmt_reset(st);
+    return step == LP_SQL_DONE ? LP_OK : lp_engine_fail(db, "task count");
+}
+
 static int load_fn(lp_conn *db, void *ctx)
 {
     struct load_job *a = ctx;
@@ -211,7 +233,7 @@ static int load_fn(lp_conn *db, void *ctx)
             a->skipped++;
         }
     }
-    return LP_OK;
+    return a->loaded > 0 ? count_tasks(a->engine, db, a->campaign, (int64_t)a->loaded) : LP_OK;
 }
 
 int lp_store_tasks_load(lp_store *s, int64_t campaign, const lp_task_in *tasks, size_t n,

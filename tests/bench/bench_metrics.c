@@ -4,8 +4,8 @@
  *
  * The database is the real server's (created and migrated by a first start
  * of ldpref-server), filled directly with SQL in one transaction, which
- * also computes the label counters the label writer keeps at ingest
- * (schema 015) from the labels: 4 campaigns of 50,000
+ * also computes the counters the label writer keeps at ingest (schema
+ * 015) and the upload keeps (schema 016) from the rows: 4 campaigns of 50,000
  * tasks needing 5 labels each, 1,000 annotators per campaign labelling 250
  * tasks each (an assignment per label), received over 30 days. Then the
  * server is started again on it and scraped over HTTP; each request is
@@ -38,9 +38,12 @@
 
 static server_proc srv;
 
-/* The counters the label writer keeps as labels arrive (server/db/labels.c),
- * computed from the labels written here with SQL. */
-static const char LABEL_COUNTERS[] =
+/* The counters the label writer keeps as labels arrive (server/db/labels.c)
+ * and the task count each upload adds (server/db/tasks.c, schema 016),
+ * computed from the rows written here with SQL. */
+static const char COUNTERS[] =
+    "UPDATE campaign_fill SET tasks = (SELECT count(*) FROM tasks t "
+    "WHERE t.campaign = campaign_fill.campaign);"
     "UPDATE task_fill SET labels = n.c FROM (SELECT task, count(*) AS c FROM labels GROUP BY task) "
     "n WHERE n.task = task_fill.task;"
     "UPDATE annotator_fill SET labels = n.c, last_label_ms = n.last FROM (SELECT annotator, "
@@ -160,7 +163,7 @@ static void fill(const char *token_hash_hex)
             }
     }
     exec(db, "UPDATE annotators SET epsilon_spent = 250.0 WHERE campaign > 1");
-    exec(db, LABEL_COUNTERS);
+    exec(db, COUNTERS);
     exec(db, "COMMIT");
     sqlite3_finalize(camp);
     sqlite3_finalize(task);

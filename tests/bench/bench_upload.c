@@ -3,8 +3,10 @@
  * one transaction) of 2,000, 8,000 and 32,000 tasks through a real server,
  * on SQLite and on PostgreSQL (a private cluster, tests/support/pg.h) in
  * the same run, each size into a fresh campaign. A task has one context
- * turn. Prints "BENCH upload_<db>_<n> <seconds> s"; an upload that failed
- * (the client's 60 s timeout) prints its status and the time it took.
+ * turn. Other sizes can be given as arguments (`make bench-upload` passes
+ * none; tests/bench/upload.sh 32000 128000 shows how the time grows).
+ * Prints "BENCH upload_<db>_<n> <seconds> s"; an upload that failed (the
+ * client's 60 s timeout) prints its status and the time it took.
  */
 #include "http_raw.h"
 #include "server_proc.h"
@@ -14,7 +16,8 @@
 #include <string.h>
 #include <time.h>
 
-static const size_t SIZES[] = {2000, 8000, 32000};
+static const size_t DEFAULT_SIZES[] = {2000, 8000, 32000};
+#define MAX_SIZES 16
 
 static double now_s(void)
 {
@@ -72,7 +75,7 @@ static int upload(const server_proc *s, const char *db, size_t n)
     return 0;
 }
 
-static int run(const char *db)
+static int run(const char *db, const size_t *sizes, size_t n_sizes)
 {
     if (strcmp(db, "postgresql") == 0)
         setenv("LDPREF_TEST_DB", "postgresql", 1);
@@ -84,17 +87,32 @@ static int run(const char *db)
         return -1;
     }
     int rc = 0;
-    for (size_t k = 0; k < sizeof SIZES / sizeof SIZES[0] && rc == 0; k++)
-        rc = upload(&s, db, SIZES[k]);
+    for (size_t k = 0; k < n_sizes && rc == 0; k++)
+        rc = upload(&s, db, sizes[k]);
     server_stop(&s);
     server_cleanup(&s);
     return rc;
 }
 
-int main(void)
+int main(int argc, char **argv)
 {
-    int rc = run("sqlite");
-    if (run("postgresql") != 0)
+    size_t sizes[MAX_SIZES], n_sizes = 0;
+    for (int i = 1; i < argc; i++) {
+        char *end;
+        unsigned long long v = strtoull(argv[i], &end, 10);
+        if (*end != '\0' || v == 0 || v > 10000000 || n_sizes == MAX_SIZES) {
+            fprintf(stderr, "usage: bench_upload [tasks ...] (at most %d sizes, 1..10^7)\n",
+                    MAX_SIZES);
+            return 2;
+        }
+        sizes[n_sizes++] = (size_t)v;
+    }
+    if (n_sizes == 0) {
+        n_sizes = sizeof DEFAULT_SIZES / sizeof DEFAULT_SIZES[0];
+        memcpy(sizes, DEFAULT_SIZES, sizeof DEFAULT_SIZES);
+    }
+    int rc = run("sqlite", sizes, n_sizes);
+    if (run("postgresql", sizes, n_sizes) != 0)
         rc = -1;
     return rc == 0 ? 0 : 1;
 }

@@ -9,10 +9,16 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* Each query counts the rows of one counter that disagree with the labels
- * (tasks_complete counts tasks at or beyond their campaign's labels_per_task);
- * each runs on SQLite and on PostgreSQL. */
+/* Each query counts the rows of one counter that disagree with the rows it
+ * counts (tasks_complete counts tasks at or beyond their campaign's
+ * labels_per_task; every task has its task_fill row); each runs on SQLite
+ * and on PostgreSQL. */
 static const char *const CHECKS[][2] = {
+    {"task_fill rows",
+     "SELECT count(*) FROM tasks t WHERE NOT EXISTS "
+     "(SELECT 1 FROM task_fill f WHERE f.task = t.id AND f.campaign = t.campaign)"},
+    {"campaign_fill.tasks", "SELECT count(*) FROM campaign_fill c WHERE c.tasks <> "
+                            "(SELECT count(*) FROM tasks t WHERE t.campaign = c.campaign)"},
     {"task_fill.labels", "SELECT count(*) FROM task_fill f WHERE f.labels <> "
                          "(SELECT count(*) FROM labels l WHERE l.task = f.task)"},
     {"annotator_fill.labels", "SELECT count(*) FROM annotator_fill f WHERE f.labels <> "
@@ -75,7 +81,7 @@ static int pg_counters_mismatch(const char *uri)
         if (n < 0)
             total = -1;
         else if (n > 0)
-            fprintf(stderr, "db_counters: %lld rows of %s differ from the labels\n", n,
+            fprintf(stderr, "db_counters: %lld rows of %s differ from the rows counted\n", n,
                     CHECKS[i][0]);
         if (n > 0)
             total += (int)n;
@@ -101,7 +107,7 @@ int db_counters_mismatch(const char *path)
             fprintf(stderr, "db_counters: %s: %s\n", CHECKS[i][0], sqlite3_errmsg(db));
             total = -1;
         } else if (sqlite3_column_int(st, 0) != 0) {
-            fprintf(stderr, "db_counters: %d rows of %s differ from the labels\n",
+            fprintf(stderr, "db_counters: %d rows of %s differ from the rows counted\n",
                     sqlite3_column_int(st, 0), CHECKS[i][0]);
             total += sqlite3_column_int(st, 0);
         }

@@ -74,6 +74,8 @@ static const char POPULATE[] =
     "  randomblob(64), 1000 + n"
     " FROM (WITH RECURSIVE c(n) AS (SELECT 0 UNION ALL SELECT n + 1 FROM c WHERE n < 2999)"
     "       SELECT n FROM c);"
+    "UPDATE campaign_fill SET tasks = (SELECT count(*) FROM tasks t"
+    "  WHERE t.campaign = campaign_fill.campaign);"
     "UPDATE campaign_fill SET labels = 3000, tasks_complete = 2, open_from = 4,"
     "  epsilon_spent = 1.25 WHERE campaign = 1;"
     "UPDATE task_fill SET labels = 50;"
@@ -329,12 +331,17 @@ static void test_copy(pg_cluster *pgc, const char *src, char *uri, size_t urilen
     CHECK_STR(fk_a, fk_b);
     free(fk_a);
     free(fk_b);
-    /* the counter triggers work again: a new task counts */
+    /* the counts copied as they were; the counter triggers work again: a
+     * new task gets its task_fill row (its count is the upload's, 016) */
+    CHECK_INT(pg_long(pg, "SELECT tasks FROM campaign_fill WHERE campaign = 7"), 30);
     PGresult *ins = PQexec(pg, "INSERT INTO tasks (campaign, source_id, prompt, response0,"
                                " response1, created_ms) VALUES (7, 'new', 'p', 'a', 'b', 1)");
     CHECK(PQresultStatus(ins) == PGRES_COMMAND_OK);
     PQclear(ins);
-    CHECK_INT(pg_long(pg, "SELECT tasks FROM campaign_fill WHERE campaign = 7"), 31);
+    CHECK_INT(pg_long(pg, "SELECT count(*) FROM task_fill f JOIN tasks t ON t.id = f.task "
+                          "WHERE t.source_id = 'new' AND f.campaign = 7"),
+              1);
+    CHECK_INT(pg_long(pg, "SELECT tasks FROM campaign_fill WHERE campaign = 7"), 30);
 
     /* a second copy into the same database: refused, nothing changed */
     long before = target_rows(pg);

@@ -464,6 +464,9 @@ static const char *const SCENARIO[] = {
     "INSERT INTO tasks (campaign, source_id, prompt, response0, response1, created_ms) "
     "VALUES (2, 't1', 'p', 'a', 'b', 10), (2, 't2', 'p', 'a', 'b', 11), "
     "(1, 'd1', 'p', 'a', 'b', 12)",
+    /* since 016 the upload, not a trigger, adds its tasks to the count */
+    "UPDATE campaign_fill SET tasks = tasks + 2 WHERE campaign = 2",
+    "UPDATE campaign_fill SET tasks = tasks + 1 WHERE campaign = 1",
     "INSERT INTO annotators (public_key, pseudonym, campaign, epsilon_spent, enrolled_ms) "
     "VALUES (K32(01), 'ann-1', 2, 0.25, 20), (K32(02), 'ann-2', 2, 0, 21), "
     "(K32(03), 'ann-3', 1, 0, 22)",

@@ -93,7 +93,8 @@ static void test_schema_files(void)
                                         "schema/012_model_privacy.sql",
                                         "schema/013_labels_append.sql",
                                         "schema/014_central_campaigns.sql",
-                                        "schema/015_counters_in_writer.sql"};
+                                        "schema/015_counters_in_writer.sql",
+                                        "schema/016_task_count_in_upload.sql"};
     CHECK_INT(LP_MIGRATION_COUNT, (int)(sizeof files / sizeof files[0]));
     for (size_t i = 0; i < sizeof files / sizeof files[0]; i++) {
         FILE *f = fopen(files[i], "rb");
