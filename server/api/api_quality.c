@@ -224,6 +224,7 @@ static void render_gauges(lp_api *api, lp_buf *b)
 static void *refresh_main(void *arg)
 {
     lp_quality_cache *q = arg;
+    pthread_setname_np(pthread_self(), "ldpref-quality");
     lp_buf text = {0};
     render_gauges(q->api, &text);
     pthread_mutex_lock(&q->lock);

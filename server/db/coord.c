@@ -311,6 +311,7 @@ static int watch_wait(struct lp_coord_watch *w, int64_t deadline_ns)
 static void *watch_main(void *arg)
 {
     struct lp_coord_watch *w = arg;
+    pthread_setname_np(pthread_self(), "ldpref-watch");
     int pg = lp_engine_dialect(w->s->engine) == LP_SQL_POSTGRESQL;
     int64_t next_ns = lp_mono_ns();
     for (;;) {

@@ -513,6 +513,7 @@ static lp_job *order_group(lp_job *batch)
 static void *writer_main(void *arg)
 {
     lp_engine *e = arg;
+    pthread_setname_np(pthread_self(), "ldpref-writer");
     for (;;) {
         pthread_mutex_lock(&e->qlock);
         wait_for_jobs(e);

@@ -768,8 +768,9 @@ int lp_http_start(lp_api *api, const lp_http_opts *opts, lp_http **out, int *bou
     atomic_init(&h->others_in_flight, 0);
     atomic_init(&h->stopping, 0);
     int score_threads = opts->workers / 4 > 1 ? opts->workers / 4 : 1;
-    lp_workers_opts wo = {.threads = opts->workers};
-    lp_workers_opts so = {.threads = score_threads,
+    lp_workers_opts wo = {.name = "ldpref-worker", .threads = opts->workers};
+    lp_workers_opts so = {.name = "ldpref-score",
+                          .threads = score_threads,
                           .nice = SCORE_NICE,
                           .busy = others_busy,
                           .busy_ctx = h,

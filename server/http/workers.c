@@ -36,6 +36,8 @@ static void yield_to_others(const lp_workers *w)
 static void *worker_main(void *arg)
 {
     lp_workers *w = arg;
+    if (w->o.name != NULL)
+        pthread_setname_np(pthread_self(), w->o.name);
     if (w->o.nice != 0) /* Linux: PRIO_PROCESS with a thread id sets that thread only */
         setpriority(PRIO_PROCESS, (id_t)syscall(SYS_gettid), w->o.nice);
     pthread_mutex_lock(&w->lock);

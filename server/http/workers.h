@@ -28,8 +28,9 @@ typedef struct lp_job {
 } lp_job;
 
 typedef struct lp_workers_opts {
-    int threads; /* >= 1 */
-    int nice;    /* added to each thread's nice value (0: none) */
+    const char *name; /* the threads' name (at most 15 bytes; NULL: unnamed) */
+    int threads;      /* >= 1 */
+    int nice;         /* added to each thread's nice value (0: none) */
     /* Background pools: nonzero while other work is in flight (NULL:
      * never), how often to look, and the longest wait before a job. */
     int (*busy)(void *ctx);

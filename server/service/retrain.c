@@ -660,6 +660,7 @@ static void log_run_end(const lp_run *r)
 static void *worker_main(void *arg)
 {
     lp_learner *l = arg;
+    pthread_setname_np(pthread_self(), "ldpref-retrain");
     lower_priority();
     pthread_mutex_lock(&l->lock);
     for (;;) {
@@ -783,6 +784,7 @@ static void activation_announced(void *ctx)
 static void *scheduler_main(void *arg)
 {
     lp_learner *l = arg;
+    pthread_setname_np(pthread_self(), "ldpref-schedule");
     pthread_mutex_lock(&l->lock);
     while (!l->stopping) {
         struct timespec until;

@@ -36,7 +36,9 @@
 #include "wire.h"
 
 #include <arpa/inet.h>
+#include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <jansson.h>
 #include <microhttpd.h>
 #include <netinet/in.h>
@@ -52,6 +54,7 @@
 #include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/time.h>
+#include <sys/uio.h>
 #include <sys/wait.h>
 #include <stdatomic.h>
 #include <unistd.h>
@@ -174,6 +177,41 @@ static struct request make_request(const char *path, json_t *body, int labels)
     free(text);
     json_decref(body);
     return r;
+}
+
+/* Single-label requests of annotators [first, first + count), interleaved
+ * so that concurrent requests come from many keys; *n gets their number. */
+static struct request *sign_singles(struct annotator *ann, int first, int count, int *n)
+{
+    int total = 0;
+    for (int a = first; a < first + count; a++)
+        total += ann[a].ntasks;
+    struct request *reqs = malloc(sizeof *reqs * (size_t)(total > 0 ? total : 1));
+    int k = 0;
+    for (int i = 0; i < TASKS_PER_ANNOTATOR; i++)
+        for (int a = first; a < first + count; a++)
+            if (i < ann[a].ntasks)
+                reqs[k++] = make_request("/v1/labels", signed_label(&ann[a], i), 1);
+    *n = k;
+    return reqs;
+}
+
+/* Batches of `size` of annotators [first, first + count), each of one
+ * annotator; *n gets their number. */
+static struct request *sign_batches(struct annotator *ann, int first, int count, int size, int *n)
+{
+    struct request *reqs = malloc(sizeof *reqs * (size_t)(count * TASKS_PER_ANNOTATOR / size + 1));
+    int k = 0;
+    for (int a = first; a < first + count; a++)
+        for (int i = 0; i + size <= ann[a].ntasks; i += size) {
+            json_t *labels = json_array();
+            for (int j = 0; j < size; j++)
+                json_array_append_new(labels, signed_label(&ann[a], i + j));
+            reqs[k++] =
+                make_request("/v1/labels/batch", json_pack("{s:o}", "labels", labels), size);
+        }
+    *n = k;
+    return reqs;
 }
 
 /* ---- timed driver: one epoll loop, one outstanding request per connection */
@@ -332,23 +370,65 @@ static double mean_group(struct commit_stats a, struct commit_stats b)
 
 static double clock_ticks;
 
-/* user+system CPU seconds of process pid (all its threads). */
-static double process_cpu_s(pid_t pid)
+/* user+system CPU seconds in the /proc stat file at path; *name (if not
+ * NULL, 16 bytes) gets the process's or thread's name. */
+static double stat_cpu_s(const char *path, char *name)
 {
-    char path[64], buf[1024];
-    snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
+    char buf[1024];
     FILE *f = fopen(path, "r");
     if (f == NULL)
         return 0;
     size_t n = fread(buf, 1, sizeof buf - 1, f);
     fclose(f);
     buf[n] = 0;
-    const char *p = strrchr(buf, ')'); /* fields after the command name */
+    const char *open = strchr(buf, '('), *p = strrchr(buf, ')'); /* the name's bounds */
     unsigned long long ut = 0, st = 0;
-    if (p == NULL ||
+    if (open == NULL || p == NULL ||
         sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %llu %llu", &ut, &st) != 2)
         return 0;
+    if (name != NULL)
+        snprintf(name, 16, "%.*s", (int)(p - open - 1), open + 1);
     return (double)(ut + st) / clock_ticks;
+}
+
+/* user+system CPU seconds of process pid (all its threads). */
+static double process_cpu_s(pid_t pid)
+{
+    char path[64];
+    snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
+    return stat_cpu_s(path, NULL);
+}
+
+/* The server's CPU by thread role: its writer, its workers, the HTTP
+ * library's event loop (threads named MHD-*) and the rest. */
+struct cpu_split {
+    double writer, workers, event_loop, other;
+};
+
+static void add_threads_cpu(pid_t pid, struct cpu_split *out)
+{
+    char dir[64];
+    snprintf(dir, sizeof dir, "/proc/%d/task", (int)pid);
+    DIR *d = opendir(dir);
+    if (d == NULL)
+        return;
+    struct dirent *e;
+    while ((e = readdir(d)) != NULL) {
+        if (e->d_name[0] == '.')
+            continue;
+        char path[400], name[16] = "";
+        snprintf(path, sizeof path, "%s/%s/stat", dir, e->d_name);
+        double cpu = stat_cpu_s(path, name);
+        if (strcmp(name, "ldpref-writer") == 0)
+            out->writer += cpu;
+        else if (strcmp(name, "ldpref-worker") == 0)
+            out->workers += cpu;
+        else if (strncmp(name, "MHD-", 4) == 0)
+            out->event_loop += cpu;
+        else
+            out->other += cpu;
+    }
+    closedir(d);
 }
 
 /* Of every server process. (A PostgreSQL server's own processes are not
@@ -359,6 +439,25 @@ static double server_cpu_s(void)
     for (int i = 0; i < nservers; i++)
         sum += process_cpu_s(server_at(i)->pid);
     return sum;
+}
+
+static struct cpu_split server_cpu_split(void)
+{
+    struct cpu_split c = {0};
+    for (int i = 0; i < nservers; i++)
+        add_threads_cpu(server_at(i)->pid, &c);
+    return c;
+}
+
+/* Prints a phase's CPU by thread role, per label, between two snapshots
+ * (the threads of a role sum; a thread that ended in between is lost). */
+static void print_split(const char *phase, struct cpu_split a, struct cpu_split b, int labels)
+{
+    printf("BENCH %s_event_loop_cpu %.1f us/label\n", phase,
+           (b.event_loop - a.event_loop) * 1e6 / labels);
+    printf("BENCH %s_workers_cpu %.1f us/label\n", phase, (b.workers - a.workers) * 1e6 / labels);
+    printf("BENCH %s_writer_cpu %.1f us/label\n", phase, (b.writer - a.writer) * 1e6 / labels);
+    printf("BENCH %s_other_threads_cpu %.1f us/label\n", phase, (b.other - a.other) * 1e6 / labels);
 }
 
 static double self_cpu_s(void)
@@ -381,7 +480,7 @@ static void wait_server_idle(void)
     }
 }
 
-/* ---- the bare HTTP path: libmicrohttpd alone ----
+/* ---- the bare HTTP path: libmicrohttpd alone, and the least ingest ----
  *
  * What any label request path through libmicrohttpd costs besides the
  * label's own work, measured in a child process over the same connections
@@ -392,19 +491,55 @@ static void wait_server_idle(void)
  * takes every waiting connection at once and resumes it; the answer has the
  * size of the server's receipt. No verification, parsing, storage, logging
  * or JSON: the floor of the HTTP library, loopback TCP and the hand-off to
- * the thread that acknowledges durability. */
+ * the thread that acknowledges durability.
+ *
+ * With a log file (the least ingest), the child is the least any verified,
+ * durable label ingest through the library can do: the event loop also
+ * decodes each body with the server's fast path and verifies every label's
+ * signature, and the acknowledging thread appends the waiting labels to the
+ * file with one write and one fdatasync before it resumes their
+ * connections. No key lookup, stateful check, index, counter or SQL: a real
+ * store does all of this and more, so its rate is a bound on the server's,
+ * measured end to end (idle time and the threads' contention included). */
 
 struct bare_conn {
     struct MHD_Connection *conn;
     struct bare_conn *next;
-    int resumed;
+    int resumed, batch;
+    unsigned status;
+    char *body; /* least ingest: the body so far, then its decoded labels */
+    size_t len, cap;
+    lp_label_msg *labels;
+    size_t nlabels;
 };
 
 static pthread_mutex_t bare_lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t bare_cond = PTHREAD_COND_INITIALIZER;
 static struct bare_conn *bare_waiting;
-static char bare_answer[512];
+static char *bare_answer;
 static size_t bare_answer_len;
+static int bare_log = -1;        /* >= 0: the least ingest's append-only file */
+static int least_single_workers; /* the least ingest verifies single labels on its workers */
+static int bare_unsynced;        /* the least ingest without its fdatasync (not durable) */
+
+/* The least ingest's durable step: the group's labels appended with one
+ * write, then fdatasync. */
+static void bare_append(struct bare_conn *group)
+{
+    struct iovec iov[64];
+    int n = 0;
+    for (struct bare_conn *b = group; b != NULL; b = b->next) {
+        if (b->nlabels > 0)
+            iov[n++] = (struct iovec){b->labels, b->nlabels * sizeof *b->labels};
+        if (n == 64 || (b->next == NULL && n > 0)) {
+            if (writev(bare_log, iov, n) < 0)
+                _exit(1);
+            n = 0;
+        }
+    }
+    if (!bare_unsynced && fdatasync(bare_log) != 0)
+        _exit(1);
+}
 
 static void *bare_acknowledger(void *arg)
 {
@@ -416,6 +551,8 @@ static void *bare_acknowledger(void *arg)
         struct bare_conn *group = bare_waiting;
         bare_waiting = NULL;
         pthread_mutex_unlock(&bare_lock);
+        if (bare_log >= 0)
+            bare_append(group);
         while (group != NULL) {
             struct bare_conn *next = group->next;
             group->resumed = 1;
@@ -426,17 +563,97 @@ static void *bare_acknowledger(void *arg)
     return NULL;
 }
 
+/* The least ingest's work before the append: decode (the server's fast
+ * path) and verify every label; b->status is the answer, and a refused
+ * request keeps no labels. */
+static void bare_verify(struct bare_conn *b)
+{
+    size_t cap = b->batch ? b->len / 150 + 1 : 1;
+    b->status = 400;
+    if ((b->labels = malloc(cap * sizeof *b->labels)) == NULL)
+        return;
+    b->nlabels = b->batch ? lp_wire_batch_scan(b->body, b->len, b->labels, cap)
+                          : (size_t)(lp_wire_label_scan(b->body, b->len, b->labels, NULL) == 1);
+    for (size_t i = 0; i < b->nlabels; i++)
+        if (lp_verify_label(&b->labels[i]) != 0) {
+            b->nlabels = 0;
+            return;
+        }
+    if (b->nlabels > 0)
+        b->status = 201;
+}
+
+/* Hands a suspended connection to the acknowledger. */
+static void bare_wait(struct bare_conn *b)
+{
+    pthread_mutex_lock(&bare_lock);
+    b->next = bare_waiting;
+    bare_waiting = b;
+    pthread_cond_signal(&bare_cond);
+    pthread_mutex_unlock(&bare_lock);
+}
+
+/* The least ingest's batches are verified by a pool of threads, as the
+ * server's are by its workers (a single label in the event loop, as the
+ * server's, unless least_single_workers). */
+static pthread_mutex_t pool_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t pool_cond = PTHREAD_COND_INITIALIZER;
+static struct bare_conn *pool_head, *pool_tail;
+
+static void *bare_worker(void *arg)
+{
+    (void)arg;
+    for (;;) {
+        pthread_mutex_lock(&pool_lock);
+        while (pool_head == NULL)
+            pthread_cond_wait(&pool_cond, &pool_lock);
+        struct bare_conn *b = pool_head;
+        if ((pool_head = b->next) == NULL)
+            pool_tail = NULL;
+        pthread_mutex_unlock(&pool_lock);
+        bare_verify(b);
+        bare_wait(b);
+    }
+    return NULL;
+}
+
+static void pool_submit(struct bare_conn *b)
+{
+    b->next = NULL;
+    pthread_mutex_lock(&pool_lock);
+    if (pool_tail != NULL)
+        pool_tail->next = b;
+    else
+        pool_head = b;
+    pool_tail = b;
+    pthread_cond_signal(&pool_cond);
+    pthread_mutex_unlock(&pool_lock);
+}
+
 static enum MHD_Result bare_request(void *cls, struct MHD_Connection *conn, const char *url,
                                     const char *method, const char *version, const char *upload,
                                     size_t *upload_size, void **req_cls)
 {
-    (void)cls, (void)url, (void)method, (void)version, (void)upload;
+    (void)cls, (void)method, (void)version;
     struct bare_conn *b = *req_cls;
     if (b == NULL) {
         *req_cls = b = calloc(1, sizeof *b);
-        return b != NULL ? MHD_YES : MHD_NO;
+        if (b == NULL)
+            return MHD_NO;
+        b->status = 201;
+        b->batch = strcmp(url, "/v1/labels/batch") == 0;
+        return MHD_YES;
     }
     if (*upload_size > 0) {
+        if (bare_log >= 0) {
+            if (b->len + *upload_size > b->cap) {
+                b->cap = (b->len + *upload_size) * 2;
+                if ((b->body = realloc(b->body, b->cap)) == NULL)
+                    return MHD_NO;
+            }
+            memcpy(b->body + b->len, upload, *upload_size);
+            b->len += *upload_size;
+        }
         *upload_size = 0;
         return MHD_YES;
     }
@@ -444,17 +661,20 @@ static enum MHD_Result bare_request(void *cls, struct MHD_Connection *conn, cons
         struct MHD_Response *r =
             MHD_create_response_from_buffer(bare_answer_len, bare_answer, MHD_RESPMEM_PERSISTENT);
         MHD_add_response_header(r, "Content-Type", "application/json");
-        enum MHD_Result ok = MHD_queue_response(conn, 201, r);
+        enum MHD_Result ok = MHD_queue_response(conn, b->status, r);
         MHD_destroy_response(r);
         return ok;
     }
     b->conn = conn;
+    if (bare_log >= 0 && (b->batch || least_single_workers)) {
+        MHD_suspend_connection(conn);
+        pool_submit(b);
+        return MHD_YES;
+    }
+    if (bare_log >= 0)
+        bare_verify(b);
     MHD_suspend_connection(conn);
-    pthread_mutex_lock(&bare_lock);
-    b->next = bare_waiting;
-    bare_waiting = b;
-    pthread_cond_signal(&bare_cond);
-    pthread_mutex_unlock(&bare_lock);
+    bare_wait(b);
     return MHD_YES;
 }
 
@@ -462,13 +682,20 @@ static void bare_completed(void *cls, struct MHD_Connection *conn, void **req_cl
                            enum MHD_RequestTerminationCode toe)
 {
     (void)cls, (void)conn, (void)toe;
-    free(*req_cls);
+    struct bare_conn *b = *req_cls;
+    if (b != NULL) {
+        free(b->body);
+        free(b->labels);
+        free(b);
+    }
     *req_cls = NULL;
 }
 
-/* Starts the bare server in a child process answering `answer_len` bytes;
- * returns its pid and sets *port. */
-static pid_t bare_start(int threads, size_t answer_len, int *port)
+/* Starts the bare server in a child process answering `answer_len` bytes,
+ * the least ingest when log_path is set (its batches verified by `workers`
+ * threads); returns its pid and sets *port. */
+static pid_t bare_start(int threads, int workers, size_t answer_len, const char *log_path,
+                        int *port)
 {
     int fds[2];
     if (pipe(fds) != 0)
@@ -479,10 +706,17 @@ static pid_t bare_start(int threads, size_t answer_len, int *port)
     if (pid == 0) {
         prctl(PR_SET_PDEATHSIG, SIGKILL); /* ends with the generator, however it ends */
         close(fds[0]);
-        bare_answer_len = answer_len < sizeof bare_answer ? answer_len : sizeof bare_answer;
-        memset(bare_answer, 'x', bare_answer_len);
+        bare_answer_len = answer_len;
+        if ((bare_answer = malloc(answer_len + 1)) == NULL)
+            _exit(1);
+        memset(bare_answer, 'x', answer_len);
+        if (log_path != NULL &&
+            (bare_log = open(log_path, O_WRONLY | O_CREAT | O_TRUNC | O_APPEND, 0600)) < 0)
+            _exit(1);
         pthread_t t;
         pthread_create(&t, NULL, bare_acknowledger, NULL);
+        for (int i = 0; i < workers; i++)
+            pthread_create(&t, NULL, bare_worker, NULL);
         struct sockaddr_in loopback = {.sin_family = AF_INET};
         loopback.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
         struct MHD_Daemon *d = MHD_start_daemon(
@@ -508,27 +742,98 @@ static pid_t bare_start(int threads, size_t answer_len, int *port)
 }
 
 struct bare_result {
-    double server_us, loadgen_us, per_s;
+    double server_us, loadgen_us, per_s; /* CPU per request; labels per second */
+    double p50_ms, p99_ms;
 };
 
-/* Drives `reqs` through the bare server: CPU per request of the server
- * process and of this generator. */
+/* Drives `reqs` through the bare server (the least ingest with log_path):
+ * CPU per request of the server process and of this generator. */
 static struct bare_result bare_measure(struct request *reqs, int nreq, int nconns, int threads,
-                                       size_t answer_len)
+                                       int workers, size_t answer_len, const char *log_path)
 {
     int port;
-    pid_t pid = bare_start(threads, answer_len, &port);
+    pid_t pid = bare_start(threads, workers, answer_len, log_path, &port);
     bare_port = port;
     double s0 = process_cpu_s(pid), g0 = self_cpu_s();
     struct run_result r = drive(reqs, nreq, nconns);
     struct bare_result b = {(process_cpu_s(pid) - s0) * 1e6 / nreq,
-                            (self_cpu_s() - g0) * 1e6 / nreq, r.labels_per_s};
+                            (self_cpu_s() - g0) * 1e6 / nreq, r.labels_per_s, r.p50_ms, r.p99_ms};
     bare_port = 0;
     kill(pid, SIGKILL);
     waitpid(pid, NULL, 0);
+    if (log_path != NULL)
+        unlink(log_path);
     if (r.errors > 0)
         die("the bare HTTP server refused requests");
     return b;
+}
+
+static double thread_cpu_s(void);
+
+/* Wall µs per append-and-fdatasync of a 4 KiB page to a new file at path
+ * (500 of them); *cpu_us gets the thread's CPU µs per sync. */
+static double sync_cost_us(const char *path, double *cpu_us)
+{
+    int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_APPEND, 0600);
+    if (fd < 0)
+        die("sync measurement file");
+    char page[4096];
+    memset(page, 'x', sizeof page);
+    enum { N = 500 };
+    double c0 = thread_cpu_s();
+    int64_t t0 = lp_mono_ns();
+    for (int i = 0; i < N; i++)
+        if (write(fd, page, sizeof page) != (ssize_t)sizeof page || fdatasync(fd) != 0)
+            die("sync measurement");
+    double wall = (lp_mono_ns() - t0) / 1e3 / N;
+    *cpu_us = (thread_cpu_s() - c0) * 1e6 / N;
+    close(fd);
+    unlink(path);
+    return wall;
+}
+
+/* Measures and prints the least ingest over the single-label requests and
+ * the batches, each with its phase's connections, its log beside the
+ * server's database; ratios to verify_rate. */
+static void least_ingest(const struct bench_cfg *cfg, struct request *single, int nsingle,
+                         struct request *batch, int nbatch, int threads, int cores,
+                         double verify_rate)
+{
+    char log_path[600];
+    snprintf(log_path, sizeof log_path, "%s/least.log", srv.dir);
+    int workers = 2 * cores < 4 ? 4 : 2 * cores; /* the server's default */
+    struct bare_result r =
+        bare_measure(single, nsingle, cfg->conns, threads, workers, RECEIPT_BYTES, log_path);
+    printf("BENCH least_ingest_single %.0f labels/s\n", r.per_s);
+    printf("BENCH least_ingest_single_p50 %.3f ms\n", r.p50_ms);
+    printf("BENCH least_ingest_single_p99 %.3f ms\n", r.p99_ms);
+    printf("BENCH least_ingest_single_vs_verify %.3f ratio\n", r.per_s / verify_rate);
+    printf("BENCH least_ingest_single_server_cpu %.1f us/label\n", r.server_us);
+    printf("BENCH least_ingest_single_loadgen_cpu %.1f us/label\n", r.loadgen_us);
+    /* the same without the fdatasync: not durable, so no design; it shows
+     * what this machine's sync costs the ratio */
+    bare_unsynced = 1;
+    r = bare_measure(single, nsingle, cfg->conns, threads, workers, RECEIPT_BYTES, log_path);
+    bare_unsynced = 0;
+    printf("BENCH least_ingest_single_unsynced %.0f labels/s\n", r.per_s);
+    printf("BENCH least_ingest_single_unsynced_p99 %.3f ms\n", r.p99_ms);
+    printf("BENCH least_ingest_single_unsynced_vs_verify %.3f ratio\n", r.per_s / verify_rate);
+    printf("BENCH least_ingest_single_unsynced_server_cpu %.1f us/label\n", r.server_us);
+    /* one fdatasync of a page appended to a file beside the database:
+     * its CPU (the calling thread's, kernel included) and wall time */
+    double sync_cpu, sync_wall = sync_cost_us(log_path, &sync_cpu);
+    printf("BENCH fdatasync_cpu %.1f us/sync\n", sync_cpu);
+    printf("BENCH fdatasync_wall %.1f us/sync\n", sync_wall);
+    if (nbatch == 0)
+        return;
+    r = bare_measure(batch, nbatch, cfg->conns < 8 ? cfg->conns : 8, threads, workers,
+                     (size_t)cfg->batch_size * (RECEIPT_BYTES + 16), log_path);
+    printf("BENCH least_ingest_batch%d %.0f labels/s\n", cfg->batch_size, r.per_s);
+    printf("BENCH least_ingest_batch%d_p99 %.3f ms\n", cfg->batch_size, r.p99_ms);
+    printf("BENCH least_ingest_batch%d_vs_verify %.3f ratio\n", cfg->batch_size,
+           r.per_s / verify_rate);
+    printf("BENCH least_ingest_batch%d_server_cpu %.1f us/label\n", cfg->batch_size,
+           r.server_us / cfg->batch_size);
 }
 
 /* ---- raw verification rate on all cores */
@@ -629,11 +934,14 @@ static void sql_ok(sqlite3 *db, const char *sql)
  * server's, `annotators` x `tasks` rows inserted in the bench's order (task
  * i of every annotator, then task i + 1) in transactions of `group` labels
  * with the same INSERT the label writer runs. No checks, counters or HTTP:
- * what any durable store of the rows costs. */
-static double insert_cpu_us(int annotators, int tasks, int group)
+ * what any durable store of the rows costs. With arrival_order, the labels
+ * table is the same without its UNIQUE (annotator, task) index and foreign
+ * keys, rows in arrival order only: the storage layout whose uniqueness
+ * lookups would be answered from memory. */
+static double insert_cpu_us(int annotators, int tasks, int group, int arrival_order)
 {
     char path[600];
-    snprintf(path, sizeof path, "%s/bound-%d.db", srv.dir, group);
+    snprintf(path, sizeof path, "%s/bound-%d-%d.db", srv.dir, group, arrival_order);
     sqlite3 *db = NULL;
     if (sqlite3_open(path, &db) != SQLITE_OK)
         die("bound database");
@@ -641,6 +949,13 @@ static double insert_cpu_us(int annotators, int tasks, int group)
                "PRAGMA cache_size=-65536; BEGIN");
     for (int i = 0; i < LP_MIGRATION_COUNT; i++)
         sql_ok(db, LP_MIGRATIONS[i]);
+    if (arrival_order)
+        sql_ok(db, "DROP TABLE labels; CREATE TABLE labels (id INTEGER PRIMARY KEY, "
+                   "annotator INTEGER NOT NULL, task INTEGER NOT NULL, z INTEGER NOT NULL "
+                   "CHECK (z IN (0, 1)), z_task INTEGER NOT NULL CHECK (z_task IN (0, 1)), "
+                   "epsilon REAL CHECK (epsilon IS NULL OR epsilon > 0), nonce BLOB NOT NULL "
+                   "CHECK (length(nonce) = 16), timestamp_ms INTEGER NOT NULL, signature BLOB "
+                   "NOT NULL CHECK (length(signature) = 64), received_ms INTEGER NOT NULL)");
     char sql[256];
     for (int t = 1; t <= tasks; t++) {
         snprintf(sql, sizeof sql,
@@ -703,8 +1018,8 @@ static double insert_cpu_us(int annotators, int tasks, int group)
  * verify CPU), so that it does not move with other load on the machine;
  * ingest_*_server_cpu against the parts shows what else the server spends. */
 static void print_bound(const char *phase, int cores, double verify_us, double insert_us,
-                        double parse_us, double loadgen_us, double server_us, double http_us,
-                        double bare_us)
+                        double arrival_us, double parse_us, double loadgen_us, double server_us,
+                        double http_us, double bare_us)
 {
     double parts = verify_us + insert_us + parse_us + loadgen_us;
     printf("BENCH %s_bound_verify_cpu %.1f us/label\n", phase, verify_us);
@@ -731,6 +1046,11 @@ static void print_bound(const char *phase, int cores, double verify_us, double i
     printf("BENCH %s_bound_ceiling_with_bare_http %.0f labels/s\n", phase, cores * 1e6 / with_bare);
     printf("BENCH %s_bound_ceiling_with_bare_http_vs_verify %.3f ratio\n", phase,
            verify_us / with_bare);
+    /* the same with rows in arrival order (insert_cpu_us) */
+    double arrival = with_bare - insert_us + arrival_us;
+    printf("BENCH %s_bound_insert_arrival_order_cpu %.1f us/label\n", phase, arrival_us);
+    printf("BENCH %s_bound_ceiling_arrival_order_vs_verify %.3f ratio\n", phase,
+           verify_us / arrival);
     /* the ratio the measured CPU allows: verify over everything spent */
     printf("BENCH %s_cpu_vs_verify %.3f ratio\n", phase, verify_us / (server_us + loadgen_us));
 }
@@ -911,6 +1231,46 @@ static void run_flood(const struct bench_cfg *cfg, struct request *during, int n
     alone->errors += rf.errors + ra.errors;
 }
 
+/* --least-only: the least ingest alone, without the server: each
+ * annotator's labels for tasks 1..TASKS_PER_ANNOTATOR under a local key
+ * (the least ingest checks signatures only), beside the verification rate
+ * before and after. Quick enough to compare designs of the least ingest:
+ * event-loop threads (--server-threads), connections (--conns), where
+ * single labels are verified (--least-single-workers 1). */
+static int least_only(const struct bench_cfg *cfg, int threads, int cores)
+{
+    if (server_prepare(&srv) != 0)
+        die("temporary directory");
+    int total = cfg->annotators_single + cfg->annotators_batch;
+    struct annotator *ann = calloc((size_t)total, sizeof *ann);
+    for (int a = 0; a < total; a++) {
+        crypto_sign_keypair(ann[a].pk, ann[a].sk);
+        ann[a].ntasks = TASKS_PER_ANNOTATOR;
+        for (int i = 0; i < TASKS_PER_ANNOTATOR; i++)
+            ann[a].tasks[i] = i + 1;
+    }
+    int nsingle, nbatch;
+    struct request *single = sign_singles(ann, 0, cfg->annotators_single, &nsingle);
+    struct request *batch =
+        sign_batches(ann, cfg->annotators_single, cfg->annotators_batch, cfg->batch_size, &nbatch);
+    double cpu_us, before = raw_verify_rate(cores, 2.0, &cpu_us);
+    printf("BENCH ed25519_verify_all_cores_before %.0f verifies/s\n", before);
+    least_ingest(cfg, single, nsingle, batch, nbatch, threads, cores, before);
+    printf("BENCH ed25519_verify_all_cores_after %.0f verifies/s\n",
+           raw_verify_rate(cores, 2.0, &cpu_us));
+    for (int i = 0; i < nsingle; i++)
+        free(single[i].bytes);
+    for (int i = 0; i < nbatch; i++)
+        free(batch[i].bytes);
+    free(single);
+    free(batch);
+    for (int a = 0; a < total; a++)
+        sodium_memzero(ann[a].sk, sizeof ann[a].sk);
+    free(ann);
+    stop_all();
+    return 0;
+}
+
 /* 1 if the server's --help lists flag. */
 static int server_has_option(const char *flag)
 {
@@ -932,6 +1292,7 @@ int main(int argc, char **argv)
     const char *threads = "2";
     const char *connection_threads = "0"; /* > 0: a thread per connection */
     int pg = 0;                           /* --db postgresql */
+    int only_least = 0;                   /* --least-only 1 */
     for (int i = 1; i + 1 < argc; i += 2) {
         if (strcmp(argv[i], "--single-annotators") == 0)
             cfg.annotators_single = atoi(argv[i + 1]);
@@ -953,6 +1314,10 @@ int main(int argc, char **argv)
             pg = strcmp(argv[i + 1], "postgresql") == 0;
         else if (strcmp(argv[i], "--servers") == 0)
             nservers = atoi(argv[i + 1]);
+        else if (strcmp(argv[i], "--least-only") == 0)
+            only_least = atoi(argv[i + 1]);
+        else if (strcmp(argv[i], "--least-single-workers") == 0)
+            least_single_workers = atoi(argv[i + 1]);
     }
     if (nservers < 1 || nservers > MAX_SERVERS)
         die("--servers: 1 to 4");
@@ -961,6 +1326,8 @@ int main(int argc, char **argv)
     int cores = (int)sysconf(_SC_NPROCESSORS_ONLN);
 
     clock_ticks = (double)sysconf(_SC_CLK_TCK);
+    if (only_least)
+        return least_only(&cfg, atoi(threads), cores);
     /* The raw verification rate is measured before, between and after the
      * two timed phases (the server idle), and each phase is compared with
      * the mean of the two measurements beside it: on a shared machine the
@@ -1040,35 +1407,20 @@ int main(int argc, char **argv)
     json_decref(toks);
 
     /* Sign everything before the clock starts. */
-    int nsingle = 0;
-    for (int a = 0; a < cfg.annotators_single; a++)
-        nsingle += ann[a].ntasks;
-    struct request *single = malloc(sizeof *single * (size_t)nsingle);
-    int k = 0;
-    /* Interleave annotators so concurrent requests come from many keys. */
-    for (int i = 0; i < TASKS_PER_ANNOTATOR; i++)
-        for (int a = 0; a < cfg.annotators_single; a++)
-            if (i < ann[a].ntasks)
-                single[k++] = make_request("/v1/labels", signed_label(&ann[a], i), 1);
-    int nbatch = 0;
-    struct request *batch = malloc(
-        sizeof *batch * (size_t)(cfg.annotators_batch * TASKS_PER_ANNOTATOR / cfg.batch_size + 1));
-    for (int a = cfg.annotators_single; a < total_ann; a++)
-        for (int i = 0; i + cfg.batch_size <= ann[a].ntasks; i += cfg.batch_size) {
-            json_t *labels = json_array();
-            for (int j = 0; j < cfg.batch_size; j++)
-                json_array_append_new(labels, signed_label(&ann[a], i + j));
-            batch[nbatch++] = make_request("/v1/labels/batch", json_pack("{s:o}", "labels", labels),
-                                           cfg.batch_size);
-        }
+    int nsingle, nbatch;
+    struct request *single = sign_singles(ann, 0, cfg.annotators_single, &nsingle);
+    struct request *batch =
+        sign_batches(ann, cfg.annotators_single, cfg.annotators_batch, cfg.batch_size, &nbatch);
 
     /* With a flood: a third alone, a third under the flood, a third alone
      * again; the flood phase is compared with the mean of the two beside it. */
     int nalone = cfg.flood_clients > 0 ? nsingle / 3 : nsingle;
     struct commit_stats c0 = commit_stats();
+    struct cpu_split split0 = server_cpu_split();
     double s0 = server_cpu_s(), g0 = self_cpu_s();
     struct run_result rs = drive(single, nalone, cfg.conns);
     double s1 = server_cpu_s(), g1 = self_cpu_s();
+    struct cpu_split split1 = server_cpu_split();
     struct commit_stats c1 = commit_stats();
     if (cfg.flood_clients > 0) {
         train_public_model();
@@ -1076,11 +1428,13 @@ int main(int argc, char **argv)
     }
     wait_server_idle();
     verify_rate[1] = raw_verify_rate(cores, 2.0, &verify_cpu_us[1]);
+    struct cpu_split split1v = server_cpu_split();
     double s1v = server_cpu_s(), g1v = self_cpu_s();
     struct run_result rb = {0};
     if (nbatch > 0)
         rb = drive(batch, nbatch, cfg.conns < 8 ? cfg.conns : 8);
     double s2 = server_cpu_s(), g2 = self_cpu_s();
+    struct cpu_split split2 = server_cpu_split();
     struct commit_stats c2 = commit_stats();
     wait_server_idle();
     verify_rate[2] = raw_verify_rate(cores, 2.0, &verify_cpu_us[2]);
@@ -1100,19 +1454,25 @@ int main(int argc, char **argv)
     double http_loadgen_us = (self_cpu_s() - gf0) * 1e6 / nfloor;
     free(floor_reqs);
     /* The bare HTTP path with the single-label requests' own bytes. */
-    struct bare_result bare = bare_measure(single, nalone, cfg.conns, atoi(threads), RECEIPT_BYTES);
+    struct bare_result bare =
+        bare_measure(single, nalone, cfg.conns, atoi(threads), 0, RECEIPT_BYTES, NULL);
+    /* The least ingest, compared with the verification rate measured last. */
+    least_ingest(&cfg, single, nalone, batch, nbatch, atoi(threads), cores, verify_rate[2]);
     /* the parts measured alone, with the server idle, in the commit groups
      * the phases had */
     double group_single = mean_group(c0, c1), group_batch = mean_group(c1, c2);
     double parse_single = parse_cpu_us(single, nsingle, 0);
     double parse_batch = nbatch > 0 ? parse_cpu_us(batch, nbatch, 1) : 0;
-    double insert_single = pg ? 0
-                              : insert_cpu_us(total_ann, TASKS_PER_ANNOTATOR / 10,
-                                              group_single >= 1 ? (int)(group_single + 0.5) : 1);
-    double insert_batch = nbatch > 0 && !pg
-                              ? insert_cpu_us(total_ann, TASKS_PER_ANNOTATOR / 10,
-                                              group_batch >= 1 ? (int)(group_batch + 0.5) : 1)
-                              : 0;
+    int g_single = group_single >= 1 ? (int)(group_single + 0.5) : 1;
+    int g_batch = group_batch >= 1 ? (int)(group_batch + 0.5) : 1;
+    double insert_single[2] = {0, 0}, insert_batch[2] = {0, 0}; /* indexed, arrival order */
+    for (int arrival = 0; arrival < 2 && !pg; arrival++) {
+        insert_single[arrival] =
+            insert_cpu_us(total_ann, TASKS_PER_ANNOTATOR / 10, g_single, arrival);
+        if (nbatch > 0)
+            insert_batch[arrival] =
+                insert_cpu_us(total_ann, TASKS_PER_ANNOTATOR / 10, g_batch, arrival);
+    }
     stop_all();
 
     double v_single = (verify_rate[0] + verify_rate[1]) / 2;
@@ -1140,11 +1500,12 @@ int main(int argc, char **argv)
     printf("BENCH ingest_single_server_cpu %.1f us/label\n", (s1 - s0) * 1e6 / nalone);
     printf("BENCH ingest_single_loadgen_cpu %.1f us/label\n", (g1 - g0) * 1e6 / nalone);
     printf("BENCH ingest_single_commit_group %.1f labels_per_commit\n", group_single);
+    print_split("ingest_single", split0, split1, nalone);
     double verify_cpu = (verify_cpu_us[0] + verify_cpu_us[1] + verify_cpu_us[2]) / 3;
     if (!pg)
-        print_bound("ingest_single", cores, verify_cpu, insert_single, parse_single,
-                    (g1 - g0) * 1e6 / nalone, (s1 - s0) * 1e6 / nalone, http_server_us,
-                    bare.server_us);
+        print_bound("ingest_single", cores, verify_cpu, insert_single[0], insert_single[1],
+                    parse_single, (g1 - g0) * 1e6 / nalone, (s1 - s0) * 1e6 / nalone,
+                    http_server_us, bare.server_us);
     if (nbatch > 0) {
         printf("BENCH ingest_batch%d %.0f labels/s\n", cfg.batch_size, rb.labels_per_s);
         printf("BENCH ingest_batch%d_p50 %.3f ms\n", cfg.batch_size, rb.p50_ms);
@@ -1159,8 +1520,9 @@ int main(int argc, char **argv)
                group_batch);
         char phase[32];
         snprintf(phase, sizeof phase, "ingest_batch%d", cfg.batch_size);
+        print_split(phase, split1v, split2, nbatch_labels);
         if (!pg)
-            print_bound(phase, cores, verify_cpu, insert_batch, parse_batch,
+            print_bound(phase, cores, verify_cpu, insert_batch[0], insert_batch[1], parse_batch,
                         (g2 - g1v) * 1e6 / nbatch_labels, (s2 - s1v) * 1e6 / nbatch_labels,
                         http_server_us / cfg.batch_size, bare.server_us / cfg.batch_size);
     }
