@@ -24,6 +24,7 @@
 #include "http.h"
 
 #include "error.h"
+#include "listener.h"
 #include "log.h"
 #include "workers.h"
 
@@ -72,9 +73,11 @@
  * of microseconds there, less than the hand-off to a worker. */
 #define SCORE_INLINE_MAX (64 * 1024)
 #define BUSY_RETRY_S 1 /* Retry-After of 503 server_busy */
+#define LISTEN_BACKLOG 1024
 
 struct lp_http {
     struct MHD_Daemon *d;
+    lp_listener *listener; /* accepts for d, which spreads connections over its threads */
     lp_api *api;
     int per_connection;  /* a thread per connection runs its own handlers (no workers) */
     lp_workers *workers; /* every handler but scoring */
@@ -783,9 +786,13 @@ int lp_http_start(lp_api *api, const lp_http_opts *opts, lp_http **out, int *bou
         h->scoring = h->workers ? lp_workers_new(&so) : NULL;
     }
     int started = h->per_connection || h->scoring != NULL;
-    unsigned int flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_AUTO | MHD_USE_ERROR_LOG;
-    if (ai->ai_family == AF_INET6)
-        flags |= MHD_USE_IPv6;
+    /* the listener accepts; the daemon only serves what it is given */
+    unsigned int flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_AUTO | MHD_USE_ERROR_LOG |
+                         MHD_USE_NO_LISTEN_SOCKET | MHD_USE_ITC;
+    char listen_err[128] = "";
+    int listening = lp_listener_open(ai->ai_addr, ai->ai_addrlen, LISTEN_BACKLOG, &h->listener,
+                                     bound_port, listen_err, sizeof listen_err) == 0;
+    freeaddrinfo(ai);
     /* libmicrohttpd splits the connection limit among its threads; a
      * per-address limit of 0 is none. The event loop is a pool of threads;
      * a thread per connection must not be given the pool's size. */
@@ -816,25 +823,31 @@ int lp_http_start(lp_api *api, const lp_http_opts *opts, lp_http **out, int *bou
         flags |= MHD_USE_TLS;
     else
         tls_options[0] = (struct MHD_OptionItem){MHD_OPTION_END, 0, NULL};
-    if (started && tls_ok)
-        h->d = MHD_start_daemon(
-            flags, (uint16_t)opts->port, NULL, NULL, on_request, h, MHD_OPTION_EXTERNAL_LOGGER,
-            log_mhd, NULL, MHD_OPTION_SOCK_ADDR, ai->ai_addr, MHD_OPTION_ARRAY, model,
-            MHD_OPTION_ARRAY, tls_options, MHD_OPTION_CONNECTION_TIMEOUT,
-            (unsigned int)opts->connection_timeout, MHD_OPTION_CONNECTION_MEMORY_LIMIT,
-            (size_t)CONNECTION_MEMORY, MHD_OPTION_NOTIFY_COMPLETED, on_completed, h,
-            MHD_OPTION_LISTEN_BACKLOG_SIZE, (unsigned int)1024, MHD_OPTION_END);
-    freeaddrinfo(ai);
+    if (started && tls_ok && listening)
+        h->d =
+            MHD_start_daemon(flags, 0, NULL, NULL, on_request, h, MHD_OPTION_EXTERNAL_LOGGER,
+                             log_mhd, NULL, MHD_OPTION_ARRAY, model, MHD_OPTION_ARRAY, tls_options,
+                             MHD_OPTION_CONNECTION_TIMEOUT, (unsigned int)opts->connection_timeout,
+                             MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)CONNECTION_MEMORY,
+                             MHD_OPTION_NOTIFY_COMPLETED, on_completed, h, MHD_OPTION_END);
+    if (h->d != NULL && lp_listener_start(h->listener, h->d) != 0) {
+        MHD_stop_daemon(h->d);
+        h->d = NULL;
+        started = 0;
+    }
     if (h->d == NULL) {
         if (!started)
             snprintf(err, errlen, "cannot start the worker threads");
         else if (!tls_ok)
             snprintf(err, errlen, "this libmicrohttpd was built without TLS (GnuTLS)");
+        else if (!listening)
+            snprintf(err, errlen, "cannot listen on %s:%d: %s", opts->host, opts->port, listen_err);
         else
-            snprintf(err, errlen, "cannot listen on %s:%d%s", opts->host, opts->port,
-                     tls ? " (or the TLS certificate and key are not a matching PEM pair: see the "
+            snprintf(err, errlen, "cannot start serving on %s:%d%s", opts->host, opts->port,
+                     tls ? " (the TLS certificate and key are not a matching PEM pair: see the "
                            "http_error lines above)"
                          : "");
+        lp_listener_close(h->listener);
         lp_workers_free(h->scoring);
         lp_workers_free(h->workers);
         pthread_mutex_destroy(&h->lock);
@@ -842,8 +855,6 @@ int lp_http_start(lp_api *api, const lp_http_opts *opts, lp_http **out, int *bou
         free(h);
         return -1;
     }
-    const union MHD_DaemonInfo *info = MHD_get_daemon_info(h->d, MHD_DAEMON_INFO_BIND_PORT);
-    *bound_port = info ? info->port : opts->port;
     *out = h;
     return 0;
 }
@@ -852,10 +863,8 @@ void lp_http_stop(lp_http *h, int grace_ms)
 {
     if (h == NULL)
         return;
-    /* The listening socket stays open until MHD_stop_daemon: quiescing a
-     * thread pool on epoll races its workers, which remove the same socket
-     * from their epoll sets (and libmicrohttpd aborts when the second removal
-     * fails). New requests are refused instead. */
+    /* The listener keeps accepting until the daemon stops: new requests
+     * are refused (503) meanwhile, as clients expect of a draining server. */
     atomic_store(&h->stopping, 1);
     lp_api_set_draining(h->api);
     struct timespec deadline;
@@ -877,6 +886,7 @@ void lp_http_stop(lp_http *h, int grace_ms)
      * closes what is left. */
     lp_workers_free(h->scoring);
     lp_workers_free(h->workers);
+    lp_listener_close(h->listener); /* before the daemon it hands connections to */
     MHD_stop_daemon(h->d);
     pthread_mutex_destroy(&h->lock);
     pthread_cond_destroy(&h->idle);

@@ -29,6 +29,7 @@
 #include "canon.h"
 #include "clock.h"
 #include "http_raw.h"
+#include "listener.h"
 #include "pg.h"
 #include "rr.h"
 #include "schema_sql.h"
@@ -485,9 +486,9 @@ static void wait_server_idle(void)
  * What any label request path through libmicrohttpd costs besides the
  * label's own work, measured in a child process over the same connections
  * with the same request bytes: the daemon runs with the server's threading
- * (an event loop of `threads` threads, suspend/resume, the same connection
- * memory), reads the body, suspends the connection as the server does while
- * the label waits for its commit, and a second thread — the writer's place —
+ * (an event loop of `threads` threads fed by the server's listener,
+ * suspend/resume, the same connection memory), reads the body, suspends the connection as the
+ * server does while the label waits for its commit, and a second thread — the writer's place —
  * takes every waiting connection at once and resumes it; the answer has the
  * size of the server's receipt. No verification, parsing, storage, logging
  * or JSON: the floor of the HTTP library, loopback TCP and the hand-off to
@@ -717,17 +718,23 @@ static pid_t bare_start(int threads, int workers, size_t answer_len, const char 
         pthread_create(&t, NULL, bare_acknowledger, NULL);
         for (int i = 0; i < workers; i++)
             pthread_create(&t, NULL, bare_worker, NULL);
+        /* the server's listener (server/http/listener.h) accepts */
         struct sockaddr_in loopback = {.sin_family = AF_INET};
         loopback.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+        lp_listener *l = NULL;
+        char err[128];
+        int p = 0;
+        if (lp_listener_open((struct sockaddr *)&loopback, sizeof loopback, 1024, &l, &p, err,
+                             sizeof err) != 0)
+            _exit(1);
         struct MHD_Daemon *d = MHD_start_daemon(
-            MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_AUTO | MHD_ALLOW_SUSPEND_RESUME, 0, NULL,
-            NULL, bare_request, NULL, MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&loopback,
-            MHD_OPTION_THREAD_POOL_SIZE, (unsigned int)threads, MHD_OPTION_CONNECTION_MEMORY_LIMIT,
-            (size_t)(16 * 1024), MHD_OPTION_NOTIFY_COMPLETED, bare_completed, NULL,
-            MHD_OPTION_LISTEN_BACKLOG_SIZE, (unsigned int)1024, MHD_OPTION_END);
-        const union MHD_DaemonInfo *info =
-            d ? MHD_get_daemon_info(d, MHD_DAEMON_INFO_BIND_PORT) : NULL;
-        int p = info ? (int)info->port : 0;
+            MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_AUTO | MHD_ALLOW_SUSPEND_RESUME |
+                MHD_USE_NO_LISTEN_SOCKET | MHD_USE_ITC,
+            0, NULL, NULL, bare_request, NULL, MHD_OPTION_THREAD_POOL_SIZE, (unsigned int)threads,
+            MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)(16 * 1024), MHD_OPTION_NOTIFY_COMPLETED,
+            bare_completed, NULL, MHD_OPTION_END);
+        if (d == NULL || lp_listener_start(l, d) != 0)
+            p = 0;
         if (write(fds[1], &p, sizeof p) != (ssize_t)sizeof p)
             _exit(1);
         close(fds[1]);

@@ -108,7 +108,7 @@ static void test_refusals(void)
     /* a key of another certificate */
     const char *mismatch[] = {"--tls-cert", cert, "--tls-key", other_key, NULL};
     CHECK_INT(server_start(&s, mismatch), -1);
-    CHECK(log_has(&s, "cannot listen") && log_has(&s, "TLS certificate and key"));
+    CHECK(log_has(&s, "cannot start serving") && log_has(&s, "TLS certificate and key"));
     server_cleanup(&s);
 }
 
