@@ -789,24 +789,30 @@ int lp_http_start(lp_api *api, const lp_http_opts *opts, lp_http **out, int *bou
     /* the listener accepts; the daemon only serves what it is given */
     unsigned int flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_AUTO | MHD_USE_ERROR_LOG |
                          MHD_USE_NO_LISTEN_SOCKET | MHD_USE_ITC;
+    /* the listener caps open connections (a thread per connection: at
+     * most that many threads) */
+    int cap = h->per_connection && opts->connection_threads < opts->connections_max
+                  ? opts->connection_threads
+                  : opts->connections_max;
     char listen_err[128] = "";
-    int listening = lp_listener_open(ai->ai_addr, ai->ai_addrlen, LISTEN_BACKLOG, &h->listener,
-                                     bound_port, listen_err, sizeof listen_err) == 0;
+    int listening = lp_listener_open(ai->ai_addr, ai->ai_addrlen, LISTEN_BACKLOG, (unsigned)cap,
+                                     &h->listener, bound_port, listen_err, sizeof listen_err) == 0;
     freeaddrinfo(ai);
-    /* libmicrohttpd splits the connection limit among its threads; a
+    /* the daemon's own connection limit stays out of reach (listener.h); a
      * per-address limit of 0 is none. The event loop is a pool of threads;
      * a thread per connection must not be given the pool's size. */
+    unsigned daemon_cap =
+        listening ? lp_listener_daemon_cap(h->listener, h->per_connection ? 1 : opts->threads) : 1;
     struct MHD_OptionItem model[] = {
-        {MHD_OPTION_CONNECTION_LIMIT, opts->connections_max, NULL},
+        {MHD_OPTION_CONNECTION_LIMIT, daemon_cap, NULL},
         {MHD_OPTION_PER_IP_CONNECTION_LIMIT, opts->connections_per_address, NULL},
+        {MHD_OPTION_NOTIFY_CONNECTION, (intptr_t)lp_listener_notify, h->listener},
         {MHD_OPTION_THREAD_POOL_SIZE, opts->threads, NULL},
         {MHD_OPTION_END, 0, NULL},
     };
     if (h->per_connection) {
-        flags |= MHD_USE_THREAD_PER_CONNECTION | MHD_USE_ITC;
-        if (opts->connection_threads < opts->connections_max)
-            model[0].value = opts->connection_threads;
-        model[2] = model[3];
+        flags |= MHD_USE_THREAD_PER_CONNECTION;
+        model[3] = model[4];
     } else {
         flags |= MHD_ALLOW_SUSPEND_RESUME;
     }

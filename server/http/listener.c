@@ -8,7 +8,8 @@
 #include "log.h"
 
 #include <errno.h>
-#include <microhttpd.h>
+#include <limits.h>
+#include <stdatomic.h>
 #include <netinet/in.h>
 #include <poll.h>
 #include <pthread.h>
@@ -26,11 +27,16 @@ struct lp_listener {
     struct MHD_Daemon *d;
     pthread_t thread;
     int started;
-    int short_of_fds; /* logged the current shortage already */
+    unsigned cap;
+    /* handed to the daemon and not yet reported closed; a connection the
+     * daemon drops before it starts serving it (its memory pool could not
+     * be allocated) is never reported and stays counted */
+    _Atomic unsigned open;
+    int short_of_fds, at_cap; /* logged the current episode already */
 };
 
-int lp_listener_open(const struct sockaddr *addr, socklen_t len, int backlog, lp_listener **out,
-                     int *port, char *err, size_t errlen)
+int lp_listener_open(const struct sockaddr *addr, socklen_t len, int backlog, unsigned cap,
+                     lp_listener **out, int *port, char *err, size_t errlen)
 {
     *out = NULL;
     lp_listener *l = calloc(1, sizeof *l);
@@ -38,6 +44,8 @@ int lp_listener_open(const struct sockaddr *addr, socklen_t len, int backlog, lp
         snprintf(err, errlen, "out of memory");
         return -1;
     }
+    l->cap = cap;
+    atomic_init(&l->open, 0);
     l->stop_fd = eventfd(0, EFD_CLOEXEC);
     l->fd = socket(addr->sa_family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
     int one = 1;
@@ -79,9 +87,20 @@ static void accept_burst(lp_listener *l)
         int c = accept4(l->fd, (struct sockaddr *)&sa, &sl, SOCK_CLOEXEC | SOCK_NONBLOCK);
         if (c >= 0) {
             l->short_of_fds = 0;
+            if (atomic_load(&l->open) >= l->cap) {
+                if (!l->at_cap)
+                    lp_log(LP_LOG_WARN, "connections_max_reached",
+                           LP_LOG_INT("connections", l->cap));
+                l->at_cap = 1;
+                close(c);
+                continue;
+            }
+            l->at_cap = 0;
             /* the daemon owns c from here, and closes it on a refusal
-             * (its connection and per-address limits) */
-            MHD_add_connection(l->d, c, (struct sockaddr *)&sa, sl);
+             * (its per-address limit) */
+            atomic_fetch_add(&l->open, 1);
+            if (MHD_add_connection(l->d, c, (struct sockaddr *)&sa, sl) != MHD_YES)
+                atomic_fetch_sub(&l->open, 1);
             continue;
         }
         if (errno == EINTR || errno == ECONNABORTED || errno == EPROTO)
@@ -110,6 +129,21 @@ static void *accept_main(void *arg)
         if (p[0].revents != 0)
             accept_burst(l);
     }
+}
+
+unsigned lp_listener_daemon_cap(const lp_listener *l, unsigned threads)
+{
+    unsigned shares = threads > 0 ? threads + 1 : 2;
+    return l->cap > UINT_MAX / shares ? UINT_MAX : l->cap * shares;
+}
+
+void lp_listener_notify(void *cls, struct MHD_Connection *connection, void **socket_context,
+                        enum MHD_ConnectionNotificationCode code)
+{
+    (void)connection, (void)socket_context;
+    lp_listener *l = cls;
+    if (code == MHD_CONNECTION_NOTIFY_CLOSED)
+        atomic_fetch_sub(&l->open, 1);
 }
 
 int lp_listener_start(lp_listener *l, struct MHD_Daemon *d)

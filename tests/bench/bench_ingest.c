@@ -31,13 +31,13 @@
 #include "http_raw.h"
 #include "listener.h"
 #include "pg.h"
+#include "proc_threads.h"
 #include "rr.h"
 #include "schema_sql.h"
 #include "server_proc.h"
 #include "wire.h"
 
 #include <arpa/inet.h>
-#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <jansson.h>
@@ -371,33 +371,23 @@ static double mean_group(struct commit_stats a, struct commit_stats b)
 
 static double clock_ticks;
 
-/* user+system CPU seconds in the /proc stat file at path; *name (if not
- * NULL, 16 bytes) gets the process's or thread's name. */
-static double stat_cpu_s(const char *path, char *name)
+/* user+system CPU seconds of process pid (all its threads). */
+static double process_cpu_s(pid_t pid)
 {
-    char buf[1024];
+    char path[64], buf[1024];
+    snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
     FILE *f = fopen(path, "r");
     if (f == NULL)
         return 0;
     size_t n = fread(buf, 1, sizeof buf - 1, f);
     fclose(f);
     buf[n] = 0;
-    const char *open = strchr(buf, '('), *p = strrchr(buf, ')'); /* the name's bounds */
+    const char *p = strrchr(buf, ')'); /* fields after the command name */
     unsigned long long ut = 0, st = 0;
-    if (open == NULL || p == NULL ||
+    if (p == NULL ||
         sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %llu %llu", &ut, &st) != 2)
         return 0;
-    if (name != NULL)
-        snprintf(name, 16, "%.*s", (int)(p - open - 1), open + 1);
     return (double)(ut + st) / clock_ticks;
-}
-
-/* user+system CPU seconds of process pid (all its threads). */
-static double process_cpu_s(pid_t pid)
-{
-    char path[64];
-    snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
-    return stat_cpu_s(path, NULL);
 }
 
 /* The server's CPU by thread role: its writer, its workers, the HTTP
@@ -408,28 +398,19 @@ struct cpu_split {
 
 static void add_threads_cpu(pid_t pid, struct cpu_split *out)
 {
-    char dir[64];
-    snprintf(dir, sizeof dir, "/proc/%d/task", (int)pid);
-    DIR *d = opendir(dir);
-    if (d == NULL)
-        return;
-    struct dirent *e;
-    while ((e = readdir(d)) != NULL) {
-        if (e->d_name[0] == '.')
-            continue;
-        char path[400], name[16] = "";
-        snprintf(path, sizeof path, "%s/%s/stat", dir, e->d_name);
-        double cpu = stat_cpu_s(path, name);
-        if (strcmp(name, "ldpref-writer") == 0)
+    proc_thread t[256];
+    int n = proc_threads(pid, t, 256);
+    for (int i = 0; i < n; i++) {
+        double cpu = t[i].cpu_ns / 1e9;
+        if (strcmp(t[i].name, "ldpref-writer") == 0)
             out->writer += cpu;
-        else if (strcmp(name, "ldpref-worker") == 0)
+        else if (strcmp(t[i].name, "ldpref-worker") == 0)
             out->workers += cpu;
-        else if (strncmp(name, "MHD-", 4) == 0)
+        else if (strncmp(t[i].name, "MHD-", 4) == 0)
             out->event_loop += cpu;
         else
             out->other += cpu;
     }
-    closedir(d);
 }
 
 /* Of every server process. (A PostgreSQL server's own processes are not

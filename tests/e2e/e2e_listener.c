@@ -11,14 +11,22 @@
  *  - The per-address connection cap still holds for accepted connections:
  *    with --connections-per-address 4, a fifth connection is closed
  *    without an answer and the four are served.
+ *  - The cap on open connections (--connections-max, or --connection-threads
+ *    in the thread-per-connection model) holds: past it a connection is
+ *    closed at once, the connections held are still served by every
+ *    event-loop thread, refusals by the per-address cap do not count
+ *    against the cap, and a connection that closes frees its place.
+ *    (libmicrohttpd 0.9.75 blocks an event-loop thread for good when it
+ *    refuses a handed-over connection at its own limit: listener.h.)
  *  - A port in use is a clear start-up error, naming the address, and
  *    leaves the server on that port untouched.
  */
 #include "check.h"
+#include "http_wire.h"
+#include "proc_threads.h"
 #include "server_proc.h"
 
 #include <arpa/inet.h>
-#include <dirent.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <stdio.h>
@@ -30,7 +38,7 @@
 
 #define CONNS 32
 #define ROUNDS 150
-#define LOOP_THREADS_MAX 64
+#define THREADS_MAX 256
 
 static int connect_to(int port)
 {
@@ -73,38 +81,6 @@ static int get(int fd, const char *path)
     }
 }
 
-/* CPU nanoseconds of each event-loop thread (named MHD-*) of pid, by
- * thread id; returns how many. */
-static int loop_threads_cpu(pid_t pid, long tids[], long long ns[])
-{
-    char dir[64];
-    snprintf(dir, sizeof dir, "/proc/%d/task", (int)pid);
-    DIR *d = opendir(dir);
-    if (d == NULL)
-        return 0;
-    int n = 0;
-    struct dirent *e;
-    while ((e = readdir(d)) != NULL && n < LOOP_THREADS_MAX) {
-        if (e->d_name[0] == '.')
-            continue;
-        char path[400], name[32] = "";
-        snprintf(path, sizeof path, "%s/%s/comm", dir, e->d_name);
-        FILE *f = fopen(path, "r");
-        if (f == NULL)
-            continue;
-        int loop = fgets(name, sizeof name, f) != NULL && strncmp(name, "MHD-", 4) == 0;
-        fclose(f);
-        snprintf(path, sizeof path, "%s/%s/schedstat", dir, e->d_name);
-        if (!loop || (f = fopen(path, "r")) == NULL)
-            continue;
-        if (fscanf(f, "%lld", &ns[n]) == 1)
-            tids[n++] = atol(e->d_name);
-        fclose(f);
-    }
-    closedir(d);
-    return n;
-}
-
 static void test_spread(void)
 {
     server_proc s;
@@ -113,10 +89,9 @@ static void test_spread(void)
         CHECK(0 && "server_start");
         return;
     }
-    long tids[LOOP_THREADS_MAX];
-    long long before[LOOP_THREADS_MAX], after[LOOP_THREADS_MAX];
-    int n = loop_threads_cpu(s.pid, tids, before);
-    CHECK_INT(n, 4);
+    proc_thread before[THREADS_MAX], after[THREADS_MAX];
+    int n = proc_threads(s.pid, before, THREADS_MAX);
+    CHECK_INT(proc_threads_named(before, n, "MHD-*"), 4);
     int fds[CONNS];
     for (int i = 0; i < CONNS; i++) /* all at once, before any request */
         fds[i] = connect_to(s.port);
@@ -125,12 +100,17 @@ static void test_spread(void)
         for (int i = 0; i < CONNS; i++)
             ok += fds[i] >= 0 && get(fds[i], "/v1/healthz") == 200;
     CHECK_INT(ok, ROUNDS * CONNS);
-    long tids2[LOOP_THREADS_MAX];
-    CHECK_INT(loop_threads_cpu(s.pid, tids2, after), n);
+    int n2 = proc_threads(s.pid, after, THREADS_MAX);
+    /* each event-loop thread's CPU over the requests */
     long long least = -1, most = 0;
-    for (int t = 0; t < n; t++) {
-        CHECK(tids2[t] == tids[t]);
-        long long used = after[t] - before[t];
+    for (int i = 0; i < n; i++) {
+        if (strncmp(before[i].name, "MHD-", 4) != 0)
+            continue;
+        long long used = -1;
+        for (int j = 0; j < n2; j++)
+            if (after[j].tid == before[i].tid)
+                used = after[j].cpu_ns - before[i].cpu_ns;
+        CHECK(used >= 0); /* the thread is still there */
         least = least < 0 || used < least ? used : least;
         most = used > most ? used : most;
     }
@@ -172,6 +152,125 @@ static void test_per_address_cap(void)
     server_cleanup(&s);
 }
 
+/* A connection from 127.0.0.<host>, with a short receive timeout: a
+ * blocked event-loop thread shows as a timeout, not a hang. */
+static int connect_from(int host, int port)
+{
+    char src[32];
+    snprintf(src, sizeof src, "127.0.0.%d", host);
+    return wire_connect_from(src, port, 3000);
+}
+
+/* How many of the n connections answer GET /v1/healthz with 200. */
+static int served(const int *fds, int n)
+{
+    int ok = 0;
+    for (int i = 0; i < n; i++)
+        ok += fds[i] >= 0 && get(fds[i], "/v1/healthz") == 200;
+    return ok;
+}
+
+/* How many of n new connections from host are closed without an answer
+ * (TCP accepts them; the server closes them). */
+static int refused(int host, int port, int n)
+{
+    int closed = 0;
+    for (int i = 0; i < n; i++) {
+        int fd = connect_from(host, port);
+        closed += fd >= 0 && get(fd, "/v1/healthz") == 0;
+        if (fd >= 0)
+            close(fd);
+    }
+    return closed;
+}
+
+static void close_all(int *fds, int n)
+{
+    for (int i = 0; i < n; i++)
+        if (fds[i] >= 0)
+            close(fds[i]);
+}
+
+/* The server started with args holds at most cap connections, at most
+ * per_address from one address (cap a multiple of it, at most 64). */
+static void check_connection_cap(const char **args, int cap, int per_address)
+{
+    server_proc s;
+    if (server_start(&s, args) != 0) {
+        CHECK(0 && "server_start");
+        return;
+    }
+    int fds[2 * 64], got[2 * 64];
+    /* the per-address cap's refusals take no place under the cap */
+    for (int i = 0; i < per_address; i++)
+        fds[i] = connect_from(2, s.port);
+    CHECK_INT(served(fds, per_address), per_address);
+    CHECK_INT(refused(2, s.port, 3 * per_address), 3 * per_address);
+    close_all(fds, per_address);
+    usleep(300 * 1000);
+    for (int round = 0; round < 3; round++) {
+        /* twice the cap at once, before any request, from addresses under
+         * their own cap: the event loop meets the cap in a burst */
+        int n = 2 * cap;
+        for (int i = 0; i < n; i++)
+            fds[i] = connect_from(10 + round * 40 + i / per_address, s.port);
+        int held = 0;
+        for (int i = 0; i < n; i++) {
+            got[i] = fds[i] >= 0 ? get(fds[i], "/v1/healthz") : -1;
+            held += got[i] == 200;
+        }
+        int closed = 0;
+        for (int i = 0; i < n; i++)
+            closed += got[i] == 0;
+        check_record(held == cap && closed == n - cap, __FILE__, __LINE__,
+                     "round %d: %d connections at once under a cap of %d: %d served, %d closed",
+                     round, n, cap, held, closed);
+        /* every held connection, on every event-loop thread, still served */
+        for (int i = 0; i < n; i++)
+            if (got[i] != 200 && fds[i] >= 0) {
+                close(fds[i]);
+                fds[i] = -1;
+            }
+        CHECK_INT(served(fds, n), held);
+        /* past the cap, one at a time: closed */
+        CHECK_INT(refused(9, s.port, per_address), per_address);
+        /* a connection that closes frees its place */
+        for (int i = 0; i < n; i++)
+            if (fds[i] >= 0) {
+                close(fds[i]);
+                usleep(300 * 1000);
+                fds[i] = connect_from(9, s.port);
+                break;
+            }
+        CHECK_INT(served(fds, n), held);
+        close_all(fds, n);
+        usleep(300 * 1000);
+    }
+    char *log = NULL;
+    FILE *f = fopen(s.log, "r");
+    if (f != NULL) {
+        log = calloc(1, 1 << 20);
+        size_t len = fread(log, 1, (1 << 20) - 1, f);
+        log[len] = 0;
+        fclose(f);
+    }
+    CHECK(log != NULL && strstr(log, "connections_max_reached") != NULL);
+    free(log);
+    /* no event-loop thread is left blocked: the server stops */
+    CHECK_INT(server_stop(&s), 0);
+    server_cleanup(&s);
+}
+
+static void test_connection_cap(void)
+{
+    const char *loop[] = {"--threads", "2", "--connections-max", "16", "--connections-per-address",
+                          "4",         NULL};
+    check_connection_cap(loop, 16, 4);
+    const char *per_connection[] = {"--connection-threads", "8", "--connections-per-address", "4",
+                                    NULL};
+    check_connection_cap(per_connection, 8, 4);
+}
+
 static void test_port_in_use(void)
 {
     server_proc a, b;
@@ -207,6 +306,7 @@ int main(void)
 {
     test_spread();
     test_per_address_cap();
+    test_connection_cap();
     test_port_in_use();
     return check_summary();
 }

@@ -21,16 +21,17 @@
  *    texts and the query strings appear nowhere in the log.
  *
  * And, while the server runs, its threads carry the names `top -H` and
- * `perf` show: one ldpref-writer, the workers, the score workers, the
- * retrain worker and scheduler, libmicrohttpd's event loop (MHD-*).
+ * `perf` show: one ldpref-writer, one ldpref-accept, the workers, the score
+ * workers, the retrain worker and scheduler, libmicrohttpd's event loop
+ * (MHD-*).
  */
 #include "check.h"
 #include "clock.h"
+#include "proc_threads.h"
 #include "raw_annotator.h"
 #include "server_proc.h"
 #include "wire.h"
 
-#include <dirent.h>
 #include <jansson.h>
 #include <sodium.h>
 #include <stdio.h>
@@ -512,42 +513,19 @@ static char *read_file(const char *path, size_t *len)
     return buf;
 }
 
-/* How many threads of process pid have a name starting with prefix. */
-static int threads_named(pid_t pid, const char *prefix)
-{
-    char dir[64];
-    snprintf(dir, sizeof dir, "/proc/%d/task", (int)pid);
-    DIR *d = opendir(dir);
-    if (d == NULL)
-        return -1;
-    int n = 0;
-    struct dirent *e;
-    while ((e = readdir(d)) != NULL) {
-        if (e->d_name[0] == '.')
-            continue;
-        char path[400], name[32] = "";
-        snprintf(path, sizeof path, "%s/%s/comm", dir, e->d_name);
-        FILE *f = fopen(path, "r");
-        if (f != NULL) {
-            if (fgets(name, sizeof name, f) != NULL && strncmp(name, prefix, strlen(prefix)) == 0)
-                n++;
-            fclose(f);
-        }
-    }
-    closedir(d);
-    return n;
-}
-
 static void check_thread_names(pid_t pid)
 {
     long cores = sysconf(_SC_NPROCESSORS_ONLN);
     int workers = 2 * cores < 4 ? 4 : (int)(2 * cores); /* --workers 0 */
-    CHECK_INT(threads_named(pid, "ldpref-writer\n"), 1);
-    CHECK_INT(threads_named(pid, "ldpref-worker\n"), workers);
-    CHECK_INT(threads_named(pid, "ldpref-score\n"), workers / 4 > 1 ? workers / 4 : 1);
-    CHECK_INT(threads_named(pid, "ldpref-retrain\n"), 1);
-    CHECK_INT(threads_named(pid, "ldpref-schedule\n"), 1);
-    CHECK(threads_named(pid, "MHD-") >= 1);
+    proc_thread t[256];
+    int n = proc_threads(pid, t, 256);
+    CHECK_INT(proc_threads_named(t, n, "ldpref-writer"), 1);
+    CHECK_INT(proc_threads_named(t, n, "ldpref-accept"), 1);
+    CHECK_INT(proc_threads_named(t, n, "ldpref-worker"), workers);
+    CHECK_INT(proc_threads_named(t, n, "ldpref-score"), workers / 4 > 1 ? workers / 4 : 1);
+    CHECK_INT(proc_threads_named(t, n, "ldpref-retrain"), 1);
+    CHECK_INT(proc_threads_named(t, n, "ldpref-schedule"), 1);
+    CHECK(proc_threads_named(t, n, "MHD-*") >= 1);
 }
 
 int main(void)

@@ -189,15 +189,33 @@ int server_restart(server_proc *s, const char *const *extra_args)
 
 static void print_log_tail(const server_proc *s);
 
+/* Past the server's own drain (30 s) by a margin. */
+#define STOP_WAIT_MS 60000
+
 int server_stop(server_proc *s)
 {
     if (s->pid <= 0)
         return -1;
-    int status;
+    int status = 0;
     kill(s->pid, SIGTERM);
-    while (waitpid(s->pid, &status, 0) < 0 && errno == EINTR) {
+    /* a server that hangs in its shutdown is a failure, not a hung test */
+    int waited_ms = 0;
+    pid_t r;
+    while (((r = waitpid(s->pid, &status, WNOHANG)) == 0 || (r < 0 && errno == EINTR)) &&
+           waited_ms < STOP_WAIT_MS) {
+        usleep(10 * 1000);
+        waited_ms += 10;
+    }
+    if (r == 0) {
+        fprintf(stderr, "server_stop: the server did not stop within %d s of SIGTERM\n",
+                STOP_WAIT_MS / 1000);
+        print_log_tail(s);
+        server_kill(s);
+        return -1;
     }
     s->pid = 0;
+    if (r < 0)
+        return -1;
     if (WIFSIGNALED(status)) { /* a crash during shutdown: say which */
         fprintf(stderr, "server_stop: the server died of signal %d\n", WTERMSIG(status));
         print_log_tail(s);
