@@ -853,7 +853,7 @@ int lp_http_start(lp_api *api, const lp_http_opts *opts, lp_http **out, int *bou
                      tls ? " (the TLS certificate and key are not a matching PEM pair: see the "
                            "http_error lines above)"
                          : "");
-        lp_listener_close(h->listener);
+        lp_listener_free(h->listener);
         lp_workers_free(h->scoring);
         lp_workers_free(h->workers);
         pthread_mutex_destroy(&h->lock);
@@ -892,8 +892,9 @@ void lp_http_stop(lp_http *h, int grace_ms)
      * closes what is left. */
     lp_workers_free(h->scoring);
     lp_workers_free(h->workers);
-    lp_listener_close(h->listener); /* before the daemon it hands connections to */
+    lp_listener_stop(h->listener); /* before the daemon it hands connections to */
     MHD_stop_daemon(h->d);
+    lp_listener_free(h->listener); /* after: the daemon reports closes to it */
     pthread_mutex_destroy(&h->lock);
     pthread_cond_destroy(&h->idle);
     free(h);

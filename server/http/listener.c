@@ -55,14 +55,14 @@ int lp_listener_open(const struct sockaddr *addr, socklen_t len, int backlog, un
          setsockopt(l->fd, IPPROTO_IPV6, IPV6_V6ONLY, &one, sizeof one) != 0) ||
         bind(l->fd, addr, len) != 0 || listen(l->fd, backlog) != 0) {
         snprintf(err, errlen, "%s", strerror(errno));
-        lp_listener_close(l);
+        lp_listener_free(l);
         return -1;
     }
     struct sockaddr_storage bound;
     socklen_t blen = sizeof bound;
     if (getsockname(l->fd, (struct sockaddr *)&bound, &blen) != 0) {
         snprintf(err, errlen, "%s", strerror(errno));
-        lp_listener_close(l);
+        lp_listener_free(l);
         return -1;
     }
     *port = ntohs(bound.ss_family == AF_INET6 ? ((struct sockaddr_in6 *)&bound)->sin6_port
@@ -153,7 +153,7 @@ int lp_listener_start(lp_listener *l, struct MHD_Daemon *d)
     return l->started ? 0 : -1;
 }
 
-void lp_listener_close(lp_listener *l)
+void lp_listener_stop(lp_listener *l)
 {
     if (l == NULL)
         return;
@@ -162,10 +162,17 @@ void lp_listener_close(lp_listener *l)
         ssize_t w = write(l->stop_fd, &one, sizeof one);
         (void)w;
         pthread_join(l->thread, NULL);
+        l->started = 0;
     }
     if (l->fd >= 0)
         close(l->fd);
     if (l->stop_fd >= 0)
         close(l->stop_fd);
+    l->fd = l->stop_fd = -1;
+}
+
+void lp_listener_free(lp_listener *l)
+{
+    lp_listener_stop(l);
     free(l);
 }

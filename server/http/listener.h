@@ -52,7 +52,14 @@ void lp_listener_notify(void *cls, struct MHD_Connection *connection, void **soc
 int lp_listener_start(lp_listener *l, struct MHD_Daemon *d);
 
 /* Stops accepting (connections already handed over stay with the daemon)
- * and closes the socket. Accepts NULL. */
-void lp_listener_close(lp_listener *l);
+ * and closes the socket; again, nothing. Call it before stopping the
+ * daemon, which must not be handed connections while it stops. Accepts
+ * NULL. */
+void lp_listener_stop(lp_listener *l);
+
+/* Stops (if not yet) and frees l. Call it after the daemon has stopped:
+ * the daemon reports every connection it closes to l
+ * (lp_listener_notify). Accepts NULL. */
+void lp_listener_free(lp_listener *l);
 
 #endif

@@ -64,6 +64,7 @@
 #define TASKS_PER_UPLOAD 2000
 /* the size of the body the server answers a single label with (its receipt) */
 #define RECEIPT_BYTES 100
+#define BARE_CONNS_MAX 1024 /* the bare server's cap on open connections (its listener) */
 
 struct request {
     char *bytes; /* full HTTP request */
@@ -705,15 +706,16 @@ static pid_t bare_start(int threads, int workers, size_t answer_len, const char 
         lp_listener *l = NULL;
         char err[128];
         int p = 0;
-        if (lp_listener_open((struct sockaddr *)&loopback, sizeof loopback, 1024, &l, &p, err,
-                             sizeof err) != 0)
+        if (lp_listener_open((struct sockaddr *)&loopback, sizeof loopback, 1024, BARE_CONNS_MAX,
+                             &l, &p, err, sizeof err) != 0)
             _exit(1);
         struct MHD_Daemon *d = MHD_start_daemon(
             MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_AUTO | MHD_ALLOW_SUSPEND_RESUME |
                 MHD_USE_NO_LISTEN_SOCKET | MHD_USE_ITC,
             0, NULL, NULL, bare_request, NULL, MHD_OPTION_THREAD_POOL_SIZE, (unsigned int)threads,
-            MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)(16 * 1024), MHD_OPTION_NOTIFY_COMPLETED,
-            bare_completed, NULL, MHD_OPTION_END);
+            MHD_OPTION_CONNECTION_LIMIT, lp_listener_daemon_cap(l, (unsigned)threads),
+            MHD_OPTION_NOTIFY_CONNECTION, lp_listener_notify, l, MHD_OPTION_CONNECTION_MEMORY_LIMIT,
+            (size_t)(16 * 1024), MHD_OPTION_NOTIFY_COMPLETED, bare_completed, NULL, MHD_OPTION_END);
         if (d == NULL || lp_listener_start(l, d) != 0)
             p = 0;
         if (write(fds[1], &p, sizeof p) != (ssize_t)sizeof p)
