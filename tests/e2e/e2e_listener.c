@@ -22,6 +22,7 @@
  *    leaves the server on that port untouched.
  */
 #include "check.h"
+#include "files.h"
 #include "http_wire.h"
 #include "proc_threads.h"
 #include "server_proc.h"
@@ -246,14 +247,7 @@ static void check_connection_cap(const char **args, int cap, int per_address)
         close_all(fds, n);
         usleep(300 * 1000);
     }
-    char *log = NULL;
-    FILE *f = fopen(s.log, "r");
-    if (f != NULL) {
-        log = calloc(1, 1 << 20);
-        size_t len = fread(log, 1, (1 << 20) - 1, f);
-        log[len] = 0;
-        fclose(f);
-    }
+    char *log = file_read_all(s.log, NULL);
     CHECK(log != NULL && strstr(log, "connections_max_reached") != NULL);
     free(log);
     /* no event-loop thread is left blocked: the server stops */
@@ -283,14 +277,7 @@ static void test_port_in_use(void)
     const char *args[] = {"--port", port, NULL};
     CHECK_INT(server_start(&b, args), -1);
     snprintf(want, sizeof want, "cannot listen on 127.0.0.1:%d", a.port);
-    char *log = NULL;
-    FILE *f = fopen(b.log, "r");
-    if (f != NULL) {
-        log = calloc(1, 65536);
-        size_t len = fread(log, 1, 65535, f);
-        log[len] = 0;
-        fclose(f);
-    }
+    char *log = file_read_all(b.log, NULL);
     CHECK(log != NULL && strstr(log, want) != NULL && strstr(log, "in use") != NULL);
     free(log);
     server_cleanup(&b);
